@@ -1,0 +1,377 @@
+//! The backward engine: collects the graph reachable from the roots, then runs nodes in
+//! dependency order (newest first among the ready ones, so checkpoint segments recompute one
+//! at a time), summing gradients per node and releasing each node's saved slots right after
+//! its backward unless `retain_graph`.
+
+use crate::autograd::node::{BackwardCtx, Node, NodeKind};
+use crate::checkpoint::touched;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::grad_mode::no_grad;
+use crate::layout::fmt_shape;
+use crate::ops;
+use crate::tensor::Tensor;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::Arc;
+
+type Key = *const Node;
+
+fn key(n: &Arc<Node>) -> Key {
+    Arc::as_ptr(n)
+}
+
+/// Compute gradients of `roots` (each with its output gradient, None = ones for a scalar)
+/// and accumulate them into the `.grad` of the leaves.
+pub fn backward(roots: &[(Tensor, Option<Tensor>)], retain_graph: bool) -> Result<()> {
+    run(roots, None, retain_graph).map(|_| ())
+}
+
+/// Gradients of `outputs` with respect to `inputs`, without touching any `.grad`.
+pub fn grad(
+    outputs: &[Tensor],
+    inputs: &[Tensor],
+    grad_outputs: Option<&[Option<Tensor>]>,
+    retain_graph: bool,
+) -> Result<Vec<Option<Tensor>>> {
+    let roots: Vec<(Tensor, Option<Tensor>)> = outputs
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            (
+                o.clone(),
+                grad_outputs.and_then(|g| g.get(i).cloned().flatten()),
+            )
+        })
+        .collect();
+    let mut targets = Vec::with_capacity(inputs.len());
+    for t in inputs {
+        match t.grad_edge() {
+            Some(n) => targets.push(n),
+            None => {
+                return Err(Error::graph(
+                    "grad",
+                    "one of the inputs does not require grad, so no gradient can be computed \
+                     for it",
+                ))
+            }
+        }
+    }
+    let captured = run(&roots, Some(&targets), retain_graph)?;
+    Ok(targets
+        .iter()
+        .map(|n| captured.get(&key(n)).cloned())
+        .collect())
+}
+
+fn root_grad(t: &Tensor, g: Option<Tensor>) -> Result<Tensor> {
+    match g {
+        Some(g) => {
+            if g.shape() != t.shape() {
+                return Err(Error::shape(
+                    "backward",
+                    format!(
+                        "gradient has shape {} but the output has shape {}",
+                        fmt_shape(g.shape()),
+                        fmt_shape(t.shape())
+                    ),
+                ));
+            }
+            Ok(if g.dtype() != t.dtype() {
+                ops::cast(&g, t.dtype())?
+            } else {
+                g.detach()
+            })
+        }
+        None => {
+            if t.numel() != 1 {
+                return Err(Error::graph(
+                    "backward",
+                    format!(
+                        "grad can be implicitly created only for scalar outputs, but the output \
+                         has shape {}; pass a gradient of that shape",
+                        fmt_shape(t.shape())
+                    ),
+                ));
+            }
+            ops::full(t.shape(), 1.0, t.dtype(), t.device())
+        }
+    }
+}
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Ready(u64, usize);
+
+fn run(
+    roots: &[(Tensor, Option<Tensor>)],
+    targets: Option<&[Arc<Node>]>,
+    retain_graph: bool,
+) -> Result<HashMap<Key, Tensor>> {
+    let _ng = no_grad();
+    // Seed gradients.
+    let mut buffers: HashMap<Key, Tensor> = HashMap::new();
+    let mut root_nodes = Vec::new();
+    for (t, g) in roots {
+        if !t.requires_grad() {
+            return Err(Error::graph(
+                "backward",
+                "element 0 of tensors does not require grad and does not have a grad_fn",
+            ));
+        }
+        let g = root_grad(t, g.clone())?;
+        let n = t
+            .grad_edge()
+            .ok_or_else(|| Error::graph("backward", "no graph"))?;
+        add_into(&mut buffers, key(&n), g)?;
+        root_nodes.push(n);
+    }
+    // Collect reachable nodes.
+    let mut nodes: Vec<Arc<Node>> = Vec::new();
+    let mut index: HashMap<Key, usize> = HashMap::new();
+    let mut stack: Vec<Arc<Node>> = root_nodes.clone();
+    while let Some(n) = stack.pop() {
+        if index.contains_key(&key(&n)) {
+            continue;
+        }
+        index.insert(key(&n), nodes.len());
+        for c in n.next.iter().flatten() {
+            if !index.contains_key(&key(c)) {
+                stack.push(c.clone());
+            }
+        }
+        nodes.push(n);
+    }
+    // Which nodes matter: all for backward(); for grad(), those that lead to a target.
+    let target_keys: HashSet<Key> = targets
+        .map(|t| t.iter().map(key).collect())
+        .unwrap_or_default();
+    let needed: Vec<bool> = match targets {
+        None => vec![true; nodes.len()],
+        Some(_) => {
+            let mut needed = vec![false; nodes.len()];
+            // Nodes were discovered parents-first; iterate until stable (graphs are DAGs).
+            let mut changed = true;
+            while changed {
+                changed = false;
+                for (i, n) in nodes.iter().enumerate() {
+                    if needed[i] {
+                        continue;
+                    }
+                    let hit = target_keys.contains(&key(n))
+                        || n.next.iter().flatten().any(|c| needed[index[&key(c)]]);
+                    if hit {
+                        needed[i] = true;
+                        changed = true;
+                    }
+                }
+            }
+            needed
+        }
+    };
+    let mut deps = vec![0usize; nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        if !needed[i] {
+            continue;
+        }
+        for c in n.next.iter().flatten() {
+            let j = index[&key(c)];
+            if needed[j] {
+                deps[j] += 1;
+            }
+        }
+    }
+    let mut heap = BinaryHeap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if needed[i] && deps[i] == 0 {
+            heap.push(Ready(n.seq, i));
+        }
+    }
+    let mut captured: HashMap<Key, Tensor> = HashMap::new();
+    let result = (|| -> Result<()> {
+        while let Some(Ready(_, i)) = heap.pop() {
+            let node = nodes[i].clone();
+            let k = key(&node);
+            let g = buffers.remove(&k);
+            let is_target = target_keys.contains(&k);
+            if is_target {
+                if let Some(g) = &g {
+                    captured.insert(k, g.clone());
+                }
+            }
+            let input_grads: Vec<Option<Tensor>> = match (&node.kind, g) {
+                (NodeKind::Accumulate(leaf), Some(g)) => {
+                    if targets.is_none() {
+                        accumulate(&Tensor(leaf.clone()), g)?;
+                    }
+                    Vec::new()
+                }
+                (NodeKind::Accumulate(_), None) => Vec::new(),
+                (NodeKind::Op(op), g) => {
+                    let slots = {
+                        let mut saved = node.saved.lock();
+                        match saved.as_ref() {
+                            None => {
+                                return Err(Error::graph(
+                                    "backward",
+                                    format!(
+                                        "trying to backward through the graph a second time \
+                                         (the saved tensors of {} were freed after the first \
+                                         backward); specify retain_graph=True on the first \
+                                         backward",
+                                        op.name()
+                                    ),
+                                ))
+                            }
+                            Some(_) if retain_graph => None,
+                            Some(_) => saved.take(),
+                        }
+                    };
+                    let grads = match g {
+                        None => Vec::new(),
+                        Some(g)
+                            if is_target
+                                && targets.is_some()
+                                && !node_has_needed_child(&node, &index, &needed) =>
+                        {
+                            drop(g);
+                            Vec::new()
+                        }
+                        Some(g) => {
+                            let saved: Vec<Tensor> = match &slots {
+                                Some(s) => {
+                                    s.iter().map(|s| s.materialize()).collect::<Result<_>>()?
+                                }
+                                None => {
+                                    let guard = node.saved.lock();
+                                    let s = guard
+                                        .as_ref()
+                                        .ok_or_else(|| Error::graph("backward", "graph freed"))?;
+                                    s.iter().map(|s| s.materialize()).collect::<Result<_>>()?
+                                }
+                            };
+                            let ctx = BackwardCtx {
+                                grad: &g,
+                                saved: &saved,
+                                inputs: &node.inputs,
+                            };
+                            let grads = op.backward(&ctx)?;
+                            check_grads(op.name(), &node, grads)?
+                        }
+                    };
+                    if let Some(s) = slots {
+                        for slot in s.iter() {
+                            slot.release();
+                        }
+                    }
+                    grads
+                }
+            };
+            for (j, c) in node.next.iter().enumerate() {
+                let Some(c) = c else { continue };
+                let ci = index[&key(c)];
+                if !needed[ci] {
+                    continue;
+                }
+                if let Some(Some(g)) = input_grads.get(j) {
+                    add_into(&mut buffers, key(c), g.clone())?;
+                }
+                deps[ci] -= 1;
+                if deps[ci] == 0 {
+                    heap.push(Ready(c.seq, ci));
+                }
+            }
+        }
+        Ok(())
+    })();
+    touched::clear_all();
+    result.map(|_| captured)
+}
+
+fn node_has_needed_child(node: &Node, index: &HashMap<Key, usize>, needed: &[bool]) -> bool {
+    node.next
+        .iter()
+        .flatten()
+        .any(|c| needed[index[&(Arc::as_ptr(c))]])
+}
+
+fn check_grads(name: &str, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    let mut out = Vec::with_capacity(grads.len());
+    for (i, g) in grads.into_iter().enumerate() {
+        let meta = &node.inputs[i];
+        out.push(match g {
+            Some(g) if meta.requires_grad => {
+                if g.shape() != meta.shape.as_slice() {
+                    return Err(Error::graph(
+                        "backward",
+                        format!(
+                            "internal error: {name} produced a gradient of shape {} for an input \
+                             of shape {}",
+                            fmt_shape(g.shape()),
+                            fmt_shape(&meta.shape)
+                        ),
+                    ));
+                }
+                Some(if g.dtype() != meta.dtype {
+                    ops::cast(&g, meta.dtype)?
+                } else {
+                    g
+                })
+            }
+            _ => None,
+        });
+    }
+    Ok(out)
+}
+
+/// Whether `t` owns its storage alone and covers it contiguously, so it can be updated in
+/// place.
+fn exclusive(t: &Tensor) -> bool {
+    Arc::strong_count(t.storage()) == 1
+        && t.is_contiguous()
+        && t.layout().offset == 0
+        && t.numel() == t.storage().len()
+}
+
+fn add_into(buffers: &mut HashMap<Key, Tensor>, k: Key, g: Tensor) -> Result<()> {
+    match buffers.remove(&k) {
+        None => {
+            buffers.insert(k, g);
+        }
+        Some(prev) => {
+            let sum = if exclusive(&prev) && prev.shape() == g.shape() {
+                ops::add_inplace(&prev, &g)?;
+                prev
+            } else {
+                ops::add(&prev, &g)?
+            };
+            buffers.insert(k, sum);
+        }
+    }
+    Ok(())
+}
+
+fn accumulate(leaf: &Tensor, g: Tensor) -> Result<()> {
+    let mut st = leaf.0.state.lock();
+    match st.grad.take() {
+        None => {
+            let g = if exclusive(&g) && g.dtype() == leaf.dtype() {
+                g.detach()
+            } else {
+                ops::contiguous_copy(&g, leaf.dtype())?
+            };
+            st.grad = Some(g);
+        }
+        Some(prev) => {
+            // In place, as PyTorch does: pre-allocated gradients stay where they are.
+            if prev.is_contiguous() && prev.shape() == g.shape() {
+                ops::add_inplace(&prev, &g)?;
+                st.grad = Some(prev);
+            } else {
+                st.grad = Some(ops::add(&prev, &g)?);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[allow(dead_code)]
+fn _assert_dtype(_: DType) {}

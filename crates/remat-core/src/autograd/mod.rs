@@ -1,0 +1,8 @@
+//! Define-by-run autograd: nodes recorded by ops, a topological backward engine, and
+//! gradient accumulation into leaves.
+
+pub mod engine;
+pub mod node;
+
+pub use engine::{backward, grad};
+pub use node::{BackwardCtx, InputMeta, Node, Op, Save};

@@ -1,0 +1,221 @@
+//! Graph nodes and the `Op` trait. A node holds edges to the nodes of its inputs and
+//! saved-tensor slots for what its backward needs — never its inputs' tensors — so a
+//! checkpoint can replace a slot with a recompute and the memory really goes away.
+
+use crate::checkpoint::context::{self, SaveMode};
+use crate::checkpoint::recipe::Recipe;
+use crate::checkpoint::slot::Slot;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::grad_mode::is_grad_enabled;
+use crate::layout::Dims;
+use crate::tensor::{Tensor, TensorData, TensorImpl, TensorState};
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A differentiable operation: its forward (also used to replay it for a recompute) and its
+/// vector-Jacobian product.
+pub trait Op: Send + Sync + 'static {
+    /// The op's public name (error messages, profiler).
+    fn name(&self) -> &'static str;
+    /// Compute the output from the inputs, without recording anything. Replaying a
+    /// checkpointed tensor calls exactly this, so recomputed values are bit-identical.
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor>;
+    /// Gradients for each input (None where `ctx.needs_grad(i)` is false or the input gets
+    /// no gradient). Runs with grad mode off; each gradient has its input's shape.
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>>;
+}
+
+/// What an op keeps for its backward.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Save {
+    /// The i-th input.
+    Input(usize),
+    /// The op's output.
+    Output,
+}
+
+/// Shape, dtype and grad flag of one input, recorded for every node (cheap, no data).
+#[derive(Clone, Debug)]
+pub struct InputMeta {
+    /// The input's shape.
+    pub shape: Dims,
+    /// The input's dtype.
+    pub dtype: DType,
+    /// Whether a gradient must flow to this input.
+    pub requires_grad: bool,
+}
+
+/// What a backward sees: the output's gradient, the saved tensors in the order the op asked
+/// for them, and its inputs' metadata.
+pub struct BackwardCtx<'a> {
+    /// Gradient of the loss with respect to the op's output.
+    pub grad: &'a Tensor,
+    /// The saved tensors, in the order of the op's `Save` list.
+    pub saved: &'a [Tensor],
+    /// Metadata of each input.
+    pub inputs: &'a [InputMeta],
+}
+
+impl BackwardCtx<'_> {
+    /// Whether input `i` needs a gradient.
+    pub fn needs_grad(&self, i: usize) -> bool {
+        self.inputs.get(i).is_some_and(|m| m.requires_grad)
+    }
+}
+
+/// How a node turns its output gradient into input gradients.
+pub(crate) enum NodeKind {
+    /// A recorded op.
+    Op(Arc<dyn Op>),
+    /// The end of the graph at a leaf: adds the gradient into the leaf's `.grad`.
+    Accumulate(Arc<TensorImpl>),
+}
+
+/// One recorded op application in the graph.
+pub struct Node {
+    pub(crate) kind: NodeKind,
+    /// For each input, the node its gradient flows to (None: it needs no gradient).
+    pub(crate) next: SmallVec<[Option<Arc<Node>>; 2]>,
+    pub(crate) inputs: SmallVec<[InputMeta; 2]>,
+    /// Saved-tensor slots; None once released after a backward without `retain_graph`.
+    pub(crate) saved: Mutex<Option<SmallVec<[Slot; 2]>>>,
+    /// Creation order: the engine runs ready nodes newest first.
+    pub(crate) seq: u64,
+}
+
+/// How a non-leaf tensor was made: kept on the tensor handle (not on the node) so that
+/// `checkpoint(x)` can build a recipe while `x` is alive, without graph nodes keeping
+/// anything alive afterwards.
+pub(crate) struct Creation {
+    pub(crate) op: Arc<dyn Op>,
+    pub(crate) inputs: SmallVec<[Tensor; 2]>,
+    /// Recipes of inputs that were themselves checkpointed (chains recompute in order).
+    pub(crate) recipes: SmallVec<[Option<Arc<Recipe>>; 2]>,
+}
+
+static NEXT_SEQ: AtomicU64 = AtomicU64::new(1);
+
+impl Node {
+    /// The op's name ("AccumulateGrad" for leaves).
+    pub fn name(&self) -> &'static str {
+        match &self.kind {
+            NodeKind::Op(op) => op.name(),
+            NodeKind::Accumulate(_) => "AccumulateGrad",
+        }
+    }
+
+    pub(crate) fn accumulator(leaf: &Tensor) -> Arc<Node> {
+        let mut st = leaf.0.state.lock();
+        if let Some(n) = st.accumulator.upgrade() {
+            return n;
+        }
+        let node = Arc::new(Node {
+            kind: NodeKind::Accumulate(leaf.0.clone()),
+            next: SmallVec::new(),
+            inputs: SmallVec::new(),
+            saved: Mutex::new(Some(SmallVec::new())),
+            seq: NEXT_SEQ.fetch_add(1, Ordering::Relaxed),
+        });
+        st.accumulator = Arc::downgrade(&node);
+        node
+    }
+}
+
+impl Tensor {
+    /// The node a gradient for this tensor flows into (its grad_fn, or its accumulator if it
+    /// is a leaf that requires grad).
+    pub(crate) fn grad_edge(&self) -> Option<Arc<Node>> {
+        if !self.requires_grad() {
+            return None;
+        }
+        match &self.0.grad_fn {
+            Some(n) => Some(n.clone()),
+            None => Some(Node::accumulator(self)),
+        }
+    }
+
+    /// A copy of this handle's data flagged as requiring grad, without a node (used while a
+    /// checkpoint segment is being recomputed, where no graph is built).
+    pub(crate) fn flagged(data: TensorData, requires_grad: bool) -> Tensor {
+        Tensor::with_grad_fn(data, None, requires_grad, TensorState::default())
+    }
+}
+
+/// Run `op` forward on `inputs` and record it in the graph when a gradient is needed.
+pub fn apply<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor> {
+    let out = op.forward(inputs)?;
+    Ok(record(op, inputs, out, saves))
+}
+
+/// Record an already computed `out` as the result of `op` on `inputs`.
+pub fn record<O: Op>(op: O, inputs: &[&Tensor], out: Tensor, saves: &[Save]) -> Tensor {
+    if !is_grad_enabled() || !inputs.iter().any(|t| t.requires_grad()) {
+        return out;
+    }
+    let mode = context::current();
+    let out_data = out.0.data.clone();
+    drop(out);
+    match &mode {
+        SaveMode::Capture(buf) => {
+            let mut b = buf.borrow_mut();
+            for s in saves {
+                b.push(match s {
+                    Save::Input(i) => inputs[*i].0.data.clone(),
+                    Save::Output => out_data.clone(),
+                });
+            }
+            return Tensor::flagged(out_data, true);
+        }
+        SaveMode::Discard => return Tensor::flagged(out_data, true),
+        SaveMode::Normal | SaveMode::Scope | SaveMode::Segment(_) => {}
+    }
+    let op: Arc<dyn Op> = Arc::new(op);
+    let recipe = if matches!(mode, SaveMode::Scope) {
+        let input_slots = inputs.iter().map(|t| context::slot_for(t, &mode)).collect();
+        Some(Recipe::new(op.clone(), input_slots, &out_data, "scope"))
+    } else {
+        None
+    };
+    let slots: SmallVec<[Slot; 2]> = saves
+        .iter()
+        .map(|s| match s {
+            Save::Input(i) => context::slot_for(inputs[*i], &mode),
+            Save::Output => match &recipe {
+                Some(r) => Slot::recompute(r.clone()),
+                None => context::slot_for_data(&out_data, &mode),
+            },
+        })
+        .collect();
+    let node = Arc::new(Node {
+        kind: NodeKind::Op(op.clone()),
+        next: inputs.iter().map(|t| t.grad_edge()).collect(),
+        inputs: inputs
+            .iter()
+            .map(|t| InputMeta {
+                shape: t.shape().into(),
+                dtype: t.dtype(),
+                requires_grad: t.requires_grad(),
+            })
+            .collect(),
+        saved: Mutex::new(Some(slots)),
+        seq: NEXT_SEQ.fetch_add(1, Ordering::Relaxed),
+    });
+    let creation = Arc::new(Creation {
+        op,
+        inputs: inputs.iter().map(|t| t.detach()).collect(),
+        recipes: inputs.iter().map(|t| t.recipe()).collect(),
+    });
+    Tensor::with_grad_fn(
+        out_data,
+        Some(node),
+        true,
+        TensorState {
+            creation: Some(creation),
+            recipe,
+            ..Default::default()
+        },
+    )
+}

@@ -1,0 +1,76 @@
+//! `CheckpointGroup`: several outputs of one function that share a single recompute, with
+//! counts of checkpoints, recomputes and bytes saved.
+
+use crate::checkpoint::segment::{checkpoint_segment_with, SegmentFn, SegmentOptions};
+use crate::error::Result;
+use crate::tensor::Tensor;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Counters shared by the segments of a group.
+#[derive(Default)]
+pub(crate) struct GroupStats {
+    checkpoints: AtomicUsize,
+    recomputes: AtomicUsize,
+    bytes_saved: AtomicUsize,
+}
+
+impl GroupStats {
+    pub(crate) fn on_checkpoint(&self, bytes: usize) {
+        self.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.bytes_saved.fetch_add(bytes, Ordering::Relaxed);
+    }
+    pub(crate) fn on_recompute(&self) {
+        self.recomputes.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A named group of checkpointed calls whose outputs share one recompute per call.
+pub struct CheckpointGroup {
+    name: Option<String>,
+    preserve_rng_state: bool,
+    offload: bool,
+    stats: Arc<GroupStats>,
+}
+
+impl CheckpointGroup {
+    /// A new, empty group.
+    pub fn new(name: Option<String>, preserve_rng_state: bool, offload: bool) -> Self {
+        CheckpointGroup {
+            name,
+            preserve_rng_state,
+            offload,
+            stats: Arc::default(),
+        }
+    }
+
+    /// Run `f(inputs)` checkpointed: all its outputs share one recompute.
+    pub fn checkpoint_fn(&self, f: SegmentFn, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let opts = SegmentOptions {
+            name: self.name.clone(),
+            preserve_rng_state: self.preserve_rng_state,
+            offload: self.offload,
+            group: Some(self.stats.clone()),
+            kind: "group",
+            ..SegmentOptions::default()
+        };
+        checkpoint_segment_with(f, inputs, &opts)
+    }
+
+    /// Calls checkpointed through this group.
+    pub fn checkpoint_count(&self) -> usize {
+        self.stats.checkpoints.load(Ordering::Relaxed)
+    }
+    /// Recomputes run for this group's calls.
+    pub fn recompute_count(&self) -> usize {
+        self.stats.recomputes.load(Ordering::Relaxed)
+    }
+    /// Bytes the group's calls did not keep.
+    pub fn memory_saved(&self) -> usize {
+        self.stats.bytes_saved.load(Ordering::Relaxed)
+    }
+    /// The group's name.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+}

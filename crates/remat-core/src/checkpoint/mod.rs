@@ -1,0 +1,88 @@
+//! Checkpointing (activation rematerialisation). Every entry point is a choice of saved-tensor
+//! slot (see `slot`): tensor-level `checkpoint`, `checkpoint_scope`, segments, groups and
+//! `checkpoint_sequential` with its memory-budget planner, plus the profiler.
+
+pub(crate) mod context;
+pub mod group;
+pub(crate) mod live;
+
+pub mod profiler;
+pub(crate) mod recipe;
+pub mod segment;
+
+pub(crate) mod slot;
+pub(crate) mod touched;
+
+pub use group::CheckpointGroup;
+pub use live::{live_checkpoint_state, live_recompute_caches};
+pub use segment::{checkpoint_segment, checkpoint_segment_with, SegmentFn, SegmentOptions};
+
+use crate::autograd::node::NodeKind;
+use crate::error::Result;
+use crate::tensor::{Tensor, TensorState};
+use context::SaveMode;
+use recipe::Recipe;
+use slot::Slot;
+
+/// A tensor with `x`'s value whose storage is not kept for backward: consumers save a recipe
+/// that recomputes it from the inputs of the op that produced it. Leaves, tensors that need
+/// no gradient, and tensors inside a segment (already checkpointed) come back unchanged.
+pub fn checkpoint(x: &Tensor) -> Result<Tensor> {
+    if !x.requires_grad() || !matches!(context::current(), SaveMode::Normal | SaveMode::Scope) {
+        return Ok(x.clone());
+    }
+    let (Some(node), Some(creation)) = (x.grad_fn(), x.creation()) else {
+        return Ok(x.clone());
+    };
+    let slots = creation
+        .inputs
+        .iter()
+        .zip(&creation.recipes)
+        .map(|(t, r)| match r {
+            Some(r) => Slot::recompute(r.clone()),
+            None => Slot::Stored(t.data().clone()),
+        })
+        .collect();
+    let recipe = Recipe::new(creation.op.clone(), slots, x.data(), "tensor");
+    // If the producer saved its own output (relu, exp, softmax...), that slot would keep x
+    // alive: point it at the recipe too.
+    if let NodeKind::Op(_) = &node.kind {
+        if let Some(saved) = node.saved.lock().as_mut() {
+            for s in saved.iter_mut() {
+                if let Slot::Stored(d) = s {
+                    if std::sync::Arc::ptr_eq(&d.storage, x.storage()) && d.layout == *x.layout() {
+                        *s = Slot::recompute(recipe.clone());
+                    }
+                }
+            }
+        }
+    }
+    Ok(Tensor::with_grad_fn(
+        x.data().clone(),
+        Some(node.clone()),
+        true,
+        TensorState {
+            creation: Some(creation),
+            recipe: Some(recipe),
+            ..Default::default()
+        },
+    ))
+}
+
+/// `checkpoint(x)` when `x` holds at least `threshold_bytes`, else `x` unchanged.
+pub fn adaptive_checkpoint(x: &Tensor, threshold_bytes: usize) -> Result<Tensor> {
+    if x.nbytes() >= threshold_bytes {
+        checkpoint(x)
+    } else {
+        Ok(x.clone())
+    }
+}
+
+/// While the guard lives, every tensor created on this thread is recomputed for backward
+/// instead of kept, even when it is consumed after the scope ends.
+pub fn checkpoint_scope() -> ScopeGuard {
+    ScopeGuard(context::enter(SaveMode::Scope))
+}
+
+/// Ends a `checkpoint_scope` when dropped.
+pub struct ScopeGuard(#[allow(dead_code)] context::ContextGuard);

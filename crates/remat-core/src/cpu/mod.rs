@@ -1,0 +1,293 @@
+//! CPU kernels: gathers of strided views, elementwise maps and broadcast zips, axis
+//! reductions, and GEMM. Large kernels run on the rayon pool.
+
+pub mod matmul;
+
+use crate::dtype::Element;
+use crate::layout::{contiguous_strides, numel, Dims, Layout};
+use crate::tensor::TensorData;
+use rayon::prelude::*;
+use smallvec::SmallVec;
+
+/// Below this many elements a kernel runs on the calling thread (threads cost more).
+pub const PAR_MIN: usize = 1 << 15;
+
+/// The typed slice behind a tensor's storage. Panics only on an engine bug (dtype mismatch
+/// is checked by every op before it reaches a kernel).
+#[inline]
+pub fn slice<T: Element>(d: &TensorData) -> &[T] {
+    d.storage
+        .as_slice::<T>()
+        .expect("kernel called with a storage of another dtype")
+}
+
+/// The view's elements as a contiguous slice, if it is one.
+#[inline]
+pub fn contiguous_slice<T: Element>(d: &TensorData) -> Option<&[T]> {
+    if d.layout.is_contiguous() {
+        let n = d.layout.numel();
+        Some(&slice::<T>(d)[d.layout.offset..d.layout.offset + n])
+    } else {
+        None
+    }
+}
+
+/// A vector of `n` elements that the caller will fully overwrite.
+#[inline]
+#[allow(clippy::uninit_vec)]
+pub fn alloc<T: Element>(n: usize) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    // SAFETY: T is a plain float: every bit pattern is valid, and callers write every element
+    // before anything reads it.
+    unsafe { v.set_len(n) };
+    v
+}
+
+/// The view's elements in C order.
+pub fn gather<T: Element>(d: &TensorData) -> Vec<T> {
+    if let Some(s) = contiguous_slice::<T>(d) {
+        return s.to_vec();
+    }
+    let src = slice::<T>(d);
+    let mut out = Vec::with_capacity(d.layout.numel());
+    d.layout.for_each_index(|i| out.push(src[i]));
+    out
+}
+
+/// Merge adjacent axes that are contiguous in every layout (same shape for all), so that
+/// broadcast loops run over the longest possible inner rows.
+fn coalesce(shape: &[usize], strides: &[&[usize]]) -> (Dims, Vec<Dims>) {
+    let mut out_shape: Dims = SmallVec::new();
+    let mut out_strides: Vec<Dims> = vec![SmallVec::new(); strides.len()];
+    for i in 0..shape.len() {
+        if shape[i] == 1 {
+            continue;
+        }
+        let can_merge = !out_shape.is_empty()
+            && strides.iter().enumerate().all(|(k, s)| {
+                let last = *out_strides[k].last().unwrap_or(&0);
+                last == s[i] * shape[i]
+            });
+        if can_merge {
+            let l = out_shape.len() - 1;
+            out_shape[l] *= shape[i];
+            for (k, s) in strides.iter().enumerate() {
+                out_strides[k][l] = s[i];
+            }
+        } else {
+            out_shape.push(shape[i]);
+            for (k, s) in strides.iter().enumerate() {
+                out_strides[k].push(s[i]);
+            }
+        }
+    }
+    if out_shape.is_empty() {
+        out_shape.push(1);
+        for s in out_strides.iter_mut() {
+            s.push(0);
+        }
+    }
+    (out_shape, out_strides)
+}
+
+/// Storage offset of row `r` (all axes but the last) for each layout.
+#[inline]
+fn row_base(r: usize, shape: &[usize], strides: &[usize], offset: usize) -> usize {
+    let mut rem = r;
+    let mut base = offset;
+    for d in (0..shape.len() - 1).rev() {
+        let i = rem % shape[d];
+        rem /= shape[d];
+        base += i * strides[d];
+    }
+    base
+}
+
+/// `f` applied to every element, output contiguous in C order.
+pub fn map<T: Element, F: Fn(T) -> T + Sync>(x: &TensorData, f: F) -> Vec<T> {
+    let n = x.layout.numel();
+    let mut out = alloc::<T>(n);
+    match contiguous_slice::<T>(x) {
+        Some(src) => {
+            if n >= PAR_MIN {
+                out.par_chunks_mut(4096)
+                    .zip(src.par_chunks(4096))
+                    .for_each(|(o, s)| {
+                        for (o, &s) in o.iter_mut().zip(s) {
+                            *o = f(s);
+                        }
+                    });
+            } else {
+                for (o, &s) in out.iter_mut().zip(src) {
+                    *o = f(s);
+                }
+            }
+        }
+        None => {
+            let src = slice::<T>(x);
+            let mut k = 0;
+            x.layout.for_each_index(|i| {
+                out[k] = f(src[i]);
+                k += 1;
+            });
+        }
+    }
+    out
+}
+
+/// `f(a, b)` over the broadcast of `a` and `b` to `shape` (already validated), output
+/// contiguous in C order.
+pub fn zip<T: Element, F: Fn(T, T) -> T + Sync>(
+    a: &TensorData,
+    b: &TensorData,
+    shape: &[usize],
+    f: F,
+) -> Vec<T> {
+    let n = numel(shape);
+    let mut out = alloc::<T>(n);
+    if n == 0 {
+        return out;
+    }
+    let (sa, sb) = (slice::<T>(a), slice::<T>(b));
+    // Fast paths: same-shape contiguous operands, or one side a single element.
+    let same = a.layout.shape.as_slice() == shape && b.layout.shape.as_slice() == shape;
+    if same {
+        if let (Some(x), Some(y)) = (contiguous_slice::<T>(a), contiguous_slice::<T>(b)) {
+            let body = |o: &mut [T], x: &[T], y: &[T]| {
+                for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
+                    *o = f(x, y);
+                }
+            };
+            if n >= PAR_MIN {
+                out.par_chunks_mut(4096)
+                    .zip(x.par_chunks(4096).zip(y.par_chunks(4096)))
+                    .for_each(|(o, (x, y))| body(o, x, y));
+            } else {
+                body(&mut out, x, y);
+            }
+            return out;
+        }
+    }
+    let la = a
+        .layout
+        .broadcast_to("zip", shape)
+        .expect("validated broadcast");
+    let lb = b
+        .layout
+        .broadcast_to("zip", shape)
+        .expect("validated broadcast");
+    let (cshape, cstrides) = coalesce(shape, &[&la.strides, &lb.strides]);
+    let inner = *cshape.last().unwrap_or(&1);
+    let (ia, ib) = (
+        cstrides[0][cstrides[0].len() - 1],
+        cstrides[1][cstrides[1].len() - 1],
+    );
+    let row = |r: usize, o: &mut [T]| {
+        let ba = row_base(r, &cshape, &cstrides[0], la.offset);
+        let bb = row_base(r, &cshape, &cstrides[1], lb.offset);
+        match (ia, ib) {
+            (1, 1) => {
+                for ((o, &x), &y) in o
+                    .iter_mut()
+                    .zip(&sa[ba..ba + inner])
+                    .zip(&sb[bb..bb + inner])
+                {
+                    *o = f(x, y);
+                }
+            }
+            (1, 0) => {
+                let y = sb[bb];
+                for (o, &x) in o.iter_mut().zip(&sa[ba..ba + inner]) {
+                    *o = f(x, y);
+                }
+            }
+            (0, 1) => {
+                let x = sa[ba];
+                for (o, &y) in o.iter_mut().zip(&sb[bb..bb + inner]) {
+                    *o = f(x, y);
+                }
+            }
+            _ => {
+                for (j, o) in o.iter_mut().enumerate() {
+                    *o = f(sa[ba + j * ia], sb[bb + j * ib]);
+                }
+            }
+        }
+    };
+    if n >= PAR_MIN && n / inner > 1 {
+        out.par_chunks_mut(inner)
+            .enumerate()
+            .for_each(|(r, o)| row(r, o));
+    } else {
+        for (r, o) in out.chunks_mut(inner).enumerate() {
+            row(r, o);
+        }
+    }
+    out
+}
+
+/// Reduce `x` over `axes` (sorted, unique) with `init` and `f`, returning the values in C
+/// order of the kept axes (reduced axes removed).
+pub fn reduce<T: Element, F: Fn(T, T) -> T + Sync + Send>(
+    x: &TensorData,
+    axes: &[usize],
+    init: T,
+    f: F,
+) -> Vec<T> {
+    let shape = &x.layout.shape;
+    let src = slice::<T>(x);
+    // Permute so kept axes come first, reduced axes last; then each output element reduces a
+    // contiguous run of the permuted index space.
+    let kept: Dims = (0..shape.len()).filter(|a| !axes.contains(a)).collect();
+    let mut perm: Dims = kept.clone();
+    perm.extend(axes.iter().copied());
+    let pl = x.layout.permute(&perm);
+    let outer: usize = kept.iter().map(|&a| shape[a]).product();
+    let inner: usize = axes.iter().map(|&a| shape[a]).product();
+    let mut out = vec![init; outer];
+    if inner == 0 || outer == 0 {
+        return out;
+    }
+    // Fast path: the reduced axes are the trailing contiguous block.
+    if let Some(c) = contiguous_slice::<T>(x) {
+        if axes.iter().copied().eq(kept.len()..shape.len()) {
+            let body = |(o, chunk): (&mut T, &[T])| {
+                *o = chunk.iter().fold(init, |acc, &v| f(acc, v));
+            };
+            if outer * inner >= PAR_MIN {
+                out.par_iter_mut().zip(c.par_chunks(inner)).for_each(body);
+            } else {
+                out.iter_mut().zip(c.chunks(inner)).for_each(body);
+            }
+            return out;
+        }
+        if axes.iter().copied().eq(0..axes.len()) {
+            // Leading axes reduced (bias gradients): accumulate rows into the output.
+            for r in c.chunks(outer) {
+                for (o, &v) in out.iter_mut().zip(r) {
+                    *o = f(*o, v);
+                }
+            }
+            return out;
+        }
+    }
+    let mut k = 0usize;
+    let mut acc = init;
+    pl.for_each_index(|i| {
+        acc = f(acc, src[i]);
+        k += 1;
+        if k % inner == 0 {
+            out[k / inner - 1] = acc;
+            acc = init;
+        }
+    });
+    out
+}
+
+/// Contiguous strides helper re-exported for kernels.
+pub fn strides_of(shape: &[usize]) -> Dims {
+    contiguous_strides(shape)
+}
+
+#[allow(dead_code)]
+fn _layout_is_used(_: &Layout) {}

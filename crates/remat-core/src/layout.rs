@@ -1,0 +1,267 @@
+//! Layout: how a tensor's elements sit in its storage (shape, strides in elements, offset),
+//! plus the shape arithmetic every op needs (broadcasting, axis normalisation).
+
+use crate::error::{Error, Result};
+use smallvec::SmallVec;
+
+/// A shape or a list of strides, inline up to 6 dimensions.
+pub type Dims = SmallVec<[usize; 6]>;
+
+/// Shape, strides (in elements; 0 for broadcast axes) and the offset of the first element.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Extent of each axis.
+    pub shape: Dims,
+    /// Step in elements along each axis.
+    pub strides: Dims,
+    /// Index of the first element in the storage.
+    pub offset: usize,
+}
+
+/// Row-major (C-order) strides for `shape`.
+pub fn contiguous_strides(shape: &[usize]) -> Dims {
+    let mut strides: Dims = SmallVec::from_elem(0, shape.len());
+    let mut acc = 1usize;
+    for i in (0..shape.len()).rev() {
+        strides[i] = acc;
+        acc *= shape[i].max(1);
+    }
+    strides
+}
+
+/// Number of elements of a shape.
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// Format a shape as `(2, 3)` for error messages.
+pub fn fmt_shape(shape: &[usize]) -> String {
+    match shape.len() {
+        1 => format!("({},)", shape[0]),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// The NumPy broadcast of two shapes.
+pub fn broadcast_shapes(op: &str, a: &[usize], b: &[usize]) -> Result<Dims> {
+    let n = a.len().max(b.len());
+    let mut out: Dims = SmallVec::from_elem(0, n);
+    for i in 0..n {
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "shapes {} and {} cannot be broadcast together",
+                    fmt_shape(a),
+                    fmt_shape(b)
+                ),
+            ));
+        };
+    }
+    Ok(out)
+}
+
+/// Normalise a possibly negative axis against `ndim`.
+pub fn normalize_axis(op: &str, axis: isize, ndim: usize) -> Result<usize> {
+    let n = ndim as isize;
+    let a = if axis < 0 { axis + n } else { axis };
+    if a < 0 || a >= n {
+        return Err(Error::shape(
+            op,
+            format!("axis {axis} is out of bounds for a tensor of {ndim} dimensions"),
+        ));
+    }
+    Ok(a as usize)
+}
+
+/// Normalise a list of axes (sorted, deduplicated; duplicates are an error).
+pub fn normalize_axes(op: &str, axes: &[isize], ndim: usize) -> Result<Dims> {
+    let mut out: Dims = SmallVec::new();
+    for &a in axes {
+        let a = normalize_axis(op, a, ndim)?;
+        if out.contains(&a) {
+            return Err(Error::shape(op, format!("axis {a} appears more than once")));
+        }
+        out.push(a);
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+impl Layout {
+    /// A C-contiguous layout of `shape` starting at offset 0.
+    pub fn contiguous(shape: &[usize]) -> Layout {
+        Layout {
+            shape: shape.into(),
+            strides: contiguous_strides(shape),
+            offset: 0,
+        }
+    }
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        numel(&self.shape)
+    }
+    /// Whether elements are laid out in C order without gaps (any offset).
+    pub fn is_contiguous(&self) -> bool {
+        let mut acc = 1usize;
+        for i in (0..self.shape.len()).rev() {
+            if self.shape[i] != 1 && self.strides[i] != acc {
+                return false;
+            }
+            acc *= self.shape[i];
+        }
+        true
+    }
+    /// A view of this layout broadcast to `shape` (stride 0 on stretched axes).
+    pub fn broadcast_to(&self, op: &str, shape: &[usize]) -> Result<Layout> {
+        if shape.len() < self.ndim() {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "cannot broadcast {} to {}",
+                    fmt_shape(&self.shape),
+                    fmt_shape(shape)
+                ),
+            ));
+        }
+        let lead = shape.len() - self.ndim();
+        let mut strides: Dims = SmallVec::from_elem(0, shape.len());
+        for (i, &d) in shape.iter().enumerate() {
+            if i < lead {
+                continue;
+            }
+            let (sd, ss) = (self.shape[i - lead], self.strides[i - lead]);
+            strides[i] = if sd == d {
+                ss
+            } else if sd == 1 {
+                0
+            } else {
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "cannot broadcast {} to {}",
+                        fmt_shape(&self.shape),
+                        fmt_shape(shape)
+                    ),
+                ));
+            };
+        }
+        Ok(Layout {
+            shape: shape.into(),
+            strides,
+            offset: self.offset,
+        })
+    }
+    /// Swap two axes (no copy).
+    pub fn transpose(&self, a: usize, b: usize) -> Layout {
+        let mut l = self.clone();
+        l.shape.swap(a, b);
+        l.strides.swap(a, b);
+        l
+    }
+    /// Reorder axes (no copy). `perm` must be a permutation of `0..ndim`.
+    pub fn permute(&self, perm: &[usize]) -> Layout {
+        Layout {
+            shape: perm.iter().map(|&p| self.shape[p]).collect(),
+            strides: perm.iter().map(|&p| self.strides[p]).collect(),
+            offset: self.offset,
+        }
+    }
+    /// Storage index of every element in C order (for gathers of arbitrary views).
+    pub fn for_each_index(&self, mut f: impl FnMut(usize)) {
+        let n = self.numel();
+        if n == 0 {
+            return;
+        }
+        let nd = self.ndim();
+        if nd == 0 {
+            f(self.offset);
+            return;
+        }
+        let mut idx: Dims = SmallVec::from_elem(0, nd);
+        let inner = self.shape[nd - 1];
+        let inner_stride = self.strides[nd - 1];
+        let mut base = self.offset;
+        loop {
+            for k in 0..inner {
+                f(base + k * inner_stride);
+            }
+            // advance the outer multi-index
+            let mut d = nd - 1;
+            loop {
+                if d == 0 {
+                    return;
+                }
+                d -= 1;
+                idx[d] += 1;
+                base += self.strides[d];
+                if idx[d] < self.shape[d] {
+                    break;
+                }
+                base -= self.strides[d] * self.shape[d];
+                idx[d] = 0;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcast_follows_numpy() {
+        assert_eq!(
+            broadcast_shapes("t", &[3, 1], &[4]).unwrap().as_slice(),
+            &[3, 4]
+        );
+        assert_eq!(
+            broadcast_shapes("t", &[], &[2, 2]).unwrap().as_slice(),
+            &[2, 2]
+        );
+        assert!(broadcast_shapes("t", &[3], &[4]).is_err());
+    }
+
+    #[test]
+    fn transposed_indices_walk_in_c_order() {
+        let l = Layout::contiguous(&[2, 3]).transpose(0, 1);
+        let mut v = vec![];
+        l.for_each_index(|i| v.push(i));
+        assert_eq!(v, vec![0, 3, 1, 4, 2, 5]);
+        assert!(!l.is_contiguous());
+        assert!(Layout::contiguous(&[2, 1, 3]).is_contiguous());
+    }
+
+    #[test]
+    fn axes_normalise() {
+        assert_eq!(normalize_axis("t", -1, 3).unwrap(), 2);
+        assert!(normalize_axis("t", 3, 3).is_err());
+        assert!(normalize_axis("t", 0, 0).is_err());
+        assert!(normalize_axes("t", &[0, -2], 2).is_err());
+    }
+}

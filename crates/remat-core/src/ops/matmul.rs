@@ -1,0 +1,187 @@
+//! `matmul` with `np.matmul` rules: batched, batch axes broadcast, 1-D operands promoted and
+//! their axis removed from the result. Backward uses transposed views (no copies).
+
+use super::{cast, check_same_device, from_vec, reduce::sum_to, view};
+use crate::autograd::node::{apply, BackwardCtx, Op, Save};
+use crate::cpu::matmul::{batched_matmul, MatOperand};
+use crate::error::{Error, Result};
+use crate::layout::{broadcast_shapes, fmt_shape, Dims, Layout};
+use crate::tensor::Tensor;
+use smallvec::smallvec;
+
+/// `x` seen as a matrix stack: 1-D `(k,)` becomes `(1, k)` (lhs) or `(k, 1)` (rhs).
+fn as_matrix(x: &Tensor, lhs: bool) -> Tensor {
+    if x.ndim() >= 2 {
+        return x.clone();
+    }
+    let l = x.layout();
+    let (k, s) = (l.shape[0], l.strides[0]);
+    let layout = if lhs {
+        Layout {
+            shape: smallvec![1, k],
+            strides: smallvec![k * s.max(1), s],
+            offset: l.offset,
+        }
+    } else {
+        Layout {
+            shape: smallvec![k, 1],
+            strides: smallvec![s, 1],
+            offset: l.offset,
+        }
+    };
+    view(x, layout)
+}
+
+fn batch_offsets(l: &Layout, batch: &[usize]) -> Result<Vec<usize>> {
+    let nd = l.ndim();
+    let bl = Layout {
+        shape: l.shape[..nd - 2].into(),
+        strides: l.strides[..nd - 2].into(),
+        offset: l.offset,
+    }
+    .broadcast_to("matmul", batch)?;
+    let mut v = Vec::with_capacity(batch.iter().product());
+    bl.for_each_index(|i| v.push(i));
+    if batch.is_empty() {
+        v = vec![l.offset];
+    }
+    Ok(v)
+}
+
+/// The product of matrix stacks `a (..., m, k)` and `b (..., k, n)` (both at least 2-D).
+fn matmul_nd(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (la, lb) = (a.layout(), b.layout());
+    let (na, nb) = (la.ndim(), lb.ndim());
+    let (m, k, k2, n) = (
+        la.shape[na - 2],
+        la.shape[na - 1],
+        lb.shape[nb - 2],
+        lb.shape[nb - 1],
+    );
+    if k != k2 {
+        return Err(Error::shape(
+            "matmul",
+            format!(
+                "shapes {} and {} are not aligned: {k} (last axis of the first) != {k2} \
+                 (second-to-last axis of the second)",
+                fmt_shape(a.shape()),
+                fmt_shape(b.shape())
+            ),
+        ));
+    }
+    let batch = broadcast_shapes("matmul", &la.shape[..na - 2], &lb.shape[..nb - 2])?;
+    let oa = MatOperand {
+        data: a.data(),
+        batch_offsets: batch_offsets(la, &batch)?,
+        rs: la.strides[na - 2] as isize,
+        cs: la.strides[na - 1] as isize,
+    };
+    let ob = MatOperand {
+        data: b.data(),
+        batch_offsets: batch_offsets(lb, &batch)?,
+        rs: lb.strides[nb - 2] as isize,
+        cs: lb.strides[nb - 1] as isize,
+    };
+    let mut shape: Dims = batch.clone();
+    shape.push(m);
+    shape.push(n);
+    Ok(crate::dispatch!(a.dtype(), T => from_vec(batched_matmul::<T>(&oa, &ob, m, k, n), &shape)))
+}
+
+fn transpose_last(x: &Tensor) -> Tensor {
+    let nd = x.ndim();
+    view(x, x.layout().transpose(nd - 2, nd - 1))
+}
+
+/// The result shape after removing the axes that 1-D operands added.
+fn squeeze_shape(full: &[usize], a_1d: bool, b_1d: bool) -> Dims {
+    let nd = full.len();
+    let mut s: Dims = full[..nd - 2].into();
+    if !a_1d {
+        s.push(full[nd - 2]);
+    }
+    if !b_1d {
+        s.push(full[nd - 1]);
+    }
+    s
+}
+
+fn matmul_forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    check_same_device("matmul", &[a, b])?;
+    if a.ndim() == 0 || b.ndim() == 0 {
+        return Err(Error::shape(
+            "matmul",
+            format!(
+                "both operands need at least one dimension, got {} and {}",
+                fmt_shape(a.shape()),
+                fmt_shape(b.shape())
+            ),
+        ));
+    }
+    let dt = a.dtype().promote(b.dtype());
+    let (a, b) = (cast(a, dt)?, cast(b, dt)?);
+    let out = matmul_nd(&as_matrix(&a, true), &as_matrix(&b, false))?;
+    let shape = squeeze_shape(out.shape(), a.ndim() == 1, b.ndim() == 1);
+    Ok(if shape.as_slice() == out.shape() {
+        out
+    } else {
+        view(&out, Layout::contiguous(&shape))
+    })
+}
+
+struct MatmulOp;
+
+impl Op for MatmulOp {
+    fn name(&self) -> &'static str {
+        "matmul"
+    }
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        matmul_forward(inputs[0], inputs[1])
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        let dt = ctx.grad.dtype();
+        let a = cast(&ctx.saved[0], dt)?;
+        let b = cast(&ctx.saved[1], dt)?;
+        let (a2, b2) = (as_matrix(&a, true), as_matrix(&b, false));
+        // The gradient with the 1-D axes restored: (..., m, n).
+        let (na, nb) = (a2.ndim(), b2.ndim());
+        let batch = broadcast_shapes("matmul", &a2.shape()[..na - 2], &b2.shape()[..nb - 2])?;
+        let mut gshape: Dims = batch;
+        gshape.push(a2.shape()[na - 2]);
+        gshape.push(b2.shape()[nb - 1]);
+        let g = super::contiguous(ctx.grad)?;
+        let g2 = view(
+            &g,
+            Layout {
+                offset: g.layout().offset,
+                ..Layout::contiguous(&gshape)
+            },
+        );
+        let ga = if ctx.needs_grad(0) {
+            let full = matmul_nd(&g2, &transpose_last(&b2))?;
+            let r = sum_to(&full, a2.shape())?;
+            Some(view(
+                &super::contiguous(&r)?,
+                Layout::contiguous(&ctx.inputs[0].shape),
+            ))
+        } else {
+            None
+        };
+        let gb = if ctx.needs_grad(1) {
+            let full = matmul_nd(&transpose_last(&a2), &g2)?;
+            let r = sum_to(&full, b2.shape())?;
+            Some(view(
+                &super::contiguous(&r)?,
+                Layout::contiguous(&ctx.inputs[1].shape),
+            ))
+        } else {
+            None
+        };
+        Ok(vec![ga, gb])
+    }
+}
+
+/// Matrix product with `np.matmul` semantics.
+pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    apply(MatmulOp, &[a, b], &[Save::Input(0), Save::Input(1)])
+}

@@ -1,0 +1,123 @@
+//! Ops, one file per family; each op's forward sits next to its backward (VJP). Every public
+//! function validates its inputs and returns a typed error naming the op and the shapes.
+
+pub mod binary;
+pub mod creation;
+pub mod matmul;
+pub mod reduce;
+pub mod shape;
+
+pub use binary::{add, add_inplace, div, mul, sub};
+pub use creation::{full, ones, rand, randn, zeros};
+pub use matmul::matmul;
+pub use reduce::{sum, sum_to};
+pub use shape::{expand, reshape};
+
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::storage::Storage;
+use crate::tensor::{Tensor, TensorData};
+use std::sync::Arc;
+
+/// Run `$body` with `$T` bound to the Rust type of `$dtype`.
+#[macro_export]
+macro_rules! dispatch {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::dtype::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::dtype::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+        }
+    };
+}
+
+/// A new contiguous tensor from kernel output.
+pub(crate) fn from_vec<T: crate::dtype::Element>(v: Vec<T>, shape: &[usize]) -> Tensor {
+    Tensor::from_data(TensorData {
+        storage: Arc::new(Storage::from_vec(v)),
+        layout: Layout::contiguous(shape),
+    })
+}
+
+/// A view of `t`'s storage with another layout (no copy, no graph).
+pub(crate) fn view(t: &Tensor, layout: Layout) -> Tensor {
+    Tensor::from_data(TensorData {
+        storage: t.storage().clone(),
+        layout,
+    })
+}
+
+/// Error unless every tensor lives on the same device; returns that device.
+pub fn check_same_device(op: &str, ts: &[&Tensor]) -> Result<Device> {
+    let d = ts.first().map(|t| t.device()).unwrap_or(Device::Cpu);
+    for t in ts {
+        if t.device() != d {
+            return Err(Error::device(
+                op,
+                format!(
+                    "expected all tensors on one device, found {} and {}",
+                    d,
+                    t.device()
+                ),
+            ));
+        }
+    }
+    Ok(d)
+}
+
+/// Error unless every tensor has the same dtype.
+pub fn check_same_dtype(op: &str, ts: &[&Tensor]) -> Result<DType> {
+    let d = ts.first().map(|t| t.dtype()).unwrap_or(DType::F32);
+    for t in ts {
+        if t.dtype() != d {
+            return Err(Error::dtype(
+                op,
+                format!(
+                    "expected all tensors of one dtype, found {} and {}",
+                    d,
+                    t.dtype()
+                ),
+            ));
+        }
+    }
+    Ok(d)
+}
+
+/// A contiguous copy of `t` in `dtype` (no graph).
+pub fn contiguous_copy(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    Ok(dispatch!(t.dtype(), S => {
+        let v = crate::cpu::gather::<S>(t.data());
+        dispatch!(dtype, D => {
+            let out: Vec<D> = v.into_iter().map(|x| <D as crate::dtype::Element>::from_f64(crate::dtype::Element::to_f64(x))).collect();
+            from_vec(out, t.shape())
+        })
+    }))
+}
+
+/// `t` as `dtype` (no graph; returns `t` itself when the dtype already matches).
+pub fn cast(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    if t.dtype() == dtype {
+        return Ok(t.clone());
+    }
+    contiguous_copy(t, dtype)
+}
+
+/// `t` as a C-contiguous tensor (itself if it already is).
+pub fn contiguous(t: &Tensor) -> Result<Tensor> {
+    if t.is_contiguous() {
+        return Ok(t.clone());
+    }
+    shape::copy_op(t)
+}
+
+/// `-t` without recording (used inside backward passes).
+pub(crate) fn neg_raw(t: &Tensor) -> Result<Tensor> {
+    Ok(dispatch!(t.dtype(), T => from_vec(crate::cpu::map::<T, _>(t.data(), |x| -x), t.shape())))
+}

@@ -1,0 +1,95 @@
+//! Sum over axes (and `sum_to`, which undoes broadcasting in backward passes).
+
+use super::{from_vec, shape::expand, view};
+use crate::autograd::node::{apply, BackwardCtx, Op};
+use crate::cpu;
+use crate::dtype::Element;
+use crate::error::Result;
+use crate::layout::{normalize_axes, Dims, Layout};
+use crate::tensor::Tensor;
+use smallvec::SmallVec;
+
+/// The axes to reduce (`None`: all), normalised and sorted.
+pub(crate) fn resolve_axes(op: &str, axes: Option<&[isize]>, ndim: usize) -> Result<Dims> {
+    match axes {
+        None => Ok((0..ndim).collect()),
+        Some(a) => normalize_axes(op, a, ndim),
+    }
+}
+
+/// The output shape of a reduction over `axes`.
+pub(crate) fn reduced_shape(shape: &[usize], axes: &[usize], keepdims: bool) -> Dims {
+    let mut out: Dims = SmallVec::new();
+    for (i, &d) in shape.iter().enumerate() {
+        if axes.contains(&i) {
+            if keepdims {
+                out.push(1);
+            }
+        } else {
+            out.push(d);
+        }
+    }
+    out
+}
+
+struct SumOp {
+    axes: Dims,
+    keepdims: bool,
+}
+
+/// Sum without recording (axes normalised).
+pub(crate) fn sum_raw(x: &Tensor, axes: &[usize], keepdims: bool) -> Tensor {
+    let shape = reduced_shape(x.shape(), axes, keepdims);
+    crate::dispatch!(x.dtype(), T => {
+        let v = cpu::reduce::<T, _>(x.data(), axes, T::from_f64(0.0), |a, b| a + b);
+        from_vec(v, &shape)
+    })
+}
+
+impl Op for SumOp {
+    fn name(&self) -> &'static str {
+        "sum"
+    }
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        Ok(sum_raw(inputs[0], &self.axes, self.keepdims))
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        let shape = &ctx.inputs[0].shape;
+        let kept = reduced_shape(shape, &self.axes, true);
+        let g = if ctx.grad.is_contiguous() {
+            view(
+                ctx.grad,
+                Layout {
+                    offset: ctx.grad.layout().offset,
+                    ..Layout::contiguous(&kept)
+                },
+            )
+        } else {
+            super::reshape(&super::contiguous(ctx.grad)?, &kept)?
+        };
+        Ok(vec![Some(expand(&g, shape)?)])
+    }
+}
+
+/// Sum over `axes` (None: all axes).
+pub fn sum(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
+    let axes = resolve_axes("sum", axes, x.ndim())?;
+    apply(SumOp { axes, keepdims }, &[x], &[])
+}
+
+/// Reduce a broadcast gradient back to `shape` (sums leading axes and stretched axes).
+pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    if g.shape() == shape {
+        return Ok(g.clone());
+    }
+    let lead = g.ndim() - shape.len();
+    let mut axes: Dims = (0..lead).collect();
+    for (i, &d) in shape.iter().enumerate() {
+        if d == 1 && g.shape()[lead + i] != 1 {
+            axes.push(lead + i);
+        }
+    }
+    let s = sum_raw(g, &axes, true);
+    // Drop the leading axes (their extent is 1 now) by viewing with the target shape.
+    Ok(view(&s, Layout::contiguous(shape)))
+}

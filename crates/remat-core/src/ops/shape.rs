@@ -1,0 +1,158 @@
+//! Core view ops: reshape (a view when the data is contiguous), expand (broadcast view) and an
+//! explicit contiguous copy.
+
+use super::{from_vec, view};
+use crate::autograd::node::{apply, BackwardCtx, Op};
+use crate::cpu;
+use crate::error::{Error, Result};
+use crate::layout::{fmt_shape, numel, Dims, Layout};
+use crate::tensor::Tensor;
+
+/// Resolve a reshape target with at most one `-1`.
+pub fn infer_shape(op: &str, from: &[usize], to: &[isize]) -> Result<Dims> {
+    let n = numel(from);
+    let mut unknown = None;
+    let mut known = 1usize;
+    for (i, &d) in to.iter().enumerate() {
+        if d == -1 {
+            if unknown.is_some() {
+                return Err(Error::shape(op, "only one dimension can be -1"));
+            }
+            unknown = Some(i);
+        } else if d < 0 {
+            return Err(Error::shape(op, format!("invalid dimension {d}")));
+        } else {
+            known *= d as usize;
+        }
+    }
+    let mut out: Dims = to.iter().map(|&d| d.max(0) as usize).collect();
+    if let Some(i) = unknown {
+        if known == 0 || n % known != 0 {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "cannot reshape a tensor of shape {} into {:?}",
+                    fmt_shape(from),
+                    to
+                ),
+            ));
+        }
+        out[i] = n / known;
+    }
+    if numel(&out) != n {
+        return Err(Error::shape(
+            op,
+            format!(
+                "cannot reshape a tensor of shape {} into {}",
+                fmt_shape(from),
+                fmt_shape(&out)
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+struct ReshapeOp {
+    shape: Dims,
+}
+
+fn reshape_raw(x: &Tensor, shape: &[usize]) -> Tensor {
+    if x.is_contiguous() {
+        view(
+            x,
+            Layout {
+                offset: x.layout().offset,
+                ..Layout::contiguous(shape)
+            },
+        )
+    } else {
+        crate::dispatch!(x.dtype(), T => from_vec(cpu::gather::<T>(x.data()), shape))
+    }
+}
+
+impl Op for ReshapeOp {
+    fn name(&self) -> &'static str {
+        "reshape"
+    }
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        Ok(reshape_raw(inputs[0], &self.shape))
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(reshape_raw(ctx.grad, &ctx.inputs[0].shape))])
+    }
+}
+
+/// `x` with a new shape of the same element count (no copy when `x` is contiguous).
+pub fn reshape(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    if numel(shape) != x.numel() {
+        return Err(Error::shape(
+            "reshape",
+            format!(
+                "cannot reshape a tensor of shape {} into {}",
+                fmt_shape(x.shape()),
+                fmt_shape(shape)
+            ),
+        ));
+    }
+    if shape == x.shape() {
+        return Ok(x.clone());
+    }
+    apply(
+        ReshapeOp {
+            shape: shape.into(),
+        },
+        &[x],
+        &[],
+    )
+}
+
+struct ExpandOp {
+    shape: Dims,
+}
+
+impl Op for ExpandOp {
+    fn name(&self) -> &'static str {
+        "expand"
+    }
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let l = inputs[0].layout().broadcast_to("expand", &self.shape)?;
+        Ok(view(inputs[0], l))
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(super::sum_to(ctx.grad, &ctx.inputs[0].shape)?)])
+    }
+}
+
+/// A broadcast view of `x` with `shape` (stride 0 on stretched axes; no copy).
+pub fn expand(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    if x.shape() == shape {
+        return Ok(x.clone());
+    }
+    apply(
+        ExpandOp {
+            shape: shape.into(),
+        },
+        &[x],
+        &[],
+    )
+}
+
+struct CopyOp;
+
+impl Op for CopyOp {
+    fn name(&self) -> &'static str {
+        "contiguous"
+    }
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let x = inputs[0];
+        Ok(crate::dispatch!(x.dtype(), T => from_vec(cpu::gather::<T>(x.data()), x.shape())))
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(ctx.grad.clone())])
+    }
+}
+
+/// A contiguous copy of `x` that gradients flow through.
+pub fn copy_op(x: &Tensor) -> Result<Tensor> {
+    apply(CopyOp, &[x], &[])
+}

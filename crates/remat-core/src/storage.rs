@@ -1,0 +1,203 @@
+//! Tensor storage: a flat buffer of one dtype on one device, shared between views through an
+//! `Arc`. This is the one place that matches on the device. Every storage is counted by the
+//! byte counters in `memory` when it comes alive and when it is dropped.
+
+use crate::device::Device;
+use crate::dtype::{DType, Element};
+use std::any::Any;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Who owns the memory behind a CPU buffer.
+enum Owner {
+    /// A `Vec` the engine allocated (capacity in elements).
+    Vec { capacity: usize },
+    /// Memory owned elsewhere (a NumPy array); the box keeps the owner alive.
+    External(#[allow(dead_code)] Box<dyn Any + Send + Sync>),
+}
+
+/// A typed, contiguous host buffer.
+pub struct CpuBuffer {
+    ptr: NonNull<u8>,
+    len: usize,
+    dtype: DType,
+    owner: Owner,
+}
+
+// SAFETY: the buffer is plain numeric memory; the engine only writes to it through the
+// documented in-place paths (gradient accumulation, optimizer steps), never while a kernel
+// reads the same storage.
+unsafe impl Send for CpuBuffer {}
+unsafe impl Sync for CpuBuffer {}
+
+impl CpuBuffer {
+    fn from_vec<T: Element>(v: Vec<T>) -> Self {
+        let mut v = std::mem::ManuallyDrop::new(v);
+        let len = v.len();
+        let capacity = v.capacity();
+        // SAFETY: a Vec's pointer is never null.
+        let ptr = unsafe { NonNull::new_unchecked(v.as_mut_ptr() as *mut u8) };
+        CpuBuffer {
+            ptr,
+            len,
+            dtype: T::DTYPE,
+            owner: Owner::Vec { capacity },
+        }
+    }
+
+    fn free(&mut self) {
+        if let Owner::Vec { capacity } = self.owner {
+            // SAFETY: reconstructs exactly the Vec that `from_vec` took apart.
+            unsafe {
+                match self.dtype {
+                    DType::F32 => drop(Vec::from_raw_parts(
+                        self.ptr.as_ptr() as *mut f32,
+                        self.len,
+                        capacity,
+                    )),
+                    DType::F64 => drop(Vec::from_raw_parts(
+                        self.ptr.as_ptr() as *mut f64,
+                        self.len,
+                        capacity,
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// The device-specific buffer.
+pub enum Buffer {
+    /// Host memory.
+    Cpu(CpuBuffer),
+}
+
+static NEXT_STORAGE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A flat buffer of `len` elements of one dtype on one device.
+pub struct Storage {
+    buffer: Buffer,
+    id: u64,
+}
+
+impl Storage {
+    /// Wrap an engine-allocated vector as CPU storage.
+    pub fn from_vec<T: Element>(v: Vec<T>) -> Storage {
+        let buffer = CpuBuffer::from_vec(v);
+        crate::memory::on_alloc(Device::Cpu, buffer.len * buffer.dtype.size());
+        Storage {
+            buffer: Buffer::Cpu(buffer),
+            id: NEXT_STORAGE_ID.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// Wrap memory owned by someone else (a NumPy array) without copying.
+    ///
+    /// # Safety
+    /// `ptr` must point to `len` valid, aligned elements of `dtype` that stay valid for as long
+    /// as `owner` is alive.
+    pub unsafe fn from_external(
+        ptr: *mut u8,
+        len: usize,
+        dtype: DType,
+        owner: Box<dyn Any + Send + Sync>,
+    ) -> Storage {
+        let ptr = NonNull::new(ptr).unwrap_or(NonNull::dangling());
+        crate::memory::on_alloc(Device::Cpu, len * dtype.size());
+        Storage {
+            buffer: Buffer::Cpu(CpuBuffer {
+                ptr,
+                len,
+                dtype,
+                owner: Owner::External(owner),
+            }),
+            id: NEXT_STORAGE_ID.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// A unique id (profiler: each storage counted once).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match &self.buffer {
+            Buffer::Cpu(b) => b.dtype,
+        }
+    }
+    /// The device.
+    pub fn device(&self) -> Device {
+        match &self.buffer {
+            Buffer::Cpu(_) => Device::Cpu,
+        }
+    }
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match &self.buffer {
+            Buffer::Cpu(b) => b.len,
+        }
+    }
+    /// Whether the storage holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Size in bytes.
+    pub fn nbytes(&self) -> usize {
+        self.len() * self.dtype().size()
+    }
+    /// Raw pointer to the first element (NumPy views).
+    pub fn as_ptr(&self) -> *mut u8 {
+        match &self.buffer {
+            Buffer::Cpu(b) => b.ptr.as_ptr(),
+        }
+    }
+
+    /// The elements as a slice, if this is a CPU storage of dtype `T`.
+    pub fn as_slice<T: Element>(&self) -> Option<&[T]> {
+        match &self.buffer {
+            Buffer::Cpu(b) if b.dtype == T::DTYPE => {
+                // SAFETY: dtype checked; ptr/len describe a live buffer of T.
+                Some(unsafe { std::slice::from_raw_parts(b.ptr.as_ptr() as *const T, b.len) })
+            }
+            _ => None,
+        }
+    }
+
+    /// The elements as a mutable slice, for in-place updates.
+    ///
+    /// # Safety
+    /// No other slice of this storage may be in use while the returned one is alive (the
+    /// engine only calls this for gradient accumulation and optimizer steps).
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn as_mut_slice<T: Element>(&self) -> Option<&mut [T]> {
+        match &self.buffer {
+            Buffer::Cpu(b) if b.dtype == T::DTYPE => {
+                // SAFETY: dtype checked; exclusivity is the caller's promise.
+                Some(unsafe { std::slice::from_raw_parts_mut(b.ptr.as_ptr() as *mut T, b.len) })
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        let (device, bytes) = (self.device(), self.nbytes());
+        match &mut self.buffer {
+            Buffer::Cpu(b) => b.free(),
+        }
+        crate::memory::on_free(device, bytes);
+    }
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Storage({} x {} on {})",
+            self.len(),
+            self.dtype(),
+            self.device()
+        )
+    }
+}

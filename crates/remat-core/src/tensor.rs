@@ -1,0 +1,277 @@
+//! `Tensor`: a cheap, cloneable handle (`Arc`) to storage + layout + autograd state.
+//!
+//! Graph nodes never hold `Tensor`s of their inputs: they hold edges to other nodes and
+//! saved-tensor slots. That is what lets checkpointing free activations.
+
+use crate::autograd::node::{Creation, Node};
+use crate::checkpoint::recipe::Recipe;
+use crate::device::Device;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::layout::{fmt_shape, Layout};
+use crate::storage::Storage;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
+/// Storage plus the layout of a view of it: the data part of a tensor, without autograd.
+#[derive(Clone, Debug)]
+pub struct TensorData {
+    /// The shared buffer.
+    pub storage: Arc<Storage>,
+    /// How this view's elements sit in the buffer.
+    pub layout: Layout,
+}
+
+impl TensorData {
+    /// Bytes of this view's elements.
+    pub fn nbytes(&self) -> usize {
+        self.layout.numel() * self.storage.dtype().size()
+    }
+}
+
+/// Mutable per-tensor autograd state.
+#[derive(Default)]
+pub(crate) struct TensorState {
+    /// Accumulated gradient (leaves).
+    pub(crate) grad: Option<Tensor>,
+    /// The leaf's gradient accumulator node, shared by every graph that uses the leaf.
+    pub(crate) accumulator: Weak<Node>,
+    /// The op and input data that produced this tensor, so `checkpoint(x)` can replay it.
+    pub(crate) creation: Option<Arc<Creation>>,
+    /// Set on checkpointed tensors: consumers save this recipe instead of the data.
+    pub(crate) recipe: Option<Arc<Recipe>>,
+}
+
+/// The shared part of a tensor.
+pub(crate) struct TensorImpl {
+    pub(crate) data: TensorData,
+    pub(crate) requires_grad: AtomicBool,
+    pub(crate) grad_fn: Option<Arc<Node>>,
+    pub(crate) state: Mutex<TensorState>,
+}
+
+/// An n-dimensional array of float32 or float64 on a device, with autograd.
+#[derive(Clone)]
+pub struct Tensor(pub(crate) Arc<TensorImpl>);
+
+impl Tensor {
+    /// A tensor without autograd state over `data`.
+    pub fn from_data(data: TensorData) -> Tensor {
+        Tensor(Arc::new(TensorImpl {
+            data,
+            requires_grad: AtomicBool::new(false),
+            grad_fn: None,
+            state: Mutex::new(TensorState::default()),
+        }))
+    }
+
+    pub(crate) fn with_grad_fn(
+        data: TensorData,
+        grad_fn: Option<Arc<Node>>,
+        requires_grad: bool,
+        state: TensorState,
+    ) -> Tensor {
+        Tensor(Arc::new(TensorImpl {
+            data,
+            requires_grad: AtomicBool::new(requires_grad),
+            grad_fn,
+            state: Mutex::new(state),
+        }))
+    }
+
+    /// A contiguous tensor from a vector and a shape.
+    pub fn from_vec<T: Element>(v: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        if n != v.len() {
+            return Err(Error::shape(
+                "tensor",
+                format!(
+                    "{} elements cannot have shape {}",
+                    v.len(),
+                    fmt_shape(shape)
+                ),
+            ));
+        }
+        Ok(Tensor::from_data(TensorData {
+            storage: Arc::new(Storage::from_vec(v)),
+            layout: Layout::contiguous(shape),
+        }))
+    }
+
+    /// A 0-d tensor holding `v` in `dtype`.
+    pub fn scalar(v: f64, dtype: DType) -> Tensor {
+        match dtype {
+            DType::F32 => Tensor::from_data(TensorData {
+                storage: Arc::new(Storage::from_vec(vec![v as f32])),
+                layout: Layout::contiguous(&[]),
+            }),
+            DType::F64 => Tensor::from_data(TensorData {
+                storage: Arc::new(Storage::from_vec(vec![v])),
+                layout: Layout::contiguous(&[]),
+            }),
+        }
+    }
+
+    /// The data part (storage + layout).
+    pub fn data(&self) -> &TensorData {
+        &self.0.data
+    }
+    /// The shared storage.
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.0.data.storage
+    }
+    /// The layout of this view.
+    pub fn layout(&self) -> &Layout {
+        &self.0.data.layout
+    }
+    /// Extent of each axis.
+    pub fn shape(&self) -> &[usize] {
+        &self.0.data.layout.shape
+    }
+    /// Number of axes.
+    pub fn ndim(&self) -> usize {
+        self.0.data.layout.ndim()
+    }
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.0.data.layout.numel()
+    }
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.0.data.storage.dtype()
+    }
+    /// Device of the storage.
+    pub fn device(&self) -> Device {
+        self.0.data.storage.device()
+    }
+    /// Bytes of this tensor's elements.
+    pub fn nbytes(&self) -> usize {
+        self.0.data.nbytes()
+    }
+    /// Whether the view is C-contiguous.
+    pub fn is_contiguous(&self) -> bool {
+        self.0.data.layout.is_contiguous()
+    }
+    /// Whether gradients flow to this tensor.
+    pub fn requires_grad(&self) -> bool {
+        self.0.requires_grad.load(Ordering::Relaxed)
+    }
+    /// Whether this tensor was created by the user rather than by a recorded op.
+    pub fn is_leaf(&self) -> bool {
+        self.0.grad_fn.is_none()
+    }
+    /// The node that produced this tensor, if it was recorded.
+    pub fn grad_fn(&self) -> Option<&Arc<Node>> {
+        self.0.grad_fn.as_ref()
+    }
+    /// Whether two handles are the same tensor.
+    pub fn same(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Turn gradient tracking on or off. Only leaves can change it, as in PyTorch.
+    pub fn set_requires_grad(&self, flag: bool) -> Result<()> {
+        if !self.is_leaf() {
+            return Err(Error::graph(
+                "requires_grad_",
+                "you can only change requires_grad of leaf tensors; use detach() to get a \
+                 leaf that does not require grad",
+            ));
+        }
+        self.0.requires_grad.store(flag, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The accumulated gradient.
+    pub fn grad(&self) -> Option<Tensor> {
+        self.0.state.lock().grad.clone()
+    }
+
+    /// Replace the gradient (None clears it). The new gradient must match shape and dtype.
+    pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
+        if let Some(g) = &grad {
+            if g.shape() != self.shape() {
+                return Err(Error::shape(
+                    "grad",
+                    format!(
+                        "assigned grad has shape {} but the tensor has shape {}",
+                        fmt_shape(g.shape()),
+                        fmt_shape(self.shape())
+                    ),
+                ));
+            }
+            if g.dtype() != self.dtype() {
+                return Err(Error::dtype(
+                    "grad",
+                    format!(
+                        "assigned grad has dtype {} but the tensor has {}",
+                        g.dtype(),
+                        self.dtype()
+                    ),
+                ));
+            }
+        }
+        self.0.state.lock().grad = grad;
+        Ok(())
+    }
+
+    /// A new leaf sharing this tensor's storage, cut from the graph.
+    pub fn detach(&self) -> Tensor {
+        Tensor::from_data(self.0.data.clone())
+    }
+
+    /// The recipe set on a checkpointed tensor.
+    pub(crate) fn recipe(&self) -> Option<Arc<Recipe>> {
+        self.0.state.lock().recipe.clone()
+    }
+    pub(crate) fn creation(&self) -> Option<Arc<Creation>> {
+        self.0.state.lock().creation.clone()
+    }
+    /// Forget how this tensor was made (segment outputs: their producers' inputs must not be
+    /// kept alive by the output handle).
+    pub(crate) fn clear_creation(&self) {
+        self.0.state.lock().creation = None;
+    }
+
+    /// The elements in C order as a `Vec<T>` (copies; casts if the dtype differs).
+    pub fn to_vec<T: Element>(&self) -> Vec<T> {
+        match self.dtype() {
+            DType::F32 => crate::cpu::gather::<f32>(self.data())
+                .into_iter()
+                .map(|v| T::from_f64(v as f64))
+                .collect(),
+            DType::F64 => crate::cpu::gather::<f64>(self.data())
+                .into_iter()
+                .map(T::from_f64)
+                .collect(),
+        }
+    }
+
+    /// The single element of a one-element tensor, as f64.
+    pub fn item(&self) -> Result<f64> {
+        if self.numel() != 1 {
+            return Err(Error::shape(
+                "item",
+                format!(
+                    "only one-element tensors can be converted to a scalar, got shape {}",
+                    fmt_shape(self.shape())
+                ),
+            ));
+        }
+        Ok(self.to_vec::<f64>()[0])
+    }
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Tensor(shape={}, dtype={}, device={}, requires_grad={})",
+            fmt_shape(self.shape()),
+            self.dtype(),
+            self.device(),
+            self.requires_grad()
+        )
+    }
+}
