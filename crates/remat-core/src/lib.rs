@@ -16,9 +16,11 @@ pub mod grad_mode;
 pub mod layout;
 pub mod memory;
 pub mod ops;
+pub mod optim;
 pub mod rng;
 pub mod storage;
 pub mod tensor;
+mod tensor_methods;
 
 pub use device::Device;
 pub use dtype::DType;

@@ -80,6 +80,11 @@ pub struct Storage {
     id: u64,
 }
 
+/// The id the next storage will get: storages with an id at or above it were created later.
+pub fn next_storage_id() -> u64 {
+    NEXT_STORAGE_ID.load(Ordering::Relaxed)
+}
+
 impl Storage {
     /// Wrap an engine-allocated vector as CPU storage.
     pub fn from_vec<T: Element>(v: Vec<T>) -> Storage {

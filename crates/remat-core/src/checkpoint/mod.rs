@@ -5,17 +5,21 @@
 pub(crate) mod context;
 pub mod group;
 pub(crate) mod live;
+pub mod planner;
 
 pub mod profiler;
 pub(crate) mod recipe;
 pub mod segment;
+pub mod sequential;
 
 pub(crate) mod slot;
 pub(crate) mod touched;
 
 pub use group::CheckpointGroup;
 pub use live::{live_checkpoint_state, live_recompute_caches};
+pub use planner::{plan_budget, LayerCost, Plan, PlanSegment};
 pub use segment::{checkpoint_segment, checkpoint_segment_with, SegmentFn, SegmentOptions};
+pub use sequential::{checkpoint_sequential, measure_layers, plan, run_plan, LayerFn, Segmentation};
 
 use crate::autograd::node::NodeKind;
 use crate::error::Result;

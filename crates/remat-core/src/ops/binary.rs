@@ -176,11 +176,11 @@ pub fn axpy_inplace(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
         let a = T::from_f64(alpha);
         if alpha == 1.0 {
             for (o, &v) in d[off..off + n].iter_mut().zip(vals.iter()) {
-                *o = *o + v;
+                *o += v;
             }
         } else {
             for (o, &v) in d[off..off + n].iter_mut().zip(vals.iter()) {
-                *o = *o + a * v;
+                *o += a * v;
             }
         }
     });

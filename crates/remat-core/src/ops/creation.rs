@@ -67,7 +67,7 @@ pub fn uniform(
     dtype: DType,
     device: Device,
 ) -> Result<Tensor> {
-    if !(low <= high) {
+    if low.is_nan() || high.is_nan() || low > high {
         return Err(Error::value(
             "uniform",
             format!("low {low} must not exceed high {high}"),

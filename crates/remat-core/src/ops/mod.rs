@@ -2,16 +2,24 @@
 //! function validates its inputs and returns a typed error naming the op and the shapes.
 
 pub mod binary;
+pub mod convert;
 pub mod creation;
+pub mod join;
 pub mod matmul;
 pub mod reduce;
+pub mod select;
 pub mod shape;
+pub mod view;
 
 pub use binary::{add, add_inplace, div, mul, sub};
+pub use convert::to_dtype;
 pub use creation::{full, ones, rand, randn, zeros};
+pub use join::{concat, stack};
 pub use matmul::matmul;
 pub use reduce::{sum, sum_to};
+pub use select::where_;
 pub use shape::{expand, reshape};
+pub use view::{index, permute, reverse_axes, transpose, IndexItem};
 
 use crate::device::Device;
 use crate::dtype::DType;

@@ -7,10 +7,14 @@ use remat_core::{DType, Tensor};
 /// A float64 tensor of `shape` with values from a fixed pseudo-random sequence in [-1, 1).
 pub fn det(shape: &[usize], seed: u64) -> Tensor {
     let n: usize = shape.iter().product();
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let v: Vec<f64> = (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
         })
         .collect();
@@ -32,14 +36,25 @@ pub fn check_grad(inputs: &[Tensor], f: impl Fn(&[Tensor]) -> Tensor, tol: f64) 
     let w = det(out.shape(), 99);
     let loss_of = |ts: &[Tensor]| -> f64 {
         let o = f(ts);
-        o.to_vec::<f64>().iter().zip(w.to_vec::<f64>()).map(|(a, b)| a * b).sum()
+        o.to_vec::<f64>()
+            .iter()
+            .zip(w.to_vec::<f64>())
+            .map(|(a, b)| a * b)
+            .sum()
     };
     let loss = remat_core::ops::sum(&remat_core::ops::mul(&out, &w).unwrap(), None, false).unwrap();
     remat_core::autograd::backward(&[(loss, None)], false).unwrap();
     let eps = 1e-6;
     for (k, x) in inputs.iter().enumerate() {
-        assert_eq!(x.dtype(), DType::F64, "finite differences need float64 inputs");
-        let g = leaves[k].grad().map(|g| g.to_vec::<f64>()).unwrap_or_else(|| vec![0.0; x.numel()]);
+        assert_eq!(
+            x.dtype(),
+            DType::F64,
+            "finite differences need float64 inputs"
+        );
+        let g = leaves[k]
+            .grad()
+            .map(|g| g.to_vec::<f64>())
+            .unwrap_or_else(|| vec![0.0; x.numel()]);
         let base = x.to_vec::<f64>();
         for i in 0..base.len() {
             let mut plus = base.clone();

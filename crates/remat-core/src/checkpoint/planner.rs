@@ -1,0 +1,259 @@
+//! The memory-budget planner for `checkpoint_sequential(..., budget_bytes=N)`: dynamic
+//! programming over the chain of layers, choosing which runs of layers become checkpointed
+//! segments so that the modelled activation memory fits the budget at the least recompute.
+//!
+//! Model, per layer i: `saved[i]` bytes it keeps for backward when run plainly and
+//! `output[i]` bytes of its output. A plain layer keeps `saved[i]` until backward; a
+//! checkpointed segment `[s, e)` keeps only its input and, during backward, re-materialises
+//! `sum(saved[s..e])` once. Peak ≈ kept + the largest recompute. Recompute cost of a segment
+//! is `sum(saved[s..e])` (work is proportional to the activations produced).
+
+use crate::error::{Error, Result};
+
+/// What one layer costs, measured by running it once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayerCost {
+    /// Bytes the layer's ops save for backward (storages it created).
+    pub saved: usize,
+    /// Bytes of the layer's output.
+    pub output: usize,
+}
+
+/// One run of layers `[start, end)`, checkpointed or plain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanSegment {
+    /// First layer.
+    pub start: usize,
+    /// One past the last layer.
+    pub end: usize,
+    /// Whether the run is a checkpoint segment.
+    pub checkpointed: bool,
+}
+
+/// A segmentation of the chain with its modelled figures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The runs, in order, covering every layer.
+    pub segments: Vec<PlanSegment>,
+    /// Modelled bytes kept between forward and backward.
+    pub kept_bytes: usize,
+    /// Modelled peak (kept + the largest recompute).
+    pub peak_bytes: usize,
+    /// Modelled recompute cost (bytes re-materialised).
+    pub recompute_bytes: usize,
+}
+
+const BUCKETS: usize = 96;
+const MAX_CANDIDATES: usize = 32;
+
+/// The cheapest plan (least recompute) whose modelled peak fits `budget` bytes.
+/// `input_bytes` is the size of the chain's input.
+pub fn plan_budget(costs: &[LayerCost], input_bytes: usize, budget: usize) -> Result<Plan> {
+    let n = costs.len();
+    if n == 0 {
+        return Ok(Plan {
+            segments: vec![],
+            kept_bytes: 0,
+            peak_bytes: 0,
+            recompute_bytes: 0,
+        });
+    }
+    let input_of = |i: usize| {
+        if i == 0 {
+            input_bytes
+        } else {
+            costs[i - 1].output
+        }
+    };
+    let mut prefix = vec![0usize; n + 1];
+    for i in 0..n {
+        prefix[i + 1] = prefix[i] + costs[i].saved;
+    }
+    let window = |s: usize, e: usize| prefix[e] - prefix[s];
+    // Candidate limits on the largest checkpointed segment: 0 (no checkpointing) and a spread
+    // of window sums between the largest layer and the whole chain.
+    let mut cands: Vec<usize> = vec![0];
+    let lo = costs.iter().map(|c| c.saved).max().unwrap_or(0);
+    let hi = prefix[n];
+    for k in 0..MAX_CANDIDATES {
+        let f = k as f64 / (MAX_CANDIDATES - 1) as f64;
+        cands.push(lo + ((hi - lo) as f64 * f * f) as usize);
+    }
+    cands.sort_unstable();
+    cands.dedup();
+    let mut best: Option<Plan> = None;
+    for &m in &cands {
+        if m > budget {
+            break;
+        }
+        let Some(plan) = plan_with_limit(costs, &input_of, &window, m, budget - m) else {
+            continue;
+        };
+        let better = match &best {
+            None => true,
+            Some(b) => (plan.recompute_bytes, plan.peak_bytes) < (b.recompute_bytes, b.peak_bytes),
+        };
+        if better {
+            best = Some(plan);
+        }
+    }
+    best.ok_or_else(|| {
+        let minimal: usize = (0..n).map(input_of).sum::<usize>() + lo;
+        Error::value(
+            "checkpoint_sequential",
+            format!(
+                "no segmentation of the {n} layers fits budget_bytes={budget}: checkpointing \
+                 every layer still needs about {minimal} bytes (each segment keeps its input, and \
+                 the largest layer needs {lo} bytes to recompute)"
+            ),
+        )
+    })
+}
+
+/// Least-recompute plan with every checkpointed segment re-materialising at most `limit`
+/// bytes and at most `kept_budget` bytes kept (quantised conservatively into buckets).
+fn plan_with_limit(
+    costs: &[LayerCost],
+    input_of: &dyn Fn(usize) -> usize,
+    window: &dyn Fn(usize, usize) -> usize,
+    limit: usize,
+    kept_budget: usize,
+) -> Option<Plan> {
+    let n = costs.len();
+    let bucket = (kept_budget / BUCKETS).max(1);
+    let q = |b: usize| b.div_ceil(bucket);
+    let qmax = q(kept_budget).min(BUCKETS + 1);
+    const INF: usize = usize::MAX;
+    // dp[i][k]: least recompute covering layers [0, i) with k buckets kept; back[i][k]: where
+    // the last run started and whether it was checkpointed.
+    let mut dp = vec![vec![INF; qmax + 1]; n + 1];
+    let mut back = vec![vec![(0usize, false); qmax + 1]; n + 1];
+    dp[0][0] = 0;
+    for i in 0..n {
+        for k in 0..=qmax {
+            let cur = dp[i][k];
+            if cur == INF {
+                continue;
+            }
+            // A plain layer.
+            let nk = k + q(costs[i].saved);
+            if nk <= qmax && cur < dp[i + 1][nk] {
+                dp[i + 1][nk] = cur;
+                back[i + 1][nk] = (i, false);
+            }
+            // A checkpointed segment [i, j).
+            let nk = k + q(input_of(i));
+            if nk > qmax {
+                continue;
+            }
+            for j in i + 1..=n {
+                let w = window(i, j);
+                if w > limit {
+                    break;
+                }
+                let cost = cur + w;
+                if cost < dp[j][nk] {
+                    dp[j][nk] = cost;
+                    back[j][nk] = (i, true);
+                }
+            }
+        }
+    }
+    let (k_best, &cost) = dp[n]
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c != INF)
+        .min_by_key(|(_, &c)| c)?;
+    // Rebuild the runs.
+    let mut segments = Vec::new();
+    let (mut i, mut k) = (n, k_best);
+    while i > 0 {
+        let (s, ck) = back[i][k];
+        let used = if ck {
+            q(input_of(s))
+        } else {
+            q(costs[s].saved)
+        };
+        segments.push(PlanSegment {
+            start: s,
+            end: i,
+            checkpointed: ck,
+        });
+        k -= used;
+        i = s;
+    }
+    segments.reverse();
+    // Merge adjacent plain layers into one run.
+    let mut merged: Vec<PlanSegment> = Vec::new();
+    for s in segments {
+        match merged.last_mut() {
+            Some(last) if !last.checkpointed && !s.checkpointed => last.end = s.end,
+            _ => merged.push(s),
+        }
+    }
+    let kept: usize = merged
+        .iter()
+        .map(|s| {
+            if s.checkpointed {
+                input_of(s.start)
+            } else {
+                window(s.start, s.end)
+            }
+        })
+        .sum();
+    let largest = merged
+        .iter()
+        .filter(|s| s.checkpointed)
+        .map(|s| window(s.start, s.end))
+        .max()
+        .unwrap_or(0);
+    Some(Plan {
+        segments: merged,
+        kept_bytes: kept,
+        peak_bytes: kept + largest,
+        recompute_bytes: cost,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uniform(n: usize) -> Vec<LayerCost> {
+        vec![
+            LayerCost {
+                saved: 100,
+                output: 100
+            };
+            n
+        ]
+    }
+
+    #[test]
+    fn a_generous_budget_checkpoints_nothing() {
+        let p = plan_budget(&uniform(16), 100, 1_000_000).unwrap();
+        assert_eq!(p.recompute_bytes, 0);
+        assert!(p.segments.iter().all(|s| !s.checkpointed));
+    }
+
+    #[test]
+    fn a_tight_budget_fits_and_covers_every_layer() {
+        let costs = uniform(64);
+        let p = plan_budget(&costs, 100, 2000).unwrap();
+        assert!(p.peak_bytes <= 2000, "{p:?}");
+        assert_eq!(p.segments.first().unwrap().start, 0);
+        assert_eq!(p.segments.last().unwrap().end, 64);
+        for w in p.segments.windows(2) {
+            assert_eq!(w[0].end, w[1].start);
+        }
+        // Fewer bytes allowed never means less recompute.
+        let q = plan_budget(&costs, 100, 4000).unwrap();
+        assert!(q.recompute_bytes <= p.recompute_bytes);
+    }
+
+    #[test]
+    fn an_impossible_budget_is_a_clear_error() {
+        let e = plan_budget(&uniform(8), 100, 150).unwrap_err();
+        assert!(e.to_string().contains("budget_bytes=150"), "{e}");
+    }
+}

@@ -1,0 +1,247 @@
+//! Joining tensors: `concat` (along an existing axis) and `stack` (along a new axis). The
+//! output is a new contiguous tensor; backward hands each input its slice of the gradient
+//! (a view, no copy), only for inputs that need one.
+
+use super::{check_same_device, from_vec, view};
+use crate::autograd::node::{apply, BackwardCtx, Op};
+use crate::cpu;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::layout::{fmt_shape, normalize_axis, numel, Dims, Layout};
+use crate::tensor::{Tensor, TensorData};
+use std::borrow::Cow;
+
+/// Every shape of `ts`, for error messages: `(2, 3), (3, 3)`.
+fn fmt_shapes(ts: &[Tensor]) -> String {
+    ts.iter()
+        .map(|t| fmt_shape(t.shape()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Concatenate views along `axis` into a new C-contiguous buffer of `shape` (all views have
+/// `shape` except along `axis`, already validated).
+fn concat_kernel<T: Element>(parts: &[TensorData], axis: usize, shape: &[usize]) -> Vec<T> {
+    let outer: usize = shape[..axis].iter().product();
+    let inner: usize = shape[axis + 1..].iter().product();
+    let srcs: Vec<Cow<'_, [T]>> = parts
+        .iter()
+        .map(|d| match cpu::contiguous_slice::<T>(d) {
+            Some(s) => Cow::Borrowed(s),
+            None => Cow::Owned(cpu::gather::<T>(d)),
+        })
+        .collect();
+    // Each part contributes a run of `extent * inner` elements to every outer row.
+    let runs: Vec<usize> = parts.iter().map(|d| d.layout.shape[axis] * inner).collect();
+    let mut out = Vec::with_capacity(numel(shape));
+    for o in 0..outer {
+        for (src, &run) in srcs.iter().zip(&runs) {
+            out.extend_from_slice(&src[o * run..(o + 1) * run]);
+        }
+    }
+    out
+}
+
+/// Concat or stack: the output axis and whether each input gets a new axis there first.
+struct JoinOp {
+    axis: usize,
+    stack: bool,
+}
+
+impl JoinOp {
+    fn name_of(stack: bool) -> &'static str {
+        if stack {
+            "stack"
+        } else {
+            "concat"
+        }
+    }
+}
+
+/// `d` with a new axis of extent 1 inserted at `axis` (a view).
+fn unsqueeze(d: &TensorData, axis: usize) -> TensorData {
+    let mut layout = d.layout.clone();
+    layout.shape.insert(axis, 1);
+    layout.strides.insert(axis, 0);
+    TensorData {
+        storage: d.storage.clone(),
+        layout,
+    }
+}
+
+impl Op for JoinOp {
+    fn name(&self) -> &'static str {
+        Self::name_of(self.stack)
+    }
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let op = self.name();
+        let first = inputs
+            .first()
+            .ok_or_else(|| Error::value(op, "need at least one tensor"))?;
+        let parts: Vec<TensorData> = inputs
+            .iter()
+            .map(|t| {
+                if self.stack {
+                    unsqueeze(t.data(), self.axis.min(t.ndim()))
+                } else {
+                    t.data().clone()
+                }
+            })
+            .collect();
+        // Replays see the inputs of the forward; still refuse (not panic) on a mismatch.
+        let mut shape: Dims = parts[0].layout.shape.clone();
+        if self.axis >= shape.len() {
+            return Err(Error::shape(op, format!("axis {} out of range", self.axis)));
+        }
+        shape[self.axis] = 0;
+        for p in &parts {
+            let s = &p.layout.shape;
+            let ok = s.len() == shape.len()
+                && s.iter()
+                    .zip(&shape)
+                    .enumerate()
+                    .all(|(i, (a, b))| i == self.axis || a == b)
+                && p.storage.dtype() == first.dtype();
+            if !ok {
+                return Err(Error::shape(op, "inputs changed shape or dtype"));
+            }
+            shape[self.axis] += s[self.axis];
+        }
+        Ok(crate::dispatch!(first.dtype(), T => {
+            from_vec(concat_kernel::<T>(&parts, self.axis, &shape), &shape)
+        }))
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        let gl = ctx.grad.layout();
+        let mut start = 0usize;
+        let mut out = Vec::with_capacity(ctx.inputs.len());
+        for (i, meta) in ctx.inputs.iter().enumerate() {
+            let extent = if self.stack { 1 } else { meta.shape[self.axis] };
+            if ctx.needs_grad(i) {
+                // This input's slice of the gradient along the axis.
+                let mut l = Layout {
+                    shape: gl.shape.clone(),
+                    strides: gl.strides.clone(),
+                    offset: gl.offset + start * gl.strides[self.axis],
+                };
+                l.shape[self.axis] = extent;
+                if self.stack {
+                    l.shape.remove(self.axis);
+                    l.strides.remove(self.axis);
+                }
+                if extent == 0 || numel(&l.shape) == 0 {
+                    l.offset = gl.offset;
+                }
+                out.push(Some(view(ctx.grad, l)));
+            } else {
+                out.push(None);
+            }
+            start += extent;
+        }
+        Ok(out)
+    }
+}
+
+/// Shared validation of concat/stack: non-empty, one dtype, one device.
+fn check_inputs(op: &str, tensors: &[Tensor]) -> Result<()> {
+    if tensors.is_empty() {
+        return Err(Error::value(
+            op,
+            "need at least one tensor, got an empty list",
+        ));
+    }
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    check_same_device(op, &refs)?;
+    let dt: DType = tensors[0].dtype();
+    if tensors.iter().any(|t| t.dtype() != dt) {
+        return Err(Error::dtype(
+            op,
+            format!(
+                "expected all tensors of one dtype, got {} (shapes {})",
+                tensors
+                    .iter()
+                    .map(|t| t.dtype().name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                fmt_shapes(tensors)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Join `tensors` along the existing axis `axis` (negative counts from the end). All must
+/// have one dtype, one device and the same shape except along `axis`.
+pub fn concat(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
+    const OP: &str = "concat";
+    check_inputs(OP, tensors)?;
+    let nd = tensors[0].ndim();
+    if nd == 0 {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "zero-dimensional tensors cannot be concatenated, got shapes {}",
+                fmt_shapes(tensors)
+            ),
+        ));
+    }
+    let axis = normalize_axis(OP, axis, nd).map_err(|_| {
+        Error::shape(
+            OP,
+            format!(
+                "axis {axis} is out of bounds for tensors of {nd} dimensions (shapes {})",
+                fmt_shapes(tensors)
+            ),
+        )
+    })?;
+    let s0 = tensors[0].shape();
+    let fits = |t: &Tensor| {
+        t.ndim() == nd
+            && t.shape()
+                .iter()
+                .zip(s0)
+                .enumerate()
+                .all(|(i, (a, b))| i == axis || a == b)
+    };
+    if !tensors.iter().all(fits) {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "all input shapes must match except along axis {axis}, got {}",
+                fmt_shapes(tensors)
+            ),
+        ));
+    }
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    apply(JoinOp { axis, stack: false }, &refs, &[])
+}
+
+/// Join `tensors` along a new axis `axis` (0..=ndim; negative counts from the end). All must
+/// have the same shape, dtype and device.
+pub fn stack(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
+    const OP: &str = "stack";
+    check_inputs(OP, tensors)?;
+    let nd = tensors[0].ndim();
+    let axis = normalize_axis(OP, axis, nd + 1).map_err(|_| {
+        Error::shape(
+            OP,
+            format!(
+                "axis {axis} is out of bounds for stacking tensors of {nd} dimensions \
+                 (shapes {})",
+                fmt_shapes(tensors)
+            ),
+        )
+    })?;
+    let s0 = tensors[0].shape();
+    if tensors.iter().any(|t| t.shape() != s0) {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "all input tensors must have the same shape, got {}",
+                fmt_shapes(tensors)
+            ),
+        ));
+    }
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    apply(JoinOp { axis, stack: true }, &refs, &[])
+}

@@ -1,0 +1,257 @@
+//! Layer normalisation over the last axis, with optional elementwise weight and bias of shape
+//! `(n,)`. Only the input (and the weight, when there is one) is saved: the backward recomputes
+//! each row's mean and reciprocal standard deviation with the forward's exact arithmetic.
+
+use super::softmax::{c_order, for_blocks};
+use super::{cast, check_same_device, from_vec};
+use crate::autograd::node::{apply, BackwardCtx, Op, Save};
+use crate::cpu;
+use crate::dtype::Element;
+use crate::error::{Error, Result};
+use crate::layout::fmt_shape;
+use crate::tensor::Tensor;
+use rayon::prelude::*;
+
+/// Mean and `1 / sqrt(var + eps)` of one row (two passes: stable for large means).
+#[inline]
+fn row_stats<T: Element>(row: &[T], eps: T) -> (T, T) {
+    let n = T::from_f64(row.len() as f64);
+    let mean = row.iter().fold(T::from_f64(0.0), |a, &v| a + v) / n;
+    let var = row.iter().fold(T::from_f64(0.0), |a, &v| {
+        let d = v - mean;
+        a + d * d
+    }) / n;
+    (mean, T::from_f64(1.0) / (var + eps).sqrt())
+}
+
+struct LayerNormOp {
+    eps: f64,
+    has_weight: bool,
+    has_bias: bool,
+}
+
+impl LayerNormOp {
+    /// Index of the bias among the inputs.
+    fn bias_index(&self) -> usize {
+        1 + self.has_weight as usize
+    }
+}
+
+impl Op for LayerNormOp {
+    fn name(&self) -> &'static str {
+        "layer_norm"
+    }
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let dt = inputs
+            .iter()
+            .fold(inputs[0].dtype(), |d, t| d.promote(t.dtype()));
+        let x = cast(inputs[0], dt)?;
+        let w = self.has_weight.then(|| cast(inputs[1], dt)).transpose()?;
+        let b = self
+            .has_bias
+            .then(|| cast(inputs[self.bias_index()], dt))
+            .transpose()?;
+        let n = *x.shape().last().unwrap_or(&1);
+        Ok(crate::dispatch!(dt, T => {
+            let xs = c_order::<T>(x.data());
+            let ws = w.as_ref().map(|w| c_order::<T>(w.data()));
+            let bs = b.as_ref().map(|b| c_order::<T>(b.data()));
+            let eps = T::from_f64(self.eps);
+            let mut out = cpu::alloc::<T>(xs.len());
+            for_blocks(&mut out, n, |r, o| {
+                let row = &xs[r * n..(r + 1) * n];
+                let (mean, rstd) = row_stats(row, eps);
+                match (&ws, &bs) {
+                    (Some(w), Some(b)) => {
+                        for (((o, &v), &w), &b) in o.iter_mut().zip(row).zip(w.iter()).zip(b.iter()) {
+                            *o = (v - mean) * rstd * w + b;
+                        }
+                    }
+                    (Some(w), None) => {
+                        for ((o, &v), &w) in o.iter_mut().zip(row).zip(w.iter()) {
+                            *o = (v - mean) * rstd * w;
+                        }
+                    }
+                    (None, Some(b)) => {
+                        for ((o, &v), &b) in o.iter_mut().zip(row).zip(b.iter()) {
+                            *o = (v - mean) * rstd + b;
+                        }
+                    }
+                    (None, None) => {
+                        for (o, &v) in o.iter_mut().zip(row) {
+                            *o = (v - mean) * rstd;
+                        }
+                    }
+                }
+            });
+            from_vec(out, x.shape())
+        }))
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        let dt = ctx.grad.dtype();
+        let x = cast(&ctx.saved[0], dt)?;
+        let w = self
+            .has_weight
+            .then(|| cast(&ctx.saved[1], dt))
+            .transpose()?;
+        let shape = x.shape();
+        let n = *shape.last().unwrap_or(&1);
+        let rows = if n == 0 { 0 } else { x.numel() / n };
+        let need_x = ctx.needs_grad(0);
+        let need_w = self.has_weight && ctx.needs_grad(1);
+        let need_b = self.has_bias && ctx.needs_grad(self.bias_index());
+        let (gx, gw, gb) = crate::dispatch!(dt, T => {
+            let xs = c_order::<T>(x.data());
+            let gs = c_order::<T>(ctx.grad.data());
+            let ws = w.as_ref().map(|w| c_order::<T>(w.data()));
+            let eps = T::from_f64(self.eps);
+            let zero = T::from_f64(0.0);
+            let inv_n = T::from_f64(1.0 / n.max(1) as f64);
+            // Rows are processed in fixed chunks, each with its own weight/bias partial sums,
+            // and the partials are added in chunk order: the result does not depend on the
+            // thread count.
+            let chunk_rows = (16_384 / n.max(1)).max(1);
+            let chunk = |c: usize, mut dx: Option<&mut [T]>| -> (Vec<T>, Vec<T>) {
+                let mut dw = vec![zero; if need_w { n } else { 0 }];
+                let mut db = vec![zero; if need_b { n } else { 0 }];
+                let r_end = ((c + 1) * chunk_rows).min(rows);
+                for (k, r) in (c * chunk_rows..r_end).enumerate() {
+                    let row = &xs[r * n..(r + 1) * n];
+                    let g = &gs[r * n..(r + 1) * n];
+                    let (mean, rstd) = row_stats(row, eps);
+                    if need_b {
+                        for (d, &g) in db.iter_mut().zip(g) {
+                            *d += g;
+                        }
+                    }
+                    if need_w {
+                        for ((d, &g), &v) in dw.iter_mut().zip(g).zip(row) {
+                            *d += g * (v - mean) * rstd;
+                        }
+                    }
+                    if let Some(dx) = dx.as_deref_mut() {
+                        // dx = rstd (gy - mean(gy) - xhat mean(gy xhat)), gy = g w.
+                        let gy = |j: usize| match &ws {
+                            Some(w) => g[j] * w[j],
+                            None => g[j],
+                        };
+                        let (mut s1, mut s2) = (zero, zero);
+                        for (j, &v) in row.iter().enumerate() {
+                            let gyj = gy(j);
+                            s1 += gyj;
+                            s2 += gyj * (v - mean) * rstd;
+                        }
+                        let (m1, m2) = (s1 * inv_n, s2 * inv_n);
+                        let out = &mut dx[k * n..(k + 1) * n];
+                        for (j, (o, &v)) in out.iter_mut().zip(row).enumerate() {
+                            *o = rstd * (gy(j) - m1 - (v - mean) * rstd * m2);
+                        }
+                    }
+                }
+                (dw, db)
+            };
+            let nchunks = rows.div_ceil(chunk_rows);
+            let parallel = x.numel() >= cpu::PAR_MIN && nchunks > 1;
+            let mut dx = if need_x { Some(cpu::alloc::<T>(x.numel())) } else { None };
+            let partials: Vec<(Vec<T>, Vec<T>)> = match dx.as_mut() {
+                Some(dx) if n > 0 => {
+                    if parallel {
+                        dx.par_chunks_mut(chunk_rows * n).enumerate().map(|(c, d)| chunk(c, Some(d))).collect()
+                    } else {
+                        dx.chunks_mut(chunk_rows * n).enumerate().map(|(c, d)| chunk(c, Some(d))).collect()
+                    }
+                }
+                _ => {
+                    if parallel {
+                        (0..nchunks).into_par_iter().map(|c| chunk(c, None)).collect()
+                    } else {
+                        (0..nchunks).map(|c| chunk(c, None)).collect()
+                    }
+                }
+            };
+            let mut dw = vec![zero; if need_w { n } else { 0 }];
+            let mut db = vec![zero; if need_b { n } else { 0 }];
+            for (pw, pb) in &partials {
+                for (d, &p) in dw.iter_mut().zip(pw) {
+                    *d += p;
+                }
+                for (d, &p) in db.iter_mut().zip(pb) {
+                    *d += p;
+                }
+            }
+            (
+                dx.map(|v| from_vec(v, shape)),
+                need_w.then(|| from_vec(dw, &[n])),
+                need_b.then(|| from_vec(db, &[n])),
+            )
+        });
+        let mut grads = vec![gx];
+        if self.has_weight {
+            grads.push(gw);
+        }
+        if self.has_bias {
+            grads.push(gb);
+        }
+        Ok(grads)
+    }
+}
+
+/// Check that a weight/bias is a `(n,)` vector on the input's device.
+fn check_param(what: &str, p: &Tensor, x: &Tensor, n: usize) -> Result<()> {
+    if p.shape() != [n] {
+        return Err(Error::shape(
+            "layer_norm",
+            format!(
+                "{what} must have shape ({n},) to normalise the last axis of an input of shape \
+                 {}, got {}",
+                fmt_shape(x.shape()),
+                fmt_shape(p.shape())
+            ),
+        ));
+    }
+    check_same_device("layer_norm", &[x, p])?;
+    Ok(())
+}
+
+/// Layer normalisation over the last axis: `(x - mean) / sqrt(var + eps) * weight + bias`,
+/// with the biased variance (as PyTorch). `weight` and `bias` must have shape `(n,)`, n the
+/// last dimension of `x`; mixed dtypes promote to float64.
+pub fn layer_norm(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    let Some(&n) = x.shape().last() else {
+        return Err(Error::shape(
+            "layer_norm",
+            "the input must have at least one dimension, got a 0-d tensor",
+        ));
+    };
+    if !eps.is_finite() || eps < 0.0 {
+        return Err(Error::value(
+            "layer_norm",
+            format!("eps must be a finite non-negative number, got {eps}"),
+        ));
+    }
+    let mut inputs: Vec<&Tensor> = vec![x];
+    let mut saves = vec![Save::Input(0)];
+    if let Some(w) = weight {
+        check_param("weight", w, x, n)?;
+        inputs.push(w);
+        saves.push(Save::Input(1));
+    }
+    if let Some(b) = bias {
+        check_param("bias", b, x, n)?;
+        inputs.push(b);
+    }
+    apply(
+        LayerNormOp {
+            eps,
+            has_weight: weight.is_some(),
+            has_bias: bias.is_some(),
+        },
+        &inputs,
+        &saves,
+    )
+}

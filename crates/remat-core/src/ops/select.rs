@@ -1,0 +1,118 @@
+//! `where_(cond, a, b)`: elementwise choice with NumPy broadcasting among all three operands.
+//! `cond` is a float tensor (nonzero, NaN included, is true); `a` and `b` promote like binary
+//! arithmetic. Gradients flow to `a` and `b` (masked, then reduced to their shapes), never
+//! to `cond`.
+
+use super::{cast, check_same_device, from_vec, reduce::sum_to};
+use crate::autograd::node::{apply, BackwardCtx, Op, Save};
+use crate::cpu;
+use crate::dtype::Element;
+use crate::error::{Error, Result};
+use crate::layout::{broadcast_shapes, fmt_shape};
+use crate::tensor::{Tensor, TensorData};
+
+/// `t`'s elements broadcast to `shape`, in C order.
+fn gather_as<T: Element>(t: &Tensor, shape: &[usize]) -> Result<Vec<T>> {
+    if t.shape() == shape {
+        return Ok(cpu::gather::<T>(t.data()));
+    }
+    let layout = t.layout().broadcast_to("where", shape)?;
+    Ok(cpu::gather::<T>(&TensorData {
+        storage: t.storage().clone(),
+        layout,
+    }))
+}
+
+/// `cond != 0` broadcast to `shape`, in C order.
+fn mask(cond: &Tensor, shape: &[usize]) -> Result<Vec<bool>> {
+    Ok(crate::dispatch!(cond.dtype(), C => {
+        gather_as::<C>(cond, shape)?.into_iter().map(|c| c != C::from_f64(0.0)).collect()
+    }))
+}
+
+/// The forward computation (no graph).
+fn where_forward(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let shape = broadcast3(cond, a, b)?;
+    let dt = a.dtype().promote(b.dtype());
+    let (a, b) = (cast(a, dt)?, cast(b, dt)?);
+    let m = mask(cond, &shape)?;
+    Ok(crate::dispatch!(dt, T => {
+        let (av, bv) = (gather_as::<T>(&a, &shape)?, gather_as::<T>(&b, &shape)?);
+        let out: Vec<T> = m
+            .iter()
+            .zip(av.into_iter().zip(bv))
+            .map(|(&c, (x, y))| if c { x } else { y })
+            .collect();
+        from_vec(out, &shape)
+    }))
+}
+
+/// The broadcast shape of all three operands, with an error naming all three shapes.
+fn broadcast3(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<crate::layout::Dims> {
+    broadcast_shapes("where", cond.shape(), a.shape())
+        .and_then(|s| broadcast_shapes("where", &s, b.shape()))
+        .map_err(|_| {
+            Error::shape(
+                "where",
+                format!(
+                    "shapes {} (cond), {} and {} cannot be broadcast together",
+                    fmt_shape(cond.shape()),
+                    fmt_shape(a.shape()),
+                    fmt_shape(b.shape())
+                ),
+            )
+        })
+}
+
+/// `g` where `cond` is `keep`, zero elsewhere (`g` has the broadcast shape).
+fn masked(cond: &Tensor, g: &Tensor, keep: bool) -> Result<Tensor> {
+    let m = mask(cond, g.shape())?;
+    Ok(crate::dispatch!(g.dtype(), T => {
+        let zero = T::from_f64(0.0);
+        let out: Vec<T> = cpu::gather::<T>(g.data())
+            .into_iter()
+            .zip(m)
+            .map(|(v, c)| if c == keep { v } else { zero })
+            .collect();
+        from_vec(out, g.shape())
+    }))
+}
+
+struct WhereOp;
+
+impl Op for WhereOp {
+    fn name(&self) -> &'static str {
+        "where"
+    }
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        where_forward(inputs[0], inputs[1], inputs[2])
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        let cond = &ctx.saved[0];
+        let ga = if ctx.needs_grad(1) {
+            Some(sum_to(
+                &masked(cond, ctx.grad, true)?,
+                &ctx.inputs[1].shape,
+            )?)
+        } else {
+            None
+        };
+        let gb = if ctx.needs_grad(2) {
+            Some(sum_to(
+                &masked(cond, ctx.grad, false)?,
+                &ctx.inputs[2].shape,
+            )?)
+        } else {
+            None
+        };
+        Ok(vec![None, ga, gb])
+    }
+}
+
+/// `a` where `cond` is nonzero, else `b`, with broadcasting among all three and `a`/`b`
+/// promoted to a common dtype. Differentiable in `a` and `b`.
+pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    check_same_device("where", &[cond, a, b])?;
+    broadcast3(cond, a, b)?;
+    apply(WhereOp, &[cond, a, b], &[Save::Input(0)])
+}

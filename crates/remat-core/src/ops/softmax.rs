@@ -1,0 +1,236 @@
+//! softmax and log_softmax over one axis, numerically stable (the row maximum is subtracted
+//! before exponentiating). Both save only their output: the backward of softmax is
+//! `y (g - sum(g y))` and of log_softmax `g - exp(y) sum(g)`.
+//!
+//! Also the row-kernel helpers shared with `norm` and `loss`: a C-order view of any tensor
+//! (borrowed when already contiguous) and a block driver that runs on the rayon pool for
+//! large tensors.
+
+use super::from_vec;
+use crate::autograd::node::{apply, BackwardCtx, Op, Save};
+use crate::cpu;
+use crate::dtype::Element;
+use crate::error::Result;
+use crate::layout::normalize_axis;
+use crate::tensor::{Tensor, TensorData};
+use rayon::prelude::*;
+use std::borrow::Cow;
+
+/// The view's elements in C order: borrowed when the view is contiguous, else gathered.
+pub(crate) fn c_order<T: Element>(d: &TensorData) -> Cow<'_, [T]> {
+    match cpu::contiguous_slice::<T>(d) {
+        Some(s) => Cow::Borrowed(s),
+        None => Cow::Owned(cpu::gather::<T>(d)),
+    }
+}
+
+/// Run `f(i, block_i)` over the consecutive `block`-element blocks of `out`; on the rayon pool
+/// when `out` has at least `cpu::PAR_MIN` elements. Each block is computed by one call, so the
+/// result does not depend on the thread count.
+pub(crate) fn for_blocks<T: Element>(
+    out: &mut [T],
+    block: usize,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
+    if out.is_empty() || block == 0 {
+        return;
+    }
+    if out.len() >= cpu::PAR_MIN && out.len() > block {
+        // Group short rows so each rayon task does a few thousand elements of work.
+        let min_len = (4096 / block).max(1);
+        out.par_chunks_mut(block)
+            .enumerate()
+            .with_min_len(min_len)
+            .for_each(|(i, o)| f(i, o));
+    } else {
+        for (i, o) in out.chunks_mut(block).enumerate() {
+            f(i, o);
+        }
+    }
+}
+
+/// `(outer, n, inner)`: the extents before, along and after `axis` (a 0-d tensor is one
+/// element along its only "axis").
+fn split_at_axis(shape: &[usize], axis: usize) -> (usize, usize, usize) {
+    if shape.is_empty() {
+        return (1, 1, 1);
+    }
+    let outer = shape[..axis].iter().product();
+    let inner = shape[axis + 1..].iter().product();
+    (outer, shape[axis], inner)
+}
+
+/// Softmax (or log-softmax) of one `(n, inner)` block along its first axis.
+fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: bool) {
+    let one = T::from_f64(1.0);
+    if inner == 1 {
+        let m = x.iter().fold(T::NEG_INFINITY, |m, &v| if v > m { v } else { m });
+        let mut s = T::from_f64(0.0);
+        if log {
+            for &v in x {
+                s = s + (v - m).exp();
+            }
+            let ls = s.ln();
+            for (o, &v) in y.iter_mut().zip(x) {
+                *o = v - m - ls;
+            }
+        } else {
+            for (o, &v) in y.iter_mut().zip(x) {
+                let e = (v - m).exp();
+                *o = e;
+                s = s + e;
+            }
+            let inv = one / s;
+            for o in y.iter_mut() {
+                *o = *o * inv;
+            }
+        }
+        return;
+    }
+    // Strided rows: walk the block row by row so every pass is contiguous along `inner`.
+    let mut m = x[..inner].to_vec();
+    for k in 1..n {
+        for (m, &v) in m.iter_mut().zip(&x[k * inner..(k + 1) * inner]) {
+            if v > *m {
+                *m = v;
+            }
+        }
+    }
+    let mut s = vec![T::from_f64(0.0); inner];
+    for k in 0..n {
+        let (xr, yr) = (
+            &x[k * inner..(k + 1) * inner],
+            &mut y[k * inner..(k + 1) * inner],
+        );
+        for i in 0..inner {
+            let e = (xr[i] - m[i]).exp();
+            yr[i] = e;
+            s[i] = s[i] + e;
+        }
+    }
+    if log {
+        let ls: Vec<T> = s.iter().map(|s| s.ln()).collect();
+        for k in 0..n {
+            let (xr, yr) = (
+                &x[k * inner..(k + 1) * inner],
+                &mut y[k * inner..(k + 1) * inner],
+            );
+            for i in 0..inner {
+                yr[i] = xr[i] - m[i] - ls[i];
+            }
+        }
+    } else {
+        for s in s.iter_mut() {
+            *s = one / *s;
+        }
+        for yr in y.chunks_mut(inner) {
+            for (o, &inv) in yr.iter_mut().zip(&s) {
+                *o = *o * inv;
+            }
+        }
+    }
+}
+
+/// The input gradient of one `(n, inner)` block from the output `y` and its gradient `g`.
+fn softmax_backward_block<T: Element>(
+    g: &[T],
+    y: &[T],
+    gx: &mut [T],
+    n: usize,
+    inner: usize,
+    log: bool,
+) {
+    // softmax:     gx = y (g - sum_k g y)
+    // log_softmax: gx = g - exp(y) sum_k g
+    let mut acc = vec![T::from_f64(0.0); inner];
+    for k in 0..n {
+        let r = k * inner..(k + 1) * inner;
+        for ((a, &g), &y) in acc.iter_mut().zip(&g[r.clone()]).zip(&y[r]) {
+            *a = *a + if log { g } else { g * y };
+        }
+    }
+    for k in 0..n {
+        let r = k * inner..(k + 1) * inner;
+        for (((o, &g), &y), &a) in gx[r.clone()].iter_mut().zip(&g[r.clone()]).zip(&y[r]).zip(&acc)
+        {
+            *o = if log { g - y.exp() * a } else { y * (g - a) };
+        }
+    }
+}
+
+struct SoftmaxOp {
+    axis: usize,
+    log: bool,
+}
+
+impl Op for SoftmaxOp {
+    fn name(&self) -> &'static str {
+        if self.log {
+            "log_softmax"
+        } else {
+            "softmax"
+        }
+    }
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let x = inputs[0];
+        let (_, n, inner) = split_at_axis(x.shape(), self.axis);
+        let block = n * inner;
+        let log = self.log;
+        Ok(crate::dispatch!(x.dtype(), T => {
+            let src = c_order::<T>(x.data());
+            let mut out = cpu::alloc::<T>(src.len());
+            for_blocks(&mut out, block, |b, o| {
+                softmax_block(&src[b * block..(b + 1) * block], o, n, inner, log)
+            });
+            from_vec(out, x.shape())
+        }))
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        if !ctx.needs_grad(0) {
+            return Ok(vec![None]);
+        }
+        let y = &ctx.saved[0];
+        let g = super::cast(ctx.grad, y.dtype())?;
+        let (_, n, inner) = split_at_axis(y.shape(), self.axis);
+        let block = n * inner;
+        let log = self.log;
+        let gx = crate::dispatch!(y.dtype(), T => {
+            let (gs, ys) = (c_order::<T>(g.data()), c_order::<T>(y.data()));
+            let mut out = cpu::alloc::<T>(ys.len());
+            for_blocks(&mut out, block, |b, o| {
+                let r = b * block..(b + 1) * block;
+                softmax_backward_block(&gs[r.clone()], &ys[r], o, n, inner, log)
+            });
+            from_vec(out, y.shape())
+        });
+        Ok(vec![Some(gx)])
+    }
+}
+
+fn softmax_impl(x: &Tensor, axis: isize, log: bool) -> Result<Tensor> {
+    let op = if log { "log_softmax" } else { "softmax" };
+    // A 0-d tensor has one implicit axis (0 or -1), as in PyTorch.
+    let axis = normalize_axis(op, axis, x.ndim().max(1))?;
+    apply(SoftmaxOp { axis, log }, &[x], &[Save::Output])
+}
+
+/// `exp(x) / sum(exp(x))` along `axis`, computed stably.
+pub fn softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
+    softmax_impl(x, axis, false)
+}
+
+/// `x - logsumexp(x)` along `axis`, computed stably.
+pub fn log_softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
+    softmax_impl(x, axis, true)
+}
+
+impl Tensor {
+    /// Softmax along `axis`.
+    pub fn softmax(&self, axis: isize) -> Result<Tensor> {
+        softmax(self, axis)
+    }
+    /// Log-softmax along `axis`.
+    pub fn log_softmax(&self, axis: isize) -> Result<Tensor> {
+        log_softmax(self, axis)
+    }
+}

@@ -1,0 +1,337 @@
+//! Optimizer kernels: in-place parameter updates for SGD (with momentum, dampening, Nesterov,
+//! weight decay) and Adam / AdamW, following PyTorch's formulas exactly (its single-tensor,
+//! non-`amsgrad`, non-`maximize` path).
+//!
+//! One call updates one parameter and its state tensors in place. No graph is recorded. The
+//! parameter and the state tensors must be contiguous CPU tensors of one float dtype and the
+//! gradient's shape; the gradient may be any layout. Large tensors are updated in parallel on
+//! the rayon pool.
+
+use crate::cpu;
+use crate::dtype::Element;
+use crate::error::{Error, Result};
+use crate::layout::fmt_shape;
+use crate::ops::check_same_device;
+use crate::tensor::Tensor;
+use rayon::prelude::*;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// Chunk length of the parallel loops (elements).
+const CHUNK: usize = 1 << 14;
+
+/// Check that `param` (mutated), `grad` (read) and the `state` tensors (mutated) fit one
+/// update: same device, dtype and shape; mutated tensors contiguous and not sharing storage.
+fn validate(op: &str, param: &Tensor, grad: &Tensor, state: &[(&str, &Tensor)]) -> Result<()> {
+    let mut all: Vec<&Tensor> = vec![param, grad];
+    all.extend(state.iter().map(|(_, t)| *t));
+    check_same_device(op, &all)?;
+    let check = |name: &str, t: &Tensor| -> Result<()> {
+        if t.dtype() != param.dtype() {
+            return Err(Error::dtype(
+                op,
+                format!(
+                    "{name} has dtype {} but the parameter has dtype {}",
+                    t.dtype(),
+                    param.dtype()
+                ),
+            ));
+        }
+        if t.shape() != param.shape() {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "{name} has shape {} but the parameter has shape {}",
+                    fmt_shape(t.shape()),
+                    fmt_shape(param.shape())
+                ),
+            ));
+        }
+        Ok(())
+    };
+    check("grad", grad)?;
+    let mut mutated: Vec<(&str, &Tensor)> = vec![("param", param)];
+    mutated.extend_from_slice(state);
+    for (name, t) in &mutated {
+        check(name, t)?;
+        if !t.is_contiguous() {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "{name} of shape {} must be contiguous to be updated in place",
+                    fmt_shape(t.shape())
+                ),
+            ));
+        }
+    }
+    for (i, (na, a)) in mutated.iter().enumerate() {
+        for (nb, b) in &mutated[i + 1..] {
+            if Arc::ptr_eq(a.storage(), b.storage()) {
+                return Err(Error::value(
+                    op,
+                    format!("{na} and {nb} share storage; each must be its own tensor"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The gradient's elements as a contiguous slice, copied out if it is strided or shares
+/// storage with a tensor that is about to be mutated.
+fn grad_values<'a, T: Element>(grad: &'a Tensor, mutated: &[&Tensor]) -> Cow<'a, [T]> {
+    let aliased = mutated
+        .iter()
+        .any(|t| Arc::ptr_eq(t.storage(), grad.storage()));
+    match cpu::contiguous_slice::<T>(grad.data()) {
+        Some(s) if !aliased => Cow::Borrowed(s),
+        _ => Cow::Owned(cpu::gather::<T>(grad.data())),
+    }
+}
+
+/// The elements of a validated (contiguous, CPU, dtype `T`) tensor as a mutable slice.
+///
+/// # Safety
+/// No other slice of `t`'s storage may be in use while the returned one is alive.
+#[allow(clippy::mut_from_ref)]
+unsafe fn elems_mut<'a, T: Element>(op: &str, t: &'a Tensor) -> Result<&'a mut [T]> {
+    let off = t.layout().offset;
+    let n = t.numel();
+    // SAFETY: exclusivity is the caller's promise.
+    let s = unsafe { t.storage().as_mut_slice::<T>() }
+        .ok_or_else(|| Error::dtype(op, format!("expected a CPU tensor of dtype {}", T::DTYPE)))?;
+    Ok(&mut s[off..off + n])
+}
+
+/// One SGD step on `param` in place, as `torch.optim.SGD` does it:
+///
+/// ```text
+/// d = grad + weight_decay * param
+/// if momentum != 0:
+///     buf = d                                        (first step)
+///     buf = momentum * buf + (1 - dampening) * d     (later steps)
+///     d = d + momentum * buf if nesterov else buf
+/// param = param - lr * d
+/// ```
+///
+/// `momentum_buf` is the per-parameter momentum buffer (required when `momentum != 0`,
+/// ignored otherwise); `first_step` says that it holds no history yet, so it is set to `d`
+/// (PyTorch creates the buffer as a copy of `d` on the first step).
+#[allow(clippy::too_many_arguments)]
+pub fn sgd_step(
+    param: &Tensor,
+    grad: &Tensor,
+    momentum_buf: Option<&Tensor>,
+    first_step: bool,
+    lr: f64,
+    momentum: f64,
+    weight_decay: f64,
+    dampening: f64,
+    nesterov: bool,
+) -> Result<()> {
+    const OP: &str = "sgd_step";
+    if lr.is_nan() || lr < 0.0 {
+        return Err(Error::value(OP, format!("invalid learning rate {lr}")));
+    }
+    if nesterov && (momentum <= 0.0 || dampening != 0.0) {
+        return Err(Error::value(
+            OP,
+            "Nesterov momentum requires a momentum and zero dampening",
+        ));
+    }
+    let buf =
+        if momentum != 0.0 {
+            Some(momentum_buf.ok_or_else(|| {
+                Error::value(OP, "a momentum buffer is required when momentum != 0")
+            })?)
+        } else {
+            None
+        };
+    let mut state: Vec<(&str, &Tensor)> = Vec::new();
+    if let Some(b) = buf {
+        state.push(("momentum_buf", b));
+    }
+    validate(OP, param, grad, &state)?;
+    let mut mutated = vec![param];
+    mutated.extend(buf);
+    crate::dispatch!(param.dtype(), T => {
+        let g = grad_values::<T>(grad, &mutated);
+        // SAFETY: the parameter and its momentum buffer are distinct storages (checked in
+        // `validate`) that no kernel reads during the step: optimizer steps run between
+        // backward passes; the gradient was copied out above if it aliases either.
+        let p = unsafe { elems_mut::<T>(OP, param)? };
+        let (lr, mom, wd, damp) = (
+            T::from_f64(lr),
+            T::from_f64(momentum),
+            T::from_f64(weight_decay),
+            T::from_f64(1.0 - dampening),
+        );
+        let use_wd = weight_decay != 0.0;
+        match buf {
+            None => {
+                let f = |p: &mut [T], g: &[T]| {
+                    for (p, &g) in p.iter_mut().zip(g) {
+                        let d = if use_wd { g + wd * *p } else { g };
+                        *p -= lr * d;
+                    }
+                };
+                if p.len() >= cpu::PAR_MIN {
+                    p.par_chunks_mut(CHUNK).zip(g.par_chunks(CHUNK)).for_each(|(p, g)| f(p, g));
+                } else {
+                    f(p, &g);
+                }
+            }
+            Some(b) => {
+                // SAFETY: as above; the buffer is only ever touched by this optimizer.
+                let b = unsafe { elems_mut::<T>(OP, b)? };
+                let f = |p: &mut [T], b: &mut [T], g: &[T]| {
+                    for ((p, b), &g) in p.iter_mut().zip(b.iter_mut()).zip(g) {
+                        let d = if use_wd { g + wd * *p } else { g };
+                        *b = if first_step { d } else { mom * *b + damp * d };
+                        let d = if nesterov { d + mom * *b } else { *b };
+                        *p -= lr * d;
+                    }
+                };
+                if p.len() >= cpu::PAR_MIN {
+                    p.par_chunks_mut(CHUNK)
+                        .zip(b.par_chunks_mut(CHUNK))
+                        .zip(g.par_chunks(CHUNK))
+                        .for_each(|((p, b), g)| f(p, b, g));
+                } else {
+                    f(p, b, &g);
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
+/// One Adam (or, with `decoupled`, AdamW) step on `param` in place, as `torch.optim.Adam` /
+/// `torch.optim.AdamW` do it (`step` counts from 1 and includes this step):
+///
+/// ```text
+/// if decoupled: param = param * (1 - lr * weight_decay)       (AdamW)
+/// else:         g = grad + weight_decay * param               (Adam)
+/// exp_avg    = lerp(exp_avg, g, 1 - beta1)
+/// exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * g * g
+/// step_size  = lr / (1 - beta1^step)
+/// denom      = sqrt(exp_avg_sq) / sqrt(1 - beta2^step) + eps
+/// param      = param - step_size * exp_avg / denom
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn adam_step(
+    param: &Tensor,
+    grad: &Tensor,
+    exp_avg: &Tensor,
+    exp_avg_sq: &Tensor,
+    step: u64,
+    lr: f64,
+    beta1: f64,
+    beta2: f64,
+    eps: f64,
+    weight_decay: f64,
+    decoupled: bool,
+) -> Result<()> {
+    let op = if decoupled { "adamw_step" } else { "adam_step" };
+    if lr.is_nan() || lr < 0.0 {
+        return Err(Error::value(op, format!("invalid learning rate {lr}")));
+    }
+    if step == 0 {
+        return Err(Error::value(op, "step counts from 1"));
+    }
+    for (name, b) in [("beta1", beta1), ("beta2", beta2)] {
+        if !(0.0..1.0).contains(&b) {
+            return Err(Error::value(
+                op,
+                format!("invalid {name} {b}: must be in [0, 1)"),
+            ));
+        }
+    }
+    validate(
+        op,
+        param,
+        grad,
+        &[("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq)],
+    )?;
+    let bias_correction1 = 1.0 - beta1.powi(step.min(i32::MAX as u64) as i32);
+    let bias_correction2 = 1.0 - beta2.powi(step.min(i32::MAX as u64) as i32);
+    let step_size = lr / bias_correction1;
+    let bias_correction2_sqrt = bias_correction2.sqrt();
+    crate::dispatch!(param.dtype(), T => {
+        let g = grad_values::<T>(grad, &[param, exp_avg, exp_avg_sq]);
+        // SAFETY: the parameter and its two moment buffers are distinct storages (checked in
+        // `validate`) that no kernel reads during the step: optimizer steps run between
+        // backward passes; the gradient was copied out above if it aliases any of them.
+        let (p, m, v) = unsafe {
+            (
+                elems_mut::<T>(op, param)?,
+                elems_mut::<T>(op, exp_avg)?,
+                elems_mut::<T>(op, exp_avg_sq)?,
+            )
+        };
+        let decay = T::from_f64(1.0 - lr * weight_decay);
+        let wd = T::from_f64(weight_decay);
+        let use_wd = weight_decay != 0.0;
+        let w1 = T::from_f64(1.0 - beta1);
+        let b2 = T::from_f64(beta2);
+        let w2 = T::from_f64(1.0 - beta2);
+        let neg_step = T::from_f64(-step_size);
+        let bc2s = T::from_f64(bias_correction2_sqrt);
+        let eps = T::from_f64(eps);
+        let half = T::from_f64(0.5);
+        let one = T::from_f64(1.0);
+        let f = |p: &mut [T], m: &mut [T], v: &mut [T], g: &[T]| {
+            for (((p, m), v), &g) in p.iter_mut().zip(m.iter_mut()).zip(v.iter_mut()).zip(g) {
+                let g = if !use_wd {
+                    g
+                } else if decoupled {
+                    *p *= decay;
+                    g
+                } else {
+                    g + wd * *p
+                };
+                // torch.lerp: start + w * (end - start) for w < 0.5, else end - (end - start) * (1 - w)
+                *m = if w1 < half {
+                    *m + w1 * (g - *m)
+                } else {
+                    g - (g - *m) * (one - w1)
+                };
+                *v = *v * b2 + w2 * g * g;
+                let denom = v.sqrt() / bc2s + eps;
+                *p += neg_step * (*m / denom);
+            }
+        };
+        if p.len() >= cpu::PAR_MIN {
+            p.par_chunks_mut(CHUNK)
+                .zip(m.par_chunks_mut(CHUNK))
+                .zip(v.par_chunks_mut(CHUNK))
+                .zip(g.par_chunks(CHUNK))
+                .for_each(|(((p, m), v), g)| f(p, m, v, g));
+        } else {
+            f(p, m, v, &g);
+        }
+    });
+    Ok(())
+}
+
+/// Set every element of `t` to zero in place (`zero_grad(set_to_none=False)`). `t` must be
+/// contiguous; no graph is recorded.
+pub fn zero_(t: &Tensor) -> Result<()> {
+    const OP: &str = "zero_";
+    if !t.is_contiguous() {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "tensor of shape {} must be contiguous to be zeroed in place",
+                fmt_shape(t.shape())
+            ),
+        ));
+    }
+    crate::dispatch!(t.dtype(), T => {
+        // SAFETY: gradients and parameters are only zeroed between backward passes, when no
+        // kernel reads their storage.
+        let s = unsafe { elems_mut::<T>(OP, t)? };
+        s.fill(T::from_f64(0.0));
+    });
+    Ok(())
+}

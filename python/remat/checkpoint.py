@@ -1,0 +1,289 @@
+"""Checkpointing (activation rematerialisation): the Python face of remat-core's checkpoint API.
+
+Every entry point gives the same gradients as the code without it (bit for bit on the CPU) and
+keeps less memory alive between forward and backward; the engine's byte counters prove it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable
+from collections.abc import Sequence
+
+from . import _remat
+from ._remat import Tensor
+
+__all__ = [
+    "checkpoint",
+    "adaptive_checkpoint",
+    "checkpoint_segment",
+    "CheckpointGroup",
+    "checkpoint_scope",
+    "checkpoint_sequential",
+    "CheckpointProfiler",
+    "gradient_checkpoint_forward",
+    "gradient_checkpoint_scope",
+    "live_checkpoint_state",
+]
+
+live_checkpoint_state = _remat.live_checkpoint_state
+
+
+class _Structure:
+    """Remembers how a function's return value interleaves Tensors and other values, so the
+    engine sees only a list of Tensors and the caller gets the original structure back."""
+
+    def __init__(self) -> None:
+        self.kind: Any = None
+        self.items: list[Any] = []
+
+    def flatten(self, out: Any) -> list[Tensor]:
+        if isinstance(out, Tensor):
+            kind, items = Tensor, [None]
+        elif isinstance(out, (tuple, list)):
+            kind = type(out)
+            items = [None if isinstance(o, Tensor) else o for o in out]
+        else:
+            raise TypeError(
+                "checkpoint_segment: the function must return a Tensor or a tuple/list of "
+                f"Tensors, got {type(out).__name__}"
+            )
+        if self.kind is None:
+            self.kind, self.items = kind, items
+        return [o for o in ([out] if kind is Tensor else out) if isinstance(o, Tensor)]
+
+    def rebuild(self, tensors: list[Tensor]) -> Any:
+        if self.kind is Tensor:
+            return tensors[0]
+        it = iter(tensors)
+        values = [next(it) if item is None else item for item in self.items]
+        return self.kind(values) if self.kind is list else tuple(values)
+
+
+def _split_inputs(inputs: Sequence[Any]) -> tuple[list[int], list[Tensor]]:
+    idx = [i for i, a in enumerate(inputs) if isinstance(a, Tensor)]
+    return idx, [inputs[i] for i in idx]
+
+
+def _runner(fn: Callable[..., Any], inputs: Sequence[Any], kwargs: dict, structure: _Structure):
+    idx, _ = _split_inputs(inputs)
+
+    def run(*tensors: Tensor) -> list[Tensor]:
+        args = list(inputs)
+        for i, t in zip(idx, tensors):
+            args[i] = t
+        return structure.flatten(fn(*args, **kwargs))
+
+    return run
+
+
+def checkpoint_segment(
+    fn: Callable[..., Any],
+    *inputs: Any,
+    preserve_rng_state: bool = True,
+    offload: bool = False,
+    determinism_check: bool = True,
+    name: str | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Run ``fn(*inputs, **kwargs)`` keeping only its inputs for backward; backward re-runs
+    ``fn`` once. ``fn`` may return a Tensor or a tuple/list mixing Tensors and other values.
+    Parameters captured by ``fn`` receive gradients. ``offload`` keeps saved inputs of device
+    tensors in host memory (no effect on CPU tensors)."""
+    if not callable(fn):
+        raise TypeError(f"checkpoint_segment: fn must be callable, got {type(fn).__name__}")
+    structure = _Structure()
+    _, tensors = _split_inputs(inputs)
+    outs = _remat.checkpoint_segment(
+        _runner(fn, inputs, kwargs, structure),
+        tensors,
+        name=name or getattr(fn, "__name__", None),
+        preserve_rng_state=preserve_rng_state,
+        offload=offload,
+        determinism_check=determinism_check,
+    )
+    return structure.rebuild(outs)
+
+
+def checkpoint(x: Any, *args: Any, **kwargs: Any) -> Any:
+    """``checkpoint(tensor)``: a tensor with the same value whose storage is not kept for
+    backward (recomputed from the inputs of the op that produced it).
+    ``checkpoint(fn, *args, **kwargs)``: the same as ``checkpoint_segment``."""
+    if isinstance(x, Tensor):
+        if args or kwargs:
+            raise TypeError("checkpoint(tensor) takes no further arguments")
+        return _remat.checkpoint_tensor(x)
+    if callable(x):
+        return checkpoint_segment(x, *args, **kwargs)
+    raise TypeError(f"checkpoint: expected a Tensor or a callable, got {type(x).__name__}")
+
+
+def adaptive_checkpoint(x: Tensor, threshold_bytes: int) -> Tensor:
+    """``checkpoint(x)`` when ``x.nbytes >= threshold_bytes``, else ``x`` unchanged."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"adaptive_checkpoint: expected a Tensor, got {type(x).__name__}")
+    if threshold_bytes < 0:
+        raise ValueError(
+            f"adaptive_checkpoint: threshold_bytes must be >= 0, got {threshold_bytes}"
+        )
+    return _remat.adaptive_checkpoint(x, int(threshold_bytes))
+
+
+class CheckpointGroup:
+    """Checkpointed calls whose outputs share one recompute per call, with counts of
+    checkpoints, recomputes and bytes saved."""
+
+    def __init__(self, name: str | None = None, preserve_rng_state: bool = True,
+                 offload: bool = False) -> None:
+        self._group = _remat._CheckpointGroup(name, preserve_rng_state, offload)
+        self.name = name
+
+    def checkpoint_fn(self, fn: Callable[..., Any], *inputs: Any, **kwargs: Any) -> tuple:
+        """Run ``fn(*inputs)`` checkpointed; returns a tuple of its outputs, which share one
+        recompute (the first output's backward recomputes all of them)."""
+        structure = _Structure()
+        _, tensors = _split_inputs(inputs)
+        outs = self._group.checkpoint_fn(_runner(fn, inputs, kwargs, structure), tensors)
+        result = structure.rebuild(outs)
+        return tuple(result) if isinstance(result, (tuple, list)) else (result,)
+
+    @property
+    def checkpoint_count(self) -> int:
+        return self._group.checkpoint_count
+
+    @property
+    def recompute_count(self) -> int:
+        return self._group.recompute_count
+
+    @property
+    def memory_saved(self) -> int:
+        return self._group.memory_saved
+
+    def __repr__(self) -> str:
+        return (f"CheckpointGroup(name={self.name!r}, checkpoints={self.checkpoint_count}, "
+                f"recomputes={self.recompute_count}, memory_saved={self.memory_saved})")
+
+
+@contextlib.contextmanager
+def checkpoint_scope():
+    """Tensors created inside are not kept for backward, even when consumed outside the scope;
+    backward recomputes them."""
+    scope = _remat.scope_enter()
+    try:
+        yield
+    finally:
+        scope.close()
+
+
+gradient_checkpoint_scope = checkpoint_scope
+
+_PLAN_CACHE: dict = {}
+
+
+def _layers(functions: Any) -> list[Callable]:
+    layers = list(functions)
+    for f in layers:
+        if not callable(f):
+            raise TypeError(
+                f"checkpoint_sequential: every function must be callable, got {type(f).__name__}"
+            )
+    return layers
+
+
+def checkpoint_sequential(functions: Any, segments: Any, input: Tensor,
+                          preserve_rng_state: bool = True, *,
+                          budget_bytes: int | None = None) -> Tensor:
+    """Run a chain of callables (a list or an ``nn.Sequential``) on ``input`` in checkpointed
+    segments: ``segments`` an int (the last segment runs plainly, as in PyTorch), ``"sqrt"``
+    (⌈√n⌉ segments), or ``None`` with ``budget_bytes=N`` for the least-recompute plan whose
+    modelled activation memory fits N bytes (measured once per model and input shape)."""
+    layers = _layers(functions)
+    if not isinstance(input, Tensor):
+        raise TypeError(
+            f"checkpoint_sequential: input must be a Tensor, got {type(input).__name__}"
+        )
+    if not layers:
+        return input
+    if budget_bytes is not None:
+        if segments is not None:
+            raise ValueError("checkpoint_sequential: give either segments or budget_bytes")
+        if budget_bytes < 0:
+            raise ValueError(
+                f"checkpoint_sequential: budget_bytes must be >= 0, got {budget_bytes}"
+            )
+        key = (tuple(id(f) for f in layers), input.shape, str(input.dtype), int(budget_bytes))
+        plan = _PLAN_CACHE.get(key)
+        if plan is None:
+            plan = _remat.sequential_plan(layers, input, budget_bytes=int(budget_bytes))
+            if len(_PLAN_CACHE) > 256:
+                _PLAN_CACHE.clear()
+            _PLAN_CACHE[key] = plan
+    elif segments == "sqrt":
+        plan = _remat.sequential_plan(layers, input, sqrt=True)
+    elif isinstance(segments, int) and not isinstance(segments, bool):
+        if segments < 1:
+            raise ValueError(f"checkpoint_sequential: segments must be >= 1, got {segments}")
+        plan = _remat.sequential_plan(layers, input, segments=segments)
+    else:
+        raise ValueError(
+            'checkpoint_sequential: segments must be an int, "sqrt", or None with budget_bytes=N;'
+            f" got {segments!r}"
+        )
+    return _remat.sequential_run(layers, plan, input, preserve_rng_state)
+
+
+def sequential_plan(functions: Any, segments: Any, input: Tensor, *,
+                    budget_bytes: int | None = None) -> list[tuple[int, int, bool]]:
+    """The runs ``(start, end, checkpointed)`` that ``checkpoint_sequential`` would use."""
+    layers = _layers(functions)
+    if budget_bytes is not None:
+        return _remat.sequential_plan(layers, input, budget_bytes=int(budget_bytes))
+    if segments == "sqrt":
+        return _remat.sequential_plan(layers, input, sqrt=True)
+    return _remat.sequential_plan(layers, input, segments=int(segments))
+
+
+def gradient_checkpoint_forward(model: Callable[..., Any], use_gradient_checkpointing: bool,
+                                use_gradient_checkpointing_offload: bool, *args: Any,
+                                **kwargs: Any) -> Any:
+    """Seed-compatible entry point: ``model(*args, **kwargs)``, checkpointed when either flag
+    is set (offload also keeps the saved inputs of device tensors in host memory)."""
+    if use_gradient_checkpointing or use_gradient_checkpointing_offload:
+        return checkpoint_segment(model, *args, offload=bool(use_gradient_checkpointing_offload),
+                                  **kwargs)
+    return model(*args, **kwargs)
+
+
+class CheckpointProfiler:
+    """Real figures from the engine's byte counters: bytes not kept thanks to checkpointing
+    (each storage once), checkpoint and recompute counts, recompute seconds, the peak of live
+    bytes while tracking, per-checkpoint records and a readable report. The methods are static
+    (``CheckpointProfiler.memory_saved()``) and also work on an instance used as a context
+    manager (``with CheckpointProfiler() as prof:`` resets and tracks inside the block)."""
+
+    start_tracking = staticmethod(_remat.profiler_start_tracking)
+    stop_tracking = staticmethod(_remat.profiler_stop_tracking)
+    reset = staticmethod(_remat.profiler_reset)
+    memory_saved = staticmethod(_remat.profiler_memory_saved)
+    checkpoint_count = staticmethod(_remat.profiler_checkpoint_count)
+    recompute_count = staticmethod(_remat.profiler_recompute_count)
+    recompute_seconds = staticmethod(_remat.profiler_recompute_seconds)
+    peak_bytes = staticmethod(_remat.profiler_peak_bytes)
+    report = staticmethod(_remat.profiler_report)
+
+    @staticmethod
+    def records() -> list[dict]:
+        """One dict per checkpointed segment or tensor: name, kind, bytes_saved,
+        recompute_seconds, recompute_count."""
+        return [
+            {"name": n, "kind": k, "bytes_saved": b, "recompute_seconds": s, "recompute_count": c}
+            for (n, k, b, s, c) in _remat.profiler_records()
+        ]
+
+    def __enter__(self) -> CheckpointProfiler:
+        _remat.profiler_reset()
+        _remat.profiler_start_tracking()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _remat.profiler_stop_tracking()

@@ -1,0 +1,625 @@
+"""Forward values of every op against NumPy references (hypothesis property tests)."""
+
+import math
+
+import numpy as np
+import pytest
+from conftest import (
+    DTYPES,
+    assert_close,
+    away_from_zero,
+    broadcast_pairs,
+    dtypes,
+    rand_array,
+    rdtype,
+    seeds,
+    shapes,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import remat
+
+FEW = settings(deadline=None, max_examples=20)
+SOME = settings(deadline=None, max_examples=40)
+
+# ---------------------------------------------------------------- NumPy references
+
+
+def np_softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def np_log_softmax(x, axis=-1):
+    m = x.max(axis=axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def np_gelu(x):
+    erf = np.vectorize(math.erf)
+    return (0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))).astype(x.dtype)
+
+
+def np_gelu_tanh(x):
+    c = math.sqrt(2.0 / math.pi)
+    return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x**3)))
+
+
+def np_layer_norm(x, w=None, b=None, eps=1e-5):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    y = (x - mu) / np.sqrt(var + eps)
+    if w is not None:
+        y = y * w
+    if b is not None:
+        y = y + b
+    return y
+
+
+def np_cross_entropy(logits, target):
+    lp = np_log_softmax(logits, axis=-1)
+    return -lp[np.arange(len(target)), target].mean()
+
+
+def np_sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+# ---------------------------------------------------------------- binary ops
+
+
+BINARY = {
+    "add": (remat.add, np.add, lambda a, b: a + b),
+    "sub": (remat.sub, np.subtract, lambda a, b: a - b),
+    "mul": (remat.mul, np.multiply, lambda a, b: a * b),
+    "div": (remat.div, np.divide, lambda a, b: a / b),
+    "pow": (remat.pow, np.power, lambda a, b: a**b),
+}
+
+
+def binary_inputs(name, sa, sb, dtype, seed):
+    if name == "pow":
+        a = rand_array(sa, dtype, seed, 0.2, 2.0)
+        b = rand_array(sb, dtype, seed + 1, -2.0, 2.0)
+    elif name == "div":
+        a = rand_array(sa, dtype, seed)
+        b = away_from_zero(sb, dtype, seed + 1)
+    else:
+        a = rand_array(sa, dtype, seed)
+        b = rand_array(sb, dtype, seed + 1)
+    return a, b
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+@SOME
+@given(pair=broadcast_pairs(), dtype=dtypes, seed=seeds)
+def test_binary_broadcast(name, pair, dtype, seed):
+    fn, ref, op = BINARY[name]
+    sa, sb = pair
+    a, b = binary_inputs(name, sa, sb, dtype, seed)
+    expected = ref(a, b)
+    ta, tb = remat.tensor(a), remat.tensor(b)
+    for got in (fn(ta, tb), op(ta, tb)):
+        assert got.dtype == rdtype(dtype)
+        assert_close(got, expected, dtype)
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+@FEW
+@given(shape=shapes(), dtype=dtypes, seed=seeds,
+       scalar=st.floats(0.25, 3.0), side=st.sampled_from(["left", "right"]),
+       kind=st.sampled_from([float, int]))
+def test_binary_scalar_either_side(name, shape, dtype, seed, scalar, side, kind):
+    _, _, op = BINARY[name]
+    s = kind(round(scalar)) if kind is int else scalar
+    if kind is int and s == 0:
+        s = 2
+    if name in ("pow", "div") and side == "left":
+        a = rand_array(shape, dtype, seed, 0.2, 2.0) if name == "pow" else away_from_zero(
+            shape, dtype, seed)
+    elif name == "pow":
+        a = rand_array(shape, dtype, seed, 0.2, 2.0)
+    else:
+        a = rand_array(shape, dtype, seed)
+    t = remat.tensor(a)
+    if side == "left":
+        got, expected = op(s, t), op(dtype(s), a)
+    else:
+        got, expected = op(t, s), op(a, dtype(s))
+    assert isinstance(got, remat.Tensor)
+    assert got.dtype == rdtype(dtype), "a Python scalar must not change the tensor's dtype"
+    assert_close(got, np.asarray(expected, dtype=dtype), dtype)
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+def test_binary_functions_accept_scalars(name):
+    fn, _, op = BINARY[name]
+    a = np.array([0.5, 1.0, 2.0], dtype=np.float32)
+    t = remat.tensor(a)
+    assert_close(fn(t, 2.0), op(a, np.float32(2.0)), np.float32)
+    assert_close(fn(2.0, t), op(np.float32(2.0), a), np.float32)
+
+
+def test_pow_integer_exponents_of_negative_base():
+    a = np.array([-2.0, -1.5, 0.0, 1.5], dtype=np.float64)
+    t = remat.tensor(a)
+    assert_close(t**2, a**2, np.float64)
+    assert_close(t**3, a**3, np.float64)
+    assert_close(remat.pow(t, 2.0), a**2.0, np.float64)
+
+
+def test_div_by_zero_follows_ieee():
+    a = remat.tensor([1.0, -1.0, 0.0])
+    with np.errstate(all="ignore"):
+        expected = np.array([1.0, -1.0, 0.0], dtype=np.float32) / np.float32(0.0)
+    got = (a / 0.0).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_array_equal(got[:2], expected[:2])
+
+
+@FEW
+@given(pair=broadcast_pairs(max_dims=3), seed=seeds)
+def test_binary_inputs_not_modified(pair, seed):
+    a = rand_array(pair[0], np.float32, seed)
+    b = rand_array(pair[1], np.float32, seed + 1)
+    ta, tb = remat.tensor(a), remat.tensor(b)
+    _ = ta + tb, ta * tb, ta - tb
+    np.testing.assert_array_equal(ta.numpy(), a)
+    np.testing.assert_array_equal(tb.numpy(), b)
+
+
+@FEW
+@given(pair=broadcast_pairs(min_dims=1, max_dims=3), dtype=dtypes, seed=seeds)
+def test_binary_on_non_contiguous_views(pair, dtype, seed):
+    sa, sb = pair
+    a = rand_array(sa[::-1], dtype, seed)
+    b = rand_array(sb, dtype, seed + 1)
+    ta = remat.tensor(a).T  # strided view with shape sa
+    assert_close(ta + remat.tensor(b), a.T + b, dtype)
+    assert_close(ta * remat.tensor(b), a.T * b, dtype)
+
+
+# ---------------------------------------------------------------- unary ops
+
+
+UNARY = {
+    "neg": (remat.neg, lambda t: t.__neg__(), np.negative, "any"),
+    "exp": (remat.exp, lambda t: t.exp(), np.exp, "any"),
+    "log": (remat.log, lambda t: t.log(), np.log, "pos"),
+    "sqrt": (remat.sqrt, lambda t: t.sqrt(), np.sqrt, "pos"),
+    "tanh": (remat.tanh, lambda t: t.tanh(), np.tanh, "any"),
+    "sigmoid": (remat.sigmoid, lambda t: t.sigmoid(), np_sigmoid, "any"),
+    "relu": (remat.relu, lambda t: t.relu(), lambda x: np.maximum(x, 0), "any"),
+}
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+@SOME
+@given(shape=shapes(), dtype=dtypes, seed=seeds)
+def test_unary(name, shape, dtype, seed):
+    fn, meth, ref, domain = UNARY[name]
+    if domain == "pos":
+        a = rand_array(shape, dtype, seed, 0.05, 5.0)
+    else:
+        a = rand_array(shape, dtype, seed, -5.0, 5.0)
+    expected = ref(a).astype(dtype)
+    t = remat.tensor(a)
+    for got in (fn(t), meth(t)):
+        assert got.dtype == rdtype(dtype)
+        assert_close(got, expected, dtype)
+    assert_close(-t, -a, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_unary_extreme_values(dtype):
+    a = np.array([-1000.0, -50.0, 0.0, 50.0, 1000.0], dtype=dtype)
+    t = remat.tensor(a)
+    s = remat.sigmoid(t).numpy()
+    assert np.all(np.isfinite(s))
+    np.testing.assert_allclose(s, np_sigmoid(a.astype(np.float64)), atol=1e-7)
+    np.testing.assert_allclose(remat.tanh(t).numpy(), np.tanh(a), atol=1e-7)
+    np.testing.assert_array_equal(remat.relu(t).numpy(), np.maximum(a, 0))
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@SOME
+@given(shape=shapes(), dtype=dtypes, seed=seeds)
+def test_gelu(approximate, shape, dtype, seed):
+    a = rand_array(shape, dtype, seed, -4.0, 4.0)
+    ref = np_gelu(a.astype(np.float64)) if approximate == "none" else np_gelu_tanh(
+        a.astype(np.float64))
+    got = remat.gelu(remat.tensor(a), approximate=approximate)
+    assert got.dtype == rdtype(dtype)
+    assert_close(got, ref.astype(dtype), dtype, rtol=1e-5 if dtype == np.float32 else 1e-10,
+                 atol=1e-6 if dtype == np.float32 else 1e-12)
+
+
+def test_gelu_default_is_exact():
+    a = np.linspace(-3, 3, 13)
+    got = remat.gelu(remat.tensor(a)).numpy()
+    np.testing.assert_allclose(got, np_gelu(a), rtol=1e-12, atol=1e-14)
+    # the two variants really differ
+    assert np.max(np.abs(got - np_gelu_tanh(a))) > 1e-6
+
+
+# ---------------------------------------------------------------- matmul
+
+
+MATMUL_SHAPES = [
+    ((3,), (3,)),
+    ((3,), (3, 4)),
+    ((2, 3), (3,)),
+    ((2, 3), (3, 4)),
+    ((5, 2, 3), (3, 4)),
+    ((2, 3), (5, 3, 4)),
+    ((5, 2, 3), (5, 3, 4)),
+    ((2, 1, 2, 3), (4, 3, 2)),
+    ((3,), (2, 3, 4)),
+    ((2, 4, 3), (3,)),
+    ((1, 1), (1, 1)),
+    ((1,), (1,)),
+    ((0, 3), (3, 2)),
+    ((2, 0), (0, 3)),
+]
+
+
+@pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_rules(sa, sb, dtype):
+    a = rand_array(sa, dtype, 1)
+    b = rand_array(sb, dtype, 2)
+    expected = np.matmul(a, b)
+    ta, tb = remat.tensor(a), remat.tensor(b)
+    for got in (ta @ tb, remat.matmul(ta, tb)):
+        assert got.dtype == rdtype(dtype)
+        assert_close(got, expected, dtype, rtol=1e-4 if dtype == np.float32 else 1e-10,
+                     atol=1e-4 if dtype == np.float32 else 1e-10)
+
+
+@st.composite
+def matmul_shapes(draw):
+    n, k, m = (draw(st.integers(1, 7)) for _ in range(3))
+    batch = draw(broadcast_pairs(min_dims=0, max_dims=2, max_side=3))
+    a_vec = draw(st.booleans()) and draw(st.booleans())
+    b_vec = draw(st.booleans()) and draw(st.booleans())
+    sa = (k,) if a_vec else batch[0] + (n, k)
+    sb = (k,) if b_vec else batch[1] + (k, m)
+    return sa, sb
+
+
+@SOME
+@given(s=matmul_shapes(), dtype=dtypes, seed=seeds, transpose=st.booleans())
+def test_matmul_property(s, dtype, seed, transpose):
+    sa, sb = s
+    a = rand_array(sa, dtype, seed)
+    b = rand_array(sb, dtype, seed + 1)
+    tb = remat.tensor(b)
+    if transpose and b.ndim >= 2:
+        # a strided (transposed) right operand
+        tb = remat.tensor(np.ascontiguousarray(np.swapaxes(b, -1, -2))).transpose(-1, -2)
+    got = remat.tensor(a) @ tb
+    assert_close(got, np.matmul(a, b), dtype, rtol=1e-4 if dtype == np.float32 else 1e-10,
+                 atol=1e-4 if dtype == np.float32 else 1e-10)
+
+
+def test_matmul_large_against_numpy():
+    a = rand_array((70, 130), np.float64, 3)
+    b = rand_array((130, 90), np.float64, 4)
+    assert_close(remat.tensor(a) @ remat.tensor(b), a @ b, np.float64, rtol=1e-10, atol=1e-10)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    assert_close(remat.tensor(a32) @ remat.tensor(b32), a32 @ b32, np.float32, rtol=1e-4,
+                 atol=1e-4)
+
+
+# ---------------------------------------------------------------- reductions
+
+
+@st.composite
+def shape_and_axis(draw, min_dims=0, min_side=1):
+    shape = draw(shapes(min_dims=min_dims, max_dims=4, min_side=min_side))
+    nd = len(shape)
+    kind = draw(st.sampled_from(["none", "int", "tuple"]))
+    if kind == "none" or nd == 0:
+        return shape, None
+    if kind == "int":
+        return shape, draw(st.integers(-nd, nd - 1))
+    axes = draw(st.lists(st.integers(0, nd - 1), min_size=1, max_size=nd, unique=True))
+    neg = draw(st.booleans())
+    return shape, tuple(a - nd if neg else a for a in axes)
+
+
+REDUCTIONS = {
+    "sum": (remat.sum, np.sum),
+    "mean": (remat.mean, np.mean),
+    "max": (remat.max, np.max),
+}
+
+
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+@SOME
+@given(sa=shape_and_axis(), keepdims=st.booleans(), dtype=dtypes, seed=seeds)
+def test_reductions(name, sa, keepdims, dtype, seed):
+    fn, ref = REDUCTIONS[name]
+    shape, axis = sa
+    a = rand_array(shape, dtype, seed)
+    expected = np.asarray(ref(a, axis=axis, keepdims=keepdims))
+    t = remat.tensor(a)
+    for got in (fn(t, axis=axis, keepdims=keepdims), getattr(t, name)(axis=axis,
+                                                                       keepdims=keepdims)):
+        assert got.dtype == rdtype(dtype)
+        assert_close(got, expected.astype(dtype), dtype, rtol=1e-5 if dtype == np.float32
+                     else 1e-12, atol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_reduction_defaults_and_positional_axis(name):
+    fn, ref = REDUCTIONS[name]
+    a = rand_array((3, 4), np.float64, 5)
+    t = remat.tensor(a)
+    assert_close(fn(t), ref(a), np.float64)
+    assert fn(t).shape == ()
+    assert_close(getattr(t, name)(), ref(a), np.float64)
+    assert_close(getattr(t, name)(1), ref(a, axis=1), np.float64)
+    assert_close(fn(t, 0), ref(a, axis=0), np.float64)
+    assert_close(getattr(t, name)(axis=(0, 1), keepdims=True), ref(a, axis=(0, 1),
+                                                                   keepdims=True), np.float64)
+
+
+def test_sum_of_empty_axis_is_zero():
+    a = np.zeros((0, 3), dtype=np.float32)
+    t = remat.tensor(a)
+    assert_close(t.sum(axis=0), a.sum(axis=0), np.float32)
+    assert_close(t.sum(), a.sum(), np.float32)
+    assert t.sum(axis=1).shape == (0,)
+
+
+def test_sum_large_is_accurate():
+    a = np.full(1_000_003, 0.1, dtype=np.float32)
+    got = remat.tensor(a).sum().item()
+    assert abs(got - 100000.3) / 100000.3 < 1e-4
+    a64 = np.random.default_rng(0).standard_normal(100_000)
+    np.testing.assert_allclose(remat.tensor(a64).mean().item(), a64.mean(), rtol=1e-9)
+
+
+# ---------------------------------------------------------------- softmax family
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@SOME
+@given(sa=shape_and_axis(min_dims=1), dtype=dtypes, seed=seeds)
+def test_softmax_family(name, sa, dtype, seed):
+    shape, axis = sa
+    if not isinstance(axis, int):
+        axis = -1
+    a = rand_array(shape, dtype, seed, -5, 5)
+    ref = np_softmax if name == "softmax" else np_log_softmax
+    expected = ref(a.astype(np.float64), axis=axis).astype(dtype)
+    fn = getattr(remat, name)
+    got = fn(remat.tensor(a), axis=axis)
+    assert got.dtype == rdtype(dtype)
+    assert_close(got, expected, dtype)
+    if axis == -1:
+        assert_close(fn(remat.tensor(a)), expected, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_is_stable_for_large_logits(dtype):
+    a = np.array([[1000.0, 1001.0, 1002.0], [-1000.0, 0.0, 1000.0]], dtype=dtype)
+    s = remat.softmax(remat.tensor(a)).numpy()
+    ls = remat.log_softmax(remat.tensor(a)).numpy()
+    assert np.all(np.isfinite(s)) and np.all(np.isfinite(ls))
+    np.testing.assert_allclose(s, np_softmax(a.astype(np.float64)), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(ls, np_log_softmax(a.astype(np.float64)), rtol=1e-5, atol=1e-4)
+
+
+@SOME
+@given(shape=shapes(min_dims=1, max_dims=3, max_side=8), dtype=dtypes, seed=seeds,
+       affine=st.sampled_from(["none", "weight", "both", "bias"]),
+       eps=st.sampled_from([1e-5, 1e-3]))
+def test_layer_norm(shape, dtype, seed, affine, eps):
+    a = rand_array(shape, dtype, seed, -3, 3)
+    n = shape[-1]
+    w = rand_array((n,), dtype, seed + 1, 0.5, 1.5) if affine in ("weight", "both") else None
+    b = rand_array((n,), dtype, seed + 2) if affine in ("bias", "both") else None
+    expected = np_layer_norm(a.astype(np.float64), w, b, eps=eps).astype(dtype)
+    got = remat.layer_norm(remat.tensor(a),
+                           weight=None if w is None else remat.tensor(w),
+                           bias=None if b is None else remat.tensor(b), eps=eps)
+    assert got.dtype == rdtype(dtype)
+    assert_close(got, expected, dtype, rtol=1e-4 if dtype == np.float32 else 1e-9,
+                 atol=1e-4 if dtype == np.float32 else 1e-9)
+
+
+def test_layer_norm_default_eps_and_positional():
+    a = rand_array((4, 6), np.float64, 0)
+    w = rand_array((6,), np.float64, 1)
+    b = rand_array((6,), np.float64, 2)
+    t = remat.tensor(a)
+    assert_close(remat.layer_norm(t), np_layer_norm(a), np.float64, rtol=1e-9, atol=1e-9)
+    assert_close(remat.layer_norm(t, remat.tensor(w), remat.tensor(b)),
+                 np_layer_norm(a, w, b), np.float64, rtol=1e-9, atol=1e-9)
+
+
+# ---------------------------------------------------------------- losses
+
+
+@FEW
+@given(shape=shapes(min_dims=1, max_dims=3), dtype=dtypes, seed=seeds)
+def test_mse_loss(shape, dtype, seed):
+    p = rand_array(shape, dtype, seed)
+    y = rand_array(shape, dtype, seed + 1)
+    got = remat.mse_loss(remat.tensor(p), remat.tensor(y))
+    assert got.shape == () and got.dtype == rdtype(dtype)
+    assert_close(got, np.asarray(((p - y) ** 2).mean(), dtype=dtype), dtype)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "list", "tensor", "numpy32"])
+@FEW
+@given(n=st.integers(1, 8), c=st.integers(1, 6), dtype=dtypes, seed=seeds)
+def test_cross_entropy(kind, n, c, dtype, seed):
+    rng = np.random.default_rng(seed)
+    logits = rng.uniform(-4, 4, size=(n, c)).astype(dtype)
+    target = rng.integers(0, c, size=n)
+    expected = np_cross_entropy(logits.astype(np.float64), target)
+    tgt = {"numpy": target, "list": target.tolist(), "numpy32": target.astype(np.int32),
+           "tensor": remat.tensor(target.astype(np.float32))}[kind]
+    got = remat.cross_entropy(remat.tensor(logits), tgt)
+    assert got.shape == () and got.dtype == rdtype(dtype)
+    assert_close(got, np.asarray(expected, dtype=dtype), dtype)
+
+
+def test_cross_entropy_large_logits_stable():
+    logits = np.array([[1000.0, 0.0, -1000.0], [0.0, 0.0, 0.0]], dtype=np.float32)
+    got = remat.cross_entropy(remat.tensor(logits), np.array([0, 2])).item()
+    np.testing.assert_allclose(got, np_cross_entropy(logits.astype(np.float64), [0, 2]),
+                               rtol=1e-5)
+
+
+# ---------------------------------------------------------------- dropout
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
+def test_dropout_statistics(p):
+    remat.manual_seed(0)
+    x = remat.ones(100_000, dtype=remat.float64)
+    y = remat.dropout(x, p=p).numpy()
+    zero = y == 0.0
+    assert abs(zero.mean() - p) < 0.01
+    np.testing.assert_allclose(y[~zero], 1.0 / (1.0 - p), rtol=1e-12)
+    assert abs(y.mean() - 1.0) < 0.03  # inverted dropout keeps the expectation
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dropout_eval_and_edge_cases(dtype):
+    a = rand_array((3, 5), dtype, 0)
+    t = remat.tensor(a)
+    np.testing.assert_array_equal(remat.dropout(t, p=0.5, training=False).numpy(), a)
+    np.testing.assert_array_equal(remat.dropout(t, 0.9, False).numpy(), a)
+    np.testing.assert_array_equal(remat.dropout(t, p=0.0).numpy(), a)
+    np.testing.assert_array_equal(remat.dropout(t, p=1.0).numpy(), np.zeros_like(a))
+    y = remat.dropout(t)  # default p = 0.5, training
+    assert y.shape == a.shape and y.dtype == rdtype(dtype)
+    kept = y.numpy() != 0
+    np.testing.assert_allclose(y.numpy()[kept], a[kept] * 2, rtol=1e-6)
+
+
+def test_dropout_masks_differ_between_calls():
+    remat.manual_seed(1)
+    x = remat.ones(1000)
+    a = remat.dropout(x).numpy().copy()
+    b = remat.dropout(x).numpy()
+    assert not np.array_equal(a, b)
+
+
+# ---------------------------------------------------------------- where / concat / stack
+
+
+@SOME
+@given(pair=broadcast_pairs(max_dims=3), dtype=dtypes, seed=seeds,
+       cond_kind=st.sampled_from(["tensor", "numpy_bool"]), data=st.data())
+def test_where(pair, dtype, seed, cond_kind, data):
+    sa, sb = pair
+    full = np.broadcast_shapes(sa, sb)
+    k = data.draw(st.integers(0, len(full)))
+    cshape = tuple(1 if data.draw(st.booleans()) else d for d in full[len(full) - k:])
+    cond = np.random.default_rng(seed).random(cshape) < 0.5
+    a = rand_array(sa, dtype, seed)
+    b = rand_array(sb, dtype, seed + 1)
+    expected = np.where(cond, a, b)
+    c = remat.tensor(cond.astype(np.float32)) if cond_kind == "tensor" else cond
+    got = remat.where(c, remat.tensor(a), remat.tensor(b))
+    assert got.dtype == rdtype(dtype)
+    assert_close(got, expected, dtype)
+
+
+def test_where_with_comparison_like_condition():
+    a = np.array([-1.0, 2.0, -3.0, 4.0])
+    t = remat.tensor(a)
+    got = remat.where(a > 0, t, remat.zeros_like(t))
+    np.testing.assert_array_equal(got.numpy(), np.where(a > 0, a, 0.0))
+
+
+@st.composite
+def cat_inputs(draw, same=False):
+    base = list(draw(shapes(min_dims=1, max_dims=3)))
+    nd = len(base)
+    axis = draw(st.integers(-nd, nd - 1))
+    k = draw(st.integers(1, 4))
+    out = []
+    for _ in range(k):
+        s = list(base)
+        if not same:
+            s[axis] = draw(st.integers(0 if k > 1 else 1, 4))
+        out.append(tuple(s))
+    return out, axis
+
+
+@SOME
+@given(ia=cat_inputs(), dtype=dtypes, seed=seeds)
+def test_concat(ia, dtype, seed):
+    ss, axis = ia
+    arrays = [rand_array(s, dtype, seed + i) for i, s in enumerate(ss)]
+    got = remat.concat([remat.tensor(a) for a in arrays], axis=axis)
+    assert got.dtype == rdtype(dtype)
+    assert_close(got, np.concatenate(arrays, axis=axis), dtype)
+
+
+@SOME
+@given(ia=cat_inputs(same=True), dtype=dtypes, seed=seeds, data=st.data())
+def test_stack(ia, dtype, seed, data):
+    ss, _ = ia
+    nd = len(ss[0])
+    axis = data.draw(st.integers(-nd - 1, nd))
+    arrays = [rand_array(s, dtype, seed + i) for i, s in enumerate(ss)]
+    got = remat.stack([remat.tensor(a) for a in arrays], axis=axis)
+    assert got.dtype == rdtype(dtype)
+    assert_close(got, np.stack(arrays, axis=axis), dtype)
+
+
+def test_concat_stack_defaults_and_tuples():
+    a = np.arange(6.0).reshape(2, 3)
+    b = np.arange(6.0, 12.0).reshape(2, 3)
+    ta, tb = remat.tensor(a), remat.tensor(b)
+    assert_close(remat.concat([ta, tb]), np.concatenate([a, b]), np.float64)
+    assert_close(remat.concat((ta, tb), 1), np.concatenate([a, b], 1), np.float64)
+    assert_close(remat.stack([ta, tb]), np.stack([a, b]), np.float64)
+    assert_close(remat.stack((ta, tb), -1), np.stack([a, b], -1), np.float64)
+    assert_close(remat.concat([ta.T, tb.T], axis=0), np.concatenate([a.T, b.T]), np.float64)
+
+
+# ---------------------------------------------------------------- shape functions
+
+
+@FEW
+@given(shape=shapes(max_dims=4), dtype=dtypes, seed=seeds, data=st.data())
+def test_reshape_transpose_functions(shape, dtype, seed, data):
+    a = rand_array(shape, dtype, seed)
+    t = remat.tensor(a)
+    perm = data.draw(st.permutations(range(len(shape))))
+    new_shape = tuple(shape[i] for i in perm)
+    assert_close(remat.reshape(t, new_shape), a.reshape(new_shape), dtype)
+    assert_close(t.reshape(new_shape), a.reshape(new_shape), dtype)
+    assert_close(t.reshape(-1), a.reshape(-1), dtype)
+    if len(shape) >= 2:
+        i, j = data.draw(st.integers(0, len(shape) - 1)), data.draw(st.integers(0, len(shape) - 1))
+        assert_close(remat.transpose(t, i, j), np.swapaxes(a, i, j), dtype)
+    assert_close(t.T, a.T, dtype)
+
+
+# ---------------------------------------------------------------- NaN propagation
+
+
+def test_nan_propagates_through_ops():
+    a = np.array([1.0, np.nan, 2.0], dtype=np.float32)
+    t = remat.tensor(a)
+    for y in [t + 1, t * 2, t / 3, t**2, remat.exp(t), remat.tanh(t), remat.sigmoid(t),
+              remat.gelu(t), remat.gelu(t, approximate="tanh"), remat.sqrt(t)]:
+        v = y.numpy()
+        assert np.isnan(v[1]) and np.all(np.isfinite(v[[0, 2]]))
+    assert np.isnan(t.sum().item())
+    assert np.isnan(t.mean().item())
+    assert np.isnan(t.max().item())
+    assert np.all(np.isnan(remat.softmax(t).numpy()))
+    assert np.isnan(remat.mse_loss(t, remat.zeros(3)).item())
+    assert np.isnan((remat.tensor([[1.0, np.nan]]) @ remat.ones(2, 1)).item())
