@@ -5,7 +5,8 @@
 //! One call updates one parameter and its state tensors in place. No graph is recorded. The
 //! parameter and the state tensors must be contiguous CPU tensors of one float dtype and the
 //! gradient's shape; the gradient may be any layout. Large tensors are updated in parallel on
-//! the rayon pool.
+//! the rayon pool. `zero_` and `copy_` are the other in-place writes `nn` needs
+//! (`zero_grad(set_to_none=False)`, `load_state_dict`).
 
 use crate::cpu;
 use crate::dtype::Element;
@@ -332,6 +333,41 @@ pub fn zero_(t: &Tensor) -> Result<()> {
         // kernel reads their storage.
         let s = unsafe { elems_mut::<T>(OP, t)? };
         s.fill(T::from_f64(0.0));
+    });
+    Ok(())
+}
+
+/// Copy `src`'s elements into `dst` in place (`load_state_dict`), casting to `dst`'s dtype.
+/// `dst` must be contiguous and `src` of the same shape (any layout); no graph is recorded.
+pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
+    const OP: &str = "copy_";
+    check_same_device(OP, &[dst, src])?;
+    if src.shape() != dst.shape() {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "cannot copy a tensor of shape {} into one of shape {}",
+                fmt_shape(src.shape()),
+                fmt_shape(dst.shape())
+            ),
+        ));
+    }
+    if !dst.is_contiguous() {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "destination of shape {} must be contiguous to be written in place",
+                fmt_shape(dst.shape())
+            ),
+        ));
+    }
+    let src = crate::ops::cast(src, dst.dtype())?;
+    crate::dispatch!(dst.dtype(), T => {
+        let vals = grad_values::<T>(&src, &[dst]);
+        // SAFETY: parameters are only loaded between steps, when no kernel reads them; the
+        // source was copied out above if it shares the destination's storage.
+        let d = unsafe { elems_mut::<T>(OP, dst)? };
+        d.copy_from_slice(&vals);
     });
     Ok(())
 }

@@ -321,3 +321,13 @@ fn zero_fills_in_place() {
     remat_core::optim::zero_(&view).unwrap();
     assert_eq!(base.to_vec::<f64>(), vec![0.0; 4]);
 }
+
+#[test]
+fn copy_casts_and_checks_shapes() {
+    let dst = t64(&[0.0, 0.0, 0.0]);
+    let src = remat_core::ops::cast(&t64(&[1.5, -2.0, 3.0]), DType::F32).unwrap();
+    remat_core::optim::copy_(&dst, &src).unwrap();
+    assert_eq!(dst.to_vec::<f64>(), vec![1.5, -2.0, 3.0]);
+    let e = remat_core::optim::copy_(&dst, &t64(&[1.0])).unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "{e}");
+}

@@ -38,14 +38,14 @@ pub fn dtype_object(py: Python<'_>, dtype: DType) -> PyResult<Py<PyDType>> {
         .map(|o| o.clone_ref(py))
 }
 
-/// The dtype `obj` names, or None if it names none that remat knows (no error raised).
-fn try_parse(obj: &Bound<'_, PyAny>) -> Option<DType> {
+/// The dtype `obj` names, or None if it names none that remat knows (never raises).
+pub fn try_parse(obj: &Bound<'_, PyAny>) -> Option<DType> {
     if let Ok(d) = obj.downcast::<PyDType>() {
         return Some(d.get().dtype);
     }
     if let Ok(s) = obj.downcast::<PyString>() {
         // The engine's own names first; other spellings ("f4", "<f8") via NumPy below.
-        if let Some(d) = DType::parse(s.to_str().ok()?) {
+        if let Some(d) = DType::parse(&s.to_cow().ok()?) {
             return Some(d);
         }
     }
@@ -56,7 +56,7 @@ fn try_parse(obj: &Bound<'_, PyAny>) -> Option<DType> {
     let np = np_dtype_fn(obj.py()).ok()?;
     let d = np.call1((obj,)).ok()?;
     let name = d.getattr("name").ok()?;
-    DType::parse(name.downcast::<PyString>().ok()?.to_str().ok()?)
+    DType::parse(&name.downcast::<PyString>().ok()?.to_cow().ok()?)
 }
 
 /// Parse a `dtype=` argument: a DType, `"float32"`/`"float64"`, a NumPy dtype or scalar type.

@@ -1,1 +1,39 @@
-//! PyO3 bindings (filled in next).
+//! `remat._remat`: the PyO3 bindings of remat-core. The layer holds no logic: it converts
+//! arguments (Python scalars, NumPy arrays, shapes, dtypes, devices), calls the engine, maps
+//! its errors to Python exceptions and wraps results. The GIL is released around heavy ops
+//! and always around backward.
+
+pub mod args;
+pub mod autograd;
+pub mod call;
+pub mod checkpoint;
+pub mod convert;
+pub mod dtype;
+pub mod errors;
+pub mod functions;
+pub mod memory;
+pub mod numpy_bridge;
+pub mod optim;
+pub mod repr;
+pub mod tensor;
+
+use pyo3::prelude::*;
+
+pub use errors::{callback_error, to_pyerr};
+pub use tensor::{extract_tensor, wrap, PyTensor};
+
+/// The extension module.
+#[pymodule]
+fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    dtype::register(m)?;
+    m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<numpy_bridge::StorageOwner>()?;
+    functions::register(m)?;
+    autograd::register(m)?;
+    memory::register(m)?;
+    checkpoint::register(m)?;
+    optim::register(m)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -134,3 +134,9 @@ impl Recipe {
         Ok(data)
     }
 }
+
+impl Drop for Recipe {
+    fn drop(&mut self) {
+        self.clear_cache();
+    }
+}

@@ -289,3 +289,11 @@ where
 {
     checkpoint_segment_with(Arc::new(f), inputs, &SegmentOptions::default())
 }
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // A segment can die with a filled cache (an inner segment held the last reference);
+        // the cache goes with it, and so does its count.
+        self.clear_cache();
+    }
+}

@@ -88,7 +88,11 @@ pub fn mse_loss(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
         ));
     }
     check_same_device("mse_loss", &[pred, target])?;
-    apply(MseLossOp, &[pred, target], &[Save::Input(0), Save::Input(1)])
+    apply(
+        MseLossOp,
+        &[pred, target],
+        &[Save::Input(0), Save::Input(1)],
+    )
 }
 
 /// The maximum of a row and `sum(exp(row - max))`.
@@ -96,10 +100,8 @@ pub fn mse_loss(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
 fn row_max_sumexp<T: Element>(row: &[T]) -> (T, T) {
     let m = row
         .iter()
-        .fold(T::NEG_INFINITY, |m, &v| if v > m { v } else { m });
-    let s = row
-        .iter()
-        .fold(T::from_f64(0.0), |a, &v| a + (v - m).exp());
+        .fold(T::neg_infinity(), |m, &v| if v > m { v } else { m });
+    let s = row.iter().fold(T::from_f64(0.0), |a, &v| a + (v - m).exp());
     (m, s)
 }
 

@@ -1,24 +1,38 @@
 //! Ops, one file per family; each op's forward sits next to its backward (VJP). Every public
 //! function validates its inputs and returns a typed error naming the op and the shapes.
 
+pub mod activation;
 pub mod binary;
 pub mod convert;
 pub mod creation;
+pub mod dropout;
 pub mod join;
+pub mod loss;
 pub mod matmul;
+pub mod norm;
 pub mod reduce;
+pub mod reduce_ext;
 pub mod select;
 pub mod shape;
+pub mod softmax;
+pub mod unary;
 pub mod view;
 
+pub use activation::{gelu, relu, sigmoid, tanh};
 pub use binary::{add, add_inplace, div, mul, sub};
 pub use convert::to_dtype;
 pub use creation::{full, ones, rand, randn, zeros};
+pub use dropout::dropout;
 pub use join::{concat, stack};
+pub use loss::{cross_entropy, mse_loss};
 pub use matmul::matmul;
+pub use norm::layer_norm;
 pub use reduce::{sum, sum_to};
+pub use reduce_ext::{max, mean};
 pub use select::where_;
 pub use shape::{expand, reshape};
+pub use softmax::{log_softmax, softmax};
+pub use unary::{exp, log, neg, pow, pow_scalar, sqrt};
 pub use view::{index, permute, reverse_axes, transpose, IndexItem};
 
 use crate::device::Device;

@@ -117,11 +117,16 @@ impl Op for MaxOp {
         let kept = reduced_shape(shape, &self.axes, true);
         let yb = broadcast_back(y, &kept, shape, "max")?;
         // 1 where an element equals its maximum (NaN matches NaN), else 0.
-        let mask = zip_t!(x, &yb, shape, |v, m| if v == m || (v.is_nan() && m.is_nan()) {
-            T::from_f64(1.0)
-        } else {
-            T::from_f64(0.0)
-        });
+        let mask = zip_t!(
+            x,
+            &yb,
+            shape,
+            |v, m| if v == m || (v.is_nan() && m.is_nan()) {
+                T::from_f64(1.0)
+            } else {
+                T::from_f64(0.0)
+            }
+        );
         // Ties share the gradient evenly (PyTorch's amax): scale by 1 / count per output.
         let g = super::cast(ctx.grad, x.dtype())?;
         let share = crate::dispatch!(x.dtype(), T => {
@@ -149,7 +154,11 @@ pub fn max(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor>
             ),
         ));
     }
-    apply(MaxOp { axes, keepdims }, &[x], &[Save::Input(0), Save::Output])
+    apply(
+        MaxOp { axes, keepdims },
+        &[x],
+        &[Save::Input(0), Save::Output],
+    )
 }
 
 impl Tensor {

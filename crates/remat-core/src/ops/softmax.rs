@@ -64,7 +64,9 @@ fn split_at_axis(shape: &[usize], axis: usize) -> (usize, usize, usize) {
 fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: bool) {
     let one = T::from_f64(1.0);
     if inner == 1 {
-        let m = x.iter().fold(T::NEG_INFINITY, |m, &v| if v > m { v } else { m });
+        let m = x
+            .iter()
+            .fold(T::neg_infinity(), |m, &v| if v > m { v } else { m });
         let mut s = T::from_f64(0.0);
         if log {
             for &v in x {
@@ -151,7 +153,11 @@ fn softmax_backward_block<T: Element>(
     }
     for k in 0..n {
         let r = k * inner..(k + 1) * inner;
-        for (((o, &g), &y), &a) in gx[r.clone()].iter_mut().zip(&g[r.clone()]).zip(&y[r]).zip(&acc)
+        for (((o, &g), &y), &a) in gx[r.clone()]
+            .iter_mut()
+            .zip(&g[r.clone()])
+            .zip(&y[r])
+            .zip(&acc)
         {
             *o = if log { g - y.exp() * a } else { y * (g - a) };
         }

@@ -226,18 +226,21 @@ impl Op for PowOp {
         } else {
             None
         };
-        let gb = if ctx.needs_grad(1) {
-            // a^b ln a, zero where a == 0 and b >= 0 (the limit, as PyTorch does).
-            let d = zip_t!(&a, &b, shape, |x, y| if x == T::from_f64(0.0) && y >= T::from_f64(0.0) {
-                T::from_f64(0.0)
+        let gb =
+            if ctx.needs_grad(1) {
+                // a^b ln a, zero where a == 0 and b >= 0 (the limit, as PyTorch does).
+                let d = zip_t!(&a, &b, shape, |x, y| if x == T::from_f64(0.0)
+                    && y >= T::from_f64(0.0)
+                {
+                    T::from_f64(0.0)
+                } else {
+                    x.powf(y) * x.ln()
+                });
+                let full = zip_t!(g, &d, shape, |g, d| g * d);
+                Some(sum_to(&full, &ctx.inputs[1].shape)?)
             } else {
-                x.powf(y) * x.ln()
-            });
-            let full = zip_t!(g, &d, shape, |g, d| g * d);
-            Some(sum_to(&full, &ctx.inputs[1].shape)?)
-        } else {
-            None
-        };
+                None
+            };
         Ok(vec![ga, gb])
     }
 }

@@ -1,0 +1,44 @@
+//! One training step (forward, backward, SGD update) of a deep ReLU MLP, width 256, batch
+//! 256, depths 16/64/256, per checkpoint strategy: none, a segment per layer, √n segments,
+//! and the planner under a budget of a quarter of the plain step's peak.
+//!
+//! Samples are few and short (flat sampling, 10 samples) so the whole file stays within a
+//! few minutes on a 2-core machine.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode};
+use remat_benches::{measure_memory, train_step, Mlp, Strategy};
+use std::time::Duration;
+
+const WIDTH: usize = 256;
+const BATCH: usize = 256;
+const DEPTHS: [usize; 3] = [16, 64, 256];
+const LR: f64 = 1e-4;
+
+fn bench_mlp_step(c: &mut Criterion) {
+    let mut g = c.benchmark_group("mlp_step");
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
+    for depth in DEPTHS {
+        let mlp = Mlp::new(depth, WIDTH, 1).expect("mlp");
+        let x = mlp.input(BATCH, 2).expect("input");
+        let plain_peak = measure_memory(&mlp, &x, Strategy::None)
+            .expect("measure")
+            .peak;
+        for strategy in [
+            Strategy::None,
+            Strategy::Every,
+            Strategy::Sqrt,
+            Strategy::Budget(plain_peak / 4),
+        ] {
+            g.bench_with_input(BenchmarkId::new(strategy.name(), depth), &depth, |b, _| {
+                b.iter(|| train_step(&mlp, &x, strategy, LR).expect("step"))
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_mlp_step);
+criterion_main!(benches);

@@ -1,0 +1,406 @@
+"""Compare remat with PyTorch (CPU) in one command.
+
+    python benches/compare_torch.py [--threads N] [--rounds R] [--out benches/results.md]
+
+Workloads: per-op overhead (16-element ``a + a``; ``g * g`` with ``requires_grad``), float32
+matmul GFLOP/s at 256/1024/2048, and one training step (forward, backward, SGD update) of a
+64-layer ReLU MLP of width 512 at batch 2048, plain and with 8-segment
+``checkpoint_sequential``, with the peak memory of each step.
+
+Every measurement runs in a fresh subprocess (one library per process, so neither library's
+thread pool or allocator disturbs the other), with the same thread count for both:
+``torch.set_num_threads(n)`` and ``RAYON_NUM_THREADS=n`` (plus ``OMP_NUM_THREADS``) in the
+subprocess environment. Rounds alternate remat and PyTorch (and swap which goes first) so
+drift of the machine hits both; figures are medians over all runs of all rounds.
+
+Peak memory: remat reads its byte counters (``max_memory_allocated()`` minus the baseline);
+PyTorch has none on the CPU, so its figure is the growth of the process's peak RSS
+(``ru_maxrss``) over the step, the peak being reset first through ``/proc/self/clear_refs``
+where Linux allows it. remat's RSS growth is reported too, to compare like with like.
+Gradients are allocated before the measured step in both.
+
+PyTorch is optional: without it the PyTorch columns are left empty. This is a script, not a
+test; CI never runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import timeit
+from pathlib import Path
+
+MLP_DEPTH = 64
+MLP_WIDTH = 512
+MLP_BATCH = 2048
+MLP_SEGMENTS = 8
+MATMUL_SIZES = (256, 1024, 2048)
+LR = 1e-4
+
+
+# -- measurements, run inside a worker subprocess ----------------------------------------------
+
+
+def _rss_kib() -> int:
+    """Current resident set size in KiB (VmRSS)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _reset_peak_rss() -> bool:
+    """Reset the kernel's RSS high-water mark (which ``ru_maxrss`` reports) to the current RSS,
+    so that a later ``ru_maxrss`` is the peak of what ran in between, not of the imports."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _maxrss_kib() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+class _Lib:
+    """The few calls the workloads need, for one library."""
+
+    def __init__(self, name: str, threads: int) -> None:
+        self.name = name
+        if name == "torch":
+            import torch
+
+            torch.set_num_threads(threads)
+            self.m = torch
+            self.version = torch.__version__
+        else:
+            import remat
+
+            self.m = remat
+            self.version = _remat_version()
+
+    def tensor(self, array, requires_grad=False):
+        if self.name == "torch":
+            t = self.m.from_numpy(array)
+            return t.requires_grad_(requires_grad)
+        return self.m.tensor(array, requires_grad=requires_grad)
+
+    def no_grad(self):
+        return self.m.no_grad()
+
+
+def _remat_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("remat")
+    except Exception:  # noqa: BLE001 - a missing dist-info only loses the version string
+        import remat
+
+        return getattr(remat, "__version__", "unknown")
+
+
+def _timeit_us(stmt: str, env: dict, repeats: int = 7) -> list[float]:
+    """Per-call µs of ``stmt`` for each of ``repeats`` timeit repeats (~0.2 s each)."""
+    timer = timeit.Timer(stmt, globals=env)
+    n, _ = timer.autorange()
+    return [t / n * 1e6 for t in timer.repeat(repeat=repeats, number=n)]
+
+
+def work_overhead(lib: _Lib, runs: int) -> dict:
+    import numpy as np
+
+    a = lib.tensor(np.ones(16, dtype=np.float32))
+    g = lib.tensor(np.ones(16, dtype=np.float32), requires_grad=True)
+    env = {"a": a, "g": g}
+    return {"add_us": _timeit_us("a + a", env), "mul_grad_us": _timeit_us("g * g", env)}
+
+
+def work_matmul(lib: _Lib, runs: int, n: int) -> dict:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a = lib.tensor(rng.standard_normal((n, n), dtype=np.float32))
+    b = lib.tensor(rng.standard_normal((n, n), dtype=np.float32))
+    with lib.no_grad():
+        t0 = time.perf_counter()
+        a @ b
+        first = time.perf_counter() - t0
+        # Loop small products so each timed run lasts ~0.1 s and the clock's resolution and
+        # scheduling noise do not dominate.
+        inner = max(1, int(0.1 / max(first, 1e-6)))
+        out = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                a @ b
+            out.append(2 * n**3 * inner / (time.perf_counter() - t0) * 1e-9)
+    return {"gflops": out}
+
+
+def _mlp_weights():
+    """He-initialised weights (in, out) and zero biases, the same values for both libraries.
+    The default init of ``nn.Linear`` shrinks ReLU activations sixfold in variance per layer;
+    after 64 layers they would be denormal floats and both libraries would time the FPU's
+    slow path."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    std = (2.0 / MLP_WIDTH) ** 0.5
+    return [
+        (
+            (rng.standard_normal((MLP_WIDTH, MLP_WIDTH)) * std).astype(np.float32),
+            np.zeros(MLP_WIDTH, dtype=np.float32),
+        )
+        for _ in range(MLP_DEPTH)
+    ]
+
+
+def _build_mlp(lib: _Lib):
+    """``nn.Sequential`` of Linear+ReLU with the shared weights (weight stored (out, in))."""
+    import numpy as np
+
+    nn = lib.m.nn
+    mods = []
+    for w, b in _mlp_weights():
+        lin = nn.Linear(MLP_WIDTH, MLP_WIDTH)
+        state = {"weight": np.ascontiguousarray(w.T), "bias": b}
+        if lib.name == "torch":
+            state = {k: lib.m.from_numpy(v) for k, v in state.items()}
+        lin.load_state_dict(state)
+        mods += [lin, nn.ReLU()]
+    return nn.Sequential(*mods)
+
+
+def work_mlp(lib: _Lib, runs: int, ckpt: bool) -> dict:
+    import numpy as np
+
+    model = _build_mlp(lib)
+    x = lib.tensor(np.random.default_rng(2).standard_normal((MLP_BATCH, MLP_WIDTH),
+                                                             dtype=np.float32))
+    params = list(model.parameters())
+    opt = lib.m.optim.SGD(params, lr=LR)
+    if lib.name == "torch":
+        from torch.utils.checkpoint import checkpoint_sequential
+
+        def forward():
+            if ckpt:
+                return checkpoint_sequential(model, MLP_SEGMENTS, x, use_reentrant=False)
+            return model(x)
+    else:
+        remat = lib.m
+
+        def forward():
+            if ckpt:
+                return remat.checkpoint_sequential(model, MLP_SEGMENTS, x)
+            return model(x)
+
+    # Gradients exist before the measured step (zero-filled in place afterwards), so the
+    # peak counts the step's activations and temporaries, not the gradient buffers.
+    for p in params:
+        p.grad = lib.m.zeros_like(p)
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        y = forward()
+        loss = (y * y).mean()
+        del y
+        loss.backward()
+        opt.step()
+
+    res: dict = {}
+    reset_ok = _reset_peak_rss()
+    rss_before = _maxrss_kib() if reset_ok else _rss_kib()
+    if lib.name == "remat":
+        base = lib.m.memory_allocated()
+        lib.m.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    step()  # warm-up, and the memory measurement
+    first = time.perf_counter() - t0
+    res["rss_growth"] = [(_maxrss_kib() - rss_before) * 1024]
+    res["rss_reset"] = reset_ok
+    if lib.name == "remat":
+        res["peak_bytes"] = [lib.m.max_memory_allocated() - base]
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    res["step_ms"] = [t * 1e3 for t in times]
+    res["first_step_ms"] = first * 1e3
+    return res
+
+
+def worker(args: argparse.Namespace) -> None:
+    lib = _Lib(args.worker, args.threads)
+    kind, _, param = args.workload.partition(":")
+    if kind == "overhead":
+        res = work_overhead(lib, args.runs)
+    elif kind == "matmul":
+        res = work_matmul(lib, args.runs, int(param))
+    elif kind == "mlp":
+        res = work_mlp(lib, args.runs, param == "ckpt")
+    else:
+        raise SystemExit(f"unknown workload {args.workload}")
+    res["version"] = lib.version
+    if lib.name == "torch":
+        res["torch_threads"] = lib.m.get_num_threads()
+    print(json.dumps(res))
+
+
+# -- the driver ---------------------------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _has_torch() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+def _run_worker(lib: str, workload: str, threads: int, runs: int) -> dict:
+    env = dict(os.environ)
+    env.update({"RAYON_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
+                "MKL_NUM_THREADS": str(threads)})
+    cmd = [sys.executable, __file__, "--worker", lib, "--workload", workload,
+           "--threads", str(threads), "--runs", str(runs)]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{lib} {workload} failed:\n{p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _collect(workload: str, libs: list[str], rounds: int, runs: int, threads: int) -> dict:
+    """Run ``workload`` ``rounds`` times per library, alternating libraries (and which goes
+    first); merge the lists of figures of each library."""
+    merged: dict[str, dict] = {lib: {} for lib in libs}
+    for r in range(rounds):
+        order = libs if r % 2 == 0 else libs[::-1]
+        for lib in order:
+            res = _run_worker(lib, workload, threads, runs)
+            for k, v in res.items():
+                if isinstance(v, list):
+                    merged[lib].setdefault(k, []).extend(v)
+                else:
+                    merged[lib][k] = v
+        print(f"  {workload}: round {r + 1}/{rounds} done", file=sys.stderr, flush=True)
+    return merged
+
+
+def _median(res: dict, lib: str, key: str) -> float | None:
+    v = res.get(lib, {}).get(key)
+    return statistics.median(v) if v else None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                    help="threads for both libraries (default: all logical cores)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="alternating subprocess rounds per workload (default 5)")
+    ap.add_argument("--out", default=str(Path(__file__).with_name("results.md")),
+                    help="Markdown results file (default benches/results.md)")
+    ap.add_argument("--no-torch", action="store_true", help="measure remat only")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--workload", help=argparse.SUPPRESS)
+    ap.add_argument("--runs", type=int, default=1, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args)
+        return
+
+    libs = ["remat"] + (["torch"] if _has_torch() and not args.no_torch else [])
+    n = args.threads
+    rounds = max(1, args.rounds)
+    results = {}
+    # Runs per subprocess: with the default 5 rounds every figure is a median of >= 5 runs.
+    plan = [("overhead", 1)] + [(f"matmul:{s}", 3) for s in MATMUL_SIZES]
+    plan += [("mlp:plain", 1), ("mlp:ckpt", 1)]
+    for workload, runs in plan:
+        results[workload] = _collect(workload, libs, rounds, runs, n)
+
+    versions = {lib: results["overhead"][lib].get("version", "?") for lib in libs}
+    import numpy
+
+    header = [
+        f"- date: {datetime.date.today().isoformat()}",
+        f"- machine: {_cpu_model()}, {os.cpu_count()} logical cores, {platform.machine()}",
+        f"- threads: {n} for both (RAYON_NUM_THREADS / torch.set_num_threads)",
+        f"- Python {platform.python_version()}, NumPy {numpy.__version__}, remat "
+        f"{versions['remat']}, PyTorch {versions.get('torch', 'not installed')}",
+        f"- {rounds} alternating subprocess rounds per workload; medians of all runs",
+        f"- MLP: {MLP_DEPTH} x (Linear({MLP_WIDTH}, {MLP_WIDTH}) + ReLU), batch {MLP_BATCH}, "
+        f"float32, loss mean(y²), SGD lr {LR}; checkpointed: checkpoint_sequential with "
+        f"{MLP_SEGMENTS} segments (PyTorch: use_reentrant=False)",
+        "- peak memory of a step above the step's start, gradients pre-allocated: remat from "
+        "its byte counters; RSS growth = ru_maxrss after the step minus before "
+        "(peak reset through /proc/self/clear_refs"
+        + ("" if results["mlp:plain"]["remat"].get("rss_reset") else ": NOT available here")
+        + ")",
+        "- remat/PyTorch: for µs, ms and bytes < 1 favours remat; for GFLOP/s > 1 does",
+    ]
+    rows = []
+
+    def row(name, unit, key, workload, fmt, lib_keys=None):
+        r_key, t_key = lib_keys or (key, key)
+        r = _median(results[workload], "remat", r_key)
+        t = _median(results[workload], "torch", t_key) if "torch" in libs else None
+        ratio = f"{r / t:.2f}" if r is not None and t else ""
+        rows.append(f"| {name} | {unit} | {fmt(r)} | {fmt(t)} | {ratio} |")
+
+    def us(v):
+        return "" if v is None else f"{v:.2f}"
+
+    def gf(v):
+        return "" if v is None else f"{v:.1f}"
+
+    def ms(v):
+        return "" if v is None else f"{v:.0f}"
+
+    def mib(v):
+        return "" if v is None else f"{v / 2**20:.1f}"
+
+    row("`a + a`, 16 elements", "µs", "add_us", "overhead", us)
+    row("`g * g`, 16 elements, requires_grad", "µs", "mul_grad_us", "overhead", us)
+    for s in MATMUL_SIZES:
+        row(f"matmul {s}×{s} float32", "GFLOP/s", "gflops", f"matmul:{s}", gf)
+    row("MLP step, no checkpointing", "ms", "step_ms", "mlp:plain", ms)
+    row(f"MLP step, checkpoint_sequential({MLP_SEGMENTS})", "ms", "step_ms", "mlp:ckpt", ms)
+    row("MLP peak, no checkpointing (remat counters vs PyTorch RSS)", "MiB", None,
+        "mlp:plain", mib, ("peak_bytes", "rss_growth"))
+    row(f"MLP peak, checkpoint_sequential({MLP_SEGMENTS}) (remat counters vs PyTorch RSS)",
+        "MiB", None, "mlp:ckpt", mib, ("peak_bytes", "rss_growth"))
+    row("MLP peak RSS growth, no checkpointing", "MiB", "rss_growth", "mlp:plain", mib)
+    row(f"MLP peak RSS growth, checkpoint_sequential({MLP_SEGMENTS})", "MiB", "rss_growth",
+        "mlp:ckpt", mib)
+
+    table = ["| workload | unit | remat | PyTorch | remat/PyTorch |", "|---|---|---:|---:|---:|"]
+    text = "# remat vs PyTorch (CPU)\n\n" + "\n".join(header) + "\n\n" + "\n".join(table + rows)
+    print(text)
+    Path(args.out).write_text(text + "\n")
+    print(f"\nwritten to {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+//! Parsing of argument forms shared by methods and functions: shapes (`*shape` or one
+//! tuple), axes (an int or a tuple), devices, and index expressions for `__getitem__`.
+
+use crate::convert::type_name;
+use crate::errors::{CoreResultExt, ShapeError};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyEllipsis, PyList, PySlice, PyTuple};
+use remat_core::ops::IndexItem;
+use remat_core::Device;
+
+/// An int-like argument (anything with `__index__`), or a TypeError naming `what`.
+fn index_int(op: &str, what: &str, obj: &Bound<'_, PyAny>) -> PyResult<isize> {
+    obj.extract::<isize>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{op}: {what} must be integers, got {}",
+            type_name(obj)
+        ))
+    })
+}
+
+/// Signed dims from `*shape` arguments: several ints, or one tuple/list of ints.
+pub fn signed_dims(op: &str, args: &Bound<'_, PyTuple>) -> PyResult<Vec<isize>> {
+    if args.len() == 1 {
+        let a = args.get_item(0)?;
+        if a.is_instance_of::<PyTuple>() || a.is_instance_of::<PyList>() {
+            return a
+                .try_iter()?
+                .map(|d| index_int(op, "dimensions", &d?))
+                .collect();
+        }
+    }
+    args.iter().map(|d| index_int(op, "dimensions", &d)).collect()
+}
+
+/// A shape from an int or a tuple/list of ints (negative extents are an error).
+pub fn shape_of(op: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    let dims: Vec<isize> = if obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>() {
+        obj.try_iter()?
+            .map(|d| index_int(op, "dimensions", &d?))
+            .collect::<PyResult<_>>()?
+    } else {
+        vec![index_int(op, "dimensions", obj)?]
+    };
+    to_shape(op, &dims)
+}
+
+/// A shape from `*shape` arguments.
+pub fn shape_from_args(op: &str, args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
+    to_shape(op, &signed_dims(op, args)?)
+}
+
+fn to_shape(op: &str, dims: &[isize]) -> PyResult<Vec<usize>> {
+    dims.iter()
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| {
+                ShapeError::new_err(format!(
+                    "{op}: negative dimension {d} in shape {dims:?}"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// An `axis=` argument: None (all axes), an int, or a tuple/list of ints.
+pub fn axes(op: &str, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isize>>> {
+    let Some(obj) = obj else { return Ok(None) };
+    if obj.is_none() {
+        return Ok(None);
+    }
+    if obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>() {
+        return obj
+            .try_iter()?
+            .map(|a| index_int(op, "axes", &a?))
+            .collect::<PyResult<Vec<_>>>()
+            .map(Some);
+    }
+    Ok(Some(vec![index_int(op, "axes", obj)?]))
+}
+
+/// A device argument: None (the CPU) or a string `"cpu"`, `"cuda"`, `"cuda:N"`.
+/// An unknown string raises `DeviceError`.
+pub fn device(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Device> {
+    match obj {
+        None => Ok(Device::Cpu),
+        Some(o) if o.is_none() => Ok(Device::Cpu),
+        Some(o) => {
+            let s = o.str()?;
+            Device::parse(&s.to_cow()?).py()
+        }
+    }
+}
+
+/// One item of an index expression.
+fn index_item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
+    if obj.is_none() {
+        return Ok(IndexItem::NewAxis);
+    }
+    if obj.is_instance_of::<PyEllipsis>() {
+        return Ok(IndexItem::Ellipsis);
+    }
+    if let Ok(s) = obj.downcast::<PySlice>() {
+        let part = |name: &str| -> PyResult<Option<isize>> {
+            let v = s.getattr(name)?;
+            if v.is_none() {
+                Ok(None)
+            } else {
+                index_int("__getitem__", "slice bounds", &v).map(Some)
+            }
+        };
+        return Ok(IndexItem::Slice {
+            start: part("start")?,
+            stop: part("stop")?,
+            step: part("step")?.unwrap_or(1),
+        });
+    }
+    match obj.extract::<isize>() {
+        Ok(i) => Ok(IndexItem::Int(i)),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "__getitem__: only integers, slices, None and ... are valid indices, got {}",
+            type_name(obj)
+        ))),
+    }
+}
+
+/// The items of `t[key]`: an int, slice, None, `...`, or a tuple of these.
+pub fn index_items(key: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
+    if let Ok(t) = key.downcast::<PyTuple>() {
+        return t.iter().map(|k| index_item(&k)).collect();
+    }
+    Ok(vec![index_item(key)?])
+}

@@ -1,0 +1,106 @@
+//! Grad mode and the functional autograd entry points (`remat.grad`, `remat.backward`). The
+//! GIL is released around the backward engine: it may call back into Python to recompute a
+//! checkpoint segment, and those callbacks take the GIL themselves.
+
+use crate::convert::operand;
+use crate::errors::CoreResultExt;
+use crate::tensor::{extract_tensor, wrap, PyTensor};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use remat_core::Tensor;
+
+/// Whether ops on this thread record the autograd graph.
+#[pyfunction]
+fn is_grad_enabled() -> bool {
+    remat_core::is_grad_enabled()
+}
+
+/// Turn graph recording on or off for this thread; returns the previous mode.
+#[pyfunction]
+fn set_grad_enabled(flag: bool) -> bool {
+    remat_core::set_grad_enabled(flag)
+}
+
+/// One tensor or a sequence of tensors.
+fn tensors(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
+    if obj.is_instance_of::<PyTensor>() {
+        return Ok(vec![extract_tensor(obj)?]);
+    }
+    obj.try_iter()?.map(|t| extract_tensor(&t?)).collect()
+}
+
+/// Output gradients: None, one tensor, or a sequence with None entries.
+fn grad_outputs(obj: Option<&Bound<'_, PyAny>>, outs: &[Tensor]) -> PyResult<Option<Vec<Option<Tensor>>>> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(None);
+    };
+    let like = |i: usize| outs.get(i).map(|t| t.dtype()).unwrap_or(remat_core::DType::F32);
+    if obj.is_instance_of::<PyTensor>() {
+        return Ok(Some(vec![Some(operand(obj, like(0))?)]));
+    }
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        let mut v = Vec::new();
+        for (i, g) in obj.try_iter()?.enumerate() {
+            let g = g?;
+            v.push(if g.is_none() { None } else { Some(operand(&g, like(i))?) });
+        }
+        return Ok(Some(v));
+    }
+    Ok(Some(vec![Some(operand(obj, like(0))?)]))
+}
+
+/// Gradients of `outputs` with respect to `inputs`, as a tuple (None where an input gets no
+/// gradient); no `.grad` is touched.
+#[pyfunction]
+#[pyo3(signature = (outputs, inputs, grad_outputs=None, retain_graph=false))]
+fn grad<'py>(
+    py: Python<'py>,
+    outputs: &Bound<'py, PyAny>,
+    inputs: &Bound<'py, PyAny>,
+    grad_outputs: Option<&Bound<'py, PyAny>>,
+    retain_graph: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let outs = tensors(outputs)?;
+    let ins = tensors(inputs)?;
+    let gos = self::grad_outputs(grad_outputs, &outs)?;
+    let grads = py
+        .allow_threads(|| remat_core::autograd::grad(&outs, &ins, gos.as_deref(), retain_graph))
+        .py()?;
+    let items = grads
+        .into_iter()
+        .map(|g| match g {
+            Some(g) => Ok(Py::new(py, wrap(g))?.into_any()),
+            None => Ok(py.None()),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyTuple::new(py, items)
+}
+
+/// Back-propagate from `tensors` (each with its gradient) into the leaves' `.grad`.
+#[pyfunction]
+#[pyo3(signature = (tensors, grad_tensors=None, retain_graph=false))]
+fn backward(
+    py: Python<'_>,
+    tensors: &Bound<'_, PyAny>,
+    grad_tensors: Option<&Bound<'_, PyAny>>,
+    retain_graph: bool,
+) -> PyResult<()> {
+    let outs = self::tensors(tensors)?;
+    let gos = grad_outputs(grad_tensors, &outs)?.unwrap_or_default();
+    let roots: Vec<(Tensor, Option<Tensor>)> = outs
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (t, gos.get(i).cloned().flatten()))
+        .collect();
+    py.allow_threads(|| remat_core::autograd::backward(&roots, retain_graph))
+        .py()
+}
+
+/// Register the functions.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(grad, m)?)?;
+    m.add_function(wrap_pyfunction!(backward, m)?)?;
+    Ok(())
+}

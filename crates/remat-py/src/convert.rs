@@ -1,0 +1,210 @@
+//! Python / NumPy → Tensor: `remat.tensor` (always copies), `remat.from_numpy` (shares memory
+//! where the layout allows) and the conversion of operands (`extract_tensor`).
+
+use crate::errors::{CoreResultExt, DTypeError, ShapeError};
+use crate::tensor::PyTensor;
+use numpy::npyffi::{NPY_ARRAY_ALIGNED, NPY_ARRAY_WRITEABLE};
+use numpy::{Element, PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
+use remat_core::layout::Layout;
+use remat_core::storage::Storage;
+use remat_core::tensor::TensorData;
+use remat_core::{DType, Tensor};
+use std::sync::Arc;
+
+static NUMPY: GILOnceCell<Py<PyModule>> = GILOnceCell::new();
+
+/// The `numpy` module, imported once.
+pub fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    NUMPY
+        .get_or_try_init(py, || Ok::<_, PyErr>(py.import("numpy")?.unbind()))
+        .map(|m| m.bind(py))
+}
+
+/// The NumPy descriptor of a remat dtype.
+pub fn np_descr(py: Python<'_>, dtype: DType) -> Bound<'_, PyArrayDescr> {
+    match dtype {
+        DType::F32 => f32::get_dtype(py),
+        DType::F64 => f64::get_dtype(py),
+    }
+}
+
+/// The value of a Python `float`, `int` or `bool` (subclasses included: `np.float64` is a
+/// float). None for anything else.
+#[inline]
+pub fn python_scalar(obj: &Bound<'_, PyAny>) -> Option<f64> {
+    if obj.is_instance_of::<PyFloat>() || obj.is_instance_of::<PyInt>() {
+        obj.extract::<f64>().ok()
+    } else {
+        None
+    }
+}
+
+/// The dtype a NumPy array becomes by default: float32/float64 stay, everything else float32.
+fn default_dtype(descr: &Bound<'_, PyArrayDescr>) -> DType {
+    if descr.is_equiv_to(&np_descr(descr.py(), DType::F64)) {
+        DType::F64
+    } else {
+        DType::F32
+    }
+}
+
+/// Error unless the array holds numbers (bool, int, float).
+fn check_numeric(op: &str, descr: &Bound<'_, PyAny>, kind: u8) -> PyResult<()> {
+    match kind {
+        b'b' | b'i' | b'u' | b'f' => Ok(()),
+        _ => Err(DTypeError::new_err(format!(
+            "{op}: cannot make a tensor from data of dtype {}; expected numbers (bool, int or \
+             float)",
+            descr.str().map(|s| s.to_string()).unwrap_or_default()
+        ))),
+    }
+}
+
+/// A tensor over a NumPy array of `dtype`. The array's memory is shared when `share` is set
+/// and the array is C-contiguous, aligned, writeable, native-endian and of `dtype`; otherwise
+/// a C-contiguous copy is made (by NumPy, once) and the tensor shares that copy.
+fn array_to_tensor(
+    op: &str,
+    arr: &Bound<'_, PyUntypedArray>,
+    dtype: DType,
+    share: bool,
+) -> PyResult<Tensor> {
+    let py = arr.py();
+    let descr = arr.dtype();
+    check_numeric(op, descr.as_any(), descr.kind())?;
+    let target = np_descr(py, dtype);
+    // SAFETY: reading the flags field of a live array object.
+    let flags = unsafe { (*arr.as_array_ptr()).flags };
+    let behaved = flags & (NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE)
+        == (NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE);
+    let arr = if share && behaved && arr.is_c_contiguous() && descr.is_equiv_to(&target) {
+        arr.clone()
+    } else {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("dtype", &target)?;
+        kwargs.set_item("order", "C")?;
+        numpy(py)?
+            .getattr("array")?
+            .call((arr,), Some(&kwargs))?
+            .downcast_into::<PyUntypedArray>()?
+    };
+    let shape: Vec<usize> = arr.shape().to_vec();
+    let len: usize = shape.iter().product();
+    // SAFETY: reading the data pointer of a live array object.
+    let ptr = unsafe { (*arr.as_array_ptr()).data } as *mut u8;
+    let owner: Box<dyn std::any::Any + Send + Sync> = Box::new(arr.into_any().unbind());
+    // SAFETY: the array is C-contiguous, aligned and of `dtype`, so `ptr` points to `len`
+    // valid elements; the owner box holds a reference to the array, keeping them alive.
+    let storage = unsafe { Storage::from_external(ptr, len, dtype, owner) };
+    Ok(Tensor::from_data(TensorData {
+        storage: Arc::new(storage),
+        layout: Layout::contiguous(&shape),
+    }))
+}
+
+/// `remat.from_numpy(array)`: shares memory with C-contiguous float32/float64 arrays; other
+/// arrays are copied (non-float dtypes become float32).
+pub fn from_numpy(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    let arr = obj.downcast::<PyUntypedArray>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "from_numpy: expected a numpy.ndarray, got {}",
+            type_name(obj)
+        ))
+    })?;
+    let dtype = default_dtype(&arr.dtype());
+    array_to_tensor("from_numpy", arr, dtype, true)
+}
+
+/// `remat.tensor(data, dtype)`: a new leaf holding a copy of `data` (a Tensor, NumPy array,
+/// nested sequence or Python scalar). Float32/float64 arrays keep their dtype; everything
+/// else becomes float32 unless `dtype` is given.
+pub fn tensor_from_py(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
+    let py = obj.py();
+    if let Ok(t) = obj.downcast::<PyTensor>() {
+        let t = &t.get().inner;
+        return remat_core::ops::contiguous_copy(t, dtype.unwrap_or(t.dtype())).py();
+    }
+    if obj.is_exact_instance_of::<PyFloat>()
+        || obj.is_exact_instance_of::<PyInt>()
+        || obj.is_exact_instance_of::<PyBool>()
+    {
+        let v: f64 = obj.extract()?;
+        return Ok(Tensor::scalar(v, dtype.unwrap_or(DType::F32)));
+    }
+    if let Ok(arr) = obj.downcast::<PyUntypedArray>() {
+        let dt = dtype.unwrap_or_else(|| default_dtype(&arr.dtype()));
+        return array_to_tensor("tensor", arr, dt, false);
+    }
+    let is_sequence = obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>();
+    // Nested sequences, NumPy scalars and other array-likes: NumPy builds a fresh array.
+    let arr = match numpy(py)?.getattr("array")?.call1((obj,)) {
+        Ok(a) => a,
+        Err(e) if e.is_instance_of::<PyValueError>(py) => {
+            return Err(ShapeError::new_err(format!(
+                "tensor: cannot make a tensor from {}: {}",
+                type_name(obj),
+                e.value(py)
+            )))
+        }
+        Err(e) => return Err(e),
+    };
+    let arr = arr.downcast_into::<PyUntypedArray>()?;
+    let dt = match dtype {
+        Some(d) => d,
+        None if is_sequence => DType::F32,
+        None => default_dtype(&arr.dtype()),
+    };
+    // The array is fresh, so sharing it is a copy of `data` already.
+    array_to_tensor("tensor", &arr, dt, true)
+}
+
+/// A Tensor, or anything `remat.tensor` accepts converted with the default dtype rules.
+pub fn extract_tensor(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    if let Ok(t) = obj.downcast::<PyTensor>() {
+        return Ok(t.get().inner.clone());
+    }
+    tensor_from_py(obj, None)
+}
+
+/// An operand next to `like`: Python scalars become 0-d tensors of `like`'s dtype (no
+/// promotion to float64), anything else goes through `extract_tensor`.
+#[inline]
+pub fn operand(obj: &Bound<'_, PyAny>, like: DType) -> PyResult<Tensor> {
+    if let Ok(t) = obj.downcast::<PyTensor>() {
+        return Ok(t.get().inner.clone());
+    }
+    if let Some(v) = python_scalar(obj) {
+        return Ok(Tensor::scalar(v, like));
+    }
+    tensor_from_py(obj, None)
+}
+
+/// Two operands of a binary function, either of which may be a Python scalar (it takes the
+/// other one's dtype).
+pub fn operand_pair(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<(Tensor, Tensor)> {
+    if let Ok(ta) = a.downcast::<PyTensor>() {
+        let ta = ta.get().inner.clone();
+        let tb = operand(b, ta.dtype())?;
+        return Ok((ta, tb));
+    }
+    if let Ok(tb) = b.downcast::<PyTensor>() {
+        let tb = tb.get().inner.clone();
+        let ta = operand(a, tb.dtype())?;
+        return Ok((ta, tb));
+    }
+    let ta = extract_tensor(a)?;
+    let tb = operand(b, ta.dtype())?;
+    Ok((ta, tb))
+}
+
+/// The Python type name of `obj` (for messages).
+pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".to_string())
+}

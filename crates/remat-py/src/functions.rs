@@ -1,0 +1,515 @@
+//! Module-level functions: tensor constructors and the functional form of every op
+//! (`remat.add`, `remat.softmax`, ...). Each converts its arguments and calls remat-core.
+
+use crate::args;
+use crate::call::{binary, heavy, run, unary};
+use crate::convert::{self, operand, operand_pair};
+use crate::dtype::parse_opt_dtype;
+use crate::errors::CoreResultExt;
+use crate::tensor::{extract_tensor, gelu_mode, reduce, reshape_args, transpose_args, wrap, PyTensor};
+use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use remat_core::{ops, DType, Device, Tensor};
+
+/// Set `requires_grad` on a fresh leaf and wrap it.
+fn leaf(t: Tensor, requires_grad: bool) -> PyResult<PyTensor> {
+    if requires_grad {
+        t.set_requires_grad(true).py()?;
+    }
+    Ok(wrap(t))
+}
+
+/// The CPU, or a DeviceError for an unusable device.
+fn creation_device(op: &str, device: Option<&Bound<'_, PyAny>>) -> PyResult<Device> {
+    let d = args::device(device)?;
+    remat_core::cuda::ensure_available(op, d).py()?;
+    Ok(d)
+}
+
+// ---- constructors ---------------------------------------------------------------------------
+
+/// `remat.tensor(data, dtype=None, requires_grad=False, device="cpu")`: a new leaf with a copy
+/// of `data`.
+#[pyfunction]
+#[pyo3(signature = (data, dtype=None, requires_grad=false, device=None))]
+fn tensor(
+    data: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    creation_device("tensor", device)?;
+    let t = convert::tensor_from_py(data, parse_opt_dtype(dtype)?)?;
+    leaf(t, requires_grad)
+}
+
+/// `remat.from_numpy(array)`: shares memory with C-contiguous float32/float64 arrays.
+#[pyfunction]
+fn from_numpy(array: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    convert::from_numpy(array).map(wrap)
+}
+
+type Filler = fn(&[usize], DType, Device) -> remat_core::Result<Tensor>;
+
+fn filled(
+    py: Python<'_>,
+    shape: Vec<usize>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+    f: Filler,
+) -> PyResult<PyTensor> {
+    let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::F32);
+    let dev = args::device(device)?;
+    let big = shape.iter().product::<usize>() >= crate::call::GIL_RELEASE_MIN;
+    let t = run(py, big, || f(&shape, dt, dev))?;
+    leaf(t, requires_grad)
+}
+
+/// `remat.zeros(*shape, dtype=None, requires_grad=False, device="cpu")`.
+#[pyfunction]
+#[pyo3(signature = (*shape, dtype=None, requires_grad=false, device=None))]
+fn zeros(
+    py: Python<'_>,
+    shape: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let s = args::shape_from_args("zeros", shape)?;
+    filled(py, s, dtype, requires_grad, device, ops::zeros)
+}
+
+/// `remat.ones(*shape, dtype=None, requires_grad=False, device="cpu")`.
+#[pyfunction]
+#[pyo3(signature = (*shape, dtype=None, requires_grad=false, device=None))]
+fn ones(
+    py: Python<'_>,
+    shape: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let s = args::shape_from_args("ones", shape)?;
+    filled(py, s, dtype, requires_grad, device, ops::ones)
+}
+
+/// `remat.randn(*shape, ...)`: standard normal samples.
+#[pyfunction]
+#[pyo3(signature = (*shape, dtype=None, requires_grad=false, device=None))]
+fn randn(
+    py: Python<'_>,
+    shape: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let s = args::shape_from_args("randn", shape)?;
+    filled(py, s, dtype, requires_grad, device, ops::randn)
+}
+
+/// `remat.rand(*shape, ...)`: uniform samples in [0, 1).
+#[pyfunction]
+#[pyo3(signature = (*shape, dtype=None, requires_grad=false, device=None))]
+fn rand(
+    py: Python<'_>,
+    shape: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let s = args::shape_from_args("rand", shape)?;
+    filled(py, s, dtype, requires_grad, device, ops::rand)
+}
+
+/// `remat.full(shape, value, dtype=None, requires_grad=False, device="cpu")`.
+#[pyfunction]
+#[pyo3(signature = (shape, value, dtype=None, requires_grad=false, device=None))]
+fn full(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    value: f64,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let s = args::shape_of("full", shape)?;
+    let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::F32);
+    let dev = args::device(device)?;
+    let big = s.iter().product::<usize>() >= crate::call::GIL_RELEASE_MIN;
+    let t = run(py, big, || ops::full(&s, value, dt, dev))?;
+    leaf(t, requires_grad)
+}
+
+fn like(
+    py: Python<'_>,
+    t: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+    f: Filler,
+) -> PyResult<PyTensor> {
+    let t = extract_tensor(t)?;
+    let dt = parse_opt_dtype(dtype)?.unwrap_or(t.dtype());
+    let dev = match device {
+        Some(d) if !d.is_none() => args::device(Some(d))?,
+        _ => t.device(),
+    };
+    let shape = t.shape().to_vec();
+    let out = run(py, heavy(&[&t]), || f(&shape, dt, dev))?;
+    leaf(out, requires_grad)
+}
+
+/// `remat.zeros_like(t, dtype=None, requires_grad=False)`.
+#[pyfunction]
+#[pyo3(signature = (t, dtype=None, requires_grad=false, device=None))]
+fn zeros_like(
+    py: Python<'_>,
+    t: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    like(py, t, dtype, requires_grad, device, ops::zeros)
+}
+
+/// `remat.ones_like(t, dtype=None, requires_grad=False)`.
+#[pyfunction]
+#[pyo3(signature = (t, dtype=None, requires_grad=false, device=None))]
+fn ones_like(
+    py: Python<'_>,
+    t: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    like(py, t, dtype, requires_grad, device, ops::ones)
+}
+
+// ---- elementwise and linear algebra ---------------------------------------------------------
+
+fn binary_fn(
+    py: Python<'_>,
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    f: fn(&Tensor, &Tensor) -> remat_core::Result<Tensor>,
+) -> PyResult<PyTensor> {
+    let (a, b) = operand_pair(a, b)?;
+    binary(py, &a, &b, f)
+}
+
+/// Matrix product with `np.matmul` rules.
+#[pyfunction]
+fn matmul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    binary_fn(py, a, b, ops::matmul)
+}
+/// `a + b` with broadcasting.
+#[pyfunction]
+fn add(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    binary_fn(py, a, b, ops::add)
+}
+/// `a - b` with broadcasting.
+#[pyfunction]
+fn sub(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    binary_fn(py, a, b, ops::sub)
+}
+/// `a * b` with broadcasting.
+#[pyfunction]
+fn mul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    binary_fn(py, a, b, ops::mul)
+}
+/// `a / b` with broadcasting.
+#[pyfunction]
+fn div(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    binary_fn(py, a, b, ops::div)
+}
+/// `a ** b` (a Python scalar exponent uses the scalar power).
+#[pyfunction]
+fn pow(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    if let Some(p) = convert::python_scalar(b) {
+        let x = extract_tensor(a)?;
+        return unary(py, &x, |x| ops::pow_scalar(x, p));
+    }
+    binary_fn(py, a, b, ops::pow)
+}
+
+macro_rules! unary_fns {
+    ($($name:ident => $op:path, $doc:literal;)*) => {$(
+        #[doc = $doc]
+        #[pyfunction]
+        fn $name(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+            let x = extract_tensor(x)?;
+            unary(py, &x, $op)
+        }
+    )*};
+}
+
+unary_fns! {
+    neg => ops::neg, "`-x`.";
+    exp => ops::exp, "Elementwise `e**x`.";
+    log => ops::log, "Elementwise natural logarithm.";
+    sqrt => ops::sqrt, "Elementwise square root.";
+    tanh => ops::tanh, "Elementwise tanh.";
+    sigmoid => ops::sigmoid, "Elementwise logistic sigmoid.";
+    relu => ops::relu, "Elementwise `max(x, 0)`.";
+}
+
+/// GELU; `approximate="tanh"` uses the tanh approximation.
+#[pyfunction]
+#[pyo3(signature = (x, approximate="none"))]
+fn gelu(py: Python<'_>, x: &Bound<'_, PyAny>, approximate: &str) -> PyResult<PyTensor> {
+    let tanh = gelu_mode(approximate)?;
+    let x = extract_tensor(x)?;
+    unary(py, &x, |x| ops::gelu(x, tanh))
+}
+
+/// Softmax along `axis`.
+#[pyfunction]
+#[pyo3(signature = (x, axis=-1))]
+fn softmax(py: Python<'_>, x: &Bound<'_, PyAny>, axis: isize) -> PyResult<PyTensor> {
+    let x = extract_tensor(x)?;
+    unary(py, &x, |x| ops::softmax(x, axis))
+}
+
+/// Log-softmax along `axis`.
+#[pyfunction]
+#[pyo3(signature = (x, axis=-1))]
+fn log_softmax(py: Python<'_>, x: &Bound<'_, PyAny>, axis: isize) -> PyResult<PyTensor> {
+    let x = extract_tensor(x)?;
+    unary(py, &x, |x| ops::log_softmax(x, axis))
+}
+
+// ---- reductions and shapes ----------------------------------------------------------------
+
+/// Sum over `axis` (None: all axes).
+#[pyfunction]
+#[pyo3(signature = (x, axis=None, keepdims=false))]
+fn sum(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdims: bool,
+) -> PyResult<PyTensor> {
+    reduce(py, "sum", &extract_tensor(x)?, axis, keepdims, ops::sum)
+}
+
+/// Mean over `axis` (None: all axes).
+#[pyfunction]
+#[pyo3(signature = (x, axis=None, keepdims=false))]
+fn mean(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdims: bool,
+) -> PyResult<PyTensor> {
+    reduce(py, "mean", &extract_tensor(x)?, axis, keepdims, ops::mean)
+}
+
+/// Maximum values over `axis` (None: all axes).
+#[pyfunction]
+#[pyo3(signature = (x, axis=None, keepdims=false))]
+fn max(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdims: bool,
+) -> PyResult<PyTensor> {
+    reduce(py, "max", &extract_tensor(x)?, axis, keepdims, ops::max)
+}
+
+/// `reshape(x, shape)` or `reshape(x, *shape)`; -1 infers one extent.
+#[pyfunction]
+#[pyo3(signature = (x, *shape))]
+fn reshape(py: Python<'_>, x: &Bound<'_, PyAny>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+    reshape_args(py, &extract_tensor(x)?, shape).map(wrap)
+}
+
+/// `transpose(x, a, b)` swaps two axes; `transpose(x, axes)` permutes; `transpose(x)`
+/// reverses all axes.
+#[pyfunction]
+#[pyo3(signature = (x, *axes))]
+fn transpose(x: &Bound<'_, PyAny>, axes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+    transpose_args(&extract_tensor(x)?, axes).map(wrap)
+}
+
+/// Reorder the axes.
+#[pyfunction]
+#[pyo3(signature = (x, *axes))]
+fn permute(x: &Bound<'_, PyAny>, axes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+    let axes = args::signed_dims("permute", axes)?;
+    ops::permute(&extract_tensor(x)?, &axes).py().map(wrap)
+}
+
+fn tensor_list(op: &str, tensors: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
+    let it = tensors.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{op}: expected a sequence of tensors, got {}",
+            convert::type_name(tensors)
+        ))
+    })?;
+    it.map(|t| extract_tensor(&t?)).collect()
+}
+
+/// Join tensors along an existing axis.
+#[pyfunction]
+#[pyo3(signature = (tensors, axis=0))]
+fn concat(py: Python<'_>, tensors: &Bound<'_, PyAny>, axis: isize) -> PyResult<PyTensor> {
+    let ts = tensor_list("concat", tensors)?;
+    let big = ts.iter().map(|t| t.numel()).sum::<usize>() >= crate::call::GIL_RELEASE_MIN;
+    run(py, big, || ops::concat(&ts, axis)).map(wrap)
+}
+
+/// Join tensors along a new axis.
+#[pyfunction]
+#[pyo3(signature = (tensors, axis=0))]
+fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, axis: isize) -> PyResult<PyTensor> {
+    let ts = tensor_list("stack", tensors)?;
+    let big = ts.iter().map(|t| t.numel()).sum::<usize>() >= crate::call::GIL_RELEASE_MIN;
+    run(py, big, || ops::stack(&ts, axis)).map(wrap)
+}
+
+/// Elements of `a` where `cond` is nonzero, else of `b` (broadcast).
+#[pyfunction(name = "where")]
+fn where_(
+    py: Python<'_>,
+    cond: &Bound<'_, PyAny>,
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
+    let c = extract_tensor(cond)?;
+    let (a, b) = operand_pair(a, b)?;
+    run(py, heavy(&[&c, &a, &b]), || ops::where_(&c, &a, &b)).map(wrap)
+}
+
+// ---- layers and losses -----------------------------------------------------------------
+
+/// Zero elements with probability `p` and scale the rest by `1 / (1 - p)` when `training`.
+#[pyfunction]
+#[pyo3(signature = (x, p=0.5, training=true))]
+fn dropout(py: Python<'_>, x: &Bound<'_, PyAny>, p: f64, training: bool) -> PyResult<PyTensor> {
+    let x = extract_tensor(x)?;
+    unary(py, &x, |x| ops::dropout(x, p, training))
+}
+
+/// Layer normalisation over the last axis, with optional affine weight and bias.
+#[pyfunction]
+#[pyo3(signature = (x, weight=None, bias=None, eps=1e-5))]
+fn layer_norm(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    weight: Option<&Bound<'_, PyAny>>,
+    bias: Option<&Bound<'_, PyAny>>,
+    eps: f64,
+) -> PyResult<PyTensor> {
+    let x = extract_tensor(x)?;
+    let opt = |o: Option<&Bound<'_, PyAny>>| -> PyResult<Option<Tensor>> {
+        match o {
+            Some(o) if !o.is_none() => operand(o, x.dtype()).map(Some),
+            _ => Ok(None),
+        }
+    };
+    let (w, b) = (opt(weight)?, opt(bias)?);
+    unary(py, &x, |x| ops::layer_norm(x, w.as_ref(), b.as_ref(), eps))
+}
+
+/// Mean squared error.
+#[pyfunction]
+fn mse_loss(
+    py: Python<'_>,
+    pred: &Bound<'_, PyAny>,
+    target: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
+    binary_fn(py, pred, target, ops::mse_loss)
+}
+
+/// Class indices from a NumPy int array, a list or a Tensor; non-integer values raise
+/// ValueError.
+fn class_indices(target: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+    let py = target.py();
+    let np = convert::numpy(py)?;
+    let arr = match target.downcast::<PyTensor>() {
+        Ok(t) => crate::numpy_bridge::to_numpy(py, &t.get().inner)?,
+        Err(_) => np.getattr("asarray")?.call1((target,))?,
+    };
+    let arr = arr.downcast_into::<PyUntypedArray>()?;
+    let kind = arr.dtype().getattr("kind")?.extract::<String>()?;
+    let ints = match kind.as_str() {
+        "i" | "u" | "b" => arr.call_method1("astype", ("int64",))?,
+        "f" => {
+            let all_int: bool = np
+                .getattr("all")?
+                .call1((np.getattr("equal")?.call1((&arr, np.getattr("floor")?.call1((&arr,))?))?,))?
+                .extract()?;
+            if !all_int {
+                return Err(PyValueError::new_err(
+                    "cross_entropy: target must hold integer class indices, got non-integer values",
+                ));
+            }
+            arr.call_method1("astype", ("int64",))?
+        }
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "cross_entropy: target must hold integer class indices, got dtype {}",
+                arr.dtype()
+            )))
+        }
+    };
+    ints.call_method0("ravel")?.call_method0("tolist")?.extract()
+}
+
+/// Mean cross-entropy of `logits (N, C)` against integer class indices `target (N,)`.
+#[pyfunction]
+fn cross_entropy(
+    py: Python<'_>,
+    logits: &Bound<'_, PyAny>,
+    target: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
+    let x = extract_tensor(logits)?;
+    let t = class_indices(target)?;
+    unary(py, &x, |x| ops::cross_entropy(x, &t))
+}
+
+/// Register the functions.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(zeros, m)?)?;
+    m.add_function(wrap_pyfunction!(ones, m)?)?;
+    m.add_function(wrap_pyfunction!(full, m)?)?;
+    m.add_function(wrap_pyfunction!(randn, m)?)?;
+    m.add_function(wrap_pyfunction!(rand, m)?)?;
+    m.add_function(wrap_pyfunction!(zeros_like, m)?)?;
+    m.add_function(wrap_pyfunction!(ones_like, m)?)?;
+    m.add_function(wrap_pyfunction!(matmul, m)?)?;
+    m.add_function(wrap_pyfunction!(add, m)?)?;
+    m.add_function(wrap_pyfunction!(sub, m)?)?;
+    m.add_function(wrap_pyfunction!(mul, m)?)?;
+    m.add_function(wrap_pyfunction!(div, m)?)?;
+    m.add_function(wrap_pyfunction!(pow, m)?)?;
+    m.add_function(wrap_pyfunction!(neg, m)?)?;
+    m.add_function(wrap_pyfunction!(exp, m)?)?;
+    m.add_function(wrap_pyfunction!(log, m)?)?;
+    m.add_function(wrap_pyfunction!(sqrt, m)?)?;
+    m.add_function(wrap_pyfunction!(tanh, m)?)?;
+    m.add_function(wrap_pyfunction!(sigmoid, m)?)?;
+    m.add_function(wrap_pyfunction!(relu, m)?)?;
+    m.add_function(wrap_pyfunction!(gelu, m)?)?;
+    m.add_function(wrap_pyfunction!(softmax, m)?)?;
+    m.add_function(wrap_pyfunction!(log_softmax, m)?)?;
+    m.add_function(wrap_pyfunction!(sum, m)?)?;
+    m.add_function(wrap_pyfunction!(mean, m)?)?;
+    m.add_function(wrap_pyfunction!(max, m)?)?;
+    m.add_function(wrap_pyfunction!(reshape, m)?)?;
+    m.add_function(wrap_pyfunction!(transpose, m)?)?;
+    m.add_function(wrap_pyfunction!(permute, m)?)?;
+    m.add_function(wrap_pyfunction!(concat, m)?)?;
+    m.add_function(wrap_pyfunction!(stack, m)?)?;
+    m.add_function(wrap_pyfunction!(where_, m)?)?;
+    m.add_function(wrap_pyfunction!(dropout, m)?)?;
+    m.add_function(wrap_pyfunction!(layer_norm, m)?)?;
+    m.add_function(wrap_pyfunction!(mse_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(cross_entropy, m)?)?;
+    Ok(())
+}

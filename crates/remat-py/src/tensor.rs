@@ -1,0 +1,625 @@
+//! The `remat.Tensor` class: a Rust pyclass over `remat_core::Tensor`, with its attributes,
+//! methods and operators implemented here so the per-op Python overhead stays tiny (no
+//! Python-level wrappers on the hot path). Behaviour lives in remat-core.
+
+use crate::args;
+use crate::call::{binary, heavy, run, unary};
+use crate::convert::{self, operand, python_scalar};
+use crate::dtype::{dtype_object, parse_opt_dtype, try_parse, PyDType};
+use crate::errors::{CoreResultExt, DeviceError};
+use crate::numpy_bridge::to_numpy;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyFloat, PyList, PyString, PyTuple};
+use pyo3::{intern, IntoPyObjectExt};
+use remat_core::{ops, DType, Device, Tensor};
+
+/// An n-dimensional array of float32 or float64 with autograd.
+#[pyclass(name = "Tensor", module = "remat", frozen, subclass, weakref)]
+pub struct PyTensor {
+    /// The engine tensor (a cheap `Arc` handle).
+    pub inner: Tensor,
+}
+
+impl From<Tensor> for PyTensor {
+    #[inline]
+    fn from(inner: Tensor) -> Self {
+        PyTensor { inner }
+    }
+}
+
+/// Wrap an engine tensor for Python.
+#[inline]
+pub fn wrap(t: Tensor) -> PyTensor {
+    PyTensor { inner: t }
+}
+
+/// A Tensor argument, or anything array-like converted like `remat.tensor` does.
+pub fn extract_tensor(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    convert::extract_tensor(obj)
+}
+
+/// Either operand of an operator, or None when Python should try the other operand's
+/// reflected method (`NotImplemented`): a type remat cannot convert.
+#[inline]
+fn op_operand(other: &Bound<'_, PyAny>, like: DType) -> PyResult<Option<Tensor>> {
+    match operand(other, like) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.is_instance_of::<PyTypeError>(other.py()) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// `self (op) other` (or `other (op) self` when `reflected`), returning NotImplemented for
+/// operand types remat does not know.
+#[inline]
+fn binop(
+    py: Python<'_>,
+    this: &Tensor,
+    other: &Bound<'_, PyAny>,
+    reflected: bool,
+    f: fn(&Tensor, &Tensor) -> remat_core::Result<Tensor>,
+) -> PyResult<PyObject> {
+    let Some(o) = op_operand(other, this.dtype())? else {
+        return Ok(py.NotImplemented());
+    };
+    let out = if reflected {
+        binary(py, &o, this, f)?
+    } else {
+        binary(py, this, &o, f)?
+    };
+    Ok(Py::new(py, out)?.into_any())
+}
+
+/// `x ** p`: a Python scalar exponent uses the scalar power (cheaper backward).
+fn power(py: Python<'_>, x: &Tensor, p: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+    if let Some(v) = python_scalar(p) {
+        let out = unary(py, x, |x| ops::pow_scalar(x, v))?;
+        return Ok(Py::new(py, out)?.into_any());
+    }
+    binop(py, x, p, false, ops::pow)
+}
+
+/// Swap two axes, or permute with a full list of axes, or reverse all axes (no axes given):
+/// `x.transpose(0, 1)`, `x.transpose((2, 0, 1))`, `x.transpose()`.
+pub fn transpose_args(x: &Tensor, axes: &Bound<'_, PyTuple>) -> PyResult<Tensor> {
+    if axes.is_empty() {
+        return ops::reverse_axes(x).py();
+    }
+    let axes = args::signed_dims("transpose", axes)?;
+    // Two axes swap (PyTorch); on 2-D tensors that is also the permutation they spell.
+    if axes.len() == 2 {
+        return ops::transpose(x, axes[0], axes[1]).py();
+    }
+    ops::permute(x, &axes).py()
+}
+
+/// `x.reshape(*shape)` with -1 allowed.
+pub fn reshape_args(py: Python<'_>, x: &Tensor, shape: &Bound<'_, PyTuple>) -> PyResult<Tensor> {
+    let dims = args::signed_dims("reshape", shape)?;
+    let shape = ops::shape::infer_shape("reshape", x.shape(), &dims).py()?;
+    run(py, heavy(&[x]), || ops::reshape(x, &shape))
+}
+
+/// `approximate="none" | "tanh"` of gelu.
+pub fn gelu_mode(approximate: &str) -> PyResult<bool> {
+    match approximate {
+        "none" => Ok(false),
+        "tanh" => Ok(true),
+        other => Err(PyValueError::new_err(format!(
+            "gelu: approximate must be \"none\" or \"tanh\", got {other:?}"
+        ))),
+    }
+}
+
+/// Reduction helper: sum / mean / max over `axis`.
+pub fn reduce(
+    py: Python<'_>,
+    op: &str,
+    x: &Tensor,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdims: bool,
+    f: fn(&Tensor, Option<&[isize]>, bool) -> remat_core::Result<Tensor>,
+) -> PyResult<PyTensor> {
+    let axes = args::axes(op, axis)?;
+    unary(py, x, |x| f(x, axes.as_deref(), keepdims))
+}
+
+#[pymethods]
+impl PyTensor {
+    /// `Tensor(data, dtype=None, requires_grad=False)`: the same as `remat.tensor`.
+    #[new]
+    #[pyo3(signature = (data, dtype=None, requires_grad=false))]
+    fn py_new(
+        data: &Bound<'_, PyAny>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        requires_grad: bool,
+    ) -> PyResult<Self> {
+        let t = convert::tensor_from_py(data, parse_opt_dtype(dtype)?)?;
+        t.set_requires_grad(requires_grad).py()?;
+        Ok(wrap(t))
+    }
+
+    // ---- attributes -------------------------------------------------------------------
+
+    /// Extent of each axis.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.shape())
+    }
+    /// Number of axes.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.ndim()
+    }
+    /// Element type (`remat.float32` or `remat.float64`).
+    #[getter]
+    fn dtype(&self, py: Python<'_>) -> PyResult<Py<PyDType>> {
+        dtype_object(py, self.inner.dtype())
+    }
+    /// Device string: `"cpu"` or `"cuda:N"`.
+    #[getter]
+    fn device<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        match self.inner.device() {
+            Device::Cpu => intern!(py, "cpu").clone(),
+            d => PyString::new(py, &d.to_string()),
+        }
+    }
+    /// Whether gradients flow to this tensor.
+    #[getter]
+    fn requires_grad(&self) -> bool {
+        self.inner.requires_grad()
+    }
+    #[setter]
+    fn set_requires_grad(&self, flag: bool) -> PyResult<()> {
+        self.inner.set_requires_grad(flag).py()
+    }
+    /// The accumulated gradient (leaves), or None.
+    #[getter]
+    fn grad(&self) -> Option<PyTensor> {
+        self.inner.grad().map(wrap)
+    }
+    #[setter]
+    fn set_grad(&self, value: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let g = match value {
+            Some(v) if !v.is_none() => Some(operand(v, self.inner.dtype())?),
+            _ => None,
+        };
+        self.inner.set_grad(g).py()
+    }
+    /// Whether this tensor was created by the user rather than by a recorded op.
+    #[getter]
+    fn is_leaf(&self) -> bool {
+        self.inner.is_leaf()
+    }
+    /// The name of the op that produced this tensor (None for leaves).
+    #[getter]
+    fn grad_fn(&self) -> Option<&'static str> {
+        self.inner.grad_fn().map(|n| n.name())
+    }
+    /// Bytes of this tensor's elements.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.inner.nbytes()
+    }
+    /// Number of elements.
+    #[getter]
+    fn size(&self) -> usize {
+        self.inner.numel()
+    }
+    /// Bytes per element.
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.inner.dtype().size()
+    }
+    /// Number of elements (PyTorch spelling).
+    fn numel(&self) -> usize {
+        self.inner.numel()
+    }
+    /// Number of axes (PyTorch spelling).
+    fn dim(&self) -> usize {
+        self.inner.ndim()
+    }
+    /// Whether the elements sit in C order without gaps.
+    fn is_contiguous(&self) -> bool {
+        self.inner.is_contiguous()
+    }
+
+    /// NumPy asks operators to defer to this class (`ndarray + tensor` gives a Tensor).
+    #[classattr]
+    fn __array_priority__() -> f64 {
+        1000.0
+    }
+
+    // ---- conversion ---------------------------------------------------------------------
+
+    /// A NumPy array sharing this tensor's memory (a view; broadcast views are read-only).
+    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_numpy(py, &self.inner)
+    }
+    /// NumPy's array protocol.
+    #[pyo3(signature = (dtype=None, copy=None))]
+    fn __array__<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let arr = to_numpy(py, &self.inner)?;
+        match dtype {
+            Some(d) if !d.is_none() => {
+                let same = arr.getattr(intern!(py, "dtype"))?.eq(d).unwrap_or(false);
+                if !same {
+                    if copy == Some(false) {
+                        return Err(PyValueError::new_err(
+                            "__array__: converting the dtype needs a copy, but copy=False",
+                        ));
+                    }
+                    return arr.call_method1(intern!(py, "astype"), (d,));
+                }
+            }
+            _ => {}
+        }
+        if copy == Some(true) {
+            return arr.call_method0(intern!(py, "copy"));
+        }
+        Ok(arr)
+    }
+    /// The value of a one-element tensor as a Python float.
+    fn item(&self) -> PyResult<f64> {
+        self.inner.item().py()
+    }
+    /// The elements as (nested) Python lists of floats.
+    fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_numpy(py, &self.inner)?.call_method0(intern!(py, "tolist"))
+    }
+    fn __float__(&self) -> PyResult<f64> {
+        self.inner.item().py()
+    }
+    fn __int__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let v = self.inner.item().py()?;
+        PyFloat::new(py, v).call_method0(intern!(py, "__int__"))
+    }
+    fn __bool__(&self) -> PyResult<bool> {
+        Ok(self.inner.item().py()? != 0.0)
+    }
+    fn __len__(&self) -> PyResult<usize> {
+        self.inner
+            .shape()
+            .first()
+            .copied()
+            .ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
+    }
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let n = self.__len__().map_err(|_| {
+            PyTypeError::new_err("iteration over a 0-d tensor")
+        })?;
+        let items = (0..n)
+            .map(|i| ops::index(&self.inner, &[ops::IndexItem::Int(i as isize)]).map(wrap))
+            .collect::<remat_core::Result<Vec<_>>>()
+            .py()?;
+        Ok(PyList::new(py, items)?.try_iter()?.into_any())
+    }
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        crate::repr::repr(py, &self.inner)
+    }
+    /// A leaf copy (value, requires_grad and grad copied), as `copy.deepcopy` expects.
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let t = &self.inner;
+        let c = ops::contiguous_copy(t, t.dtype()).py()?;
+        if let Some(g) = t.grad() {
+            c.set_grad(Some(ops::contiguous_copy(&g, g.dtype()).py()?))
+                .py()?;
+        }
+        c.set_requires_grad(t.requires_grad()).py()?;
+        Ok(wrap(c))
+    }
+    /// Pickles as `remat.tensor(array, dtype, requires_grad)`.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, PyObject)> {
+        let f = py.import("remat")?.getattr("tensor")?;
+        let arr = to_numpy(py, &self.inner)?.call_method0("copy")?;
+        let args = (
+            arr,
+            self.inner.dtype().name(),
+            self.inner.requires_grad(),
+        )
+            .into_py_any(py)?;
+        Ok((f, args))
+    }
+
+    // ---- autograd -----------------------------------------------------------------------
+
+    /// Back-propagate from this tensor into the leaves' `.grad` (GIL released throughout).
+    #[pyo3(signature = (grad=None, retain_graph=false))]
+    fn backward(
+        &self,
+        py: Python<'_>,
+        grad: Option<&Bound<'_, PyAny>>,
+        retain_graph: bool,
+    ) -> PyResult<()> {
+        let g = match grad {
+            Some(g) if !g.is_none() => Some(operand(g, self.inner.dtype())?),
+            _ => None,
+        };
+        let roots = [(self.inner.clone(), g)];
+        py.allow_threads(|| remat_core::autograd::backward(&roots, retain_graph))
+            .py()
+    }
+    /// A new leaf sharing this tensor's storage, cut from the graph.
+    fn detach(&self) -> PyTensor {
+        wrap(self.inner.detach())
+    }
+    /// Set `requires_grad` in place and return this tensor.
+    #[pyo3(signature = (flag=true))]
+    fn requires_grad_(slf: Bound<'_, Self>, flag: bool) -> PyResult<Bound<'_, Self>> {
+        slf.get().inner.set_requires_grad(flag).py()?;
+        Ok(slf)
+    }
+
+    // ---- device / dtype -------------------------------------------------------------------
+
+    /// `to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)` or keywords
+    /// `dtype=`, `device=`. Returns this tensor when nothing changes.
+    #[pyo3(signature = (*args, dtype=None, device=None))]
+    fn to<'py>(
+        slf: Bound<'py, Self>,
+        args: &Bound<'py, PyTuple>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        device: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let mut want_dtype = parse_opt_dtype(dtype)?;
+        let mut want_device = match device {
+            Some(d) if !d.is_none() => Some(args::device(Some(d))?),
+            _ => None,
+        };
+        for a in args.iter() {
+            if let Ok(t) = a.downcast::<PyTensor>() {
+                want_dtype = Some(t.get().inner.dtype());
+                want_device = Some(t.get().inner.device());
+                continue;
+            }
+            if let Ok(s) = a.downcast::<PyString>() {
+                let s = s.to_cow()?;
+                if s.starts_with("cpu") || s.starts_with("cuda") {
+                    want_device = Some(Device::parse(&s).py()?);
+                    continue;
+                }
+            }
+            match try_parse(&a) {
+                Some(d) => want_dtype = Some(d),
+                None => {
+                    return Err(PyTypeError::new_err(format!(
+                        "to: expected a dtype, a device string or a tensor, got {}",
+                        a.repr()?
+                    )))
+                }
+            }
+        }
+        let this = &slf.get().inner;
+        if let Some(dev) = want_device {
+            if dev != this.device() {
+                remat_core::cuda::ensure_available("to", dev).py()?;
+                return Err(DeviceError::new_err(format!(
+                    "to: moving a tensor from {} to {dev} is not supported by this build",
+                    this.device()
+                )));
+            }
+        }
+        match want_dtype {
+            Some(d) if d != this.dtype() => {
+                let out = unary(py, this, |x| ops::to_dtype(x, d))?;
+                Ok(Bound::new(py, out)?.into_any())
+            }
+            _ => Ok(slf.into_any()),
+        }
+    }
+    /// This tensor (it already lives on the CPU).
+    fn cpu(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        let dev = slf.get().inner.device();
+        if dev != Device::Cpu {
+            return Err(DeviceError::new_err(format!(
+                "cpu: moving a tensor from {dev} to cpu is not supported by this build"
+            )));
+        }
+        Ok(slf)
+    }
+    /// Move to a CUDA device: raises `DeviceError` with the reason where none is usable.
+    #[pyo3(signature = (device=None))]
+    fn cuda(&self, device: Option<usize>) -> PyResult<PyTensor> {
+        let dev = Device::Cuda(device.unwrap_or(0));
+        remat_core::cuda::ensure_available("cuda", dev).py()?;
+        Err(DeviceError::new_err(format!(
+            "cuda: moving a tensor from {} to {dev} is not supported by this build",
+            self.inner.device()
+        )))
+    }
+    /// As float32 (differentiable).
+    fn float(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        cast_to(slf, DType::F32)
+    }
+    /// As float64 (differentiable).
+    fn double(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        cast_to(slf, DType::F64)
+    }
+
+    // ---- shape ------------------------------------------------------------------------
+
+    /// The same elements with another shape (`-1` infers one extent).
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        reshape_args(py, &self.inner, shape).map(wrap)
+    }
+    /// Alias of `reshape` (PyTorch spelling).
+    #[pyo3(signature = (*shape))]
+    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        reshape_args(py, &self.inner, shape).map(wrap)
+    }
+    /// A flat view or copy.
+    fn flatten(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        let n = self.inner.numel();
+        unary(py, &self.inner, |x| ops::reshape(x, &[n]))
+    }
+    /// `transpose(a, b)` swaps two axes; `transpose(axes)` permutes; `transpose()` reverses.
+    #[pyo3(signature = (*axes))]
+    fn transpose(&self, axes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        transpose_args(&self.inner, axes).map(wrap)
+    }
+    /// Reorder the axes.
+    #[pyo3(signature = (*axes))]
+    fn permute(&self, axes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        let axes = args::signed_dims("permute", axes)?;
+        ops::permute(&self.inner, &axes).py().map(wrap)
+    }
+    /// All axes reversed.
+    #[getter(T)]
+    fn t_prop(&self) -> PyResult<PyTensor> {
+        ops::reverse_axes(&self.inner).py().map(wrap)
+    }
+    /// A C-contiguous tensor with the same values (this one if it already is).
+    fn contiguous(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, ops::contiguous)
+    }
+    /// Basic indexing: ints, slices, None, `...`, and tuples of these.
+    fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let items = args::index_items(key)?;
+        ops::index(&self.inner, &items).py().map(wrap)
+    }
+
+    // ---- reductions and elementwise ops ---------------------------------------------------
+
+    #[pyo3(signature = (axis=None, keepdims=false))]
+    fn sum(
+        &self,
+        py: Python<'_>,
+        axis: Option<&Bound<'_, PyAny>>,
+        keepdims: bool,
+    ) -> PyResult<PyTensor> {
+        reduce(py, "sum", &self.inner, axis, keepdims, ops::sum)
+    }
+    #[pyo3(signature = (axis=None, keepdims=false))]
+    fn mean(
+        &self,
+        py: Python<'_>,
+        axis: Option<&Bound<'_, PyAny>>,
+        keepdims: bool,
+    ) -> PyResult<PyTensor> {
+        reduce(py, "mean", &self.inner, axis, keepdims, ops::mean)
+    }
+    /// Maximum values (not indices).
+    #[pyo3(signature = (axis=None, keepdims=false))]
+    fn max(
+        &self,
+        py: Python<'_>,
+        axis: Option<&Bound<'_, PyAny>>,
+        keepdims: bool,
+    ) -> PyResult<PyTensor> {
+        reduce(py, "max", &self.inner, axis, keepdims, ops::max)
+    }
+    fn exp(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, ops::exp)
+    }
+    fn log(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, ops::log)
+    }
+    fn sqrt(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, ops::sqrt)
+    }
+    fn tanh(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, ops::tanh)
+    }
+    fn sigmoid(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, ops::sigmoid)
+    }
+    fn relu(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, ops::relu)
+    }
+    fn neg(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, ops::neg)
+    }
+    #[pyo3(signature = (approximate="none"))]
+    fn gelu(&self, py: Python<'_>, approximate: &str) -> PyResult<PyTensor> {
+        let tanh = gelu_mode(approximate)?;
+        unary(py, &self.inner, |x| ops::gelu(x, tanh))
+    }
+    #[pyo3(signature = (axis=-1))]
+    fn softmax(&self, py: Python<'_>, axis: isize) -> PyResult<PyTensor> {
+        unary(py, &self.inner, |x| ops::softmax(x, axis))
+    }
+    #[pyo3(signature = (axis=-1))]
+    fn log_softmax(&self, py: Python<'_>, axis: isize) -> PyResult<PyTensor> {
+        unary(py, &self.inner, |x| ops::log_softmax(x, axis))
+    }
+    fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(py, &self.inner, other, false, ops::matmul)
+    }
+    fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        power(py, &self.inner, exponent)
+    }
+
+    // ---- operators --------------------------------------------------------------------
+
+    fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(py, &self.inner, other, false, ops::add)
+    }
+    fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(py, &self.inner, other, true, ops::add)
+    }
+    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(py, &self.inner, other, false, ops::sub)
+    }
+    fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(py, &self.inner, other, true, ops::sub)
+    }
+    fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(py, &self.inner, other, false, ops::mul)
+    }
+    fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(py, &self.inner, other, true, ops::mul)
+    }
+    fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(py, &self.inner, other, false, ops::div)
+    }
+    fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(py, &self.inner, other, true, ops::div)
+    }
+    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(py, &self.inner, other, false, ops::matmul)
+    }
+    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(py, &self.inner, other, true, ops::matmul)
+    }
+    fn __pow__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyObject> {
+        power(py, &self.inner, other)
+    }
+    fn __rpow__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyObject> {
+        binop(py, &self.inner, other, true, ops::pow)
+    }
+    fn __neg__(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, ops::neg)
+    }
+    fn __pos__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+}
+
+/// `slf` converted to `dtype` (itself when it already has it).
+fn cast_to(slf: Bound<'_, PyTensor>, dtype: DType) -> PyResult<Bound<'_, PyAny>> {
+    let py = slf.py();
+    let this = &slf.get().inner;
+    if this.dtype() == dtype {
+        return Ok(slf.into_any());
+    }
+    let out = unary(py, this, |x| ops::to_dtype(x, dtype))?;
+    Ok(Bound::new(py, out)?.into_any())
+}

@@ -1,0 +1,180 @@
+"""remat: a Rust tensor and autograd engine with gradient checkpointing that really saves memory.
+
+The engine lives in the compiled extension ``remat._remat``; this package re-exports it and adds
+the few Python conveniences (grad-mode context managers, submodules).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, TypeVar
+
+from . import _remat
+from ._remat import (
+    CheckpointError,
+    DeviceError,
+    DType,
+    DTypeError,
+    GraphError,
+    ShapeError,
+    Tensor,
+    add,
+    backward,
+    concat,
+    cross_entropy,
+    cuda_device_count,
+    cuda_is_available,
+    cuda_synchronize,
+    div,
+    dropout,
+    exp,
+    float32,
+    float64,
+    from_numpy,
+    full,
+    gelu,
+    grad,
+    is_grad_enabled,
+    layer_norm,
+    log,
+    log_softmax,
+    manual_seed,
+    matmul,
+    max,
+    max_memory_allocated,
+    mean,
+    memory_allocated,
+    mse_loss,
+    mul,
+    neg,
+    ones,
+    ones_like,
+    permute,
+    pow,
+    rand,
+    randn,
+    relu,
+    reset_peak_memory_stats,
+    reshape,
+    sigmoid,
+    softmax,
+    sqrt,
+    stack,
+    sub,
+    sum,
+    tanh,
+    tensor,
+    transpose,
+    where,
+    zeros,
+    zeros_like,
+)
+
+__version__: str = _remat.__version__
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class _GradMode:
+    """Base of the grad-mode switches: a context manager and a decorator, re-entrant (one
+    instance may be entered several times, nested), restoring the previous mode on exit."""
+
+    _enabled: bool = True
+
+    def __init__(self) -> None:
+        self._prev: list[bool] = []
+
+    def __enter__(self) -> None:
+        self._prev.append(_remat.set_grad_enabled(self._enabled))
+
+    def __exit__(self, *exc: object) -> None:
+        _remat.set_grad_enabled(self._prev.pop())
+
+    def __call__(self, fn: _F) -> _F:
+        mode = type(self)
+        if inspect.isgeneratorfunction(fn):
+
+            @functools.wraps(fn)
+            def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
+                gen = fn(*args, **kwargs)
+                # Each resumption runs under the mode, as PyTorch does for generators.
+                with mode():
+                    value = next(gen)
+                while True:
+                    try:
+                        sent = yield value
+                    except GeneratorExit:
+                        with mode():
+                            gen.close()
+                        raise
+                    except BaseException as e:  # forwarded into the generator
+                        with mode():
+                            value = gen.throw(e)
+                    else:
+                        with mode():
+                            value = gen.send(sent)
+
+            return gen_wrapper  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with mode():
+                return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+
+class no_grad(_GradMode):
+    """Disable graph recording: ``with remat.no_grad(): ...`` or ``@remat.no_grad()``."""
+
+    _enabled = False
+
+
+class enable_grad(_GradMode):
+    """Enable graph recording inside a ``no_grad`` region (context manager or decorator)."""
+
+    _enabled = True
+
+
+class set_grad_enabled:
+    """Set grad mode now (``remat.set_grad_enabled(False)``) or for a block
+    (``with remat.set_grad_enabled(False): ...`` restores the previous mode on exit)."""
+
+    def __init__(self, mode: bool) -> None:
+        self._prev = _remat.set_grad_enabled(bool(mode))
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        _remat.set_grad_enabled(self._prev)
+
+
+from .checkpoint import (  # noqa: E402
+    CheckpointGroup,
+    CheckpointProfiler,
+    adaptive_checkpoint,
+    checkpoint,
+    checkpoint_scope,
+    checkpoint_segment,
+    checkpoint_sequential,
+    gradient_checkpoint_forward,
+    gradient_checkpoint_scope,
+)
+from . import nn, optim, cuda  # noqa: E402
+from .serialization import save, load  # noqa: E402
+
+__all__ = [
+    "CheckpointError", "CheckpointGroup", "CheckpointProfiler", "DType", "DTypeError",
+    "DeviceError", "GraphError", "ShapeError", "Tensor", "adaptive_checkpoint", "add",
+    "backward", "checkpoint", "checkpoint_scope", "checkpoint_segment", "checkpoint_sequential",
+    "concat", "cross_entropy", "cuda", "div", "dropout", "enable_grad", "exp", "float32",
+    "float64", "from_numpy", "full", "gelu", "grad", "gradient_checkpoint_forward",
+    "gradient_checkpoint_scope", "is_grad_enabled", "layer_norm", "load", "log", "log_softmax",
+    "manual_seed", "matmul", "max", "max_memory_allocated", "mean", "memory_allocated",
+    "mse_loss", "mul", "neg", "nn", "no_grad", "ones", "ones_like", "optim", "permute", "pow",
+    "rand", "randn", "relu", "reset_peak_memory_stats", "reshape", "save", "set_grad_enabled",
+    "sigmoid", "softmax", "sqrt", "stack", "sub", "sum", "tanh", "tensor", "transpose", "where",
+    "zeros", "zeros_like",
+]

@@ -1,0 +1,286 @@
+"""Optimizers in the style of ``torch.optim``: SGD (momentum, dampening, Nesterov, weight
+decay), Adam and AdamW.
+
+``step()`` calls one Rust kernel per parameter that has a gradient; the kernel updates the
+parameter and its state tensors in place with PyTorch's formulas. State tensors are created
+lazily (``remat.zeros_like``) on a parameter's first step. Parameters can be given as an
+iterable of Tensors or as a list of param-group dicts (``{"params": [...], "lr": ...}``) whose
+hyperparameters override the defaults; ``param_groups[i]["lr"]`` may be changed between steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+from collections.abc import Iterable
+
+import numpy as np
+
+import remat
+
+from . import _remat
+from ._remat import Tensor
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+
+
+def _check_nonneg(name: str, value: float) -> None:
+    if not value >= 0.0:  # also catches NaN
+        raise ValueError(f"Invalid {name}: {value}")
+
+
+class Optimizer:
+    """Base class: holds ``param_groups`` (list of dicts with ``"params"`` and the
+    hyperparameters) and per-parameter ``state``; subclasses implement :meth:`step`."""
+
+    def __init__(self, params: Any, defaults: dict) -> None:
+        self.defaults = dict(defaults)
+        self.param_groups: list[dict] = []
+        self._state: dict[int, dict] = {}
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or "
+                "dicts, but got a Tensor"
+            )
+        params = list(params)
+        if not params:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(params[0], dict):
+            params = [{"params": params}]
+        for group in params:
+            self.add_param_group(group)
+
+    def add_param_group(self, group: dict) -> None:
+        """Add a group of parameters (``{"params": ..., **hyperparameters}``)."""
+        if not isinstance(group, dict):
+            raise TypeError(f"param group must be a dict, got {type(group).__name__}")
+        group = dict(group)
+        ps = group.get("params")
+        if ps is None:
+            raise ValueError("param group has no 'params'")
+        ps = [ps] if isinstance(ps, Tensor) else list(ps)
+        for p in ps:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, got {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if len({id(p) for p in ps}) != len(ps) or any(id(p) in seen for p in ps):
+            raise ValueError("some parameters appear more than once in the optimizer")
+        for k, v in self.defaults.items():
+            group.setdefault(k, v)
+        self._validate(group)
+        group["params"] = ps
+        self.param_groups.append(group)
+
+    def _validate(self, group: dict) -> None:
+        _check_nonneg("learning rate", group["lr"])
+
+    @property
+    def state(self) -> dict:
+        """Per-parameter state, keyed by the parameter tensor's ``id``."""
+        return self._state
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear the gradients of all optimized parameters (None, or zero-filled in place)."""
+        from .nn import _zero_grads
+
+        _zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Update every parameter that has a gradient; returns ``closure()`` if given."""
+        loss = None
+        if closure is not None:
+            with remat.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is not None:
+                    self._update(p, g, group, self._state.setdefault(id(p), {}))
+        return loss
+
+    def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        raise NotImplementedError
+
+    # -- state dicts ------------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """``{"state": {index: {name: value}}, "param_groups": [...]}`` with parameters
+        numbered in group order and state tensors as NumPy array copies."""
+        index: dict[int, int] = {}
+        groups = []
+        for g in self.param_groups:
+            ids = []
+            for p in g["params"]:
+                index.setdefault(id(p), len(index))
+                ids.append(index[id(p)])
+            groups.append({**{k: v for k, v in g.items() if k != "params"}, "params": ids})
+        state = {}
+        for pid, st in self._state.items():
+            if pid in index and st:
+                state[index[pid]] = {
+                    k: np.array(v.numpy(), copy=True) if isinstance(v, Tensor) else v
+                    for k, v in st.items()
+                }
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore hyperparameters and state saved by :meth:`state_dict`."""
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        params = []
+        for mine, saved in zip(self.param_groups, groups):
+            if len(mine["params"]) != len(saved["params"]):
+                raise ValueError(
+                    "loaded state dict contains a parameter group that doesn't match the size "
+                    "of the optimizer's group"
+                )
+            params.extend(zip(saved["params"], mine["params"]))
+        by_index = dict(params)
+        for mine, saved in zip(self.param_groups, groups):
+            mine.update({k: v for k, v in saved.items() if k != "params"})
+        self._state = {}
+        for i, st in state_dict["state"].items():
+            p = by_index[int(i)]
+            self._state[id(p)] = {
+                k: remat.tensor(np.asarray(v), dtype=p.dtype, device=p.device)
+                if isinstance(v, (np.ndarray, Tensor))
+                else v
+                for k, v in st.items()
+            }
+
+    def __repr__(self) -> str:
+        lines = [type(self).__name__ + " ("]
+        for i, g in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for k in sorted(g):
+                if k != "params":
+                    lines.append(f"    {k}: {g[k]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent, as ``torch.optim.SGD``::
+
+    d = grad + weight_decay * p
+    buf = d (first step) | momentum * buf + (1 - dampening) * d
+    d = d + momentum * buf (nesterov) | buf (momentum != 0)
+    p -= lr * d
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        momentum: float = 0.0,
+        dampening: float = 0.0,
+        weight_decay: float = 0.0,
+        nesterov: bool = False,
+    ) -> None:
+        defaults = dict(
+            lr=lr,
+            momentum=momentum,
+            dampening=dampening,
+            weight_decay=weight_decay,
+            nesterov=nesterov,
+        )
+        super().__init__(params, defaults)
+
+    def _validate(self, group: dict) -> None:
+        super()._validate(group)
+        _check_nonneg("momentum value", group["momentum"])
+        _check_nonneg("weight_decay value", group["weight_decay"])
+        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+
+    def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        momentum = float(group["momentum"])
+        buf = None
+        first = False
+        if momentum != 0.0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = remat.zeros_like(p)
+                first = True
+        _remat.sgd_step(
+            p,
+            g,
+            buf,
+            first,
+            float(group["lr"]),
+            momentum,
+            float(group["weight_decay"]),
+            float(group["dampening"]),
+            bool(group["nesterov"]),
+        )
+
+
+class Adam(Optimizer):
+    """Adam, as ``torch.optim.Adam`` (L2 ``weight_decay`` added to the gradient)::
+
+    g = grad + weight_decay * p
+    m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g * g
+    p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+    """
+
+    _decoupled = False
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+    ) -> None:
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+        super().__init__(params, defaults)
+
+    def _validate(self, group: dict) -> None:
+        super()._validate(group)
+        _check_nonneg("epsilon value", group["eps"])
+        _check_nonneg("weight_decay value", group["weight_decay"])
+        b1, b2 = group["betas"]
+        for i, b in enumerate((b1, b2)):
+            if not 0.0 <= b < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+
+    def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = remat.zeros_like(p)
+            state["exp_avg_sq"] = remat.zeros_like(p)
+        state["step"] += 1
+        b1, b2 = group["betas"]
+        _remat.adam_step(
+            p,
+            g,
+            state["exp_avg"],
+            state["exp_avg_sq"],
+            int(state["step"]),
+            float(group["lr"]),
+            float(b1),
+            float(b2),
+            float(group["eps"]),
+            float(group["weight_decay"]),
+            self._decoupled,
+        )
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay, as ``torch.optim.AdamW``: the parameter is first
+    scaled by ``1 - lr * weight_decay``, then updated by Adam without weight decay."""
+
+    _decoupled = True
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+    ) -> None:
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)

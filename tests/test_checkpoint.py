@@ -1,0 +1,412 @@
+"""Checkpointing: every entry point gives bit-identical gradients to the plain run, keeps less
+memory alive (asserted exactly from the byte counters), and leaves no state behind."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import remat
+
+rng = np.random.default_rng(0)
+
+
+def leaf(shape, scale=1.0, dtype=np.float32):
+    return remat.tensor((rng.standard_normal(shape) * scale).astype(dtype), requires_grad=True)
+
+
+def grads(params):
+    return [p.grad.numpy().copy() for p in params]
+
+
+def zero(params):
+    for p in params:
+        p.grad = None
+
+
+def assert_bitwise_equal(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x.dtype == y.dtype and x.shape == y.shape
+        assert np.array_equal(x, y), f"max diff {np.abs(x - y).max()}"
+
+
+def assert_no_checkpoint_state():
+    gc.collect()
+    assert remat.live_checkpoint_state() == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Models: an MLP, an attention-like block, layer norm, dropout
+
+
+class MLP:
+    def __init__(self, depth=6, width=16):
+        self.ws = [leaf((width, width), 1 / np.sqrt(width)) for _ in range(depth)]
+        self.bs = [leaf((width,), 0.1) for _ in range(depth)]
+
+    @property
+    def params(self):
+        return self.ws + self.bs
+
+    def layer(self, i):
+        return lambda x: remat.relu(x @ self.ws[i] + self.bs[i])
+
+    @property
+    def layers(self):
+        return [self.layer(i) for i in range(len(self.ws))]
+
+
+def attention_block(x, wq, wk, wv):
+    q, k, v = x @ wq, x @ wk, x @ wv
+    att = remat.softmax(q @ k.transpose(-1, -2) * (1.0 / np.sqrt(q.shape[-1])), axis=-1)
+    return att @ v
+
+
+def norm_block(x, w, g, b):
+    return remat.layer_norm(remat.gelu(x @ w), g, b)
+
+
+def dropout_block(x, w):
+    return remat.dropout(remat.tanh(x @ w), p=0.3, training=True)
+
+
+def run_plain_and(fn_plain, fn_ckpt, params, seed=1):
+    """Gradients of sum(out * out) for the plain and the checkpointed forward."""
+    out = []
+    for fn in (fn_plain, fn_ckpt):
+        zero(params)
+        remat.manual_seed(seed)
+        y = fn()
+        (y * y).sum().backward()
+        out.append(grads(params))
+        del y
+    return out
+
+
+def test_every_entry_point_matches_plain_on_an_mlp():
+    m = MLP()
+    x = remat.tensor(rng.standard_normal((4, 16)).astype(np.float32))
+
+    def plain():
+        h = x
+        for f in m.layers:
+            h = f(h)
+        return h
+
+    def per_layer(entry):
+        def run():
+            h = x
+            for f in m.layers:
+                h = entry(f, h)
+            return h
+        return run
+
+    variants = {
+        "checkpoint(fn)": per_layer(lambda f, h: remat.checkpoint(f, h)),
+        "checkpoint_segment": per_layer(lambda f, h: remat.checkpoint_segment(f, h)),
+        "checkpoint(tensor)": per_layer(lambda f, h: remat.checkpoint(f(h))),
+        "adaptive_checkpoint": per_layer(lambda f, h: remat.adaptive_checkpoint(f(h), 0)),
+        "group": per_layer(lambda f, h: remat.CheckpointGroup().checkpoint_fn(f, h)[0]),
+        "sequential(3)": lambda: remat.checkpoint_sequential(m.layers, 3, x),
+        "sequential(sqrt)": lambda: remat.checkpoint_sequential(m.layers, "sqrt", x),
+        "sequential(budget)": lambda: remat.checkpoint_sequential(
+            m.layers, None, x, budget_bytes=1200),
+        "gradient_checkpoint_forward": per_layer(
+            lambda f, h: remat.gradient_checkpoint_forward(f, True, False, h)),
+        "gradient_checkpoint_forward(offload)": per_layer(
+            lambda f, h: remat.gradient_checkpoint_forward(f, False, True, h)),
+    }
+
+    def scoped():
+        with remat.checkpoint_scope():
+            return plain()
+
+    def scoped_seed():
+        with remat.gradient_checkpoint_scope():
+            return plain()
+
+    variants["checkpoint_scope"] = scoped
+    variants["gradient_checkpoint_scope"] = scoped_seed
+    for name, fn in variants.items():
+        ref, got = run_plain_and(plain, fn, m.params)
+        assert_bitwise_equal(ref, got), name
+    assert_no_checkpoint_state()
+
+
+@pytest.mark.parametrize("block", ["attention", "norm", "dropout"])
+def test_blocks_match_plain(block):
+    d = 8
+    x = leaf((2, 5, d))
+    if block == "attention":
+        params = [leaf((d, d), 0.3) for _ in range(3)]
+        fn = attention_block
+    elif block == "norm":
+        params = [leaf((d, d), 0.3), leaf((d,)), leaf((d,))]
+        fn = norm_block
+    else:
+        params = [leaf((d, d), 0.3)]
+        fn = dropout_block
+    all_params = [x, *params]
+    ref, seg = run_plain_and(lambda: fn(x, *params),
+                             lambda: remat.checkpoint_segment(fn, x, *params), all_params)
+    assert_bitwise_equal(ref, seg)
+    _, tensor_level = run_plain_and(lambda: fn(x, *params),
+                                    lambda: remat.checkpoint(fn(x, *params)), all_params)
+    assert_bitwise_equal(ref, tensor_level)
+
+    def scoped():
+        with remat.checkpoint_scope():
+            return fn(x, *params)
+
+    _, sc = run_plain_and(lambda: fn(x, *params), scoped, all_params)
+    assert_bitwise_equal(ref, sc)
+    assert_no_checkpoint_state()
+
+
+def test_dropout_mask_replays_and_later_draws_are_not_shifted():
+    x = leaf((64,))
+
+    def run(ckpt, preserve=True):
+        x.grad = None
+        remat.manual_seed(3)
+        f = lambda t: remat.dropout(t * 2.0, p=0.5)  # noqa: E731
+        y = remat.checkpoint_segment(f, x, preserve_rng_state=preserve) if ckpt else f(x)
+        after = remat.rand(8).numpy().copy()
+        (y * y).sum().backward()
+        return x.grad.numpy().copy(), after
+
+    g_plain, after_plain = run(False)
+    g_ckpt, after_ckpt = run(True)
+    assert np.array_equal(g_plain, g_ckpt)
+    assert np.array_equal(after_plain, after_ckpt)
+    g_fresh, _ = run(True, preserve=False)
+    assert not np.array_equal(g_plain, g_fresh)
+
+
+def test_segment_inputs_outputs_and_captured_parameters():
+    w = leaf((4, 4))
+    x = leaf((3, 4))
+    c = remat.tensor(rng.standard_normal((3, 4)).astype(np.float32))  # needs no grad
+
+    def fn(a, const, scale, *, shift):
+        h = remat.tanh(a @ w) * scale + const
+        return h + shift, "label", h.sum()
+
+    y, label, s = remat.checkpoint_segment(fn, x, c, 0.5, shift=1.0)
+    assert label == "label"
+    ((y * y).sum() + s).backward()
+    g = [x.grad.numpy().copy(), w.grad.numpy().copy()]
+    x.grad = None
+    w.grad = None
+    y, _, s = fn(x, c, 0.5, shift=1.0)
+    ((y * y).sum() + s).backward()
+    assert_bitwise_equal(g, [x.grad.numpy(), w.grad.numpy()])
+    assert c.grad is None
+
+
+def test_nested_segments_and_no_grad():
+    m = MLP(depth=4)
+    x = remat.tensor(rng.standard_normal((2, 16)).astype(np.float32))
+
+    def inner(h):
+        return m.layer(1)(m.layer(0)(h))
+
+    def outer(h):
+        return m.layer(3)(m.layer(2)(remat.checkpoint_segment(inner, h)))
+
+    def plain():
+        h = x
+        for f in m.layers:
+            h = f(h)
+        return h
+
+    ref, got = run_plain_and(plain, lambda: remat.checkpoint_segment(outer, x), m.params)
+    assert_bitwise_equal(ref, got)
+    with remat.no_grad():
+        y = remat.checkpoint_segment(outer, x)
+        assert not y.requires_grad
+        assert np.array_equal(y.numpy(), plain().numpy())
+    assert_no_checkpoint_state()
+
+
+def test_recompute_with_different_shapes_raises_checkpoint_error():
+    w = leaf((4, 4))
+    calls = []
+
+    def fn(x):
+        calls.append(1)
+        if len(calls) > 1:
+            x = remat.concat([x, x], axis=0)
+        return x @ w
+
+    y = remat.checkpoint_segment(fn, remat.ones(2, 4), name="shifty")
+    with pytest.raises(remat.CheckpointError, match="shifty"):
+        y.sum().backward()
+    del y
+    # The engine stays usable.
+    z = remat.checkpoint_segment(lambda t: t @ w, remat.ones(2, 4))
+    z.sum().backward()
+    assert w.grad is not None
+
+
+def test_errors_raised_by_the_function_propagate():
+    def boom(x):
+        raise KeyError("inside")
+
+    with pytest.raises(KeyError):
+        remat.checkpoint_segment(boom, leaf((2,)))
+    with pytest.raises(TypeError):
+        remat.checkpoint_segment(lambda x: 3, leaf((2,)))
+    with pytest.raises(TypeError):
+        remat.checkpoint(42)
+
+
+def test_group_shares_one_recompute_and_counts():
+    w = leaf((8, 8))
+    x = leaf((4, 8))
+    group = remat.CheckpointGroup(name="pair")
+
+    def two(t):
+        h = remat.tanh(t @ w)
+        return h * 2.0, h * 3.0
+
+    a, b = group.checkpoint_fn(two, x)
+    assert group.checkpoint_count == 1
+    assert group.memory_saved > 0
+    (a.sum() + b.sum()).backward()
+    assert group.recompute_count == 1
+    assert_no_checkpoint_state()
+
+
+def test_scope_tensors_consumed_outside_are_recomputed():
+    w = leaf((8, 8))
+    x = leaf((4, 8))
+    with remat.CheckpointProfiler() as prof:
+        with remat.checkpoint_scope():
+            h = remat.tanh(x @ w)
+        y = (remat.sigmoid(h) * 2.0).sum()
+        del h
+        y.backward()
+    assert prof.recompute_count() >= 1
+    g = [x.grad.numpy().copy(), w.grad.numpy().copy()]
+    x.grad = w.grad = None
+    (remat.sigmoid(remat.tanh(x @ w)) * 2.0).sum().backward()
+    assert_bitwise_equal(g, [x.grad.numpy(), w.grad.numpy()])
+
+
+def test_adaptive_checkpoint_decides_on_real_size():
+    x = leaf((10,))
+    y = x * 2.0
+    small = remat.adaptive_checkpoint(y, 41)  # 40 bytes < 41: unchanged
+    big = remat.adaptive_checkpoint(y, 40)
+    with remat.CheckpointProfiler() as prof:
+        remat.adaptive_checkpoint(y, 41)
+        assert prof.checkpoint_count() == 0
+        remat.adaptive_checkpoint(y, 40)
+        assert prof.checkpoint_count() == 1
+    assert np.array_equal(small.numpy(), big.numpy())
+
+
+def test_budget_planner_errors_clearly_when_nothing_fits():
+    m = MLP(depth=4)
+    x = remat.tensor(rng.standard_normal((4, 16)).astype(np.float32))
+    with pytest.raises(ValueError, match="budget_bytes=10"):
+        remat.checkpoint_sequential(m.layers, None, x, budget_bytes=10)
+    with pytest.raises(ValueError):
+        remat.checkpoint_sequential(m.layers, 0, x)
+    with pytest.raises(ValueError):
+        remat.checkpoint_sequential(m.layers, "cube", x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory, exactly from the byte counters
+
+
+def _preallocate_grads(params):
+    for p in params:
+        p.grad = remat.zeros_like(p)
+
+
+def peak_above_baseline(params, step):
+    _preallocate_grads(params)
+    gc.collect()
+    base = remat.memory_allocated()
+    remat.reset_peak_memory_stats()
+    step()
+    gc.collect()
+    assert remat.memory_allocated() == base, "the step leaked memory"
+    return remat.max_memory_allocated() - base
+
+
+def test_sequential_checkpointing_of_a_deep_mlp_keeps_under_030_of_peak():
+    depth, width, batch = 64, 256, 512
+    ws = [leaf((width, width), 1 / np.sqrt(width)) for _ in range(depth)]
+    bs = [leaf((width,), 0.01) for _ in range(depth)]
+    layers = [(lambda w, b: (lambda h: remat.relu(h @ w + b)))(w, b) for w, b in zip(ws, bs)]
+    x = remat.tensor(rng.standard_normal((batch, width)).astype(np.float32))
+
+    def plain():
+        h = x
+        for f in layers:
+            h = f(h)
+        h.mean().backward()
+
+    def ckpt():
+        remat.checkpoint_sequential(layers, 8, x).mean().backward()
+
+    p_plain = peak_above_baseline(ws + bs, plain)
+    p_ckpt = peak_above_baseline(ws + bs, ckpt)
+    assert p_ckpt <= 0.30 * p_plain, (p_ckpt, p_plain)
+    assert_no_checkpoint_state()
+
+
+def test_checkpointing_the_gelu_output_of_an_mlp_block_keeps_at_most_055():
+    d, batch = 128, 256
+    w1 = leaf((d, 4 * d), 1 / np.sqrt(d))
+    w2 = leaf((4 * d, d), 1 / np.sqrt(4 * d))
+    x = remat.tensor(rng.standard_normal((batch, d)).astype(np.float32))
+
+    def kept_after_forward(block):
+        gc.collect()
+        base = remat.memory_allocated()
+        loss = block().mean()
+        gc.collect()
+        kept = remat.memory_allocated() - base
+        loss.backward()
+        return kept
+
+    plain = kept_after_forward(lambda: remat.gelu(x @ w1) @ w2)
+    ckpt = kept_after_forward(lambda: remat.checkpoint(remat.gelu(x @ w1)) @ w2)
+    assert ckpt <= 0.55 * plain, (ckpt, plain)
+    assert_no_checkpoint_state()
+
+
+def test_profiler_memory_saved_equals_bytes_not_kept():
+    m = MLP(depth=8, width=64)
+    x = remat.tensor(rng.standard_normal((32, 64)).astype(np.float32))
+    gc.collect()
+    base = remat.memory_allocated()
+    h = x
+    for f in m.layers:
+        h = f(h)
+    kept_plain = remat.memory_allocated() - base
+    del h, f
+    gc.collect()
+    with remat.CheckpointProfiler() as prof:
+        y = remat.checkpoint_sequential(m.layers, 4, x)
+        kept_ckpt = remat.memory_allocated() - base
+        assert prof.memory_saved() == kept_plain - kept_ckpt
+        assert prof.checkpoint_count() == 3
+        y.sum().backward()
+        assert prof.recompute_count() == 3
+        assert prof.recompute_seconds() > 0
+        assert prof.peak_bytes() >= remat.memory_allocated()
+    recs = prof.records()
+    assert len(recs) == 3 and {r["kind"] for r in recs} == {"sequential"}
+    assert sum(r["bytes_saved"] for r in recs) == prof.memory_saved()
+    assert "memory saved" in prof.report()
+    # The class's static methods read the same numbers.
+    assert remat.CheckpointProfiler.memory_saved() == prof.memory_saved()
+    del y
+    assert_no_checkpoint_state()

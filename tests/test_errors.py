@@ -1,0 +1,440 @@
+"""Bad input to every public function and method: the exact exception class, a message that
+names the op, and an engine that still works afterwards."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import remat
+
+
+def f32(*shape):
+    return remat.ones(*shape)
+
+
+def f64(*shape):
+    return remat.ones(*shape, dtype=remat.float64)
+
+
+def leaf(*shape):
+    return remat.ones(*shape, requires_grad=True)
+
+
+def engine_still_works():
+    x = remat.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 6.0])
+    assert (remat.ones(2, 2) @ remat.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_exception_hierarchy():
+    assert issubclass(remat.ShapeError, ValueError)
+    assert issubclass(remat.DTypeError, TypeError)
+    assert issubclass(remat.DeviceError, RuntimeError)
+    assert issubclass(remat.GraphError, RuntimeError)
+    assert issubclass(remat.CheckpointError, RuntimeError)
+    for e in (remat.ShapeError, remat.DTypeError, remat.DeviceError, remat.GraphError,
+              remat.CheckpointError):
+        assert issubclass(e, Exception)
+    assert len({remat.ShapeError, remat.DTypeError, remat.DeviceError, remat.GraphError,
+                remat.CheckpointError}) == 5
+
+
+# (id, callable, exception class, names: substrings one of which the message must contain)
+S, D, G = remat.ShapeError, remat.DTypeError, remat.GraphError
+
+CASES = [
+    # ---- binary ops: shapes
+    ("add_shape", lambda: remat.add(f32(2, 3), f32(4)), S, ("add",)),
+    ("sub_shape", lambda: remat.sub(f32(2, 3), f32(2)), S, ("sub",)),
+    ("mul_shape", lambda: remat.mul(f32(3, 1, 2), f32(4, 3)), S, ("mul",)),
+    ("div_shape", lambda: remat.div(f32(5), f32(4)), S, ("div",)),
+    ("pow_shape", lambda: remat.pow(f32(5), f32(4)), S, ("pow",)),
+    ("op_add_shape", lambda: f32(2, 3) + f32(3, 2), S, ("add", "+")),
+    ("op_sub_shape", lambda: f32(2) - f32(3), S, ("sub", "-")),
+    ("op_mul_shape", lambda: f32(2) * f32(3), S, ("mul", "*")),
+    ("op_div_shape", lambda: f32(2) / f32(3), S, ("div", "/")),
+    ("op_pow_shape", lambda: f32(2) ** f32(3), S, ("pow", "**")),
+    # ---- binary ops: dtypes and Python types
+    ("add_dtype", lambda: f32(2) + f64(2), D, ("add", "+")),
+    ("mul_dtype", lambda: remat.mul(f64(2), f32(2)), D, ("mul",)),
+    ("pow_dtype", lambda: remat.pow(f64(2), f32(2)), D, ("pow",)),
+    ("add_str", lambda: f32(2) + "a", TypeError, None),
+    ("radd_str", lambda: "a" + f32(2), TypeError, None),
+    ("mul_none", lambda: f32(2) * None, TypeError, None),
+    ("add_fn_str", lambda: remat.add(f32(2), "a"), TypeError, None),
+    ("div_fn_none", lambda: remat.div(None, f32(2)), TypeError, None),
+    # ---- matmul
+    ("matmul_inner", lambda: f32(2, 3) @ f32(4, 5), S, ("matmul", "@")),
+    ("matmul_fn_inner", lambda: remat.matmul(f32(3), f32(4)), S, ("matmul",)),
+    ("matmul_batch", lambda: f32(2, 2, 3) @ f32(3, 3, 4), S, ("matmul", "@")),
+    ("matmul_vec_mat", lambda: f32(3) @ f32(4, 5), S, ("matmul", "@")),
+    ("matmul_0d", lambda: remat.matmul(f32(), f32(3)), S, ("matmul",)),
+    ("matmul_dtype", lambda: f32(2, 3) @ f64(3, 2), D, ("matmul", "@")),
+    ("matmul_str", lambda: remat.matmul(f32(2, 2), "x"), TypeError, None),
+    # ---- unary ops: wrong types
+    ("exp_none", lambda: remat.exp(None), TypeError, None),
+    ("log_str", lambda: remat.log("x"), TypeError, None),
+    ("sqrt_dict", lambda: remat.sqrt({}), TypeError, None),
+    ("tanh_none", lambda: remat.tanh(None), TypeError, None),
+    ("sigmoid_none", lambda: remat.sigmoid(None), TypeError, None),
+    ("relu_none", lambda: remat.relu(None), TypeError, None),
+    ("neg_none", lambda: remat.neg(None), TypeError, None),
+    ("gelu_mode", lambda: remat.gelu(f32(2), approximate="fast"), ValueError, ("gelu",)),
+    ("gelu_none", lambda: remat.gelu(None), TypeError, None),
+    # ---- reductions
+    ("sum_axis", lambda: f32(2, 3).sum(axis=2), S, ("sum",)),
+    ("sum_neg_axis", lambda: remat.sum(f32(2, 3), axis=-3), S, ("sum",)),
+    ("sum_dup_axis", lambda: f32(2, 3).sum(axis=(0, 0)), S, ("sum",)),
+    ("sum_axis_0d", lambda: f32().sum(axis=0), S, ("sum",)),
+    ("mean_axis", lambda: remat.mean(f32(2, 3), axis=(0, 5)), S, ("mean",)),
+    ("max_axis", lambda: f32(2, 3).max(axis=-4), S, ("max",)),
+    ("max_empty", lambda: remat.max(remat.zeros(0)), S, ("max",)),
+    ("max_empty_axis", lambda: remat.zeros(2, 0).max(axis=1), S, ("max",)),
+    ("sum_axis_str", lambda: f32(2, 3).sum(axis="0"), TypeError, None),
+    ("mean_axis_float", lambda: f32(2, 3).mean(axis=1.5), TypeError, None),
+    # ---- softmax family, layer_norm, gelu
+    ("softmax_axis", lambda: remat.softmax(f32(2, 3), axis=2), S, ("softmax",)),
+    ("softmax_0d", lambda: remat.softmax(f32(), axis=-1), S, ("softmax",)),
+    ("log_softmax_axis", lambda: remat.log_softmax(f32(2, 3), axis=-3), S, ("log_softmax",)),
+    ("layer_norm_weight", lambda: remat.layer_norm(f32(2, 3), weight=f32(2)), S,
+     ("layer_norm",)),
+    ("layer_norm_bias", lambda: remat.layer_norm(f32(2, 3), bias=f32(3, 1)), S,
+     ("layer_norm",)),
+    ("layer_norm_0d", lambda: remat.layer_norm(f32()), S, ("layer_norm",)),
+    ("layer_norm_dtype", lambda: remat.layer_norm(f32(2, 3), weight=f64(3)), D,
+     ("layer_norm",)),
+    ("layer_norm_weight_type", lambda: remat.layer_norm(f32(2, 3), weight="w"), TypeError,
+     None),
+    # ---- losses
+    ("mse_shape", lambda: remat.mse_loss(f32(3), f32(4)), S, ("mse_loss",)),
+    ("mse_dtype", lambda: remat.mse_loss(f32(3), f64(3)), D, ("mse_loss",)),
+    ("ce_target_range", lambda: remat.cross_entropy(f32(2, 3), np.array([0, 3])), S,
+     ("cross_entropy",)),
+    ("ce_target_negative", lambda: remat.cross_entropy(f32(2, 3), [0, -1]), S,
+     ("cross_entropy",)),
+    ("ce_target_len", lambda: remat.cross_entropy(f32(2, 3), [0, 1, 2]), S,
+     ("cross_entropy",)),
+    ("ce_logits_3d", lambda: remat.cross_entropy(f32(2, 3, 4), [0, 1]), S,
+     ("cross_entropy",)),
+    ("ce_target_type", lambda: remat.cross_entropy(f32(2, 3), "ab"), TypeError, None),
+    # ---- dropout
+    ("dropout_p_high", lambda: remat.dropout(f32(3), p=1.5), ValueError, ("dropout",)),
+    ("dropout_p_neg", lambda: remat.dropout(f32(3), p=-0.1), ValueError, ("dropout",)),
+    ("dropout_p_nan", lambda: remat.dropout(f32(3), p=float("nan")), ValueError,
+     ("dropout",)),
+    ("dropout_p_str", lambda: remat.dropout(f32(3), p="half"), TypeError, None),
+    # ---- where / concat / stack
+    ("where_shape", lambda: remat.where(np.array([True, False]), f32(3), f32(3)), S,
+     ("where",)),
+    ("where_ab_shape", lambda: remat.where(np.array([True]), f32(2), f32(3)), S, ("where",)),
+    ("where_dtype", lambda: remat.where(np.array([True]), f32(2), f64(2)), D, ("where",)),
+    ("concat_shape", lambda: remat.concat([f32(2, 3), f32(3, 2)], axis=0), S, ("concat",)),
+    ("concat_ndim", lambda: remat.concat([f32(2, 3), f32(3)]), S, ("concat",)),
+    ("concat_axis", lambda: remat.concat([f32(2), f32(2)], axis=1), S, ("concat",)),
+    ("concat_empty", lambda: remat.concat([]), ValueError, ("concat",)),
+    ("concat_0d", lambda: remat.concat([f32(), f32()]), S, ("concat",)),
+    ("concat_dtype", lambda: remat.concat([f32(2), f64(2)]), D, ("concat",)),
+    ("concat_type", lambda: remat.concat([f32(2), 3.0]), TypeError, None),
+    ("concat_not_list", lambda: remat.concat(5), TypeError, None),
+    ("stack_shape", lambda: remat.stack([f32(2), f32(3)]), S, ("stack",)),
+    ("stack_axis", lambda: remat.stack([f32(2), f32(2)], axis=3), S, ("stack",)),
+    ("stack_empty", lambda: remat.stack([]), ValueError, ("stack",)),
+    ("stack_dtype", lambda: remat.stack([f32(2), f64(2)]), D, ("stack",)),
+    # ---- reshape / transpose / indexing
+    ("reshape_size", lambda: f32(2, 3).reshape(4, 2), S, ("reshape",)),
+    ("reshape_two_neg", lambda: f32(2, 3).reshape(-1, -1), S, ("reshape",)),
+    ("reshape_neg_bad", lambda: f32(2, 3).reshape(-1, 4), S, ("reshape",)),
+    ("reshape_neg_dim", lambda: remat.reshape(f32(6), (-2, 3)), S, ("reshape",)),
+    ("reshape_float", lambda: f32(6).reshape(2.5), TypeError, None),
+    ("reshape_str", lambda: remat.reshape(f32(6), "6"), TypeError, None),
+    ("transpose_axis", lambda: f32(2, 3).transpose(0, 2), S, ("transpose",)),
+    ("transpose_fn_axis", lambda: remat.transpose(f32(2, 3), -3, 0), S, ("transpose",)),
+    ("transpose_type", lambda: f32(2, 3).transpose("a", 0), TypeError, None),
+    ("getitem_range", lambda: f32(3)[3], IndexError, None),
+    ("getitem_neg_range", lambda: f32(3, 2)[:, -3], IndexError, None),
+    ("getitem_too_many", lambda: f32(3)[0, 0], IndexError, None),
+    ("getitem_0d", lambda: f32()[0], IndexError, None),
+    ("getitem_two_ellipsis", lambda: f32(2, 2)[..., ...], IndexError, None),
+    ("getitem_step_zero", lambda: f32(3)[::0], ValueError, None),
+    ("getitem_float", lambda: f32(3)[1.5], (TypeError, IndexError), None),
+    ("getitem_str", lambda: f32(3)["a"], (TypeError, IndexError), None),
+    # ---- construction
+    ("tensor_ragged", lambda: remat.tensor([[1.0, 2.0], [3.0]]), ValueError, None),
+    ("tensor_str", lambda: remat.tensor("abc"), TypeError, None),
+    ("tensor_none", lambda: remat.tensor(None), TypeError, None),
+    ("tensor_obj", lambda: remat.tensor(object()), TypeError, None),
+    ("tensor_complex", lambda: remat.tensor(np.array([1 + 2j])), D, None),
+    ("tensor_dtype_int", lambda: remat.tensor([1.0], dtype=np.int32), D, None),
+    ("tensor_dtype_bad", lambda: remat.tensor([1.0], dtype="complex128"), (D, ValueError),
+     None),
+    ("from_numpy_list", lambda: remat.from_numpy([1.0, 2.0]), TypeError, None),
+    ("zeros_negative", lambda: remat.zeros(-1), S, ("zeros",)),
+    ("ones_negative", lambda: remat.ones((2, -3)), S, ("ones",)),
+    ("zeros_float", lambda: remat.zeros(2.5), TypeError, None),
+    ("zeros_str", lambda: remat.zeros("3"), TypeError, None),
+    ("zeros_dtype", lambda: remat.zeros(2, dtype=np.int64), D, None),
+    ("full_value", lambda: remat.full((2,), "x"), TypeError, None),
+    ("full_shape", lambda: remat.full((-2,), 1.0), S, ("full",)),
+    ("randn_negative", lambda: remat.randn(-2), S, ("randn",)),
+    ("rand_negative", lambda: remat.rand(2, -1), S, ("rand",)),
+    ("zeros_like_type", lambda: remat.zeros_like(np.zeros(2)), TypeError, None),
+    ("ones_like_type", lambda: remat.ones_like([1.0]), TypeError, None),
+    ("manual_seed_str", lambda: remat.manual_seed("x"), TypeError, None),
+    # ---- devices
+    ("device_bad", lambda: remat.zeros(2, device="tpu"), remat.DeviceError, ("tpu",)),
+    ("device_bad_index", lambda: remat.tensor([1.0], device="cuda:x"), remat.DeviceError,
+     ("cuda:x",)),
+    ("device_type", lambda: remat.zeros(2, device=3), TypeError, None),
+    ("to_bad_device", lambda: f32(2).to("gpu"), remat.DeviceError, ("gpu",)),
+    ("to_type", lambda: f32(2).to(42), TypeError, None),
+    ("memory_bad_device", lambda: remat.memory_allocated("tpu"), remat.DeviceError, ("tpu",)),
+    ("max_memory_bad_device", lambda: remat.max_memory_allocated("xpu"), remat.DeviceError,
+     ("xpu",)),
+    # ---- scalar conversion
+    ("item_many", lambda: f32(2).item(), S, ("item",)),
+    ("item_empty", lambda: remat.zeros(0).item(), S, ("item",)),
+    ("len_0d", lambda: len(f32()), TypeError, None),
+    ("float_many", lambda: float(f32(3)), (TypeError, ValueError), None),
+]
+
+
+def _grad_wrong_shape():
+    x = leaf(3)
+    x.grad = f32(2)
+
+
+def _grad_wrong_dtype():
+    x = leaf(3)
+    x.grad = f64(3)
+
+
+def _grad_wrong_type():
+    x = leaf(3)
+    x.grad = [1.0, 1.0, 1.0]
+
+
+def _backward_twice():
+    x = leaf(3)
+    y = (x * x).sum()
+    y.backward()
+    y.backward()
+
+
+def _backward_non_scalar():
+    (leaf(3) * 2).backward()
+
+
+def _backward_grad_shape():
+    (leaf(3) * 2).backward(grad=f32(4))
+
+
+def _backward_grad_dtype():
+    (leaf(3) * 2).backward(grad=f64(3))
+
+
+def _backward_no_grad():
+    f32(3).sum().backward()
+
+
+def _grad_unused_input():
+    x, z = leaf(3), leaf(3)
+    remat.grad((x * 2).sum(), [z])
+
+
+def _grad_input_no_requires_grad():
+    x = leaf(3)
+    remat.grad((x * 2).sum(), [f32(3)])
+
+
+def _grad_outputs_shape():
+    x = leaf(3)
+    remat.grad(x * 2, [x], grad_outputs=f32(2))
+
+
+def _grad_type():
+    remat.grad("y", [leaf(2)])
+
+
+CASES += [
+    ("grad_set_shape", _grad_wrong_shape, S, ("grad",)),
+    ("grad_set_dtype", _grad_wrong_dtype, D, ("grad",)),
+    ("grad_set_type", _grad_wrong_type, TypeError, None),
+    ("backward_twice", _backward_twice, G, ("retain_graph=True",)),
+    ("backward_non_scalar", _backward_non_scalar, G, ("backward",)),
+    ("backward_grad_shape", _backward_grad_shape, S, ("backward",)),
+    ("backward_grad_dtype", _backward_grad_dtype, D, ("backward",)),
+    ("backward_no_grad", _backward_no_grad, G, ("backward", "grad")),
+    ("grad_unused_input", _grad_unused_input, G, ("grad",)),
+    ("grad_input_no_rg", _grad_input_no_requires_grad, G, ("grad",)),
+    ("grad_outputs_shape", _grad_outputs_shape, S, ("grad",)),
+    ("grad_type", _grad_type, TypeError, None),
+]
+
+
+@pytest.mark.parametrize("fn,exc,names", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_raises(fn, exc, names):
+    with pytest.raises(exc) as info:
+        fn()
+    if names is not None:
+        msg = str(info.value).lower()
+        assert any(n.lower() in msg for n in names), f"message {msg!r} should name {names}"
+    engine_still_works()
+
+
+def test_case_ids_unique():
+    ids = [c[0] for c in CASES]
+    assert len(ids) == len(set(ids))
+
+
+def test_shape_error_message_names_shapes():
+    with pytest.raises(S) as info:
+        f32(2, 3) @ f32(4, 5)
+    msg = str(info.value)
+    assert "matmul" in msg
+    assert all(d in msg for d in "2345")
+    with pytest.raises(S) as info:
+        remat.add(f32(2, 7), f32(5))
+    assert "7" in str(info.value) and "5" in str(info.value)
+
+
+def test_dtype_error_message_names_dtypes():
+    with pytest.raises(D) as info:
+        f32(2) + f64(2)
+    msg = str(info.value)
+    assert "float32" in msg and "float64" in msg
+
+
+# ---------------------------------------------------------------- CUDA requests without a GPU
+
+
+needs_no_cuda = pytest.mark.skipif(remat.cuda.is_available(), reason="a GPU is available")
+
+
+@needs_no_cuda
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda: remat.zeros(2, device="cuda"),
+        lambda: remat.ones(2, device="cuda:0"),
+        lambda: remat.randn(2, device="cuda"),
+        lambda: remat.rand(2, device="cuda"),
+        lambda: remat.full((2,), 1.0, device="cuda"),
+        lambda: remat.tensor([1.0], device="cuda"),
+        lambda: f32(2).cuda(),
+        lambda: f32(2).to("cuda"),
+        lambda: f32(2).to("cuda:1"),
+    ],
+    ids=["zeros", "ones", "randn", "rand", "full", "tensor", "cuda", "to", "to_index"],
+)
+def test_cuda_without_gpu_raises_device_error(fn):
+    with pytest.raises(remat.DeviceError) as info:
+        fn()
+    assert "cuda" in str(info.value).lower()
+    assert len(str(info.value)) > 10  # gives a reason
+    engine_still_works()
+
+
+def test_cuda_queries_never_crash():
+    assert isinstance(remat.cuda.is_available(), bool)
+    n = remat.cuda.device_count()
+    assert isinstance(n, int) and n >= 0
+    if not remat.cuda.is_available():
+        assert n == 0
+
+
+# ---------------------------------------------------------------- NaN inputs
+
+
+NAN = float("nan")
+
+NAN_OPS = {
+    "add": lambda t: t + 1.0,
+    "sub": lambda t: 1.0 - t,
+    "mul": lambda t: t * 2.0,
+    "div": lambda t: t / 2.0,
+    "pow": lambda t: t**2,
+    "neg": lambda t: -t,
+    "exp": remat.exp,
+    "log": remat.log,
+    "sqrt": remat.sqrt,
+    "tanh": remat.tanh,
+    "sigmoid": remat.sigmoid,
+    "relu": remat.relu,
+    "gelu": remat.gelu,
+    "gelu_tanh": lambda t: remat.gelu(t, approximate="tanh"),
+    "sum": lambda t: t.sum(axis=1),
+    "mean": lambda t: t.mean(axis=1),
+    "max": lambda t: t.max(axis=1),
+    "softmax": remat.softmax,
+    "log_softmax": remat.log_softmax,
+    "layer_norm": remat.layer_norm,
+    "matmul": lambda t: t @ remat.ones(3, 2),
+    "mse_loss": lambda t: remat.mse_loss(t, remat.zeros(2, 3)),
+    "cross_entropy": lambda t: remat.cross_entropy(t, [0, 1]),
+}
+
+
+ROWWISE = {"softmax", "log_softmax", "layer_norm", "sum", "mean", "max", "matmul"}
+SCALAR = {"mse_loss", "cross_entropy"}
+
+
+@pytest.mark.parametrize("name", list(NAN_OPS))
+def test_nan_inputs_propagate(name):
+    """Row 0 holds a NaN, row 1 is finite: the op must not crash, what depends on the NaN
+    is NaN and the rest stays finite."""
+    a = np.array([[1.0, NAN, 0.5], [0.25, 2.0, 1.5]], dtype=np.float32)
+    x = remat.tensor(a, requires_grad=True)
+    y = NAN_OPS[name](x)
+    v = np.asarray(y.numpy())
+    if name in SCALAR:
+        assert v.shape == () and np.isnan(v), f"{name}: {v}"
+    elif name in ROWWISE:
+        assert np.all(np.isnan(v[0])), f"{name}: NaN did not propagate: {v}"
+        assert np.all(np.isfinite(v[1])), f"{name}: finite row got {v[1]}"
+    else:
+        assert v.shape == (2, 3)
+        assert np.isnan(v[0, 1]), f"{name}: NaN did not propagate: {v}"
+        assert np.isfinite(v[0, 0]) and np.isfinite(v[0, 2]) and np.all(np.isfinite(v[1]))
+    y.sum().backward()  # backward through NaN must not crash either
+    assert x.grad is not None and x.grad.shape == (2, 3)
+    engine_still_works()
+
+
+def test_nan_in_argument_values():
+    with pytest.raises(ValueError):
+        remat.dropout(f32(2), p=NAN)
+    t = remat.full((2,), NAN)
+    assert np.all(np.isnan(t.numpy()))
+    assert np.isnan(remat.tensor(NAN).item())
+    engine_still_works()
+
+
+# ---------------------------------------------------------------- out of memory (subprocess)
+
+
+def test_huge_allocation_raises_not_aborts():
+    code = textwrap.dedent(
+        """
+        import remat
+        for shape in [(2**50,), (2**40, 2**30), (2**62, 8)]:
+            try:
+                remat.zeros(*shape)
+            except (MemoryError, remat.ShapeError) as e:
+                print("OK", type(e).__name__, e)
+            else:
+                print("NO ERROR", shape)
+        print((remat.ones(2) + 1).tolist())
+        """
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, f"process died: {res.returncode}\n{res.stderr[-2000:]}"
+    lines = res.stdout.strip().splitlines()
+    assert lines[-1] == "[2.0, 2.0]"
+    assert all(line.startswith("OK") for line in lines[:-1]), res.stdout
+    assert len(lines) == 4

@@ -1,0 +1,46 @@
+"""The examples run end to end in their quick modes."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def run(args, cwd):
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=600
+    )
+
+
+@pytest.mark.parametrize("strategy", ["none", "sqrt", "every", "budget:200000"])
+def test_deep_mlp_quick(strategy, tmp_path):
+    r = run([str(EXAMPLES / "deep_mlp.py"), "--quick", "--checkpoint", strategy], tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for text in ("test accuracy:", "peak memory", "median step time", "train loss"):
+        assert text in r.stdout, r.stdout
+
+
+def test_deep_mlp_cuda_without_gpu_exits_2(tmp_path):
+    import remat
+
+    if remat.cuda.is_available():
+        pytest.skip("a GPU is available")
+    r = run([str(EXAMPLES / "deep_mlp.py"), "--quick", "--device", "cuda"], tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "error:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_deep_mlp_rejects_bad_strategy(tmp_path):
+    r = run([str(EXAMPLES / "deep_mlp.py"), "--quick", "--checkpoint", "half"], tmp_path)
+    assert r.returncode == 2 and "--checkpoint" in r.stderr
+
+
+def test_memory_tradeoff_quick_writes_png(tmp_path):
+    out = tmp_path / "tradeoff.png"
+    r = run([str(EXAMPLES / "memory_tradeoff.py"), "--quick", "--out", str(out)], tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert out.exists() and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "depth" in r.stdout and "sqrt" in r.stdout

@@ -1,0 +1,357 @@
+"""Gradients of every op against central finite differences in float64."""
+
+import numpy as np
+import pytest
+from conftest import (
+    away_from_zero,
+    broadcast_pairs,
+    check_grad,
+    distinct,
+    rand_array,
+    seeds,
+    shapes,
+    t64,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import remat
+
+FEW = settings(deadline=None, max_examples=12)
+
+# ---------------------------------------------------------------- binary ops, broadcasting
+
+
+BINARY = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "pow": lambda a, b: a**b,
+    "f_add": lambda a, b: remat.add(a, b),
+    "f_sub": lambda a, b: remat.sub(a, b),
+    "f_mul": lambda a, b: remat.mul(a, b),
+    "f_div": lambda a, b: remat.div(a, b),
+    "f_pow": lambda a, b: remat.pow(a, b),
+}
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+@FEW
+@given(pair=broadcast_pairs(max_dims=3, max_side=3), seed=seeds)
+def test_binary_grad_broadcast(name, pair, seed):
+    sa, sb = pair
+    if name.endswith("pow"):
+        a = rand_array(sa, np.float64, seed, 0.3, 2.0)
+        b = rand_array(sb, np.float64, seed + 1, -2.0, 2.0)
+    elif name.endswith("div"):
+        a = rand_array(sa, np.float64, seed)
+        b = away_from_zero(sb, np.float64, seed + 1, 0.5, 2.0)
+    else:
+        a = rand_array(sa, np.float64, seed)
+        b = rand_array(sb, np.float64, seed + 1)
+    check_grad(BINARY[name], a, b, seed=seed % 1000)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x + 2.5, lambda x: 2.5 + x, lambda x: x - 1.5, lambda x: 1.5 - x,
+        lambda x: x * 3.0, lambda x: 3.0 * x, lambda x: x / 4.0, lambda x: 4.0 / x,
+        lambda x: x**2, lambda x: x**3.5, lambda x: x**-1.5, lambda x: 2.0**x,
+        lambda x: -x, lambda x: x * x, lambda x: x / x, lambda x: x - x + x * 2,
+        lambda x: remat.pow(x, 0.5), lambda x: remat.mul(x, 2.0),
+    ],
+)
+def test_scalar_operand_grad(fn):
+    check_grad(fn, rand_array((2, 3), np.float64, 0, 0.5, 2.0))
+
+
+def test_same_tensor_both_operands():
+    x = t64([1.0, 2.0, 3.0], requires_grad=True)
+    (x * x + x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.array([1.0, 2.0, 3.0]) + 1)
+
+
+def test_broadcast_grad_shapes():
+    a = t64(np.ones((3, 1)), requires_grad=True)
+    b = t64(np.ones((1, 4)), requires_grad=True)
+    c = t64(np.ones(()), requires_grad=True)
+    ((a + b) * c).sum().backward()
+    assert a.grad.shape == (3, 1) and b.grad.shape == (1, 4) and c.grad.shape == ()
+    np.testing.assert_allclose(a.grad.numpy(), np.full((3, 1), 4.0))
+    np.testing.assert_allclose(b.grad.numpy(), np.full((1, 4), 3.0))
+    np.testing.assert_allclose(c.grad.numpy(), 12.0)
+
+
+# ---------------------------------------------------------------- unary ops
+
+
+UNARY = {
+    "neg": (lambda x: remat.neg(x), "any"),
+    "exp": (lambda x: remat.exp(x), "any"),
+    "log": (lambda x: remat.log(x), "pos"),
+    "sqrt": (lambda x: remat.sqrt(x), "pos"),
+    "tanh": (lambda x: remat.tanh(x), "any"),
+    "sigmoid": (lambda x: remat.sigmoid(x), "any"),
+    "relu": (lambda x: remat.relu(x), "nonzero"),
+    "gelu": (lambda x: remat.gelu(x), "any"),
+    "gelu_tanh": (lambda x: remat.gelu(x, approximate="tanh"), "any"),
+    "m_exp": (lambda x: x.exp(), "any"),
+    "m_log": (lambda x: x.log(), "pos"),
+    "m_sqrt": (lambda x: x.sqrt(), "pos"),
+    "m_tanh": (lambda x: x.tanh(), "any"),
+    "m_sigmoid": (lambda x: x.sigmoid(), "any"),
+    "m_relu": (lambda x: x.relu(), "nonzero"),
+}
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+@FEW
+@given(shape=shapes(max_dims=3, max_side=4), seed=seeds)
+def test_unary_grad(name, shape, seed):
+    fn, domain = UNARY[name]
+    if domain == "pos":
+        a = rand_array(shape, np.float64, seed, 0.2, 3.0)
+    elif domain == "nonzero":
+        a = away_from_zero(shape, np.float64, seed, 0.1, 3.0)
+    else:
+        a = rand_array(shape, np.float64, seed, -3.0, 3.0)
+    check_grad(fn, a)
+
+
+def test_relu_grad_values():
+    x = t64([-2.0, -0.5, 0.5, 3.0], requires_grad=True)
+    remat.relu(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0, 1.0, 1.0])
+
+
+# ---------------------------------------------------------------- matmul
+
+
+MATMUL_SHAPES = [
+    ((3,), (3,)),
+    ((3,), (3, 4)),
+    ((2, 3), (3,)),
+    ((2, 3), (3, 4)),
+    ((2, 2, 3), (3, 4)),
+    ((2, 3), (2, 3, 4)),
+    ((2, 2, 3), (2, 3, 4)),
+    ((2, 1, 2, 3), (3, 3, 2)),
+    ((3,), (2, 3, 2)),
+    ((2, 2, 3), (3,)),
+]
+
+
+@pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
+def test_matmul_grad(sa, sb):
+    a = rand_array(sa, np.float64, 1)
+    b = rand_array(sb, np.float64, 2)
+    check_grad(lambda x, y: x @ y, a, b)
+    check_grad(lambda x, y: remat.matmul(x, y), a, b)
+
+
+def test_matmul_grad_transposed_operands():
+    a = rand_array((4, 3), np.float64, 1)
+    b = rand_array((5, 4), np.float64, 2)
+    check_grad(lambda x, y: x.T @ y.T, a, b)
+    check_grad(lambda x, y: (x.transpose(0, 1) @ y.T) @ (y @ x), a, b)
+
+
+# ---------------------------------------------------------------- reductions
+
+
+@st.composite
+def shape_and_axis(draw):
+    shape = draw(shapes(min_dims=0, max_dims=3, max_side=4))
+    nd = len(shape)
+    kind = draw(st.sampled_from(["none", "int", "tuple"]))
+    if kind == "none" or nd == 0:
+        return shape, None
+    if kind == "int":
+        return shape, draw(st.integers(-nd, nd - 1))
+    return shape, tuple(draw(st.lists(st.integers(0, nd - 1), min_size=1, max_size=nd,
+                                      unique=True)))
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "f_sum", "f_mean", "f_max"])
+@FEW
+@given(sa=shape_and_axis(), keepdims=st.booleans(), seed=seeds)
+def test_reduction_grad(name, sa, keepdims, seed):
+    shape, axis = sa
+    a = distinct(shape, np.float64, seed)  # no ties for max
+    if name.startswith("f_"):
+        fn = getattr(remat, name[2:])
+        check_grad(lambda x: fn(x, axis=axis, keepdims=keepdims), a)
+    else:
+        check_grad(lambda x: getattr(x, name)(axis=axis, keepdims=keepdims), a)
+
+
+def test_max_grad_goes_to_argmax():
+    x = t64([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]], requires_grad=True)
+    x.max(axis=1).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 1, 0], [1, 0, 0]])
+
+
+def test_max_grad_with_ties_sums_to_one():
+    x = t64([2.0, 2.0, 1.0], requires_grad=True)
+    x.max().backward()
+    g = x.grad.numpy()
+    assert g[2] == 0.0
+    np.testing.assert_allclose(g.sum(), 1.0)  # split evenly or to one index, like torch/jax
+
+
+# ---------------------------------------------------------------- softmax family, layer norm
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape,axis", [((5,), -1), ((3, 4), -1), ((3, 4), 0),
+                                        ((2, 3, 4), 1), ((2, 3, 4), -3)])
+def test_softmax_grad(name, shape, axis):
+    fn = getattr(remat, name)
+    check_grad(lambda x: fn(x, axis=axis), rand_array(shape, np.float64, 3, -3, 3))
+
+
+@pytest.mark.parametrize("affine", ["none", "weight", "bias", "both"])
+@pytest.mark.parametrize("shape", [(6,), (3, 5), (2, 2, 4)])
+def test_layer_norm_grad(affine, shape):
+    n = shape[-1]
+    x = rand_array(shape, np.float64, 4, -2, 2)
+    w = rand_array((n,), np.float64, 5, 0.5, 1.5)
+    b = rand_array((n,), np.float64, 6)
+    if affine == "none":
+        check_grad(lambda x: remat.layer_norm(x), x, rtol=1e-4)
+    elif affine == "weight":
+        check_grad(lambda x, w: remat.layer_norm(x, weight=w), x, w, rtol=1e-4)
+    elif affine == "bias":
+        check_grad(lambda x, b: remat.layer_norm(x, bias=b), x, b, rtol=1e-4)
+    else:
+        check_grad(lambda x, w, b: remat.layer_norm(x, w, b, eps=1e-3), x, w, b, rtol=1e-4)
+
+
+# ---------------------------------------------------------------- losses
+
+
+@pytest.mark.parametrize("shape", [(4,), (3, 5), (2, 2, 3)])
+def test_mse_loss_grad(shape):
+    p = rand_array(shape, np.float64, 7)
+    y = rand_array(shape, np.float64, 8)
+    check_grad(lambda p, y: remat.mse_loss(p, y), p, y)
+
+
+@pytest.mark.parametrize("n,c", [(1, 3), (4, 5), (6, 2)])
+def test_cross_entropy_grad(n, c):
+    logits = rand_array((n, c), np.float64, 9, -3, 3)
+    target = np.random.default_rng(1).integers(0, c, size=n)
+    check_grad(lambda x: remat.cross_entropy(x, target), logits)
+
+
+def test_cross_entropy_grad_closed_form():
+    logits = rand_array((3, 4), np.float64, 2)
+    target = np.array([0, 3, 1])
+    x = t64(logits, requires_grad=True)
+    remat.cross_entropy(x, target).backward()
+    e = np.exp(logits - logits.max(1, keepdims=True))
+    p = e / e.sum(1, keepdims=True)
+    p[np.arange(3), target] -= 1
+    np.testing.assert_allclose(x.grad.numpy(), p / 3, rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------- shape ops
+
+
+@pytest.mark.parametrize(
+    "fn,shape",
+    [
+        (lambda x: x.reshape(3, 4), (2, 6)),
+        (lambda x: x.reshape(-1), (2, 3, 2)),
+        (lambda x: remat.reshape(x, (4, 3)), (12,)),
+        (lambda x: x.transpose(0, 1), (3, 4)),
+        (lambda x: remat.transpose(x, 0, 2), (2, 3, 4)),
+        (lambda x: x.T, (2, 3, 4)),
+        (lambda x: x.T.reshape(6, 4), (2, 3, 4)),
+        (lambda x: x[1], (3, 4)),
+        (lambda x: x[:, 1:3], (3, 4)),
+        (lambda x: x[::2, ..., None], (5, 3)),
+        (lambda x: x[-1, :, 0], (2, 3, 4)),
+        (lambda x: x[1:] * x[:-1], (5,)),
+        (lambda x: x[0] + x[0], (3, 2)),
+    ],
+)
+def test_shape_op_grad(fn, shape):
+    check_grad(fn, rand_array(shape, np.float64, 10))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_concat_grad(axis):
+    a = rand_array((2, 3), np.float64, 1)
+    b = rand_array((2, 3), np.float64, 2)
+    c = rand_array((2, 3), np.float64, 3)
+    check_grad(lambda x, y, z: remat.concat([x, y, z], axis=axis), a, b, c)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_stack_grad(axis):
+    a = rand_array((2, 3), np.float64, 4)
+    b = rand_array((2, 3), np.float64, 5)
+    check_grad(lambda x, y: remat.stack([x, y], axis=axis), a, b)
+
+
+def test_concat_same_tensor_twice():
+    a = rand_array((2, 2), np.float64, 6)
+    check_grad(lambda x: remat.concat([x, x * 2], axis=1), a)
+
+
+def test_where_grad():
+    cond = np.array([[True, False, True], [False, False, True]])
+    a = rand_array((2, 3), np.float64, 7)
+    b = rand_array((1, 3), np.float64, 8)
+    ga, gb = check_grad(lambda x, y: remat.where(cond, x, y), a, b)
+    w = np.random.default_rng(0).standard_normal((2, 3))
+    np.testing.assert_allclose(ga, np.where(cond, w, 0.0))
+    np.testing.assert_allclose(gb, np.where(cond, 0.0, w).sum(0, keepdims=True))
+
+
+def test_dropout_grad_matches_mask():
+    a = rand_array((4, 5), np.float64, 9)
+
+    def f(x):
+        remat.manual_seed(123)  # the same mask on every call
+        return remat.dropout(x, p=0.4)
+
+    (g,) = check_grad(f, a)
+    remat.manual_seed(123)
+    mask = remat.dropout(remat.ones(4, 5, dtype=remat.float64), p=0.4).numpy()
+    w = np.random.default_rng(0).standard_normal((4, 5))
+    np.testing.assert_allclose(g, w * mask, rtol=1e-12)
+    check_grad(lambda x: remat.dropout(x, p=0.4, training=False), a)
+
+
+def test_to_dtype_grad():
+    check_grad(lambda x: (x.to(remat.float32) * 1.0).to(remat.float64), np.array([1.0, 2.0]),
+               atol=1e-3, rtol=1e-3)
+
+
+# ---------------------------------------------------------------- compositions
+
+
+def test_mlp_like_composition_grad():
+    x = rand_array((4, 3), np.float64, 1)
+    w1 = rand_array((3, 5), np.float64, 2)
+    b1 = rand_array((5,), np.float64, 3)
+    w2 = rand_array((5, 2), np.float64, 4)
+
+    def f(x, w1, b1, w2):
+        h = remat.tanh(x @ w1 + b1)
+        return remat.log_softmax(h @ w2, axis=-1).mean(axis=0)
+
+    check_grad(f, x, w1, b1, w2)
+
+
+def test_deep_chain_grad():
+    def f(x):
+        for _ in range(20):
+            x = remat.tanh(x * 1.1 + 0.1)
+        return x
+
+    check_grad(f, rand_array((3,), np.float64, 5))

@@ -1,0 +1,261 @@
+"""remat.optim: SGD (plain, momentum, weight decay, Nesterov, dampening), Adam and AdamW
+against hand-written NumPy versions of PyTorch's update formulas, for one and several steps;
+zero_grad, param groups, state dicts and argument validation."""
+
+import numpy as np
+import pytest
+
+import remat
+from remat import nn, optim
+
+
+def _np(t):
+    return np.asarray(t.numpy())
+
+
+def make_param(a):
+    return remat.tensor(np.array(a), requires_grad=True)
+
+
+def set_grad(p, g):
+    p.grad = remat.tensor(np.asarray(g, dtype=_np(p).dtype))
+
+
+# ---------------------------------------------------------------- NumPy references (PyTorch)
+
+
+def sgd_ref(p, grads, lr, momentum=0.0, weight_decay=0.0, dampening=0.0, nesterov=False):
+    p = p.copy()
+    buf = None
+    for g in grads:
+        d = g + weight_decay * p
+        if momentum != 0:
+            buf = d.copy() if buf is None else momentum * buf + (1 - dampening) * d
+            d = d + momentum * buf if nesterov else buf
+        p = p - lr * d
+    return p
+
+
+def adam_ref(p, grads, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled=False):
+    p = p.copy()
+    m = np.zeros_like(p)
+    v = np.zeros_like(p)
+    b1, b2 = betas
+    for t, g in enumerate(grads, start=1):
+        if decoupled:
+            p = p * (1 - lr * weight_decay)
+        else:
+            g = g + weight_decay * p
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        step_size = lr / (1 - b1**t)
+        denom = np.sqrt(v) / np.sqrt(1 - b2**t) + eps
+        p = p - step_size * m / denom
+    return p, m, v
+
+
+def run_steps(opt_cls, p0, grads, **kw):
+    p = make_param(p0)
+    opt = opt_cls([p], **kw)
+    for g in grads:
+        set_grad(p, g)
+        opt.step()
+    return p, opt
+
+
+rng = np.random.default_rng(0)
+P0 = rng.standard_normal((3, 4))
+GRADS = [rng.standard_normal((3, 4)) for _ in range(5)]
+
+
+# ---------------------------------------------------------------- SGD
+
+
+def test_sgd_one_step_literal():
+    p, _ = run_steps(optim.SGD, [1.0, -2.0], [[0.5, 0.25]], lr=0.1)
+    np.testing.assert_allclose(_np(p), [0.95, -2.025], rtol=0, atol=1e-15)
+    p, _ = run_steps(optim.SGD, [1.0, -2.0], [[0.5, 0.25]], lr=0.1, weight_decay=0.1)
+    np.testing.assert_allclose(_np(p), [1 - 0.1 * 0.6, -2 - 0.1 * 0.05], rtol=0, atol=1e-15)
+
+
+def test_sgd_momentum_two_steps_literal():
+    p, opt = run_steps(optim.SGD, [1.0], [[0.5], [0.5]], lr=0.1, momentum=0.9)
+    # step 1: buf = 0.5, p = 0.95; step 2: buf = 0.9 * 0.5 + 0.5 = 0.95, p = 0.855
+    np.testing.assert_allclose(_np(p), [0.855], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(_np(opt.state[id(p)]["momentum_buffer"]), [0.95], atol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(lr=0.1),
+        dict(lr=0.05, weight_decay=0.01),
+        dict(lr=0.05, momentum=0.9),
+        dict(lr=0.05, momentum=0.9, weight_decay=0.1),
+        dict(lr=0.05, momentum=0.8, dampening=0.3),
+        dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01),
+    ],
+)
+@pytest.mark.parametrize("nsteps", [1, 5])
+def test_sgd_matches_pytorch_formula(kw, nsteps):
+    p, _ = run_steps(optim.SGD, P0, GRADS[:nsteps], **kw)
+    np.testing.assert_allclose(_np(p), sgd_ref(P0, GRADS[:nsteps], **kw), rtol=1e-13, atol=1e-14)
+
+
+def test_sgd_float32():
+    p0 = P0.astype(np.float32)
+    grads = [g.astype(np.float32) for g in GRADS]
+    p, _ = run_steps(optim.SGD, p0, grads, lr=0.05, momentum=0.9, weight_decay=0.01)
+    assert p.dtype == remat.float32
+    ref = sgd_ref(P0, GRADS, lr=0.05, momentum=0.9, weight_decay=0.01)
+    np.testing.assert_allclose(_np(p), ref, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- Adam / AdamW
+
+
+def test_adam_one_step_literal():
+    # first step: m = 0.1 g, v = 0.001 g^2 so the update is lr * g / (|g| + eps)
+    p, opt = run_steps(optim.Adam, [1.0, -1.0], [[0.5, -2.0]], lr=0.1)
+    want = [1 - 0.1 * 0.5 / (0.5 + 1e-8), -1 + 0.1 * 2 / (2 + 1e-8)]
+    np.testing.assert_allclose(_np(p), want, rtol=1e-14)
+    st = opt.state[id(p)]
+    assert st["step"] == 1
+    np.testing.assert_allclose(_np(st["exp_avg"]), [0.05, -0.2], rtol=1e-14)
+    np.testing.assert_allclose(_np(st["exp_avg_sq"]), [0.00025, 0.004], rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(lr=1e-3),
+        dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6),
+        dict(lr=0.01, weight_decay=0.1),
+    ],
+)
+@pytest.mark.parametrize("nsteps", [1, 5])
+def test_adam_matches_pytorch_formula(kw, nsteps):
+    p, opt = run_steps(optim.Adam, P0, GRADS[:nsteps], **kw)
+    ref_p, ref_m, ref_v = adam_ref(P0, GRADS[:nsteps], **kw)
+    np.testing.assert_allclose(_np(p), ref_p, rtol=1e-12, atol=1e-14)
+    st = opt.state[id(p)]
+    assert st["step"] == nsteps
+    np.testing.assert_allclose(_np(st["exp_avg"]), ref_m, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(_np(st["exp_avg_sq"]), ref_v, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(lr=0.01, weight_decay=0.1), dict(weight_decay=0.0)])
+@pytest.mark.parametrize("nsteps", [1, 5])
+def test_adamw_matches_pytorch_formula(kw, nsteps):
+    p, _ = run_steps(optim.AdamW, P0, GRADS[:nsteps], **kw)
+    full = dict(lr=1e-3, weight_decay=1e-2)
+    full.update(kw)
+    ref_p, _, _ = adam_ref(P0, GRADS[:nsteps], decoupled=True, **full)
+    np.testing.assert_allclose(_np(p), ref_p, rtol=1e-12, atol=1e-14)
+
+
+def test_adamw_decay_differs_from_adam_l2():
+    zero = [np.zeros(1)]
+    p, _ = run_steps(optim.AdamW, [2.0], zero, lr=0.1, weight_decay=0.01)
+    np.testing.assert_allclose(_np(p), [2 * (1 - 0.1 * 0.01)], rtol=1e-15)
+    p, _ = run_steps(optim.Adam, [2.0], zero, lr=0.1, weight_decay=0.01)
+    np.testing.assert_allclose(_np(p), [2 - 0.1 * 0.02 / (0.02 + 1e-8)], rtol=1e-14)
+
+
+def test_adam_float32():
+    p0 = P0.astype(np.float32)
+    p, _ = run_steps(optim.Adam, p0, [g.astype(np.float32) for g in GRADS], lr=0.01)
+    ref, _, _ = adam_ref(P0, GRADS, lr=0.01)
+    np.testing.assert_allclose(_np(p), ref, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- behaviour
+
+
+def test_params_without_grad_are_skipped_and_state_is_lazy():
+    a, b = make_param(P0), make_param(P0)
+    opt = optim.Adam([a, b], lr=0.1)
+    set_grad(a, GRADS[0])
+    opt.step()
+    assert id(b) not in opt.state or not opt.state[id(b)]
+    np.testing.assert_array_equal(_np(b), P0)
+    assert not np.array_equal(_np(a), P0)
+
+
+def test_zero_grad_and_training_loop_reduces_loss():
+    remat.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 16), nn.Tanh(), nn.Linear(16, 1))
+    x = remat.tensor(np.random.default_rng(1).standard_normal((32, 3)).astype(np.float32))
+    y = remat.tensor(np.random.default_rng(2).standard_normal((32, 1)).astype(np.float32))
+    for cls, kw in [(optim.SGD, dict(lr=0.1, momentum=0.9)), (optim.Adam, dict(lr=0.01))]:
+        opt = cls(model.parameters(), **kw)
+        first = None
+        for _ in range(30):
+            opt.zero_grad()
+            loss = remat.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            first = loss.item() if first is None else first
+        assert loss.item() < 0.7 * first
+        opt.zero_grad()
+        assert all(p.grad is None for p in model.parameters())
+    # set_to_none=False zero-fills
+    remat.mse_loss(model(x), y).backward()
+    opt.zero_grad(set_to_none=False)
+    assert all(np.all(_np(p.grad) == 0) for p in model.parameters())
+
+
+def test_param_groups_and_lr_changes():
+    a, b = make_param([1.0]), make_param([1.0])
+    opt = optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.5}], lr=0.1)
+    set_grad(a, [1.0])
+    set_grad(b, [1.0])
+    opt.step()
+    np.testing.assert_allclose(_np(a), [0.9])
+    np.testing.assert_allclose(_np(b), [0.5])
+    opt.param_groups[0]["lr"] = 0.2
+    opt.step()
+    np.testing.assert_allclose(_np(a), [0.7])
+
+
+def test_state_dict_round_trip():
+    p, opt = run_steps(optim.Adam, P0, GRADS[:2], lr=0.01)
+    sd = opt.state_dict()
+    q = make_param(_np(p).copy())
+    opt2 = optim.Adam([q], lr=0.5)
+    opt2.load_state_dict(sd)
+    assert opt2.param_groups[0]["lr"] == 0.01
+    for o, t in ((opt, p), (opt2, q)):
+        set_grad(t, GRADS[2])
+        o.step()
+    np.testing.assert_array_equal(_np(p), _np(q))
+
+
+def test_bad_arguments():
+    p = make_param([1.0])
+    with pytest.raises(ValueError):
+        optim.SGD([p], lr=-0.1)
+    with pytest.raises(ValueError):
+        optim.Adam([p], lr=-1e-3)
+    with pytest.raises(ValueError):
+        optim.AdamW([p], lr=-1.0)
+    with pytest.raises(ValueError):
+        optim.Adam([p], betas=(1.0, 0.999))
+    with pytest.raises(ValueError):
+        optim.SGD([p], lr=0.1, momentum=-1)
+    with pytest.raises(ValueError):
+        optim.SGD([p], lr=0.1, nesterov=True)
+    with pytest.raises(ValueError):
+        optim.SGD([], lr=0.1)
+    with pytest.raises(ValueError):
+        optim.SGD([p, p], lr=0.1)
+    # a gradient of the wrong dtype is a typed error from the kernel
+    opt = optim.SGD([p], lr=0.1)
+    p.grad = None
+    q = make_param(np.array([1.0], np.float32))
+    opt_q = optim.SGD([q], lr=0.1)
+    q.grad = remat.tensor(np.array([1.0], np.float32))
+    opt_q.step()
+    np.testing.assert_allclose(_np(q), [0.9], rtol=1e-6)
+    opt.step()  # no grad: no-op
+    np.testing.assert_array_equal(_np(p), [1.0])
