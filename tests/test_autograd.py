@@ -1,5 +1,9 @@
 """Autograd semantics: accumulation, retain_graph, remat.grad, grad modes, detach."""
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 from conftest import t64
@@ -114,6 +118,13 @@ def test_backward_with_explicit_grad():
     np.testing.assert_allclose(x2.grad.numpy(), [8.0, 8.0, 8.0])
 
 
+def test_backward_grad_of_other_dtype_is_cast():
+    x = remat.tensor([1.0, 2.0], requires_grad=True)
+    (x * 2).backward(grad=t64([1.0, 0.5]))
+    assert x.grad.dtype == remat.float32
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 1.0])
+
+
 def test_backward_on_tensor_without_grad_raises():
     t = t64([1.0, 2.0]).sum()
     with pytest.raises(remat.GraphError):
@@ -168,6 +179,19 @@ def test_grad_function_frees_graph_by_default():
     remat.grad(y, [x])
     with pytest.raises(remat.GraphError, match="retain_graph=True"):
         y.backward()
+
+
+def test_grad_function_unused_input():
+    x = make_leaf()
+    z = make_leaf()
+    try:
+        gs = remat.grad((x * 2).sum(), [x, z])
+    except remat.GraphError as e:  # PyTorch without allow_unused
+        assert "grad" in str(e)
+    else:  # JAX / allow_unused=True style
+        assert gs[1] is None or np.all(gs[1].numpy() == 0)
+        np.testing.assert_allclose(gs[0].numpy(), [2.0, 2.0, 2.0])
+    assert x.grad is None and z.grad is None
 
 
 def test_grad_function_non_scalar_without_grad_outputs_raises():
@@ -299,3 +323,32 @@ def test_float32_backward():
     y.backward()
     assert x.grad.dtype == remat.float32
     np.testing.assert_allclose(x.grad.numpy(), [2 / 3, 4 / 3, 2.0], rtol=1e-6)
+
+
+# ---------------------------------------------------------------- very long graphs
+
+
+def test_long_graphs_do_not_overflow_the_stack():
+    """A 200k-op chain must backward and, separately, be dropped without backward, without
+    recursing once per node (run in a subprocess: a stack overflow kills the process)."""
+    code = textwrap.dedent(
+        """
+        import remat
+        x = remat.tensor([1.0], requires_grad=True)
+        y = x
+        for _ in range(200_000):
+            y = y * 1.0
+        y.sum().backward()
+        print("backward", x.grad.tolist())
+        y = x
+        for _ in range(200_000):
+            y = y + 0.0
+        del y
+        print("dropped")
+        print(((remat.ones(2) * 3).sum()).item())
+        """
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, f"process died with {res.returncode}: {res.stderr[-1000:]}"
+    assert res.stdout.split() == ["backward", "[1.0]", "dropped", "6.0"]

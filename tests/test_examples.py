@@ -15,7 +15,7 @@ def run(args, cwd):
     )
 
 
-@pytest.mark.parametrize("strategy", ["none", "sqrt", "every", "budget:200000"])
+@pytest.mark.parametrize("strategy", ["none", "sqrt", "every", "budget:2000000"])
 def test_deep_mlp_quick(strategy, tmp_path):
     r = run([str(EXAMPLES / "deep_mlp.py"), "--quick", "--checkpoint", strategy], tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -109,7 +109,7 @@ def test_parameter_helper_and_attribute_rules():
 def test_children_modules_and_repr():
     net = Net(d=4, n=1)
     assert [type(c).__name__ for c in net.children()] == ["Linear", "Sequential", "Linear"]
-    assert len(list(net.modules())) == 1 + 1 + 1 + 4 + 1
+    assert len(list(net.modules())) == 9  # Net, inp, blocks, Block + its 4 layers, head
     r = repr(net)
     assert r.startswith("Net(\n  (inp): Linear(in_features=3, out_features=4, bias=True)")
     assert "(blocks): Sequential(\n    (0): Block(\n      (norm): LayerNorm((4,), eps=1e-05" in r

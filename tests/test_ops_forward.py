@@ -63,7 +63,8 @@ def np_cross_entropy(logits, target):
 
 
 def np_sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
 
 
 # ---------------------------------------------------------------- binary ops
@@ -220,6 +221,26 @@ def test_unary_extreme_values(dtype):
     np.testing.assert_allclose(s, np_sigmoid(a.astype(np.float64)), atol=1e-7)
     np.testing.assert_allclose(remat.tanh(t).numpy(), np.tanh(a), atol=1e-7)
     np.testing.assert_array_equal(remat.relu(t).numpy(), np.maximum(a, 0))
+
+
+def test_log_sqrt_outside_domain_follow_ieee():
+    t = remat.tensor([-1.0, 0.0, 4.0])
+    lg = remat.log(t).numpy()
+    assert np.isnan(lg[0]) and lg[1] == -np.inf and lg[2] == np.float32(np.log(4.0))
+    sq = t.sqrt().numpy()
+    assert np.isnan(sq[0]) and sq[1] == 0.0 and sq[2] == 2.0
+    assert remat.exp(remat.tensor([1000.0])).item() == np.inf
+
+
+def test_ops_on_device(devices):
+    a = rand_array((3, 4), np.float32, 0)
+    b = rand_array((4, 2), np.float32, 1)
+    ta, tb = remat.tensor(a, device=devices), remat.tensor(b, device=devices)
+    assert str((ta @ tb).device).startswith(devices)
+    assert_close((ta @ tb).cpu(), a @ b, np.float32, rtol=1e-4, atol=1e-5)
+    assert_close((ta * 2 + 1).cpu(), a * 2 + 1, np.float32)
+    assert_close(remat.softmax(ta).cpu(), np_softmax(a), np.float32)
+    assert_close(ta.sum(axis=0).cpu(), a.sum(axis=0), np.float32)
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
@@ -623,3 +644,38 @@ def test_nan_propagates_through_ops():
     assert np.all(np.isnan(remat.softmax(t).numpy()))
     assert np.isnan(remat.mse_loss(t, remat.zeros(3)).item())
     assert np.isnan((remat.tensor([[1.0, np.nan]]) @ remat.ones(2, 1)).item())
+
+
+# ---------------------------------------------------------------- large inputs (parallel kernels)
+
+
+def test_large_broadcast_binary_and_unary():
+    a = rand_array((97, 1, 67), np.float64, 1)
+    b = rand_array((1, 129, 67), np.float64, 2)
+    ta, tb = remat.tensor(a), remat.tensor(b)
+    assert_close(ta + tb, a + b, np.float64)
+    assert_close(ta * tb.transpose(0, 1).transpose(0, 1), a * b, np.float64)
+    assert_close(remat.tanh(ta - tb), np.tanh(a - b), np.float64)
+    assert_close((tb.T * 2.0).T, b * 2.0, np.float64)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_large_reductions_on_strided_views(dtype):
+    a = rand_array((301, 257), dtype, 3)
+    t = remat.tensor(a).T  # (257, 301), non-contiguous
+    r = dict(rtol=1e-4, atol=1e-3) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    for axis in (None, 0, 1, (0, 1)):
+        assert_close(t.sum(axis=axis), a.T.sum(axis=axis), **r)
+        assert_close(t.mean(axis=axis), a.T.mean(axis=axis), **r)
+        assert_close(t.max(axis=axis), a.T.max(axis=axis), **r)
+    assert_close(remat.softmax(t, axis=0), np_softmax(a.T.astype(np.float64), axis=0), **r)
+    assert_close(remat.layer_norm(t), np_layer_norm(a.T.astype(np.float64)), **r)
+
+
+def test_large_batched_matmul():
+    a = rand_array((3, 1, 65, 33), np.float64, 4)
+    b = rand_array((4, 33, 71), np.float64, 5)
+    assert_close(remat.tensor(a) @ remat.tensor(b), np.matmul(a, b), np.float64, rtol=1e-10,
+                 atol=1e-10)
+    bt = remat.tensor(np.ascontiguousarray(np.swapaxes(b, 1, 2))).transpose(1, 2)
+    assert_close(remat.tensor(a) @ bt, np.matmul(a, b), np.float64, rtol=1e-10, atol=1e-10)

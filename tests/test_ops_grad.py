@@ -81,7 +81,7 @@ def test_broadcast_grad_shapes():
     assert a.grad.shape == (3, 1) and b.grad.shape == (1, 4) and c.grad.shape == ()
     np.testing.assert_allclose(a.grad.numpy(), np.full((3, 1), 4.0))
     np.testing.assert_allclose(b.grad.numpy(), np.full((1, 4), 3.0))
-    np.testing.assert_allclose(c.grad.numpy(), 12.0)
+    np.testing.assert_allclose(c.grad.numpy(), 24.0)  # sum(a + b) = 12 * 2
 
 
 # ---------------------------------------------------------------- unary ops
@@ -328,8 +328,21 @@ def test_dropout_grad_matches_mask():
 
 
 def test_to_dtype_grad():
-    check_grad(lambda x: (x.to(remat.float32) * 1.0).to(remat.float64), np.array([1.0, 2.0]),
-               atol=1e-3, rtol=1e-3)
+    x = t64([1.0, 2.0, -3.0], requires_grad=True)
+    y = x.to(remat.float32)
+    assert y.dtype == remat.float32 and y.requires_grad
+    (y.to(remat.float64) * t64([3.0, 4.0, 5.0])).sum().backward()
+    assert x.grad.dtype == remat.float64
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0, 5.0])
+
+
+def test_mixed_dtype_grads_keep_each_leaf_dtype():
+    a = remat.tensor([1.0, 2.0], requires_grad=True)
+    b = t64([3.0, 4.0], requires_grad=True)
+    ((a * b) ** 2).sum().backward()
+    assert a.grad.dtype == remat.float32 and b.grad.dtype == remat.float64
+    np.testing.assert_allclose(a.grad.numpy(), 2 * np.array([1.0, 2.0]) * np.array([9, 16.0]))
+    np.testing.assert_allclose(b.grad.numpy(), 2 * np.array([3.0, 4.0]) * np.array([1, 4.0]))
 
 
 # ---------------------------------------------------------------- compositions
@@ -355,3 +368,49 @@ def test_deep_chain_grad():
         return x
 
     check_grad(f, rand_array((3,), np.float64, 5))
+
+
+# ---------------------------------------------------------------- large inputs: closed forms
+
+
+def test_large_matmul_grad_closed_form():
+    a = rand_array((3, 65, 130), np.float64, 1)
+    b = rand_array((130, 70), np.float64, 2)
+    g = rand_array((3, 65, 70), np.float64, 3)
+    ta, tb = t64(a, requires_grad=True), t64(b, requires_grad=True)
+    (ta @ tb).backward(grad=t64(g))
+    np.testing.assert_allclose(ta.grad.numpy(), g @ b.T, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(tb.grad.numpy(), np.einsum("bik,bij->kj", a, g), rtol=1e-10,
+                               atol=1e-10)
+
+
+def test_large_broadcast_grad_closed_form():
+    a = rand_array((200, 1), np.float64, 4)
+    b = rand_array((1, 300), np.float64, 5)
+    g = rand_array((200, 300), np.float64, 6)
+    ta, tb = t64(a, requires_grad=True), t64(b, requires_grad=True)
+    (ta * tb).backward(grad=t64(g))
+    np.testing.assert_allclose(ta.grad.numpy(), (g * b).sum(1, keepdims=True), rtol=1e-10)
+    np.testing.assert_allclose(tb.grad.numpy(), (g * a).sum(0, keepdims=True), rtol=1e-10)
+
+
+def test_large_softmax_cross_entropy_grad_closed_form():
+    logits = rand_array((257, 10), np.float64, 7, -4, 4)
+    target = np.random.default_rng(8).integers(0, 10, size=257)
+    x = t64(logits, requires_grad=True)
+    remat.cross_entropy(x, target).backward()
+    e = np.exp(logits - logits.max(1, keepdims=True))
+    p = e / e.sum(1, keepdims=True)
+    p[np.arange(257), target] -= 1
+    np.testing.assert_allclose(x.grad.numpy(), p / 257, rtol=1e-9, atol=1e-12)
+
+
+def test_empty_tensor_grads():
+    x = t64(np.zeros((0, 3)), requires_grad=True)
+    (x * 2).sum().backward()
+    assert x.grad.shape == (0, 3)
+    y = t64(np.zeros((0, 3)), requires_grad=True)
+    w = t64(np.ones((3, 2)), requires_grad=True)
+    (y @ w).sum().backward()
+    assert y.grad.shape == (0, 3)
+    np.testing.assert_array_equal(w.grad.numpy(), np.zeros((3, 2)))

@@ -78,6 +78,18 @@ def test_tensor_from_tensor_copies_values():
     np.testing.assert_array_equal(t64.numpy(), [1.0, 2.0, 3.0])
 
 
+def test_tensor_from_grad_tensor_is_a_new_leaf():
+    src = remat.tensor([1.0, 2.0], requires_grad=True)
+    y = src * 3
+    t = remat.tensor(y)
+    assert t.is_leaf and not t.requires_grad
+    np.testing.assert_array_equal(t.numpy(), [3.0, 6.0])
+    t2 = remat.tensor(y, requires_grad=True)
+    (t2 * t2).sum().backward()
+    assert src.grad is None
+    np.testing.assert_array_equal(t2.grad.numpy(), [6.0, 12.0])
+
+
 def test_tensor_requires_grad_flag():
     t = remat.tensor([1.0, 2.0], requires_grad=True)
     assert t.requires_grad and t.is_leaf and t.grad is None
@@ -511,3 +523,11 @@ def test_dtype_objects():
     assert remat.tensor(np.zeros(1)).dtype == np.float64
     assert hash(remat.float32) == hash(remat.float32)
     assert {remat.float32: 1}[remat.tensor([1.0]).dtype] == 1
+
+
+def test_numpy_dtypes_accepted_as_dtype_argument():
+    assert remat.zeros(2, dtype=np.float64).dtype == remat.float64
+    assert remat.tensor([1.0], dtype=np.dtype("float64")).dtype == remat.float64
+    assert remat.ones(2, dtype=remat.float64).to(np.float32).dtype == remat.float32
+    assert np.dtype(remat.float32) == np.float32
+    assert np.zeros(2, dtype=remat.float64).dtype == np.float64

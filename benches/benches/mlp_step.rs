@@ -1,12 +1,13 @@
 //! One training step (forward, backward, SGD update) of a deep ReLU MLP, width 256, batch
 //! 256, depths 16/64/256, per checkpoint strategy: none, a segment per layer, √n segments,
-//! and the planner under a budget of a quarter of the plain step's peak.
+//! and the planner under a budget of a quarter of the plain step's peak (a third or a
+//! half where a quarter cannot be met; see `budget_strategy`).
 //!
 //! Samples are few and short (flat sampling, 10 samples) so the whole file stays within a
 //! few minutes on a 2-core machine.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode};
-use remat_benches::{measure_memory, train_step, Mlp, Strategy};
+use remat_benches::{budget_strategy, measure_memory, train_step, Mlp, Strategy};
 use std::time::Duration;
 
 const WIDTH: usize = 256;
@@ -26,12 +27,8 @@ fn bench_mlp_step(c: &mut Criterion) {
         let plain_peak = measure_memory(&mlp, &x, Strategy::None)
             .expect("measure")
             .peak;
-        for strategy in [
-            Strategy::None,
-            Strategy::Every,
-            Strategy::Sqrt,
-            Strategy::Budget(plain_peak / 4),
-        ] {
+        let (budget, _) = budget_strategy(&mlp, &x, plain_peak).expect("budget");
+        for strategy in [Strategy::None, Strategy::Every, Strategy::Sqrt, budget] {
             g.bench_with_input(BenchmarkId::new(strategy.name(), depth), &depth, |b, _| {
                 b.iter(|| train_step(&mlp, &x, strategy, LR).expect("step"))
             });

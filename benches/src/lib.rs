@@ -154,6 +154,46 @@ pub fn forward(mlp: &Mlp, x: &Tensor, strategy: Strategy) -> Result<Tensor> {
     }
 }
 
+/// The budget strategy for a model whose plain step peaks at `plain_peak` bytes, with a label
+/// for tables: `Budget(plain_peak / 4)` when the planner can fit it; otherwise the smallest
+/// budget it accepts (found by bisection on its model). Small depths cannot reach a quarter
+/// in the planner's model (segment inputs + one recomputed segment + the backward's gradient
+/// buffers exceed it), and the planner reports such a budget as an error rather than
+/// silently overshooting it.
+pub fn budget_strategy(mlp: &Mlp, x: &Tensor, plain_peak: usize) -> Result<(Strategy, String)> {
+    let costs = checkpoint::measure_layers(&mlp.layers(), x)?;
+    let fits = |b: usize| checkpoint::plan_budget(&costs, x.nbytes(), b).is_ok();
+    let quarter = plain_peak / 4;
+    if fits(quarter) {
+        return Ok((
+            Strategy::Budget(quarter),
+            format!("budget(none/4 = {quarter})"),
+        ));
+    }
+    // Grow an upper bound, then bisect to the smallest budget that fits (to 1 KiB).
+    let (mut lo, mut hi) = (quarter, plain_peak.max(1));
+    while !fits(hi) {
+        lo = hi;
+        hi = hi.saturating_mul(2);
+        if hi == usize::MAX {
+            return checkpoint::plan_budget(&costs, x.nbytes(), hi).map(|_| unreachable!());
+        }
+    }
+    while hi - lo > 1024 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    let label = format!(
+        "budget(min fit = {hi} = none/{:.2}; none/4 does not fit)",
+        plain_peak as f64 / hi as f64
+    );
+    Ok((Strategy::Budget(hi), label))
+}
+
 /// The scalar loss of the benches: `mean(y * y)`.
 pub fn loss_of(y: &Tensor) -> Result<Tensor> {
     ops::mean(&ops::mul(y, y)?, None, false)

@@ -26,7 +26,9 @@ impl Mlp {
             weights: (0..depth)
                 .map(|i| mk(ops::mul(&det(&[width, width], 10 + i as u64), &scale).unwrap()))
                 .collect(),
-            biases: (0..depth).map(|i| mk(ops::mul(&det(&[width], 100 + i as u64), &scale).unwrap())).collect(),
+            biases: (0..depth)
+                .map(|i| mk(ops::mul(&det(&[width], 100 + i as u64), &scale).unwrap()))
+                .collect(),
         }
     }
     fn layer(&self, i: usize) -> LayerFn {
@@ -45,7 +47,14 @@ impl Mlp {
         }
     }
     fn grads(&self) -> Vec<Vec<f32>> {
-        self.params().iter().map(|p| p.grad().expect("every parameter gets a gradient").to_vec::<f32>()).collect()
+        self.params()
+            .iter()
+            .map(|p| {
+                p.grad()
+                    .expect("every parameter gets a gradient")
+                    .to_vec::<f32>()
+            })
+            .collect()
     }
 }
 
@@ -54,14 +63,26 @@ fn loss_of(y: &Tensor) -> Tensor {
 }
 
 /// Run one forward+backward with `forward` and return the parameter gradients.
-fn grads_with(mlp: &Mlp, x: &Tensor, forward: impl Fn(&Mlp, &Tensor) -> Result<Tensor>) -> Vec<Vec<f32>> {
+fn grads_with(
+    mlp: &Mlp,
+    x: &Tensor,
+    forward: impl Fn(&Mlp, &Tensor) -> Result<Tensor>,
+) -> Vec<Vec<f32>> {
     mlp.zero_grads();
     {
         let y = forward(mlp, x).unwrap();
         autograd::backward(&[(loss_of(&y), None)], false).unwrap();
     }
-    assert_eq!(checkpoint::live_recompute_caches(), 0, "a recompute cache outlived the step");
-    assert_eq!(checkpoint::live_checkpoint_state(), 0, "checkpoint state outlived the step");
+    assert_eq!(
+        checkpoint::live_recompute_caches(),
+        0,
+        "a recompute cache outlived the step"
+    );
+    assert_eq!(
+        checkpoint::live_checkpoint_state(),
+        0,
+        "checkpoint state outlived the step"
+    );
     mlp.grads()
 }
 
@@ -87,9 +108,21 @@ fn every_entry_point_gives_bit_identical_gradients() {
         }
         Ok(h)
     };
-    assert_eq!(grads_with(&mlp, &x, per_layer_segments), reference, "segment per layer");
-    for how in [Segmentation::Count(3), Segmentation::Count(1), Segmentation::Count(6), Segmentation::Sqrt, Segmentation::Budget(1500)] {
-        let g = grads_with(&mlp, &x, |m, x| checkpoint_sequential(&m.layers(), how, x, true));
+    assert_eq!(
+        grads_with(&mlp, &x, per_layer_segments),
+        reference,
+        "segment per layer"
+    );
+    for how in [
+        Segmentation::Count(3),
+        Segmentation::Count(1),
+        Segmentation::Count(6),
+        Segmentation::Sqrt,
+        Segmentation::Budget(1500),
+    ] {
+        let g = grads_with(&mlp, &x, |m, x| {
+            checkpoint_sequential(&m.layers(), how, x, true)
+        });
         assert_eq!(g, reference, "checkpoint_sequential {how:?}");
     }
     let tensor_level = |m: &Mlp, x: &Tensor| -> Result<Tensor> {
@@ -99,7 +132,11 @@ fn every_entry_point_gives_bit_identical_gradients() {
         }
         Ok(h)
     };
-    assert_eq!(grads_with(&mlp, &x, tensor_level), reference, "tensor-level checkpoint");
+    assert_eq!(
+        grads_with(&mlp, &x, tensor_level),
+        reference,
+        "tensor-level checkpoint"
+    );
     let adaptive = |m: &Mlp, x: &Tensor| -> Result<Tensor> {
         let mut h = x.clone();
         for l in m.layers() {
@@ -107,7 +144,11 @@ fn every_entry_point_gives_bit_identical_gradients() {
         }
         Ok(h)
     };
-    assert_eq!(grads_with(&mlp, &x, adaptive), reference, "adaptive checkpoint");
+    assert_eq!(
+        grads_with(&mlp, &x, adaptive),
+        reference,
+        "adaptive checkpoint"
+    );
     let scoped = |m: &Mlp, x: &Tensor| -> Result<Tensor> {
         let _scope = checkpoint::checkpoint_scope();
         plain(m, x)
@@ -154,7 +195,11 @@ fn every_entry_point_gives_bit_identical_gradients() {
     };
     assert_eq!(grads_with(&mlp, &x, grouped), reference, "CheckpointGroup");
     drop(mlp);
-    assert_eq!(checkpoint::live_checkpoint_state(), 0, "checkpoint state outlived the graphs");
+    assert_eq!(
+        checkpoint::live_checkpoint_state(),
+        0,
+        "checkpoint state outlived the graphs"
+    );
 }
 
 #[test]
@@ -167,8 +212,14 @@ fn dropout_inside_a_segment_replays_its_mask_and_later_draws_are_not_shifted() {
         w.set_grad(None).unwrap();
         let w2 = w.clone();
         let f = move |t: &[Tensor]| Ok(vec![ops::dropout(&ops::matmul(&t[0], &w2)?, 0.5, true)?]);
-        let y = if ckpt { checkpoint_segment(&[x.clone()], f).unwrap().remove(0) } else { f(&[x.clone()]).unwrap().remove(0) };
-        let after = ops::rand(&[4], DType::F64, Device::Cpu).unwrap().to_vec::<f64>();
+        let y = if ckpt {
+            checkpoint_segment(&[x.clone()], f).unwrap().remove(0)
+        } else {
+            f(&[x.clone()]).unwrap().remove(0)
+        };
+        let after = ops::rand(&[4], DType::F64, Device::Cpu)
+            .unwrap()
+            .to_vec::<f64>();
         autograd::backward(&[(loss_of(&y), None)], false).unwrap();
         (w.grad().unwrap().to_vec::<f64>(), after)
     };
@@ -184,9 +235,31 @@ fn a_recompute_that_saves_different_shapes_is_a_checkpoint_error() {
     let w2 = w.clone();
     let y = checkpoint_segment(&[det(&[2, 4], 1)], move |t| {
         let n = c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let x = if n == 0 { t[0].clone() } else { ops::reshape(&t[0], &[4, 2])? };
-        let x = if n == 0 { x } else { ops::reshape(&ops::concat(&[x.clone(), x], 1)?, &[2, 8])? };
-        let x = if n == 0 { x } else { ops::index(&x, &[ops::IndexItem::Slice { start: None, stop: Some(4), step: 1 }, ops::IndexItem::Ellipsis])? };
+        let x = if n == 0 {
+            t[0].clone()
+        } else {
+            ops::reshape(&t[0], &[4, 2])?
+        };
+        let x = if n == 0 {
+            x
+        } else {
+            ops::reshape(&ops::concat(&[x.clone(), x], 1)?, &[2, 8])?
+        };
+        let x = if n == 0 {
+            x
+        } else {
+            ops::index(
+                &x,
+                &[
+                    ops::IndexItem::Slice {
+                        start: None,
+                        stop: Some(4),
+                        step: 1,
+                    },
+                    ops::IndexItem::Ellipsis,
+                ],
+            )?
+        };
         Ok(vec![ops::matmul(&x, &w2)?])
     })
     .unwrap()
@@ -198,10 +271,15 @@ fn a_recompute_that_saves_different_shapes_is_a_checkpoint_error() {
 }
 
 /// Peak bytes above the baseline for one forward+backward.
-fn peak_above_baseline(mlp: &Mlp, x: &Tensor, forward: impl Fn(&Mlp, &Tensor) -> Result<Tensor>) -> usize {
+fn peak_above_baseline(
+    mlp: &Mlp,
+    x: &Tensor,
+    forward: impl Fn(&Mlp, &Tensor) -> Result<Tensor>,
+) -> usize {
     // Gradients allocated before the measured step, so the peak counts activations.
     for p in mlp.params() {
-        p.set_grad(Some(ops::zeros(p.shape(), p.dtype(), Device::Cpu).unwrap())).unwrap();
+        p.set_grad(Some(ops::zeros(p.shape(), p.dtype(), Device::Cpu).unwrap()))
+            .unwrap();
     }
     let base = remat_core::memory_allocated(Device::Cpu);
     remat_core::reset_peak_memory_stats(Device::Cpu);
@@ -209,7 +287,11 @@ fn peak_above_baseline(mlp: &Mlp, x: &Tensor, forward: impl Fn(&Mlp, &Tensor) ->
         let y = forward(mlp, x).unwrap();
         autograd::backward(&[(loss_of(&y), None)], false).unwrap();
     }
-    assert_eq!(remat_core::memory_allocated(Device::Cpu), base, "the step leaked memory");
+    assert_eq!(
+        remat_core::memory_allocated(Device::Cpu),
+        base,
+        "the step leaked memory"
+    );
     remat_core::max_memory_allocated(Device::Cpu) - base
 }
 
@@ -220,14 +302,21 @@ fn sequential_checkpointing_keeps_under_a_third_of_the_activation_memory() {
     let mlp = Mlp::new(64, 256, DType::F32);
     let x = ops::to_dtype(&det(&[512, 256], 1), DType::F32).unwrap();
     let plain_peak = peak_above_baseline(&mlp, &x, plain);
-    let ckpt_peak = peak_above_baseline(&mlp, &x, |m, x| checkpoint_sequential(&m.layers(), Segmentation::Count(8), x, true));
+    let ckpt_peak = peak_above_baseline(&mlp, &x, |m, x| {
+        checkpoint_sequential(&m.layers(), Segmentation::Count(8), x, true)
+    });
     let ratio = ckpt_peak as f64 / plain_peak as f64;
     eprintln!("plain {plain_peak} B, checkpoint_sequential(8) {ckpt_peak} B, ratio {ratio:.3}");
     assert!(ratio <= 0.3, "ratio {ratio}");
     let budget = 16 << 20;
-    let budget_peak = peak_above_baseline(&mlp, &x, |m, x| checkpoint_sequential(&m.layers(), Segmentation::Budget(budget), x, true));
+    let budget_peak = peak_above_baseline(&mlp, &x, |m, x| {
+        checkpoint_sequential(&m.layers(), Segmentation::Budget(budget), x, true)
+    });
     eprintln!("budget {budget} B -> peak {budget_peak} B");
-    assert!(budget_peak <= budget, "the budget plan peaked at {budget_peak} B");
+    assert!(
+        budget_peak <= budget,
+        "the budget plan peaked at {budget_peak} B"
+    );
     assert_eq!(checkpoint::live_checkpoint_state(), 0);
 }
 

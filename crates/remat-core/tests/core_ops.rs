@@ -9,21 +9,57 @@ use remat_core::{ops, Tensor};
 fn binary_ops_broadcast_and_differentiate() {
     let a = det(&[3, 4], 1);
     let b = det(&[4], 2);
-    check_grad(&[a.clone(), b.clone()], |t| ops::add(&t[0], &t[1]).unwrap(), 1e-6);
-    check_grad(&[a.clone(), b.clone()], |t| ops::sub(&t[0], &t[1]).unwrap(), 1e-6);
-    check_grad(&[a.clone(), b.clone()], |t| ops::mul(&t[0], &t[1]).unwrap(), 1e-6);
-    let c = ops::add(&det(&[3, 1], 3), &Tensor::scalar(3.0, remat_core::DType::F64)).unwrap();
+    check_grad(
+        &[a.clone(), b.clone()],
+        |t| ops::add(&t[0], &t[1]).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        &[a.clone(), b.clone()],
+        |t| ops::sub(&t[0], &t[1]).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        &[a.clone(), b.clone()],
+        |t| ops::mul(&t[0], &t[1]).unwrap(),
+        1e-6,
+    );
+    let c = ops::add(
+        &det(&[3, 1], 3),
+        &Tensor::scalar(3.0, remat_core::DType::F64),
+    )
+    .unwrap();
     check_grad(&[a, c], |t| ops::div(&t[0], &t[1]).unwrap(), 1e-5);
 }
 
 #[test]
 fn sum_reshape_expand_differentiate() {
     let a = det(&[2, 3, 4], 4);
-    check_grad(&[a.clone()], |t| ops::sum(&t[0], Some(&[1]), false).unwrap(), 1e-6);
-    check_grad(&[a.clone()], |t| ops::sum(&t[0], Some(&[0, 2]), true).unwrap(), 1e-6);
-    check_grad(&[a.clone()], |t| ops::sum(&t[0], None, false).unwrap(), 1e-6);
-    check_grad(&[a.clone()], |t| ops::reshape(&t[0], &[6, 4]).unwrap(), 1e-6);
-    check_grad(&[det(&[3, 1], 5)], |t| ops::expand(&t[0], &[2, 3, 4]).unwrap(), 1e-6);
+    check_grad(
+        &[a.clone()],
+        |t| ops::sum(&t[0], Some(&[1]), false).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        &[a.clone()],
+        |t| ops::sum(&t[0], Some(&[0, 2]), true).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        &[a.clone()],
+        |t| ops::sum(&t[0], None, false).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        &[a.clone()],
+        |t| ops::reshape(&t[0], &[6, 4]).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        &[det(&[3, 1], 5)],
+        |t| ops::expand(&t[0], &[2, 3, 4]).unwrap(),
+        1e-6,
+    );
 }
 
 #[test]
@@ -36,12 +72,20 @@ fn matmul_follows_numpy_rules_and_differentiates() {
     let (av, bv, cv) = (a.to_vec::<f64>(), b.to_vec::<f64>(), c.to_vec::<f64>());
     let expect: f64 = (0..4).map(|k| av[12 + 4 + k] * bv[k * 5 + 2]).sum();
     assert!((cv[15 + 5 + 2] - expect).abs() < 1e-12);
-    check_grad(&[a.clone(), b.clone()], |t| ops::matmul(&t[0], &t[1]).unwrap(), 1e-6);
+    check_grad(
+        &[a.clone(), b.clone()],
+        |t| ops::matmul(&t[0], &t[1]).unwrap(),
+        1e-6,
+    );
     let v = det(&[4], 8);
     assert_eq!(ops::matmul(&a, &v).unwrap().shape(), &[2, 3]);
     assert_eq!(ops::matmul(&v, &b).unwrap().shape(), &[5]);
     assert_eq!(ops::matmul(&v, &v).unwrap().shape(), &[] as &[usize]);
-    check_grad(&[a, v.clone()], |t| ops::matmul(&t[0], &t[1]).unwrap(), 1e-6);
+    check_grad(
+        &[a, v.clone()],
+        |t| ops::matmul(&t[0], &t[1]).unwrap(),
+        1e-6,
+    );
     check_grad(&[v, b], |t| ops::matmul(&t[0], &t[1]).unwrap(), 1e-6);
     assert!(ops::matmul(&det(&[2, 3], 1), &det(&[2, 3], 2)).is_err());
 }

@@ -1,6 +1,8 @@
 //! Network ops (softmax, log_softmax, layer_norm, dropout, mse_loss, cross_entropy): forwards
 //! against scalar references in float32 and float64, gradients against finite differences,
 //! the parallel paths on large inputs, dropout's replayable mask, and typed errors.
+// Tests panic on failure by design; unwrap is the clearest way to say "this must succeed".
+#![allow(clippy::unwrap_used)]
 
 mod common;
 use common::{check_grad, det, leaf};
@@ -93,8 +95,16 @@ fn softmax_is_stable_for_large_logits() {
 fn softmax_gradients_match_finite_differences() {
     let x = det(&[2, 3, 4], 2);
     for axis in [0isize, 1, -1] {
-        check_grad(&[x.clone()], |t| ops::softmax(&t[0], axis).unwrap(), 1e-6);
-        check_grad(&[x.clone()], |t| ops::log_softmax(&t[0], axis).unwrap(), 1e-6);
+        check_grad(
+            std::slice::from_ref(&x),
+            |t| ops::softmax(&t[0], axis).unwrap(),
+            1e-6,
+        );
+        check_grad(
+            std::slice::from_ref(&x),
+            |t| ops::log_softmax(&t[0], axis).unwrap(),
+            1e-6,
+        );
     }
     // A strided input.
     check_grad(
@@ -122,7 +132,10 @@ fn large_softmax_runs_in_parallel_and_matches_reference() {
     let xl = leaf(&x);
     let w = det(&[40, 30, 50], 5);
     let y = ops::log_softmax(&xl, -1).unwrap();
-    let g = grad_of(&xl, ops::sum(&ops::mul(&y, &w).unwrap(), None, false).unwrap());
+    let g = grad_of(
+        &xl,
+        ops::sum(&ops::mul(&y, &w).unwrap(), None, false).unwrap(),
+    );
     let (yv, wv) = (y.to_vec::<f64>(), w.to_vec::<f64>());
     for r in (0..1200).step_by(97) {
         let sw: f64 = wv[r * 50..r * 50 + 50].iter().sum();
@@ -153,8 +166,12 @@ fn layer_norm_matches_reference() {
     let w = det(&[5], 7);
     let b = det(&[5], 8);
     let (xv, wv, bv) = (x.to_vec::<f64>(), w.to_vec::<f64>(), b.to_vec::<f64>());
-    let cases: [(Option<&Tensor>, Option<&Tensor>); 4] =
-        [(Some(&w), Some(&b)), (Some(&w), None), (None, Some(&b)), (None, None)];
+    let cases: [(Option<&Tensor>, Option<&Tensor>); 4] = [
+        (Some(&w), Some(&b)),
+        (Some(&w), None),
+        (None, Some(&b)),
+        (None, None),
+    ];
     for (wt, bt) in cases {
         let expect = layer_norm_ref(
             &xv,
@@ -178,8 +195,12 @@ fn layer_norm_matches_reference() {
     });
     let xt_copy = Tensor::from_vec(xt.to_vec::<f64>(), xt.shape()).unwrap();
     assert_eq!(
-        ops::layer_norm(&xt, Some(&w), Some(&b), 1e-5).unwrap().to_vec::<f64>(),
-        ops::layer_norm(&xt_copy, Some(&w), Some(&b), 1e-5).unwrap().to_vec::<f64>()
+        ops::layer_norm(&xt, Some(&w), Some(&b), 1e-5)
+            .unwrap()
+            .to_vec::<f64>(),
+        ops::layer_norm(&xt_copy, Some(&w), Some(&b), 1e-5)
+            .unwrap()
+            .to_vec::<f64>()
     );
 }
 
@@ -203,7 +224,11 @@ fn layer_norm_gradients_match_finite_differences() {
         |t| ops::layer_norm(&t[0], None, Some(&t[1]), 1e-5).unwrap(),
         1e-6,
     );
-    check_grad(&[x.clone()], |t| ops::layer_norm(&t[0], None, None, 1e-5).unwrap(), 1e-6);
+    check_grad(
+        std::slice::from_ref(&x),
+        |t| ops::layer_norm(&t[0], None, None, 1e-5).unwrap(),
+        1e-6,
+    );
     // Only the parameters need gradients.
     check_grad(
         &[w, b],
@@ -252,7 +277,10 @@ fn layer_norm_rejects_bad_shapes() {
     let err = ops::layer_norm(&x, Some(&det(&[4], 1)), None, 1e-5).unwrap_err();
     assert!(matches!(err, Error::Shape { .. }), "{err}");
     let msg = err.to_string();
-    assert!(msg.contains("layer_norm") && msg.contains("(4,)") && msg.contains("(2, 5)"), "{msg}");
+    assert!(
+        msg.contains("layer_norm") && msg.contains("(4,)") && msg.contains("(2, 5)"),
+        "{msg}"
+    );
     assert!(matches!(
         ops::layer_norm(&x, None, Some(&det(&[1, 5], 1)), 1e-5),
         Err(Error::Shape { .. })
@@ -261,7 +289,19 @@ fn layer_norm_rejects_bad_shapes() {
         ops::layer_norm(&Tensor::scalar(1.0, DType::F64), None, None, 1e-5),
         Err(Error::Shape { .. })
     ));
-    assert!(matches!(ops::layer_norm(&x, None, None, -1.0), Err(Error::Value { .. })));
+    assert!(matches!(
+        ops::layer_norm(&x, None, None, -1.0),
+        Err(Error::Value { .. })
+    ));
+}
+
+/// Serialises the tests that draw from (or rewind) the global RNG: tests run on parallel
+/// threads, and a draw from another test between saving and restoring the state would shift
+/// the replayed key.
+static RNG_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
+    RNG_LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A float64 tensor of `n` ones-plus-index values (never zero, so dropped elements show).
@@ -271,6 +311,7 @@ fn nonzero(n: usize) -> Tensor {
 
 #[test]
 fn dropout_keeps_about_one_minus_p_and_scales() {
+    let _rng = rng_lock();
     let n = 200_000;
     let x = nonzero(n);
     for p in [0.1, 0.5, 0.8] {
@@ -293,6 +334,7 @@ fn dropout_keeps_about_one_minus_p_and_scales() {
 
 #[test]
 fn dropout_replays_the_same_mask_from_the_same_key() {
+    let _rng = rng_lock();
     let x = nonzero(50_000);
     let state = rng::get_state();
     let a = ops::dropout(&x, 0.3, true).unwrap().to_vec::<f64>();
@@ -305,6 +347,7 @@ fn dropout_replays_the_same_mask_from_the_same_key() {
 
 #[test]
 fn dropout_backward_uses_the_forward_mask() {
+    let _rng = rng_lock();
     let n = 40_000;
     let x = leaf(&nonzero(n));
     let y = ops::dropout(&x, 0.25, true).unwrap();
@@ -318,12 +361,16 @@ fn dropout_backward_uses_the_forward_mask() {
 
 #[test]
 fn dropout_recompute_replays_the_mask_bit_identically() {
+    let _rng = rng_lock();
     // Checkpoint the dropout output and drop it, so backward must replay the op's forward from
     // its stored key: gradients must equal those of the plain run.
     let x = leaf(&det(&[64, 64], 18));
     let state = rng::get_state();
     let y = ops::dropout(&x, 0.4, true).unwrap();
-    let plain = grad_of(&x, ops::sum(&ops::mul(&y, &y).unwrap(), None, false).unwrap());
+    let plain = grad_of(
+        &x,
+        ops::sum(&ops::mul(&y, &y).unwrap(), None, false).unwrap(),
+    );
     drop(y);
     x.set_grad(None).unwrap();
     rng::set_state(state);
@@ -350,7 +397,10 @@ fn dropout_edge_cases_and_errors() {
         assert!(matches!(err, Error::Value { .. }), "{err}");
         assert!(err.to_string().contains("dropout"));
     }
-    assert_eq!(x.dropout(0.5, false).unwrap().to_vec::<f64>(), x.to_vec::<f64>());
+    assert_eq!(
+        x.dropout(0.5, false).unwrap().to_vec::<f64>(),
+        x.to_vec::<f64>()
+    );
 }
 
 #[test]
@@ -370,9 +420,21 @@ fn mse_loss_matches_reference_and_differentiates() {
     let l32 = ops::mse_loss(&f32_of(&p), &f32_of(&t)).unwrap();
     assert_eq!(l32.dtype(), DType::F32);
     assert!((l32.item().unwrap() - expect).abs() < 1e-6);
-    check_grad(&[p.clone(), t.clone()], |x| ops::mse_loss(&x[0], &x[1]).unwrap(), 1e-6);
-    check_grad(&[p.clone()], |x| ops::mse_loss(&x[0], &t).unwrap(), 1e-6);
-    check_grad(&[t.clone()], |x| ops::mse_loss(&p, &x[0]).unwrap(), 1e-6);
+    check_grad(
+        &[p.clone(), t.clone()],
+        |x| ops::mse_loss(&x[0], &x[1]).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        std::slice::from_ref(&p),
+        |x| ops::mse_loss(&x[0], &t).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        std::slice::from_ref(&t),
+        |x| ops::mse_loss(&p, &x[0]).unwrap(),
+        1e-6,
+    );
     // Large (parallel, chunked) sum.
     let a = det(&[300, 300], 22);
     let b = det(&[300, 300], 23);
@@ -388,7 +450,10 @@ fn mse_loss_matches_reference_and_differentiates() {
     assert!(matches!(err, Error::Shape { .. }), "{err}");
     assert!(err.to_string().contains("(3, 4)") && err.to_string().contains("(4, 3)"));
     // No broadcasting either.
-    assert!(matches!(ops::mse_loss(&p, &det(&[4], 1)), Err(Error::Shape { .. })));
+    assert!(matches!(
+        ops::mse_loss(&p, &det(&[4], 1)),
+        Err(Error::Shape { .. })
+    ));
 }
 
 fn cross_entropy_ref(v: &[f64], c: usize, target: &[i64]) -> f64 {
@@ -414,7 +479,11 @@ fn cross_entropy_matches_reference_and_differentiates() {
     let l32 = ops::cross_entropy(&f32_of(&x), &target).unwrap();
     assert_eq!(l32.dtype(), DType::F32);
     assert!((l32.item().unwrap() - expect).abs() < 1e-6);
-    check_grad(&[x.clone()], |t| ops::cross_entropy(&t[0], &target).unwrap(), 1e-6);
+    check_grad(
+        std::slice::from_ref(&x),
+        |t| ops::cross_entropy(&t[0], &target).unwrap(),
+        1e-6,
+    );
     // One sample as a (C,) vector.
     let v = det(&[5], 25);
     let e1 = cross_entropy_ref(&v.to_vec::<f64>(), 5, &[3]);
@@ -428,7 +497,14 @@ fn cross_entropy_matches_reference_and_differentiates() {
     );
     // Large logits stay finite.
     let big = Tensor::from_vec(vec![1000.0f32, -1000.0, 0.0], &[1, 3]).unwrap();
-    assert!(ops::cross_entropy(&big, &[0]).unwrap().item().unwrap().abs() < 1e-6);
+    assert!(
+        ops::cross_entropy(&big, &[0])
+            .unwrap()
+            .item()
+            .unwrap()
+            .abs()
+            < 1e-6
+    );
 }
 
 #[test]
@@ -457,12 +533,24 @@ fn cross_entropy_rejects_bad_targets_and_shapes() {
     let err = ops::cross_entropy(&x, &[0, 4, 1]).unwrap_err();
     assert!(matches!(err, Error::Value { .. }), "{err}");
     let msg = err.to_string();
-    assert!(msg.contains("cross_entropy") && msg.contains("target[1] = 4") && msg.contains("(3, 4)"), "{msg}");
-    assert!(matches!(ops::cross_entropy(&x, &[0, -1, 1]), Err(Error::Value { .. })));
-    assert!(matches!(ops::cross_entropy(&det(&[2, 3, 4], 1), &[0, 1]), Err(Error::Shape { .. })));
+    assert!(
+        msg.contains("cross_entropy") && msg.contains("target[1] = 4") && msg.contains("(3, 4)"),
+        "{msg}"
+    );
+    assert!(matches!(
+        ops::cross_entropy(&x, &[0, -1, 1]),
+        Err(Error::Value { .. })
+    ));
+    assert!(matches!(
+        ops::cross_entropy(&det(&[2, 3, 4], 1), &[0, 1]),
+        Err(Error::Shape { .. })
+    ));
     assert!(matches!(
         ops::cross_entropy(&Tensor::scalar(1.0, DType::F64), &[0]),
         Err(Error::Shape { .. })
     ));
-    assert!(matches!(ops::cross_entropy(&det(&[4], 1), &[0, 1]), Err(Error::Shape { .. })));
+    assert!(matches!(
+        ops::cross_entropy(&det(&[4], 1), &[0, 1]),
+        Err(Error::Shape { .. })
+    ));
 }

@@ -1,6 +1,8 @@
 //! Elementwise ops (neg, exp, log, sqrt, tanh, sigmoid, relu, gelu, pow, pow_scalar) and the
 //! mean/max reductions: forwards against scalar references in float32 and float64, gradients
 //! against finite differences, strided inputs, and typed errors.
+// Tests panic on failure by design; unwrap is the clearest way to say "this must succeed".
+#![allow(clippy::unwrap_used)]
 
 mod common;
 use common::{check_grad, det, leaf};
@@ -65,9 +67,12 @@ fn away_from_zero(shape: &[usize], seed: u64) -> Tensor {
 
 type UnaryFn = fn(&Tensor) -> remat_core::Result<Tensor>;
 
+/// Name, op, scalar reference, and whether the op needs positive inputs.
+type Case = (&'static str, UnaryFn, fn(f64) -> f64, bool);
+
 #[test]
 fn elementwise_forward_matches_scalar_reference() {
-    let cases: Vec<(&str, UnaryFn, fn(f64) -> f64, bool)> = vec![
+    let cases: Vec<Case> = vec![
         ("neg", ops::neg, |v| -v, false),
         ("exp", ops::exp, f64::exp, false),
         ("log", ops::log, f64::ln, true),
@@ -100,8 +105,12 @@ fn elementwise_forward_matches_scalar_reference() {
     assert_close(&ops::gelu(&f32_of(&x), true).unwrap(), &approx, 1e-6);
     // Known values: gelu(1) = Phi(1), and the two forms differ slightly.
     let one = Tensor::scalar(1.0, DType::F64);
-    assert!((ops::gelu(&one, false).unwrap().item().unwrap() - 0.841_344_746_068_542_9).abs() < 1e-15);
-    assert!((ops::gelu(&one, true).unwrap().item().unwrap() - 0.841_191_990_608_276_8).abs() < 1e-12);
+    assert!(
+        (ops::gelu(&one, false).unwrap().item().unwrap() - 0.841_344_746_068_542_9).abs() < 1e-15
+    );
+    assert!(
+        (ops::gelu(&one, true).unwrap().item().unwrap() - 0.841_191_990_608_276_8).abs() < 1e-12
+    );
 }
 
 #[test]
@@ -123,28 +132,59 @@ fn pow_scalar_matches_powf_for_every_fast_path() {
         let expect: Vec<f64> = x.to_vec::<f64>().into_iter().map(|v| v.powf(p)).collect();
         assert_close(&ops::pow_scalar(&x, p).unwrap(), &expect, 1e-14);
         assert_close(&ops::pow_scalar(&f32_of(&x), p).unwrap(), &expect, 1e-6);
-        check_grad(&[x.clone()], |t| ops::pow_scalar(&t[0], p).unwrap(), 1e-6);
+        check_grad(
+            std::slice::from_ref(&x),
+            |t| ops::pow_scalar(&t[0], p).unwrap(),
+            1e-6,
+        );
     }
     // Negative bases with integer exponents stay real.
     let n = Tensor::from_vec(vec![-2.0f64, -0.5], &[2]).unwrap();
     assert_close(&ops::pow_scalar(&n, 3.0).unwrap(), &[-8.0, -0.125], 0.0);
     check_grad(&[n], |t| ops::pow_scalar(&t[0], 3.0).unwrap(), 1e-6);
-    assert_eq!(x.pow_scalar(2.0).unwrap().to_vec::<f64>(), ops::pow_scalar(&x, 2.0).unwrap().to_vec::<f64>());
+    assert_eq!(
+        x.pow_scalar(2.0).unwrap().to_vec::<f64>(),
+        ops::pow_scalar(&x, 2.0).unwrap().to_vec::<f64>()
+    );
 }
 
 #[test]
 fn elementwise_gradients_match_finite_differences() {
     let p = positive(&[3, 4], 4);
     let z = away_from_zero(&[3, 4], 5);
-    check_grad(&[z.clone()], |t| ops::neg(&t[0]).unwrap(), 1e-6);
-    check_grad(&[z.clone()], |t| ops::exp(&t[0]).unwrap(), 1e-6);
-    check_grad(&[p.clone()], |t| ops::log(&t[0]).unwrap(), 1e-6);
-    check_grad(&[p.clone()], |t| ops::sqrt(&t[0]).unwrap(), 1e-6);
-    check_grad(&[z.clone()], |t| ops::tanh(&t[0]).unwrap(), 1e-6);
-    check_grad(&[z.clone()], |t| ops::sigmoid(&t[0]).unwrap(), 1e-6);
-    check_grad(&[z.clone()], |t| ops::relu(&t[0]).unwrap(), 1e-6);
-    check_grad(&[z.clone()], |t| ops::gelu(&t[0], false).unwrap(), 1e-6);
-    check_grad(&[z.clone()], |t| ops::gelu(&t[0], true).unwrap(), 1e-6);
+    check_grad(std::slice::from_ref(&z), |t| ops::neg(&t[0]).unwrap(), 1e-6);
+    check_grad(std::slice::from_ref(&z), |t| ops::exp(&t[0]).unwrap(), 1e-6);
+    check_grad(std::slice::from_ref(&p), |t| ops::log(&t[0]).unwrap(), 1e-6);
+    check_grad(
+        std::slice::from_ref(&p),
+        |t| ops::sqrt(&t[0]).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        std::slice::from_ref(&z),
+        |t| ops::tanh(&t[0]).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        std::slice::from_ref(&z),
+        |t| ops::sigmoid(&t[0]).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        std::slice::from_ref(&z),
+        |t| ops::relu(&t[0]).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        std::slice::from_ref(&z),
+        |t| ops::gelu(&t[0], false).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        std::slice::from_ref(&z),
+        |t| ops::gelu(&t[0], true).unwrap(),
+        1e-6,
+    );
     // Chained, so saved outputs and inputs are both exercised in one graph.
     check_grad(
         &[p],
@@ -174,11 +214,22 @@ fn pow_broadcasts_promotes_and_differentiates() {
     let m = ops::pow(&f32_of(&a), &b).unwrap();
     assert_eq!(m.dtype(), DType::F64);
     assert_close(&m, &expect, 1e-6);
-    assert_eq!(ops::pow(&f32_of(&a), &f32_of(&b)).unwrap().dtype(), DType::F32);
-    check_grad(&[a.clone(), b.clone()], |t| ops::pow(&t[0], &t[1]).unwrap(), 1e-6);
+    assert_eq!(
+        ops::pow(&f32_of(&a), &f32_of(&b)).unwrap().dtype(),
+        DType::F32
+    );
+    check_grad(
+        &[a.clone(), b.clone()],
+        |t| ops::pow(&t[0], &t[1]).unwrap(),
+        1e-6,
+    );
     // A 0-d exponent and a 0-d base (Python's `x ** t` and `2 ** t`).
     let s = Tensor::scalar(1.5, DType::F64);
-    check_grad(&[a.clone(), s.clone()], |t| ops::pow(&t[0], &t[1]).unwrap(), 1e-6);
+    check_grad(
+        &[a.clone(), s.clone()],
+        |t| ops::pow(&t[0], &t[1]).unwrap(),
+        1e-6,
+    );
     check_grad(&[s, b.clone()], |t| ops::pow(&t[0], &t[1]).unwrap(), 1e-6);
     // d/db 0^b at b > 0 is 0 (not NaN), and d/da a^0 is 0 even at a = 0.
     let zero = leaf(&Tensor::from_vec(vec![0.0f64], &[1]).unwrap());
@@ -208,7 +259,10 @@ fn elementwise_ops_read_strided_views() {
     assert!(!xt.is_contiguous());
     let xt_copy = Tensor::from_vec(xt.to_vec::<f64>(), xt.shape()).unwrap();
     for f in [ops::exp, ops::tanh, ops::sigmoid, ops::relu, ops::neg] as [UnaryFn; 5] {
-        assert_eq!(f(&xt).unwrap().to_vec::<f64>(), f(&xt_copy).unwrap().to_vec::<f64>());
+        assert_eq!(
+            f(&xt).unwrap().to_vec::<f64>(),
+            f(&xt_copy).unwrap().to_vec::<f64>()
+        );
     }
     assert_eq!(
         ops::gelu(&xt, true).unwrap().to_vec::<f64>(),
@@ -216,7 +270,7 @@ fn elementwise_ops_read_strided_views() {
     );
     // Gradients through a transposed and a broadcast view.
     check_grad(
-        &[x.clone()],
+        std::slice::from_ref(&x),
         |t| ops::tanh(&ops::transpose(&t[0], 0, 1).unwrap()).unwrap(),
         1e-6,
     );
@@ -255,22 +309,47 @@ fn mean_matches_reference_and_differentiates() {
         }
     }
     assert_close(&m, &expect, 1e-14);
-    assert_close(&ops::mean(&f32_of(&x), Some(&[1]), false).unwrap(), &expect, 1e-6);
+    assert_close(
+        &ops::mean(&f32_of(&x), Some(&[1]), false).unwrap(),
+        &expect,
+        1e-6,
+    );
     let all = ops::mean(&x, None, false).unwrap();
     assert_eq!(all.shape(), &[] as &[usize]);
     assert!((all.item().unwrap() - v.iter().sum::<f64>() / 24.0).abs() < 1e-14);
-    assert_eq!(ops::mean(&x, Some(&[0, -1]), true).unwrap().shape(), &[1, 3, 1]);
+    assert_eq!(
+        ops::mean(&x, Some(&[0, -1]), true).unwrap().shape(),
+        &[1, 3, 1]
+    );
     assert_eq!(x.mean(None, true).unwrap().shape(), &[1, 1, 1]);
-    check_grad(&[x.clone()], |t| ops::mean(&t[0], Some(&[1]), false).unwrap(), 1e-6);
-    check_grad(&[x.clone()], |t| ops::mean(&t[0], Some(&[0, 2]), true).unwrap(), 1e-6);
-    check_grad(&[x.clone()], |t| ops::mean(&t[0], None, false).unwrap(), 1e-6);
+    check_grad(
+        std::slice::from_ref(&x),
+        |t| ops::mean(&t[0], Some(&[1]), false).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        std::slice::from_ref(&x),
+        |t| ops::mean(&t[0], Some(&[0, 2]), true).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        std::slice::from_ref(&x),
+        |t| ops::mean(&t[0], None, false).unwrap(),
+        1e-6,
+    );
     check_grad(
         &[det(&[4, 3], 12)],
         |t| ops::mean(&ops::transpose(&t[0], 0, 1).unwrap(), Some(&[-1]), false).unwrap(),
         1e-6,
     );
-    assert!(matches!(ops::mean(&x, Some(&[3]), false), Err(Error::Shape { .. })));
-    assert!(matches!(ops::mean(&x, Some(&[0, 0]), false), Err(Error::Shape { .. })));
+    assert!(matches!(
+        ops::mean(&x, Some(&[3]), false),
+        Err(Error::Shape { .. })
+    ));
+    assert!(matches!(
+        ops::mean(&x, Some(&[0, 0]), false),
+        Err(Error::Shape { .. })
+    ));
     // The mean of nothing is NaN, as in NumPy.
     let e = Tensor::from_vec(Vec::<f64>::new(), &[0, 3]).unwrap();
     assert!(ops::mean(&e, None, false).unwrap().item().unwrap().is_nan());
@@ -283,17 +362,41 @@ fn max_matches_reference_and_routes_the_gradient() {
     let m = ops::max(&x, Some(&[2]), false).unwrap();
     assert_eq!(m.shape(), &[2, 3]);
     let expect: Vec<f64> = (0..6)
-        .map(|r| v[r * 4..r * 4 + 4].iter().cloned().fold(f64::NEG_INFINITY, f64::max))
+        .map(|r| {
+            v[r * 4..r * 4 + 4]
+                .iter()
+                .cloned()
+                .fold(f64::NEG_INFINITY, f64::max)
+        })
         .collect();
     assert_close(&m, &expect, 0.0);
-    assert_close(&ops::max(&f32_of(&x), Some(&[2]), false).unwrap(), &expect, 1e-7);
+    assert_close(
+        &ops::max(&f32_of(&x), Some(&[2]), false).unwrap(),
+        &expect,
+        1e-7,
+    );
     let all = x.max(None, false).unwrap().item().unwrap();
     assert_eq!(all, v.iter().cloned().fold(f64::NEG_INFINITY, f64::max));
-    assert_eq!(ops::max(&x, Some(&[0, 1]), true).unwrap().shape(), &[1, 1, 4]);
+    assert_eq!(
+        ops::max(&x, Some(&[0, 1]), true).unwrap().shape(),
+        &[1, 1, 4]
+    );
     // det() values are distinct, so there are no ties.
-    check_grad(&[x.clone()], |t| ops::max(&t[0], Some(&[2]), false).unwrap(), 1e-6);
-    check_grad(&[x.clone()], |t| ops::max(&t[0], Some(&[0, 2]), true).unwrap(), 1e-6);
-    check_grad(&[x.clone()], |t| ops::max(&t[0], None, false).unwrap(), 1e-6);
+    check_grad(
+        std::slice::from_ref(&x),
+        |t| ops::max(&t[0], Some(&[2]), false).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        std::slice::from_ref(&x),
+        |t| ops::max(&t[0], Some(&[0, 2]), true).unwrap(),
+        1e-6,
+    );
+    check_grad(
+        std::slice::from_ref(&x),
+        |t| ops::max(&t[0], None, false).unwrap(),
+        1e-6,
+    );
     check_grad(
         &[det(&[4, 3], 14)],
         |t| ops::max(&ops::transpose(&t[0], 0, 1).unwrap(), Some(&[1]), false).unwrap(),
@@ -303,7 +406,8 @@ fn max_matches_reference_and_routes_the_gradient() {
 
 #[test]
 fn max_splits_the_gradient_between_ties() {
-    let x = leaf(&Tensor::from_vec(vec![1.0f64, 3.0, 3.0, 2.0, 5.0, 5.0, 5.0, 0.0], &[2, 4]).unwrap());
+    let x =
+        leaf(&Tensor::from_vec(vec![1.0f64, 3.0, 3.0, 2.0, 5.0, 5.0, 5.0, 0.0], &[2, 4]).unwrap());
     let y = ops::sum(&ops::max(&x, Some(&[1]), false).unwrap(), None, false).unwrap();
     remat_core::autograd::backward(&[(y, None)], false).unwrap();
     let g = x.grad().unwrap().to_vec::<f64>();
@@ -318,13 +422,25 @@ fn max_splits_the_gradient_between_ties() {
 #[test]
 fn max_errors_on_bad_axes_and_empty_reductions() {
     let x = det(&[2, 3], 15);
-    assert!(matches!(ops::max(&x, Some(&[2]), false), Err(Error::Shape { .. })));
-    assert!(matches!(ops::max(&x, Some(&[-3]), false), Err(Error::Shape { .. })));
+    assert!(matches!(
+        ops::max(&x, Some(&[2]), false),
+        Err(Error::Shape { .. })
+    ));
+    assert!(matches!(
+        ops::max(&x, Some(&[-3]), false),
+        Err(Error::Shape { .. })
+    ));
     let e = Tensor::from_vec(Vec::<f64>::new(), &[0, 3]).unwrap();
     let err = ops::max(&e, Some(&[0]), false).unwrap_err();
     assert!(matches!(err, Error::Shape { .. }), "{err}");
-    assert!(err.to_string().contains("max") && err.to_string().contains("(0, 3)"), "{err}");
-    assert!(matches!(ops::max(&e, None, false), Err(Error::Shape { .. })));
+    assert!(
+        err.to_string().contains("max") && err.to_string().contains("(0, 3)"),
+        "{err}"
+    );
+    assert!(matches!(
+        ops::max(&e, None, false),
+        Err(Error::Shape { .. })
+    ));
     // Reducing only non-empty axes of an empty tensor is fine.
     assert_eq!(ops::max(&e, Some(&[1]), false).unwrap().shape(), &[0]);
 }

@@ -30,7 +30,9 @@ pub fn signed_dims(op: &str, args: &Bound<'_, PyTuple>) -> PyResult<Vec<isize>> 
                 .collect();
         }
     }
-    args.iter().map(|d| index_int(op, "dimensions", &d)).collect()
+    args.iter()
+        .map(|d| index_int(op, "dimensions", &d))
+        .collect()
 }
 
 /// A shape from an int or a tuple/list of ints (negative extents are an error).
@@ -54,9 +56,7 @@ fn to_shape(op: &str, dims: &[isize]) -> PyResult<Vec<usize>> {
     dims.iter()
         .map(|&d| {
             usize::try_from(d).map_err(|_| {
-                ShapeError::new_err(format!(
-                    "{op}: negative dimension {d} in shape {dims:?}"
-                ))
+                ShapeError::new_err(format!("{op}: negative dimension {d} in shape {dims:?}"))
             })
         })
         .collect()

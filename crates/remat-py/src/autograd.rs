@@ -30,11 +30,18 @@ fn tensors(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
 }
 
 /// Output gradients: None, one tensor, or a sequence with None entries.
-fn grad_outputs(obj: Option<&Bound<'_, PyAny>>, outs: &[Tensor]) -> PyResult<Option<Vec<Option<Tensor>>>> {
+fn grad_outputs(
+    obj: Option<&Bound<'_, PyAny>>,
+    outs: &[Tensor],
+) -> PyResult<Option<Vec<Option<Tensor>>>> {
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
         return Ok(None);
     };
-    let like = |i: usize| outs.get(i).map(|t| t.dtype()).unwrap_or(remat_core::DType::F32);
+    let like = |i: usize| {
+        outs.get(i)
+            .map(|t| t.dtype())
+            .unwrap_or(remat_core::DType::F32)
+    };
     if obj.is_instance_of::<PyTensor>() {
         return Ok(Some(vec![Some(operand(obj, like(0))?)]));
     }
@@ -42,7 +49,11 @@ fn grad_outputs(obj: Option<&Bound<'_, PyAny>>, outs: &[Tensor]) -> PyResult<Opt
         let mut v = Vec::new();
         for (i, g) in obj.try_iter()?.enumerate() {
             let g = g?;
-            v.push(if g.is_none() { None } else { Some(operand(&g, like(i))?) });
+            v.push(if g.is_none() {
+                None
+            } else {
+                Some(operand(&g, like(i))?)
+            });
         }
         return Ok(Some(v));
     }

@@ -18,8 +18,8 @@ use std::sync::Arc;
 fn segment_fn(f: PyObject) -> SegmentFn {
     Arc::new(move |ts: &[Tensor]| {
         Python::with_gil(|py| {
-            let args = PyTuple::new(py, ts.iter().map(|t| wrap(t.clone())))
-                .map_err(callback_error)?;
+            let args =
+                PyTuple::new(py, ts.iter().map(|t| wrap(t.clone()))).map_err(callback_error)?;
             let out = f.call1(py, args).map_err(callback_error)?;
             let list: Vec<PyRef<'_, PyTensor>> = out.extract(py).map_err(callback_error)?;
             Ok(list.iter().map(|t| t.inner.clone()).collect())
@@ -51,7 +51,9 @@ fn checkpoint_tensor(x: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
 /// `adaptive_checkpoint(x, threshold_bytes)`.
 #[pyfunction]
 fn adaptive_checkpoint(x: PyRef<'_, PyTensor>, threshold_bytes: usize) -> PyResult<PyTensor> {
-    checkpoint::adaptive_checkpoint(&x.inner, threshold_bytes).map(wrap).map_err(to_pyerr)
+    checkpoint::adaptive_checkpoint(&x.inner, threshold_bytes)
+        .map(wrap)
+        .map_err(to_pyerr)
 }
 
 /// Run `f(*inputs)` (returning a list of Tensors) as a checkpoint segment.
@@ -65,7 +67,7 @@ fn checkpoint_segment(
     offload: bool,
     determinism_check: bool,
 ) -> PyResult<Vec<PyTensor>> {
-    let opts = SegmentOptions { name, preserve_rng_state, offload, determinism_check, ..Default::default() };
+    let opts = SegmentOptions::new(name, preserve_rng_state, offload, determinism_check);
     checkpoint::checkpoint_segment_with(segment_fn(f), &tensors(&inputs), &opts)
         .map(|v| v.into_iter().map(wrap).collect())
         .map_err(to_pyerr)
@@ -83,7 +85,11 @@ impl PyCheckpointGroup {
         PyCheckpointGroup(CheckpointGroup::new(name, preserve_rng_state, offload))
     }
     /// Run `f(*inputs)` (returning a list of Tensors) checkpointed; outputs share one recompute.
-    fn checkpoint_fn(&self, f: PyObject, inputs: Vec<PyRef<'_, PyTensor>>) -> PyResult<Vec<PyTensor>> {
+    fn checkpoint_fn(
+        &self,
+        f: PyObject,
+        inputs: Vec<PyRef<'_, PyTensor>>,
+    ) -> PyResult<Vec<PyTensor>> {
         self.0
             .checkpoint_fn(segment_fn(f), &tensors(&inputs))
             .map(|v| v.into_iter().map(wrap).collect())
@@ -124,7 +130,11 @@ fn scope_enter() -> PyScope {
     PyScope(Some(checkpoint::checkpoint_scope()))
 }
 
-fn segmentation(segments: Option<usize>, sqrt: bool, budget: Option<usize>) -> PyResult<Segmentation> {
+fn segmentation(
+    segments: Option<usize>,
+    sqrt: bool,
+    budget: Option<usize>,
+) -> PyResult<Segmentation> {
     match (segments, sqrt, budget) {
         (_, _, Some(b)) => Ok(Segmentation::Budget(b)),
         (_, true, None) => Ok(Segmentation::Sqrt),
@@ -149,8 +159,13 @@ fn sequential_plan(
     let how = segmentation(segments, sqrt, budget_bytes)?;
     let layers: Vec<LayerFn> = functions.into_iter().map(layer_fn).collect();
     let x = input.inner.clone();
-    let runs = py.allow_threads(|| checkpoint::plan(&layers, how, &x)).map_err(to_pyerr)?;
-    Ok(runs.iter().map(|r| (r.start, r.end, r.checkpointed)).collect())
+    let runs = py
+        .allow_threads(|| checkpoint::plan(&layers, how, &x))
+        .map_err(to_pyerr)?;
+    Ok(runs
+        .iter()
+        .map(|r| (r.start, r.end, r.checkpointed))
+        .collect())
 }
 
 /// Run `functions` on `input` following `plan` (from `sequential_plan`).
@@ -163,8 +178,14 @@ fn sequential_run(
     preserve_rng_state: bool,
 ) -> PyResult<PyTensor> {
     let n = functions.len();
-    let runs: Vec<PlanSegment> =
-        plan.iter().map(|&(start, end, checkpointed)| PlanSegment { start, end, checkpointed }).collect();
+    let runs: Vec<PlanSegment> = plan
+        .iter()
+        .map(|&(start, end, checkpointed)| PlanSegment {
+            start,
+            end,
+            checkpointed,
+        })
+        .collect();
     let covers = runs.first().is_none_or(|r| r.start == 0)
         && runs.last().map_or(n == 0, |r| r.end == n)
         && runs.windows(2).all(|w| w[0].end == w[1].start)
@@ -175,7 +196,9 @@ fn sequential_run(
         )));
     }
     let layers: Vec<LayerFn> = functions.into_iter().map(layer_fn).collect();
-    checkpoint::run_plan(&layers, &runs, &input.inner, preserve_rng_state).map(wrap).map_err(to_pyerr)
+    checkpoint::run_plan(&layers, &runs, &input.inner, preserve_rng_state)
+        .map(wrap)
+        .map_err(to_pyerr)
 }
 
 #[pyfunction]
@@ -219,7 +242,15 @@ fn profiler_report() -> String {
 fn profiler_records() -> Vec<(String, String, usize, f64, usize)> {
     profiler::records()
         .into_iter()
-        .map(|r| (r.name, r.kind.to_string(), r.bytes_saved, r.recompute_seconds, r.recompute_count))
+        .map(|r| {
+            (
+                r.name,
+                r.kind.to_string(),
+                r.bytes_saved,
+                r.recompute_seconds,
+                r.recompute_count,
+            )
+        })
         .collect()
 }
 

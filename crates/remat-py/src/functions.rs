@@ -6,7 +6,9 @@ use crate::call::{binary, heavy, run, unary};
 use crate::convert::{self, operand, operand_pair};
 use crate::dtype::parse_opt_dtype;
 use crate::errors::CoreResultExt;
-use crate::tensor::{extract_tensor, gelu_mode, reduce, reshape_args, transpose_args, wrap, PyTensor};
+use crate::tensor::{
+    extract_tensor, gelu_mode, reduce, reshape_args, transpose_args, wrap, PyTensor,
+};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -440,7 +442,9 @@ fn class_indices(target: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
         "f" => {
             let all_int: bool = np
                 .getattr("all")?
-                .call1((np.getattr("equal")?.call1((&arr, np.getattr("floor")?.call1((&arr,))?))?,))?
+                .call1((np
+                    .getattr("equal")?
+                    .call1((&arr, np.getattr("floor")?.call1((&arr,))?))?,))?
                 .extract()?;
             if !all_int {
                 return Err(PyValueError::new_err(
@@ -456,7 +460,9 @@ fn class_indices(target: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
             )))
         }
     };
-    ints.call_method0("ravel")?.call_method0("tolist")?.extract()
+    ints.call_method0("ravel")?
+        .call_method0("tolist")?
+        .extract()
 }
 
 /// Mean cross-entropy of `logits (N, C)` against integer class indices `target (N,)`.

@@ -291,9 +291,9 @@ impl PyTensor {
             .ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
     }
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let n = self.__len__().map_err(|_| {
-            PyTypeError::new_err("iteration over a 0-d tensor")
-        })?;
+        let n = self
+            .__len__()
+            .map_err(|_| PyTypeError::new_err("iteration over a 0-d tensor"))?;
         let items = (0..n)
             .map(|i| ops::index(&self.inner, &[ops::IndexItem::Int(i as isize)]).map(wrap))
             .collect::<remat_core::Result<Vec<_>>>()
@@ -318,12 +318,7 @@ impl PyTensor {
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, PyObject)> {
         let f = py.import("remat")?.getattr("tensor")?;
         let arr = to_numpy(py, &self.inner)?.call_method0("copy")?;
-        let args = (
-            arr,
-            self.inner.dtype().name(),
-            self.inner.requires_grad(),
-        )
-            .into_py_any(py)?;
+        let args = (arr, self.inner.dtype().name(), self.inner.requires_grad()).into_py_any(py)?;
         Ok((f, args))
     }
 

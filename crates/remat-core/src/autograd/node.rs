@@ -8,12 +8,13 @@ use crate::checkpoint::slot::Slot;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::grad_mode::is_grad_enabled;
-use crate::layout::Dims;
+use crate::layout::{Dims, Layout};
+use crate::storage::Storage;
 use crate::tensor::{Tensor, TensorData, TensorImpl, TensorState};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// A differentiable operation: its forward (also used to replay it for a recompute) and its
 /// vector-Jacobian product.
@@ -86,12 +87,13 @@ pub struct Node {
     pub(crate) seq: u64,
 }
 
-/// How a non-leaf tensor was made: kept on the tensor handle (not on the node) so that
-/// `checkpoint(x)` can build a recipe while `x` is alive, without graph nodes keeping
-/// anything alive afterwards.
+/// How a non-leaf tensor was made, kept on the tensor handle (not on the node) so that
+/// `checkpoint(x)` can build a recipe. Inputs are held weakly: a plain run keeps nothing
+/// alive through it, and inputs that are already gone cannot be worth reviving (keeping them
+/// would cost at least as much as the tensor a checkpoint would free).
 pub(crate) struct Creation {
     pub(crate) op: Arc<dyn Op>,
-    pub(crate) inputs: SmallVec<[Tensor; 2]>,
+    pub(crate) inputs: SmallVec<[(Weak<Storage>, Layout); 2]>,
     /// Recipes of inputs that were themselves checkpointed (chains recompute in order).
     pub(crate) recipes: SmallVec<[Option<Arc<Recipe>>; 2]>,
 }
@@ -205,7 +207,10 @@ pub fn record<O: Op>(op: O, inputs: &[&Tensor], out: Tensor, saves: &[Save]) -> 
     });
     let creation = Arc::new(Creation {
         op,
-        inputs: inputs.iter().map(|t| t.detach()).collect(),
+        inputs: inputs
+            .iter()
+            .map(|t| (Arc::downgrade(t.storage()), t.layout().clone()))
+            .collect(),
         recipes: inputs.iter().map(|t| t.recipe()).collect(),
     });
     Tensor::with_grad_fn(

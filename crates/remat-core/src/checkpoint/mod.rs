@@ -19,7 +19,9 @@ pub use group::CheckpointGroup;
 pub use live::{live_checkpoint_state, live_recompute_caches};
 pub use planner::{plan_budget, LayerCost, Plan, PlanSegment};
 pub use segment::{checkpoint_segment, checkpoint_segment_with, SegmentFn, SegmentOptions};
-pub use sequential::{checkpoint_sequential, measure_layers, plan, run_plan, LayerFn, Segmentation};
+pub use sequential::{
+    checkpoint_sequential, measure_layers, plan, run_plan, LayerFn, Segmentation,
+};
 
 use crate::autograd::node::NodeKind;
 use crate::error::Result;
@@ -30,7 +32,9 @@ use slot::Slot;
 
 /// A tensor with `x`'s value whose storage is not kept for backward: consumers save a recipe
 /// that recomputes it from the inputs of the op that produced it. Leaves, tensors that need
-/// no gradient, and tensors inside a segment (already checkpointed) come back unchanged.
+/// no gradient, tensors inside a segment (already checkpointed), and tensors whose producer's
+/// inputs are already freed (reviving them would cost at least what `x` frees) come back
+/// unchanged.
 pub fn checkpoint(x: &Tensor) -> Result<Tensor> {
     if !x.requires_grad() || !matches!(context::current(), SaveMode::Normal | SaveMode::Scope) {
         return Ok(x.clone());
@@ -38,13 +42,23 @@ pub fn checkpoint(x: &Tensor) -> Result<Tensor> {
     let (Some(node), Some(creation)) = (x.grad_fn(), x.creation()) else {
         return Ok(x.clone());
     };
-    let slots = creation
-        .inputs
-        .iter()
-        .zip(&creation.recipes)
-        .map(|(t, r)| match r {
-            Some(r) => Slot::recompute(r.clone()),
-            None => Slot::Stored(t.data().clone()),
+    let mut alive = Vec::with_capacity(creation.inputs.len());
+    for ((storage, _), r) in creation.inputs.iter().zip(&creation.recipes) {
+        match (r, storage.upgrade()) {
+            (None, None) => return Ok(x.clone()),
+            (_, s) => alive.push(s),
+        }
+    }
+    let slots = alive
+        .into_iter()
+        .zip(creation.inputs.iter().zip(&creation.recipes))
+        .map(|(storage, ((_, layout), r))| match (r, storage) {
+            (Some(r), _) => Slot::recompute(r.clone()),
+            (None, Some(storage)) => Slot::Stored(crate::tensor::TensorData {
+                storage,
+                layout: layout.clone(),
+            }),
+            (None, None) => unreachable!("checked above"),
         })
         .collect();
     let recipe = Recipe::new(creation.op.clone(), slots, x.data(), "tensor");

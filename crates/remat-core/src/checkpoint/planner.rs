@@ -68,7 +68,12 @@ pub fn plan_budget(costs: &[LayerCost], input_bytes: usize, budget: usize) -> Re
     };
     // In backward the incoming gradient, the one being produced and a weight gradient are
     // alive at once.
-    let transient = 3 * costs.iter().map(|c| c.output).max().unwrap_or(0).max(input_bytes);
+    let transient = 3 * costs
+        .iter()
+        .map(|c| c.output)
+        .max()
+        .unwrap_or(0)
+        .max(input_bytes);
     let mut prefix = vec![0usize; n + 1];
     for i in 0..n {
         prefix[i + 1] = prefix[i] + costs[i].saved;

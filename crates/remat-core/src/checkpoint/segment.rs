@@ -40,6 +40,24 @@ pub struct SegmentOptions {
     pub(crate) kind: &'static str,
 }
 
+impl SegmentOptions {
+    /// Options with the given settings (no group).
+    pub fn new(
+        name: Option<String>,
+        preserve_rng_state: bool,
+        offload: bool,
+        determinism_check: bool,
+    ) -> Self {
+        SegmentOptions {
+            name,
+            preserve_rng_state,
+            offload,
+            determinism_check,
+            ..Default::default()
+        }
+    }
+}
+
 impl Default for SegmentOptions {
     fn default() -> Self {
         SegmentOptions {

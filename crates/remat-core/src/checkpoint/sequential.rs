@@ -79,7 +79,10 @@ pub fn plan(layers: &[LayerFn], how: Segmentation, input: &Tensor) -> Result<Vec
     let n = layers.len();
     Ok(match how {
         Segmentation::Count(0) => {
-            return Err(Error::value("checkpoint_sequential", "segments must be at least 1"))
+            return Err(Error::value(
+                "checkpoint_sequential",
+                "segments must be at least 1",
+            ))
         }
         Segmentation::Count(k) => equal_runs(n, k),
         Segmentation::Sqrt => equal_runs(n, (n as f64).sqrt().ceil() as usize),
@@ -103,7 +106,12 @@ pub fn checkpoint_sequential(
         return Ok(input.clone());
     }
     if !is_grad_enabled() {
-        return run_plan(layers, &equal_runs(layers.len(), 1), input, preserve_rng_state);
+        return run_plan(
+            layers,
+            &equal_runs(layers.len(), 1),
+            input,
+            preserve_rng_state,
+        );
     }
     let runs = plan(layers, how, input)?;
     run_plan(layers, &runs, input, preserve_rng_state)

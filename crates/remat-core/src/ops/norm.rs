@@ -96,7 +96,7 @@ impl Op for LayerNormOp {
             .transpose()?;
         let shape = x.shape();
         let n = *shape.last().unwrap_or(&1);
-        let rows = if n == 0 { 0 } else { x.numel() / n };
+        let rows = x.numel().checked_div(n).unwrap_or(0);
         let need_x = ctx.needs_grad(0);
         let need_w = self.has_weight && ctx.needs_grad(1);
         let need_b = self.has_bias && ctx.needs_grad(self.bias_index());
