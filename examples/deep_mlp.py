@@ -74,6 +74,17 @@ class DeepMLP(nn.Module):
         return self.head(x)
 
 
+def train_step(model: nn.Module, opt: optim.Optimizer, xb, yb, device: str) -> float:
+    """One optimisation step; returns the loss. The graph dies with the function's locals."""
+    opt.zero_grad(set_to_none=False)
+    loss = remat.cross_entropy(model(xb), yb)
+    loss.backward()
+    opt.step()
+    if device != "cpu":
+        remat.cuda.synchronize()
+    return loss.item()
+
+
 def parse_checkpoint(value: str) -> str:
     if value in ("none", "sqrt", "every"):
         return value
@@ -169,19 +180,13 @@ def main(argv: list[str] | None = None) -> int:
             idx = order[i : i + args.batch_size]
             xb = remat.tensor(x_train[idx], device=device)
             yb = y_train[idx]
-            opt.zero_grad(set_to_none=False)
             base = remat.memory_allocated(device)
             remat.reset_peak_memory_stats(device)
             t0 = time.perf_counter()
-            loss = remat.cross_entropy(model(xb), yb)
-            loss.backward()
-            opt.step()
-            if device != "cpu":
-                remat.cuda.synchronize()
+            losses.append(train_step(model, opt, xb, yb, device))
             step_times.append(time.perf_counter() - t0)
             peaks.append(remat.max_memory_allocated(device))
             extra.append(peaks[-1] - base)
-            losses.append(loss.item())
             bar.update(1)
             bar.set_postfix(loss=f"{losses[-1]:.4f}")
         epoch_loss = float(np.mean(losses))

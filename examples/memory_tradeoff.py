@@ -8,7 +8,7 @@ over a few repetitions. The strategies:
     none     keep every activation
     every    every block is a checkpoint segment
     sqrt     checkpoint_sequential(blocks, "sqrt", x)
-    budget   checkpoint_sequential(blocks, None, x, budget_bytes=B) with B a quarter of the
+    budget   checkpoint_sequential(blocks, None, x, budget_bytes=B) with B half the
              activation memory the plain run needs at that depth
 
 Prints a table and writes a plot of both figures against depth (``--out``).
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="a tiny sweep for the test suite")
     args = ap.parse_args(argv)
     if args.quick:
-        args.depths, args.width, args.batch_size, args.reps = [4, 8], 16, 8, 1
+        args.depths, args.width, args.batch_size, args.reps = [8, 16], 32, 16, 1
     if args.device.startswith("cuda"):
         try:
             remat.zeros(1, device=args.device)
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                     none_peak, _ = measure(
                         depth, args.width, args.batch_size, "none", None, 1, args.device
                     )
-                budget = max(none_peak // 4, 1)
+                budget = max(none_peak // 2, 1)
             try:
                 peak, secs = measure(
                     depth, args.width, args.batch_size, s, budget, args.reps, args.device

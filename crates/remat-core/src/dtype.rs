@@ -52,7 +52,9 @@ impl fmt::Display for DType {
 }
 
 /// A scalar type the CPU kernels work on.
-pub trait Element: Float + Send + Sync + Default + fmt::Debug + fmt::Display + 'static {
+pub trait Element:
+    Float + num_traits::NumAssign + Send + Sync + Default + fmt::Debug + fmt::Display + 'static
+{
     /// The matching runtime dtype.
     const DTYPE: DType;
     /// Lossy conversion from f64 (scalars from Python arrive as f64).

@@ -34,6 +34,22 @@ pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
+/// Number of elements of a user-given shape, erroring instead of overflowing when the
+/// element count or the byte size cannot be represented.
+pub fn checked_numel(op: &str, shape: &[usize], dtype: crate::dtype::DType) -> Result<usize> {
+    let n = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+    match n.and_then(|n| n.checked_mul(dtype.size()).map(|b| (n, b))) {
+        Some((n, bytes)) if bytes <= isize::MAX as usize => Ok(n),
+        _ => Err(Error::shape(
+            op,
+            format!(
+                "a tensor of shape {} and dtype {dtype} is too large to represent",
+                fmt_shape(shape)
+            ),
+        )),
+    }
+}
+
 /// Format a shape as `(2, 3)` for error messages.
 pub fn fmt_shape(shape: &[usize]) -> String {
     match shape.len() {
@@ -78,6 +94,21 @@ pub fn broadcast_shapes(op: &str, a: &[usize], b: &[usize]) -> Result<Dims> {
                 ),
             ));
         };
+    }
+    // The broadcast result can be far larger than either input.
+    if out
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .is_none_or(|n| n > isize::MAX as usize / 8)
+    {
+        return Err(Error::shape(
+            op,
+            format!(
+                "broadcasting {} with {} gives a result too large to represent",
+                fmt_shape(a),
+                fmt_shape(b)
+            ),
+        ));
     }
     Ok(out)
 }

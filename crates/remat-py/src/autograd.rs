@@ -2,9 +2,10 @@
 //! GIL is released around the backward engine: it may call back into Python to recompute a
 //! checkpoint segment, and those callbacks take the GIL themselves.
 
-use crate::convert::operand;
+use crate::convert::{operand, type_name};
 use crate::errors::CoreResultExt;
-use crate::tensor::{extract_tensor, wrap, PyTensor};
+use crate::tensor::{wrap, PyTensor};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use remat_core::Tensor;
@@ -21,16 +22,33 @@ fn set_grad_enabled(flag: bool) -> bool {
     remat_core::set_grad_enabled(flag)
 }
 
-/// One tensor or a sequence of tensors.
-fn tensors(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
+/// One tensor or a sequence of tensors (no conversion: gradients only exist for Tensors).
+fn tensors(op: &str, what: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
+    let one = |o: &Bound<'_, PyAny>| -> PyResult<Tensor> {
+        o.downcast::<PyTensor>()
+            .map(|t| t.get().inner.clone())
+            .map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "{op}: {what} must be Tensors, got {}",
+                    type_name(o)
+                ))
+            })
+    };
     if obj.is_instance_of::<PyTensor>() {
-        return Ok(vec![extract_tensor(obj)?]);
+        return Ok(vec![one(obj)?]);
     }
-    obj.try_iter()?.map(|t| extract_tensor(&t?)).collect()
+    if !(obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>()) {
+        return Err(PyTypeError::new_err(format!(
+            "{op}: {what} must be a Tensor or a sequence of Tensors, got {}",
+            type_name(obj)
+        )));
+    }
+    obj.try_iter()?.map(|t| one(&t?)).collect()
 }
 
 /// Output gradients: None, one tensor, or a sequence with None entries.
 fn grad_outputs(
+    op: &str,
     obj: Option<&Bound<'_, PyAny>>,
     outs: &[Tensor],
 ) -> PyResult<Option<Vec<Option<Tensor>>>> {
@@ -43,7 +61,7 @@ fn grad_outputs(
             .unwrap_or(remat_core::DType::F32)
     };
     if obj.is_instance_of::<PyTensor>() {
-        return Ok(Some(vec![Some(operand(obj, like(0))?)]));
+        return Ok(Some(vec![Some(operand(op, obj, like(0))?)]));
     }
     if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
         let mut v = Vec::new();
@@ -52,12 +70,12 @@ fn grad_outputs(
             v.push(if g.is_none() {
                 None
             } else {
-                Some(operand(&g, like(i))?)
+                Some(operand(op, &g, like(i))?)
             });
         }
         return Ok(Some(v));
     }
-    Ok(Some(vec![Some(operand(obj, like(0))?)]))
+    Ok(Some(vec![Some(operand(op, obj, like(0))?)]))
 }
 
 /// Gradients of `outputs` with respect to `inputs`, as a tuple (None where an input gets no
@@ -71,9 +89,9 @@ fn grad<'py>(
     grad_outputs: Option<&Bound<'py, PyAny>>,
     retain_graph: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let outs = tensors(outputs)?;
-    let ins = tensors(inputs)?;
-    let gos = self::grad_outputs(grad_outputs, &outs)?;
+    let outs = tensors("grad", "outputs", outputs)?;
+    let ins = tensors("grad", "inputs", inputs)?;
+    let gos = self::grad_outputs("grad", grad_outputs, &outs)?;
     let grads = py
         .allow_threads(|| remat_core::autograd::grad(&outs, &ins, gos.as_deref(), retain_graph))
         .py()?;
@@ -96,8 +114,8 @@ fn backward(
     grad_tensors: Option<&Bound<'_, PyAny>>,
     retain_graph: bool,
 ) -> PyResult<()> {
-    let outs = self::tensors(tensors)?;
-    let gos = grad_outputs(grad_tensors, &outs)?.unwrap_or_default();
+    let outs = self::tensors("backward", "tensors", tensors)?;
+    let gos = grad_outputs("backward", grad_tensors, &outs)?.unwrap_or_default();
     let roots: Vec<(Tensor, Option<Tensor>)> = outs
         .into_iter()
         .enumerate()

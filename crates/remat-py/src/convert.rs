@@ -122,7 +122,8 @@ pub fn from_numpy(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 /// `remat.tensor(data, dtype)`: a new leaf holding a copy of `data` (a Tensor, NumPy array,
 /// nested sequence or Python scalar). Float32/float64 arrays keep their dtype; everything
 /// else becomes float32 unless `dtype` is given.
-pub fn tensor_from_py(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
+/// `op` names the calling op in error messages.
+pub fn tensor_from_py(op: &str, obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
     let py = obj.py();
     if let Ok(t) = obj.downcast::<PyTensor>() {
         let t = &t.get().inner;
@@ -137,15 +138,22 @@ pub fn tensor_from_py(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<
     }
     if let Ok(arr) = obj.downcast::<PyUntypedArray>() {
         let dt = dtype.unwrap_or_else(|| default_dtype(&arr.dtype()));
-        return array_to_tensor("tensor", arr, dt, false);
+        return array_to_tensor(op, arr, dt, false);
     }
     let is_sequence = obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>();
     // Nested sequences, NumPy scalars and other array-likes: NumPy builds a fresh array.
     let arr = match numpy(py)?.getattr("array")?.call1((obj,)) {
         Ok(a) => a,
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => {
+            return Err(PyTypeError::new_err(format!(
+                "{op}: cannot make a tensor from {}: {}",
+                type_name(obj),
+                e.value(py)
+            )))
+        }
         Err(e) if e.is_instance_of::<PyValueError>(py) => {
             return Err(ShapeError::new_err(format!(
-                "tensor: cannot make a tensor from {}: {}",
+                "{op}: cannot make a tensor from {}: {}",
                 type_name(obj),
                 e.value(py)
             )))
@@ -159,45 +167,50 @@ pub fn tensor_from_py(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<
         None => default_dtype(&arr.dtype()),
     };
     // The array is fresh, so sharing it is a copy of `data` already.
-    array_to_tensor("tensor", &arr, dt, true)
+    array_to_tensor(op, &arr, dt, true)
 }
 
-/// A Tensor, or anything `remat.tensor` accepts converted with the default dtype rules.
-pub fn extract_tensor(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+/// A Tensor, or anything `remat.tensor` accepts converted with the default dtype rules;
+/// conversion errors name `op`.
+pub fn extract_tensor(op: &str, obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     if let Ok(t) = obj.downcast::<PyTensor>() {
         return Ok(t.get().inner.clone());
     }
-    tensor_from_py(obj, None)
+    tensor_from_py(op, obj, None)
 }
 
 /// An operand next to `like`: Python scalars become 0-d tensors of `like`'s dtype (no
 /// promotion to float64), anything else goes through `extract_tensor`.
 #[inline]
-pub fn operand(obj: &Bound<'_, PyAny>, like: DType) -> PyResult<Tensor> {
+pub fn operand(op: &str, obj: &Bound<'_, PyAny>, like: DType) -> PyResult<Tensor> {
     if let Ok(t) = obj.downcast::<PyTensor>() {
         return Ok(t.get().inner.clone());
     }
     if let Some(v) = python_scalar(obj) {
         return Ok(Tensor::scalar(v, like));
     }
-    tensor_from_py(obj, None)
+    tensor_from_py(op, obj, None)
 }
 
 /// Two operands of a binary function, either of which may be a Python scalar (it takes the
 /// other one's dtype).
-pub fn operand_pair(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<(Tensor, Tensor)> {
+pub fn operand_pair(
+    op: &str,
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+) -> PyResult<(Tensor, Tensor)> {
     if let Ok(ta) = a.downcast::<PyTensor>() {
         let ta = ta.get().inner.clone();
-        let tb = operand(b, ta.dtype())?;
+        let tb = operand(op, b, ta.dtype())?;
         return Ok((ta, tb));
     }
     if let Ok(tb) = b.downcast::<PyTensor>() {
         let tb = tb.get().inner.clone();
-        let ta = operand(a, tb.dtype())?;
+        let ta = operand(op, a, tb.dtype())?;
         return Ok((ta, tb));
     }
-    let ta = extract_tensor(a)?;
-    let tb = operand(b, ta.dtype())?;
+    let ta = extract_tensor(op, a)?;
+    let tb = operand(op, b, ta.dtype())?;
     Ok((ta, tb))
 }
 

@@ -6,8 +6,10 @@
 //! Python exception is parked in a thread-local so it can be re-raised unchanged.
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
+use pyo3::types::{PyDict, PyTuple, PyType};
 use remat_core::Error;
 use std::cell::RefCell;
 
@@ -41,6 +43,45 @@ create_exception!(
     PyRuntimeError,
     "A checkpoint whose recompute does not match its forward, or a failed recompute."
 );
+
+static INDEXING_ERROR: GILOnceCell<Py<PyType>> = GILOnceCell::new();
+
+/// `remat.IndexingError(ShapeError, IndexError)`: a bad index in `t[...]`. It is an
+/// IndexError as Python and NumPy users expect (`for` loops over `__getitem__` stop on it),
+/// and a ShapeError like every other shape mismatch. Built with `type()` because PyO3's
+/// `create_exception!` takes a single base.
+pub fn indexing_error_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    INDEXING_ERROR
+        .get_or_try_init(py, || {
+            let bases = PyTuple::new(
+                py,
+                [py.get_type::<ShapeError>(), py.get_type::<PyIndexError>()],
+            )?;
+            let ns = PyDict::new(py);
+            ns.set_item("__module__", "remat")?;
+            ns.set_item(
+                "__doc__",
+                "An index that does not fit the tensor's shape (IndexError and ShapeError).",
+            )?;
+            let ty = py
+                .get_type::<PyType>()
+                .call1(("IndexingError", bases, ns))?
+                .downcast_into::<PyType>()?;
+            Ok::<_, PyErr>(ty.unbind())
+        })
+        .map(|t| t.bind(py))
+}
+
+/// Like `to_pyerr`, but shape errors become `IndexingError` (for `__getitem__`).
+pub fn to_index_pyerr(py: Python<'_>, e: Error) -> PyErr {
+    match e {
+        Error::Shape { .. } => match indexing_error_type(py) {
+            Ok(ty) => PyErr::from_type(ty.clone(), e.to_string()),
+            Err(err) => err,
+        },
+        other => to_pyerr(other),
+    }
+}
 
 thread_local! {
     /// The Python exception behind the latest `Error::Callback` made on this thread, with
@@ -105,5 +146,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DeviceError", py.get_type::<DeviceError>())?;
     m.add("GraphError", py.get_type::<GraphError>())?;
     m.add("CheckpointError", py.get_type::<CheckpointError>())?;
+    m.add("IndexingError", indexing_error_type(py)?)?;
     Ok(())
 }

@@ -6,9 +6,7 @@ use crate::call::{binary, heavy, run, unary};
 use crate::convert::{self, operand, operand_pair};
 use crate::dtype::parse_opt_dtype;
 use crate::errors::CoreResultExt;
-use crate::tensor::{
-    extract_tensor, gelu_mode, reduce, reshape_args, transpose_args, wrap, PyTensor,
-};
+use crate::tensor::{gelu_mode, reduce, reshape_args, transpose_args, wrap, PyTensor};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -43,7 +41,7 @@ fn tensor(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
     creation_device("tensor", device)?;
-    let t = convert::tensor_from_py(data, parse_opt_dtype(dtype)?)?;
+    let t = convert::tensor_from_py("tensor", data, parse_opt_dtype(dtype)?)?;
     leaf(t, requires_grad)
 }
 
@@ -51,6 +49,12 @@ fn tensor(
 #[pyfunction]
 fn from_numpy(array: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     convert::from_numpy(array).map(wrap)
+}
+
+/// Element count of a requested shape, saturating: the engine reports shapes too large to
+/// allocate; this count only decides whether to release the GIL.
+fn numel_saturating(shape: &[usize]) -> usize {
+    shape.iter().fold(1usize, |a, &d| a.saturating_mul(d))
 }
 
 type Filler = fn(&[usize], DType, Device) -> remat_core::Result<Tensor>;
@@ -65,7 +69,7 @@ fn filled(
 ) -> PyResult<PyTensor> {
     let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::F32);
     let dev = args::device(device)?;
-    let big = shape.iter().product::<usize>() >= crate::call::GIL_RELEASE_MIN;
+    let big = numel_saturating(&shape) >= crate::call::GIL_RELEASE_MIN;
     let t = run(py, big, || f(&shape, dt, dev))?;
     leaf(t, requires_grad)
 }
@@ -140,20 +144,21 @@ fn full(
     let s = args::shape_of("full", shape)?;
     let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::F32);
     let dev = args::device(device)?;
-    let big = s.iter().product::<usize>() >= crate::call::GIL_RELEASE_MIN;
+    let big = numel_saturating(&s) >= crate::call::GIL_RELEASE_MIN;
     let t = run(py, big, || ops::full(&s, value, dt, dev))?;
     leaf(t, requires_grad)
 }
 
 fn like(
     py: Python<'_>,
+    op: &str,
     t: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
     device: Option<&Bound<'_, PyAny>>,
     f: Filler,
 ) -> PyResult<PyTensor> {
-    let t = extract_tensor(t)?;
+    let t = convert::extract_tensor(op, t)?;
     let dt = parse_opt_dtype(dtype)?.unwrap_or(t.dtype());
     let dev = match device {
         Some(d) if !d.is_none() => args::device(Some(d))?,
@@ -174,7 +179,15 @@ fn zeros_like(
     requires_grad: bool,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    like(py, t, dtype, requires_grad, device, ops::zeros)
+    like(
+        py,
+        "zeros_like",
+        t,
+        dtype,
+        requires_grad,
+        device,
+        ops::zeros,
+    )
 }
 
 /// `remat.ones_like(t, dtype=None, requires_grad=False)`.
@@ -187,54 +200,55 @@ fn ones_like(
     requires_grad: bool,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    like(py, t, dtype, requires_grad, device, ops::ones)
+    like(py, "ones_like", t, dtype, requires_grad, device, ops::ones)
 }
 
 // ---- elementwise and linear algebra ---------------------------------------------------------
 
 fn binary_fn(
     py: Python<'_>,
+    op: &str,
     a: &Bound<'_, PyAny>,
     b: &Bound<'_, PyAny>,
     f: fn(&Tensor, &Tensor) -> remat_core::Result<Tensor>,
 ) -> PyResult<PyTensor> {
-    let (a, b) = operand_pair(a, b)?;
+    let (a, b) = operand_pair(op, a, b)?;
     binary(py, &a, &b, f)
 }
 
 /// Matrix product with `np.matmul` rules.
 #[pyfunction]
 fn matmul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-    binary_fn(py, a, b, ops::matmul)
+    binary_fn(py, "matmul", a, b, ops::matmul)
 }
 /// `a + b` with broadcasting.
 #[pyfunction]
 fn add(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-    binary_fn(py, a, b, ops::add)
+    binary_fn(py, "add", a, b, ops::add)
 }
 /// `a - b` with broadcasting.
 #[pyfunction]
 fn sub(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-    binary_fn(py, a, b, ops::sub)
+    binary_fn(py, "sub", a, b, ops::sub)
 }
 /// `a * b` with broadcasting.
 #[pyfunction]
 fn mul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-    binary_fn(py, a, b, ops::mul)
+    binary_fn(py, "mul", a, b, ops::mul)
 }
 /// `a / b` with broadcasting.
 #[pyfunction]
 fn div(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-    binary_fn(py, a, b, ops::div)
+    binary_fn(py, "div", a, b, ops::div)
 }
 /// `a ** b` (a Python scalar exponent uses the scalar power).
 #[pyfunction]
 fn pow(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     if let Some(p) = convert::python_scalar(b) {
-        let x = extract_tensor(a)?;
+        let x = convert::extract_tensor("pow", a)?;
         return unary(py, &x, |x| ops::pow_scalar(x, p));
     }
-    binary_fn(py, a, b, ops::pow)
+    binary_fn(py, "pow", a, b, ops::pow)
 }
 
 macro_rules! unary_fns {
@@ -242,7 +256,7 @@ macro_rules! unary_fns {
         #[doc = $doc]
         #[pyfunction]
         fn $name(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-            let x = extract_tensor(x)?;
+            let x = convert::extract_tensor(stringify!($name), x)?;
             unary(py, &x, $op)
         }
     )*};
@@ -263,7 +277,7 @@ unary_fns! {
 #[pyo3(signature = (x, approximate="none"))]
 fn gelu(py: Python<'_>, x: &Bound<'_, PyAny>, approximate: &str) -> PyResult<PyTensor> {
     let tanh = gelu_mode(approximate)?;
-    let x = extract_tensor(x)?;
+    let x = convert::extract_tensor("gelu", x)?;
     unary(py, &x, |x| ops::gelu(x, tanh))
 }
 
@@ -271,7 +285,7 @@ fn gelu(py: Python<'_>, x: &Bound<'_, PyAny>, approximate: &str) -> PyResult<PyT
 #[pyfunction]
 #[pyo3(signature = (x, axis=-1))]
 fn softmax(py: Python<'_>, x: &Bound<'_, PyAny>, axis: isize) -> PyResult<PyTensor> {
-    let x = extract_tensor(x)?;
+    let x = convert::extract_tensor("softmax", x)?;
     unary(py, &x, |x| ops::softmax(x, axis))
 }
 
@@ -279,7 +293,7 @@ fn softmax(py: Python<'_>, x: &Bound<'_, PyAny>, axis: isize) -> PyResult<PyTens
 #[pyfunction]
 #[pyo3(signature = (x, axis=-1))]
 fn log_softmax(py: Python<'_>, x: &Bound<'_, PyAny>, axis: isize) -> PyResult<PyTensor> {
-    let x = extract_tensor(x)?;
+    let x = convert::extract_tensor("log_softmax", x)?;
     unary(py, &x, |x| ops::log_softmax(x, axis))
 }
 
@@ -294,7 +308,14 @@ fn sum(
     axis: Option<&Bound<'_, PyAny>>,
     keepdims: bool,
 ) -> PyResult<PyTensor> {
-    reduce(py, "sum", &extract_tensor(x)?, axis, keepdims, ops::sum)
+    reduce(
+        py,
+        "sum",
+        &convert::extract_tensor("sum", x)?,
+        axis,
+        keepdims,
+        ops::sum,
+    )
 }
 
 /// Mean over `axis` (None: all axes).
@@ -306,7 +327,14 @@ fn mean(
     axis: Option<&Bound<'_, PyAny>>,
     keepdims: bool,
 ) -> PyResult<PyTensor> {
-    reduce(py, "mean", &extract_tensor(x)?, axis, keepdims, ops::mean)
+    reduce(
+        py,
+        "mean",
+        &convert::extract_tensor("mean", x)?,
+        axis,
+        keepdims,
+        ops::mean,
+    )
 }
 
 /// Maximum values over `axis` (None: all axes).
@@ -318,14 +346,21 @@ fn max(
     axis: Option<&Bound<'_, PyAny>>,
     keepdims: bool,
 ) -> PyResult<PyTensor> {
-    reduce(py, "max", &extract_tensor(x)?, axis, keepdims, ops::max)
+    reduce(
+        py,
+        "max",
+        &convert::extract_tensor("max", x)?,
+        axis,
+        keepdims,
+        ops::max,
+    )
 }
 
 /// `reshape(x, shape)` or `reshape(x, *shape)`; -1 infers one extent.
 #[pyfunction]
 #[pyo3(signature = (x, *shape))]
 fn reshape(py: Python<'_>, x: &Bound<'_, PyAny>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-    reshape_args(py, &extract_tensor(x)?, shape).map(wrap)
+    reshape_args(py, &convert::extract_tensor("reshape", x)?, shape).map(wrap)
 }
 
 /// `transpose(x, a, b)` swaps two axes; `transpose(x, axes)` permutes; `transpose(x)`
@@ -333,7 +368,7 @@ fn reshape(py: Python<'_>, x: &Bound<'_, PyAny>, shape: &Bound<'_, PyTuple>) -> 
 #[pyfunction]
 #[pyo3(signature = (x, *axes))]
 fn transpose(x: &Bound<'_, PyAny>, axes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-    transpose_args(&extract_tensor(x)?, axes).map(wrap)
+    transpose_args(&convert::extract_tensor("transpose", x)?, axes).map(wrap)
 }
 
 /// Reorder the axes.
@@ -341,7 +376,9 @@ fn transpose(x: &Bound<'_, PyAny>, axes: &Bound<'_, PyTuple>) -> PyResult<PyTens
 #[pyo3(signature = (x, *axes))]
 fn permute(x: &Bound<'_, PyAny>, axes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
     let axes = args::signed_dims("permute", axes)?;
-    ops::permute(&extract_tensor(x)?, &axes).py().map(wrap)
+    ops::permute(&convert::extract_tensor("permute", x)?, &axes)
+        .py()
+        .map(wrap)
 }
 
 fn tensor_list(op: &str, tensors: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
@@ -351,7 +388,7 @@ fn tensor_list(op: &str, tensors: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
             convert::type_name(tensors)
         ))
     })?;
-    it.map(|t| extract_tensor(&t?)).collect()
+    it.map(|t| convert::extract_tensor(op, &t?)).collect()
 }
 
 /// Join tensors along an existing axis.
@@ -380,8 +417,8 @@ fn where_(
     a: &Bound<'_, PyAny>,
     b: &Bound<'_, PyAny>,
 ) -> PyResult<PyTensor> {
-    let c = extract_tensor(cond)?;
-    let (a, b) = operand_pair(a, b)?;
+    let c = convert::extract_tensor("where", cond)?;
+    let (a, b) = operand_pair("where", a, b)?;
     run(py, heavy(&[&c, &a, &b]), || ops::where_(&c, &a, &b)).map(wrap)
 }
 
@@ -391,7 +428,7 @@ fn where_(
 #[pyfunction]
 #[pyo3(signature = (x, p=0.5, training=true))]
 fn dropout(py: Python<'_>, x: &Bound<'_, PyAny>, p: f64, training: bool) -> PyResult<PyTensor> {
-    let x = extract_tensor(x)?;
+    let x = convert::extract_tensor("dropout", x)?;
     unary(py, &x, |x| ops::dropout(x, p, training))
 }
 
@@ -405,10 +442,10 @@ fn layer_norm(
     bias: Option<&Bound<'_, PyAny>>,
     eps: f64,
 ) -> PyResult<PyTensor> {
-    let x = extract_tensor(x)?;
+    let x = convert::extract_tensor("layer_norm", x)?;
     let opt = |o: Option<&Bound<'_, PyAny>>| -> PyResult<Option<Tensor>> {
         match o {
-            Some(o) if !o.is_none() => operand(o, x.dtype()).map(Some),
+            Some(o) if !o.is_none() => operand("layer_norm", o, x.dtype()).map(Some),
             _ => Ok(None),
         }
     };
@@ -423,7 +460,7 @@ fn mse_loss(
     pred: &Bound<'_, PyAny>,
     target: &Bound<'_, PyAny>,
 ) -> PyResult<PyTensor> {
-    binary_fn(py, pred, target, ops::mse_loss)
+    binary_fn(py, "mse_loss", pred, target, ops::mse_loss)
 }
 
 /// Class indices from a NumPy int array, a list or a Tensor; non-integer values raise
@@ -472,7 +509,7 @@ fn cross_entropy(
     logits: &Bound<'_, PyAny>,
     target: &Bound<'_, PyAny>,
 ) -> PyResult<PyTensor> {
-    let x = extract_tensor(logits)?;
+    let x = convert::extract_tensor("cross_entropy", logits)?;
     let t = class_indices(target)?;
     unary(py, &x, |x| ops::cross_entropy(x, &t))
 }

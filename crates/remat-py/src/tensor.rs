@@ -6,7 +6,7 @@ use crate::args;
 use crate::call::{binary, heavy, run, unary};
 use crate::convert::{self, operand, python_scalar};
 use crate::dtype::{dtype_object, parse_opt_dtype, try_parse, PyDType};
-use crate::errors::{CoreResultExt, DeviceError};
+use crate::errors::{to_index_pyerr, CoreResultExt, DeviceError};
 use crate::numpy_bridge::to_numpy;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -36,14 +36,14 @@ pub fn wrap(t: Tensor) -> PyTensor {
 
 /// A Tensor argument, or anything array-like converted like `remat.tensor` does.
 pub fn extract_tensor(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-    convert::extract_tensor(obj)
+    convert::extract_tensor("tensor", obj)
 }
 
 /// Either operand of an operator, or None when Python should try the other operand's
 /// reflected method (`NotImplemented`): a type remat cannot convert.
 #[inline]
 fn op_operand(other: &Bound<'_, PyAny>, like: DType) -> PyResult<Option<Tensor>> {
-    match operand(other, like) {
+    match operand("operator", other, like) {
         Ok(t) => Ok(Some(t)),
         Err(e) if e.is_instance_of::<PyTypeError>(other.py()) => Ok(None),
         Err(e) => Err(e),
@@ -135,7 +135,7 @@ impl PyTensor {
         dtype: Option<&Bound<'_, PyAny>>,
         requires_grad: bool,
     ) -> PyResult<Self> {
-        let t = convert::tensor_from_py(data, parse_opt_dtype(dtype)?)?;
+        let t = convert::tensor_from_py("Tensor", data, parse_opt_dtype(dtype)?)?;
         t.set_requires_grad(requires_grad).py()?;
         Ok(wrap(t))
     }
@@ -182,7 +182,7 @@ impl PyTensor {
     #[setter]
     fn set_grad(&self, value: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let g = match value {
-            Some(v) if !v.is_none() => Some(operand(v, self.inner.dtype())?),
+            Some(v) if !v.is_none() => Some(operand("grad", v, self.inner.dtype())?),
             _ => None,
         };
         self.inner.set_grad(g).py()
@@ -333,7 +333,7 @@ impl PyTensor {
         retain_graph: bool,
     ) -> PyResult<()> {
         let g = match grad {
-            Some(g) if !g.is_none() => Some(operand(g, self.inner.dtype())?),
+            Some(g) if !g.is_none() => Some(operand("backward", g, self.inner.dtype())?),
             _ => None,
         };
         let roots = [(self.inner.clone(), g)];
@@ -374,22 +374,19 @@ impl PyTensor {
                 want_device = Some(t.get().inner.device());
                 continue;
             }
+            if let Some(d) = try_parse(&a) {
+                want_dtype = Some(d);
+                continue;
+            }
             if let Ok(s) = a.downcast::<PyString>() {
-                let s = s.to_cow()?;
-                if s.starts_with("cpu") || s.starts_with("cuda") {
-                    want_device = Some(Device::parse(&s).py()?);
-                    continue;
-                }
+                // Not a dtype name, so a device: unknown names raise DeviceError.
+                want_device = Some(Device::parse(&s.to_cow()?).py()?);
+                continue;
             }
-            match try_parse(&a) {
-                Some(d) => want_dtype = Some(d),
-                None => {
-                    return Err(PyTypeError::new_err(format!(
-                        "to: expected a dtype, a device string or a tensor, got {}",
-                        a.repr()?
-                    )))
-                }
-            }
+            return Err(PyTypeError::new_err(format!(
+                "to: expected a dtype, a device string or a tensor, got {}",
+                a.repr()?
+            )));
         }
         let this = &slf.get().inner;
         if let Some(dev) = want_device {
@@ -478,7 +475,9 @@ impl PyTensor {
     /// Basic indexing: ints, slices, None, `...`, and tuples of these.
     fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         let items = args::index_items(key)?;
-        ops::index(&self.inner, &items).py().map(wrap)
+        ops::index(&self.inner, &items)
+            .map(wrap)
+            .map_err(|e| to_index_pyerr(key.py(), e))
     }
 
     // ---- reductions and elementwise ops ---------------------------------------------------

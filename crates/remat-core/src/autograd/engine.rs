@@ -5,7 +5,6 @@
 
 use crate::autograd::node::{BackwardCtx, Node, NodeKind};
 use crate::checkpoint::touched;
-use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::grad_mode::no_grad;
 use crate::layout::fmt_shape;
@@ -253,7 +252,7 @@ fn run(
                                 saved: &saved,
                                 inputs: &node.inputs,
                             };
-                            let grads = op.backward(&ctx)?;
+                            let grads = crate::cpu::catch_oom(op.name(), || op.backward(&ctx))?;
                             check_grads(op.name(), &node, grads)?
                         }
                     };
@@ -372,6 +371,3 @@ fn accumulate(leaf: &Tensor, g: Tensor) -> Result<()> {
     }
     Ok(())
 }
-
-#[allow(dead_code)]
-fn _assert_dtype(_: DType) {}

@@ -98,6 +98,18 @@ pub(crate) struct Creation {
     pub(crate) recipes: SmallVec<[Option<Arc<Recipe>>; 2]>,
 }
 
+impl Drop for Node {
+    fn drop(&mut self) {
+        // Dropping a long chain recursively would overflow the stack: unlink it iteratively.
+        let mut stack: Vec<Arc<Node>> = self.next.drain(..).flatten().collect();
+        while let Some(n) = stack.pop() {
+            if let Ok(mut node) = Arc::try_unwrap(n) {
+                stack.extend(node.next.drain(..).flatten());
+            }
+        }
+    }
+}
+
 static NEXT_SEQ: AtomicU64 = AtomicU64::new(1);
 
 impl Node {
@@ -148,7 +160,7 @@ impl Tensor {
 
 /// Run `op` forward on `inputs` and record it in the graph when a gradient is needed.
 pub fn apply<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor> {
-    let out = op.forward(inputs)?;
+    let out = crate::cpu::catch_oom(op.name(), || op.forward(inputs))?;
     Ok(record(op, inputs, out, saves))
 }
 

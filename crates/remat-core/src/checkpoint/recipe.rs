@@ -138,5 +138,20 @@ impl Recipe {
 impl Drop for Recipe {
     fn drop(&mut self) {
         self.clear_cache();
+        // Scope chains can be long: unlink the recipes they point to iteratively.
+        let mut stack: Vec<Arc<Recipe>> = Vec::new();
+        let take = |slots: &mut Vec<Slot>, stack: &mut Vec<Arc<Recipe>>| {
+            for s in slots.drain(..) {
+                if let Slot::Recompute(r) = s {
+                    stack.push(r);
+                }
+            }
+        };
+        take(&mut self.inputs, &mut stack);
+        while let Some(r) = stack.pop() {
+            if let Ok(mut r) = Arc::try_unwrap(r) {
+                take(&mut r.inputs, &mut stack);
+            }
+        }
     }
 }

@@ -26,7 +26,7 @@ pub fn batched_matmul<T: Element>(
     n: usize,
 ) -> Vec<T> {
     let batches = a.batch_offsets.len();
-    let mut out = vec![T::zero(); batches * m * n];
+    let mut out = super::filled(batches * m * n, T::zero());
     if m == 0 || n == 0 {
         return out;
     }

@@ -2,8 +2,10 @@
 //! reductions, and GEMM. Large kernels run on the rayon pool.
 
 pub mod matmul;
+pub mod sum;
 
 use crate::dtype::Element;
+use crate::error::{Error, Result};
 use crate::layout::{contiguous_strides, numel, Dims, Layout};
 use crate::tensor::TensorData;
 use rayon::prelude::*;
@@ -32,24 +34,74 @@ pub fn contiguous_slice<T: Element>(d: &TensorData) -> Option<&[T]> {
     }
 }
 
+/// Unwind out of a kernel with a typed out-of-memory error (no panic hook, no abort);
+/// `catch_oom` at the op boundary turns it back into `Error::OutOfMemory`.
+#[cold]
+pub fn out_of_memory(bytes: usize) -> ! {
+    std::panic::resume_unwind(Box::new(Error::OutOfMemory {
+        op: "alloc".to_string(),
+        bytes,
+        device: "cpu".to_string(),
+    }))
+}
+
+/// An empty vector with room for `n` elements, or an out-of-memory unwind.
+#[inline]
+pub fn with_capacity<T>(n: usize) -> Vec<T> {
+    let mut v = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        out_of_memory(n.saturating_mul(std::mem::size_of::<T>()));
+    }
+    v
+}
+
 /// A vector of `n` elements that the caller will fully overwrite.
 #[inline]
 #[allow(clippy::uninit_vec)]
 pub fn alloc<T: Element>(n: usize) -> Vec<T> {
-    let mut v = Vec::with_capacity(n);
+    let mut v = with_capacity(n);
     // SAFETY: T is a plain float: every bit pattern is valid, and callers write every element
     // before anything reads it.
     unsafe { v.set_len(n) };
     v
 }
 
+/// A vector of `n` copies of `value`.
+#[inline]
+pub fn filled<T: Element>(n: usize, value: T) -> Vec<T> {
+    let mut v = with_capacity(n);
+    v.resize(n, value);
+    v
+}
+
+/// Run `f`, turning an out-of-memory unwind from a kernel into `Error::OutOfMemory` named
+/// after `op`. Other panics (engine bugs) continue to unwind.
+pub fn catch_oom<T>(op: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => match payload.downcast::<Error>() {
+            Ok(e) => Err(match *e {
+                Error::OutOfMemory { bytes, device, .. } => Error::OutOfMemory {
+                    op: op.to_string(),
+                    bytes,
+                    device,
+                },
+                other => other,
+            }),
+            Err(payload) => std::panic::resume_unwind(payload),
+        },
+    }
+}
+
 /// The view's elements in C order.
 pub fn gather<T: Element>(d: &TensorData) -> Vec<T> {
     if let Some(s) = contiguous_slice::<T>(d) {
-        return s.to_vec();
+        let mut v = with_capacity(s.len());
+        v.extend_from_slice(s);
+        return v;
     }
     let src = slice::<T>(d);
-    let mut out = Vec::with_capacity(d.layout.numel());
+    let mut out = with_capacity(d.layout.numel());
     d.layout.for_each_index(|i| out.push(src[i]));
     out
 }
@@ -244,7 +296,7 @@ pub fn reduce<T: Element, F: Fn(T, T) -> T + Sync + Send>(
     let pl = x.layout.permute(&perm);
     let outer: usize = kept.iter().map(|&a| shape[a]).product();
     let inner: usize = axes.iter().map(|&a| shape[a]).product();
-    let mut out = vec![init; outer];
+    let mut out = filled(outer, init);
     if inner == 0 || outer == 0 {
         return out;
     }

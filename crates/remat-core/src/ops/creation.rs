@@ -4,6 +4,7 @@ use super::from_vec;
 use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
+use crate::layout::checked_numel;
 use crate::rng;
 use crate::tensor::Tensor;
 use rayon::prelude::*;
@@ -18,8 +19,10 @@ fn check_device(op: &str, device: Device) -> Result<()> {
 /// A tensor of `shape` filled with `value`.
 pub fn full(shape: &[usize], value: f64, dtype: DType, device: Device) -> Result<Tensor> {
     check_device("full", device)?;
-    let n: usize = shape.iter().product();
-    Ok(crate::dispatch!(dtype, T => from_vec(vec![T::from_f64(value); n], shape)))
+    let n = checked_numel("full", shape, dtype)?;
+    crate::cpu::catch_oom("full", || {
+        Ok(crate::dispatch!(dtype, T => from_vec(crate::cpu::filled(n, T::from_f64(value)), shape)))
+    })
 }
 
 /// Zeros.
@@ -40,13 +43,15 @@ fn random<F: Fn(rng::RngState, u64) -> f64 + Sync>(
     f: F,
 ) -> Result<Tensor> {
     check_device(op, device)?;
-    let n: usize = shape.iter().product();
-    let key = rng::reserve(n as u64);
-    Ok(crate::dispatch!(dtype, T => {
-        let mut v = crate::cpu::alloc::<T>(n);
-        v.par_iter_mut().with_min_len(8192).enumerate().for_each(|(i, o)| *o = T::from_f64(f(key, i as u64)));
-        from_vec(v, shape)
-    }))
+    let n = checked_numel(op, shape, dtype)?;
+    crate::cpu::catch_oom(op, || {
+        let key = rng::reserve(n as u64);
+        Ok(crate::dispatch!(dtype, T => {
+            let mut v = crate::cpu::alloc::<T>(n);
+            v.par_iter_mut().with_min_len(8192).enumerate().for_each(|(i, o)| *o = T::from_f64(f(key, i as u64)));
+            from_vec(v, shape)
+        }))
+    })
 }
 
 /// Standard normal samples.

@@ -33,7 +33,7 @@ fn concat_kernel<T: Element>(parts: &[TensorData], axis: usize, shape: &[usize])
         .collect();
     // Each part contributes a run of `extent * inner` elements to every outer row.
     let runs: Vec<usize> = parts.iter().map(|d| d.layout.shape[axis] * inner).collect();
-    let mut out = Vec::with_capacity(numel(shape));
+    let mut out = crate::cpu::with_capacity(numel(shape));
     for o in 0..outer {
         for (src, &run) in srcs.iter().zip(&runs) {
             out.extend_from_slice(&src[o * run..(o + 1) * run]);

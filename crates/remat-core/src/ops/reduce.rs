@@ -3,7 +3,6 @@
 use super::{from_vec, shape::expand, view};
 use crate::autograd::node::{apply, BackwardCtx, Op};
 use crate::cpu;
-use crate::dtype::Element;
 use crate::error::Result;
 use crate::layout::{normalize_axes, Dims, Layout};
 use crate::tensor::Tensor;
@@ -41,7 +40,7 @@ struct SumOp {
 pub(crate) fn sum_raw(x: &Tensor, axes: &[usize], keepdims: bool) -> Tensor {
     let shape = reduced_shape(x.shape(), axes, keepdims);
     crate::dispatch!(x.dtype(), T => {
-        let v = cpu::reduce::<T, _>(x.data(), axes, T::from_f64(0.0), |a, b| a + b);
+        let v = cpu::sum::sum_axes::<T>(x.data(), axes);
         from_vec(v, &shape)
     })
 }

@@ -50,7 +50,7 @@ impl Op for MeanOp {
         // An empty reduction gives 0 / 0 = NaN, as NumPy does.
         let count = reduced_count(x.shape(), &self.axes) as f64;
         Ok(crate::dispatch!(x.dtype(), T => {
-            let mut v = cpu::reduce::<T, _>(x.data(), &self.axes, T::from_f64(0.0), |a, b| a + b);
+            let mut v = cpu::sum::sum_axes::<T>(x.data(), &self.axes);
             let inv = T::from_f64(1.0 / count);
             for o in v.iter_mut() {
                 *o *= inv;

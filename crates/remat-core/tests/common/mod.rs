@@ -1,6 +1,7 @@
 //! Shared helpers for remat-core's integration tests: deterministic inputs and a float64
 //! finite-difference gradient check.
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used)]
 
 use remat_core::{DType, Tensor};
 
