@@ -39,7 +39,7 @@ from ._remat import (
     log_softmax,
     manual_seed,
     matmul,
-    max,
+    max as max,
     max_memory_allocated,
     mean,
     memory_allocated,
@@ -49,7 +49,7 @@ from ._remat import (
     ones,
     ones_like,
     permute,
-    pow,
+    pow as pow,
     rand,
     randn,
     relu,
@@ -60,7 +60,7 @@ from ._remat import (
     sqrt,
     stack,
     sub,
-    sum,
+    sum as sum,
     tanh,
     tensor,
     transpose,
@@ -149,6 +149,22 @@ class set_grad_enabled:
         _remat.set_grad_enabled(self._prev)
 
 
+# `max`, `sum` and `pow` stay out of `__all__` so `from remat import *` does not shadow the
+# builtins; they are still `remat.max` etc.
+__all__ = [
+    "CheckpointError", "CheckpointGroup", "CheckpointProfiler", "DType", "DTypeError",
+    "DeviceError", "GraphError", "IndexingError", "ShapeError", "Tensor", "adaptive_checkpoint",
+    "add", "backward", "checkpoint", "checkpoint_scope", "checkpoint_segment",
+    "checkpoint_sequential", "concat", "cross_entropy", "cuda", "div", "dropout", "enable_grad",
+    "exp", "float32", "float64", "from_numpy", "full", "gelu", "grad",
+    "gradient_checkpoint_forward", "gradient_checkpoint_scope", "is_grad_enabled", "layer_norm",
+    "load", "log", "log_softmax", "manual_seed", "matmul", "max_memory_allocated", "mean",
+    "memory_allocated", "mse_loss", "mul", "neg", "nn", "no_grad", "ones", "ones_like", "optim",
+    "permute", "rand", "randn", "relu", "reset_peak_memory_stats", "reshape", "save",
+    "set_grad_enabled", "sigmoid", "softmax", "sqrt", "stack", "sub", "tanh", "tensor",
+    "transpose", "where", "zeros", "zeros_like",
+]
+
 from .checkpoint import (  # noqa: E402
     CheckpointGroup,
     CheckpointProfiler,
@@ -162,17 +178,3 @@ from .checkpoint import (  # noqa: E402
 )
 from . import nn, optim, cuda  # noqa: E402
 from .serialization import save, load  # noqa: E402
-
-__all__ = [
-    "CheckpointError", "CheckpointGroup", "CheckpointProfiler", "DType", "DTypeError",
-    "DeviceError", "GraphError", "IndexingError", "ShapeError", "Tensor", "adaptive_checkpoint",
-    "add", "backward", "checkpoint", "checkpoint_scope", "checkpoint_segment",
-    "checkpoint_sequential", "concat", "cross_entropy", "cuda", "div", "dropout", "enable_grad",
-    "exp", "float32", "float64", "from_numpy", "full", "gelu", "grad",
-    "gradient_checkpoint_forward", "gradient_checkpoint_scope", "is_grad_enabled", "layer_norm",
-    "load", "log", "log_softmax", "manual_seed", "matmul", "max", "max_memory_allocated", "mean",
-    "memory_allocated", "mse_loss", "mul", "neg", "nn", "no_grad", "ones", "ones_like", "optim",
-    "permute", "pow", "rand", "randn", "relu", "reset_peak_memory_stats", "reshape", "save",
-    "set_grad_enabled", "sigmoid", "softmax", "sqrt", "stack", "sub", "sum", "tanh", "tensor",
-    "transpose", "where", "zeros", "zeros_like",
-]

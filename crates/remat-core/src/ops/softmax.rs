@@ -70,7 +70,7 @@ fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: 
         let mut s = T::from_f64(0.0);
         if log {
             for &v in x {
-                s = s + (v - m).exp();
+                s += (v - m).exp();
             }
             let ls = s.ln();
             for (o, &v) in y.iter_mut().zip(x) {
@@ -80,11 +80,11 @@ fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: 
             for (o, &v) in y.iter_mut().zip(x) {
                 let e = (v - m).exp();
                 *o = e;
-                s = s + e;
+                s += e;
             }
             let inv = one / s;
             for o in y.iter_mut() {
-                *o = *o * inv;
+                *o *= inv;
             }
         }
         return;
@@ -107,7 +107,7 @@ fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: 
         for i in 0..inner {
             let e = (xr[i] - m[i]).exp();
             yr[i] = e;
-            s[i] = s[i] + e;
+            s[i] += e;
         }
     }
     if log {
@@ -127,7 +127,7 @@ fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: 
         }
         for yr in y.chunks_mut(inner) {
             for (o, &inv) in yr.iter_mut().zip(&s) {
-                *o = *o * inv;
+                *o *= inv;
             }
         }
     }
@@ -148,7 +148,7 @@ fn softmax_backward_block<T: Element>(
     for k in 0..n {
         let r = k * inner..(k + 1) * inner;
         for ((a, &g), &y) in acc.iter_mut().zip(&g[r.clone()]).zip(&y[r]) {
-            *a = *a + if log { g } else { g * y };
+            *a += if log { g } else { g * y };
         }
     }
     for k in 0..n {
