@@ -97,8 +97,18 @@ fn root_grad(t: &Tensor, g: Option<Tensor>) -> Result<Tensor> {
     }
 }
 
+/// A node ready to run, ordered by priority: gradient accumulation first (it frees a gradient
+/// buffer and its accumulator may be older than the graph, when a previous step's graph still
+/// shares it), then the newest node (reverse creation order keeps recomputes one at a time).
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Ready(u64, usize);
+
+fn ready(n: &Node, i: usize) -> Ready {
+    match n.kind {
+        NodeKind::Accumulate(_) => Ready(u64::MAX, i),
+        NodeKind::Op(_) => Ready(n.seq, i),
+    }
+}
 
 fn run(
     roots: &[(Tensor, Option<Tensor>)],
@@ -181,7 +191,7 @@ fn run(
     let mut heap = BinaryHeap::new();
     for (i, n) in nodes.iter().enumerate() {
         if needed[i] && deps[i] == 0 {
-            heap.push(Ready(n.seq, i));
+            heap.push(ready(n, i));
         }
     }
     let mut captured: HashMap<Key, Tensor> = HashMap::new();
@@ -275,7 +285,7 @@ fn run(
                 }
                 deps[ci] -= 1;
                 if deps[ci] == 0 {
-                    heap.push(Ready(c.seq, ci));
+                    heap.push(ready(c, ci));
                 }
             }
         }

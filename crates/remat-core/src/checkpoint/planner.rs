@@ -47,9 +47,33 @@ pub struct Plan {
 const BUCKETS: usize = 96;
 const MAX_CANDIDATES: usize = 32;
 
+/// Chains longer than this are planned over groups of consecutive layers (segment boundaries
+/// fall between groups), keeping the dynamic programme fast for very deep models.
+const MAX_UNITS: usize = 128;
+
 /// The cheapest plan (least recompute) whose modelled peak fits `budget` bytes.
 /// `input_bytes` is the size of the chain's input.
 pub fn plan_budget(costs: &[LayerCost], input_bytes: usize, budget: usize) -> Result<Plan> {
+    if costs.len() <= MAX_UNITS {
+        return plan_units(costs, input_bytes, budget);
+    }
+    let group = costs.len().div_ceil(MAX_UNITS);
+    let grouped: Vec<LayerCost> = costs
+        .chunks(group)
+        .map(|c| LayerCost {
+            saved: c.iter().map(|l| l.saved).sum(),
+            output: c.last().map_or(0, |l| l.output),
+        })
+        .collect();
+    let mut plan = plan_units(&grouped, input_bytes, budget)?;
+    for s in plan.segments.iter_mut() {
+        s.start = (s.start * group).min(costs.len());
+        s.end = (s.end * group).min(costs.len());
+    }
+    Ok(plan)
+}
+
+fn plan_units(costs: &[LayerCost], input_bytes: usize, budget: usize) -> Result<Plan> {
     let n = costs.len();
     if n == 0 {
         return Ok(Plan {
@@ -261,6 +285,18 @@ mod tests {
         // Fewer bytes allowed never means less recompute.
         let q = plan_budget(&costs, 100, 4300).unwrap();
         assert!(q.recompute_bytes <= p.recompute_bytes);
+    }
+
+    #[test]
+    fn very_deep_chains_are_planned_over_groups() {
+        let costs = uniform(512);
+        let p = plan_budget(&costs, 100, 20_000).unwrap();
+        assert_eq!(p.segments.first().unwrap().start, 0);
+        assert_eq!(p.segments.last().unwrap().end, 512);
+        for w in p.segments.windows(2) {
+            assert_eq!(w[0].end, w[1].start);
+        }
+        assert!(p.peak_bytes <= 20_000);
     }
 
     #[test]
