@@ -344,7 +344,10 @@ def test_sequential_checkpointing_of_a_deep_mlp_keeps_under_030_of_peak():
     depth, width, batch = 64, 256, 512
     ws = [leaf((width, width), 1 / np.sqrt(width)) for _ in range(depth)]
     bs = [leaf((width,), 0.01) for _ in range(depth)]
-    layers = [(lambda w, b: (lambda h: remat.relu(h @ w + b)))(w, b) for w, b in zip(ws, bs)]
+    def linear_relu(w, b):
+        return lambda h: remat.relu(h @ w + b)
+
+    layers = [linear_relu(w, b) for w, b in zip(ws, bs)]
     x = remat.tensor(rng.standard_normal((batch, width)).astype(np.float32))
 
     def plain():
