@@ -33,7 +33,7 @@ def assert_bitwise_equal(a, b):
 
 def assert_no_checkpoint_state():
     gc.collect()
-    assert remat._remat.live_checkpoint_state() == 0
+    assert remat.live_checkpoint_state() == 0
 
 
 # ---------------------------------------------------------------------------------------------

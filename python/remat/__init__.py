@@ -35,6 +35,7 @@ from ._remat import (
     grad,
     is_grad_enabled,
     layer_norm,
+    linear,
     log,
     log_softmax,
     manual_seed,
@@ -158,6 +159,7 @@ __all__ = [
     "checkpoint_sequential", "concat", "cross_entropy", "cuda", "div", "dropout", "enable_grad",
     "exp", "float32", "float64", "from_numpy", "full", "gelu", "grad",
     "gradient_checkpoint_forward", "gradient_checkpoint_scope", "is_grad_enabled", "layer_norm",
+    "linear", "live_checkpoint_state", "sequential_plan",
     "load", "log", "log_softmax", "manual_seed", "matmul", "max_memory_allocated", "mean",
     "memory_allocated", "mse_loss", "mul", "neg", "nn", "no_grad", "ones", "ones_like", "optim",
     "permute", "rand", "randn", "relu", "reset_peak_memory_stats", "reshape", "save",
@@ -175,6 +177,8 @@ from .checkpoint import (  # noqa: E402
     checkpoint_sequential,
     gradient_checkpoint_forward,
     gradient_checkpoint_scope,
+    live_checkpoint_state,
+    sequential_plan,
 )
 from . import nn, optim, cuda  # noqa: E402
 from .serialization import save, load  # noqa: E402

@@ -509,8 +509,7 @@ class Linear(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:
-        y = remat.matmul(x, self.weight.T)
-        return y if self.bias is None else y + self.bias
+        return remat.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (

@@ -127,3 +127,25 @@ fn non_scalar_backward_is_a_graph_error() {
         Err(remat_core::Error::Graph { .. })
     ));
 }
+
+#[test]
+fn fused_linear_matches_matmul_plus_bias_and_differentiates() {
+    let x = det(&[2, 3, 4], 11);
+    let w = det(&[5, 4], 12);
+    let b = det(&[5], 13);
+    let fused = ops::linear(&x, &w, Some(&b)).unwrap();
+    let wt = ops::transpose(&w, 0, 1).unwrap();
+    let reference = ops::add(&ops::matmul(&x, &wt).unwrap(), &b).unwrap();
+    assert_eq!(fused.shape(), &[2, 3, 5]);
+    for (f, r) in fused.to_vec::<f64>().iter().zip(reference.to_vec::<f64>()) {
+        assert!((f - r).abs() < 1e-12);
+    }
+    check_grad(
+        &[x.clone(), w.clone(), b],
+        |t| ops::linear(&t[0], &t[1], Some(&t[2])).unwrap(),
+        1e-6,
+    );
+    check_grad(&[x, w], |t| ops::linear(&t[0], &t[1], None).unwrap(), 1e-6);
+    assert!(ops::linear(&det(&[2, 3], 1), &det(&[5, 4], 2), None).is_err());
+    assert!(ops::linear(&det(&[2, 4], 1), &det(&[5, 4], 2), Some(&det(&[4], 3))).is_err());
+}

@@ -453,6 +453,24 @@ fn layer_norm(
     unary(py, &x, |x| ops::layer_norm(x, w.as_ref(), b.as_ref(), eps))
 }
 
+/// `x @ weight.T + bias`, fused (the bias is added inside the matrix product).
+#[pyfunction]
+#[pyo3(signature = (x, weight, bias=None))]
+fn linear(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    weight: &Bound<'_, PyAny>,
+    bias: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let x = convert::extract_tensor("linear", x)?;
+    let w = convert::extract_tensor("linear", weight)?;
+    let b = match bias {
+        Some(b) if !b.is_none() => Some(convert::extract_tensor("linear", b)?),
+        _ => None,
+    };
+    run(py, heavy(&[&x, &w]), || ops::linear(&x, &w, b.as_ref())).map(PyTensor::from)
+}
+
 /// Mean squared error.
 #[pyfunction]
 fn mse_loss(
@@ -539,6 +557,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sigmoid, m)?)?;
     m.add_function(wrap_pyfunction!(relu, m)?)?;
     m.add_function(wrap_pyfunction!(gelu, m)?)?;
+    m.add_function(wrap_pyfunction!(linear, m)?)?;
     m.add_function(wrap_pyfunction!(softmax, m)?)?;
     m.add_function(wrap_pyfunction!(log_softmax, m)?)?;
     m.add_function(wrap_pyfunction!(sum, m)?)?;

@@ -26,10 +26,11 @@ pub fn batched_matmul<T: Element>(
     n: usize,
 ) -> Vec<T> {
     let batches = a.batch_offsets.len();
-    let mut out = super::filled(batches * m * n, T::zero());
-    if m == 0 || n == 0 {
-        return out;
+    if k == 0 || m == 0 || n == 0 {
+        return super::filled(batches * m * n, T::zero());
     }
+    // Every element is written by the product (the destination is not read).
+    let mut out = super::alloc::<T>(batches * m * n);
     let pa = super::slice::<T>(a.data).as_ptr() as usize;
     let pb = super::slice::<T>(b.data).as_ptr() as usize;
     let flops = 2 * m * n * k;
@@ -80,6 +81,60 @@ pub fn batched_matmul<T: Element>(
         }
     }
     out
+}
+
+/// `dst (m x n, row-major) (+)= a (m x k) * b (k x n)`, operands given by pointer and
+/// strides; `accumulate` adds to what `dst` holds (a pre-filled bias) instead of overwriting.
+///
+/// # Safety
+/// `a` and `b` must address `m x k` and `k x n` valid elements through their strides.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_into<T: Element>(
+    dst: &mut [T],
+    m: usize,
+    n: usize,
+    k: usize,
+    a: (*const T, isize, isize),
+    b: (*const T, isize, isize),
+    accumulate: bool,
+) {
+    debug_assert_eq!(dst.len(), m * n);
+    if m == 0 || n == 0 || k == 0 {
+        if !accumulate {
+            dst.iter_mut().for_each(|v| *v = T::zero());
+        }
+        return;
+    }
+    let threads = rayon::current_num_threads();
+    let par = if 2 * m * n * k >= (1 << 18) && threads > 1 {
+        gemm::Parallelism::Rayon(threads)
+    } else {
+        gemm::Parallelism::None
+    };
+    // SAFETY: the caller guarantees the operands; dst is an owned m x n row-major block.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            accumulate,
+            a.0,
+            a.2,
+            a.1,
+            b.0,
+            b.2,
+            b.1,
+            T::one(),
+            T::one(),
+            false,
+            false,
+            false,
+            par,
+        )
+    }
 }
 
 /// Whether `T` is the dtype `d` (dispatch helper).

@@ -1,0 +1,160 @@
+//! `linear(x, weight, bias)` = `x @ weight.T + bias`, fused: the output starts as the
+//! broadcast bias and the GEMM accumulates into it (PyTorch's addmm), so a layer costs one
+//! pass over its output instead of three (zero-fill, product, bias add).
+
+use super::{cast, check_same_device, from_vec, reshape, view};
+use crate::autograd::node::{apply, BackwardCtx, Op, Save};
+use crate::cpu::{self, matmul::gemm_into};
+use crate::dtype::Element;
+use crate::error::{Error, Result};
+use crate::layout::{fmt_shape, Dims, Layout};
+use crate::tensor::Tensor;
+
+struct LinearOp {
+    has_bias: bool,
+}
+
+/// `x` as a contiguous `(rows, features)` matrix (a view when `x` is contiguous).
+fn rows_of(x: &Tensor) -> Result<Tensor> {
+    let f = *x.shape().last().unwrap_or(&1);
+    let rows = if f == 0 { 0 } else { x.numel() / f };
+    let x = super::contiguous(x)?;
+    Ok(view(
+        &x,
+        Layout {
+            offset: x.layout().offset,
+            ..Layout::contiguous(&[rows, f])
+        },
+    ))
+}
+
+/// Pointer and (row, column) strides of a 2-D view.
+fn operand<T: Element>(t: &Tensor) -> (*const T, isize, isize) {
+    let l = t.layout();
+    // SAFETY: offset is within the storage by construction of every layout.
+    let p = unsafe { cpu::slice::<T>(t.data()).as_ptr().add(l.offset) };
+    (p, l.strides[0] as isize, l.strides[1] as isize)
+}
+
+fn linear_forward(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
+    let (rows, inf, outf) = (
+        x.numel() / x.shape()[x.ndim() - 1].max(1),
+        w.shape()[1],
+        w.shape()[0],
+    );
+    let x2 = rows_of(x)?;
+    let mut shape: Dims = x.shape().into();
+    *shape.last_mut().expect("x has at least one axis") = outf;
+    Ok(crate::dispatch!(x.dtype(), T => {
+        let mut out = match b {
+            Some(b) => {
+                let bv = cpu::gather::<T>(b.data());
+                let mut o = cpu::alloc::<T>(rows * outf);
+                for row in o.chunks_mut(outf.max(1)) {
+                    row.copy_from_slice(&bv);
+                }
+                o
+            }
+            None => cpu::alloc::<T>(rows * outf),
+        };
+        let wt = view(w, w.layout().transpose(0, 1));
+        // SAFETY: both operands are validated views of live storages.
+        unsafe { gemm_into(&mut out, rows, outf, inf, operand::<T>(&x2), operand::<T>(&wt), b.is_some()) };
+        from_vec(out, &shape)
+    }))
+}
+
+impl Op for LinearOp {
+    fn name(&self) -> &'static str {
+        "linear"
+    }
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        linear_forward(
+            inputs[0],
+            inputs[1],
+            if self.has_bias { Some(inputs[2]) } else { None },
+        )
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        let dt = ctx.grad.dtype();
+        let (x, w) = (cast(&ctx.saved[0], dt)?, cast(&ctx.saved[1], dt)?);
+        let g2 = rows_of(ctx.grad)?;
+        let x2 = rows_of(&x)?;
+        let (rows, outf, inf) = (g2.shape()[0], w.shape()[0], w.shape()[1]);
+        let gx = if ctx.needs_grad(0) {
+            Some(crate::dispatch!(dt, T => {
+                let mut o = cpu::alloc::<T>(rows * inf);
+                // SAFETY: validated views.
+                unsafe { gemm_into(&mut o, rows, inf, outf, operand::<T>(&g2), operand::<T>(&w), false) };
+                from_vec(o, &ctx.inputs[0].shape)
+            }))
+        } else {
+            None
+        };
+        let gw = if ctx.needs_grad(1) {
+            Some(crate::dispatch!(dt, T => {
+                let mut o = cpu::alloc::<T>(outf * inf);
+                let gt = view(&g2, g2.layout().transpose(0, 1));
+                // SAFETY: validated views.
+                unsafe { gemm_into(&mut o, outf, inf, rows, operand::<T>(&gt), operand::<T>(&x2), false) };
+                from_vec(o, &[outf, inf])
+            }))
+        } else {
+            None
+        };
+        let mut grads = vec![gx, gw];
+        if self.has_bias {
+            grads.push(if ctx.needs_grad(2) {
+                Some(reshape(&super::reduce::sum_raw(&g2, &[0], false), &[outf])?)
+            } else {
+                None
+            });
+        }
+        Ok(grads)
+    }
+}
+
+/// `x @ weight.T + bias` over the last axis of `x` (`weight`: `(out, in)`, `bias`: `(out,)`).
+pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    let mut all = vec![x, weight];
+    all.extend(bias);
+    check_same_device("linear", &all)?;
+    if weight.ndim() != 2 || x.ndim() == 0 || x.shape()[x.ndim() - 1] != weight.shape()[1] {
+        return Err(Error::shape(
+            "linear",
+            format!(
+                "input {} does not match weight {} (expected weight (out_features, {}))",
+                fmt_shape(x.shape()),
+                fmt_shape(weight.shape()),
+                x.shape()
+                    .last()
+                    .map_or("in_features".to_string(), |d| d.to_string())
+            ),
+        ));
+    }
+    if let Some(b) = bias {
+        if b.shape() != [weight.shape()[0]] {
+            return Err(Error::shape(
+                "linear",
+                format!(
+                    "bias {} does not match weight {}",
+                    fmt_shape(b.shape()),
+                    fmt_shape(weight.shape())
+                ),
+            ));
+        }
+    }
+    let dt = all.iter().fold(x.dtype(), |d, t| d.promote(t.dtype()));
+    let cast_all: Vec<Tensor> = all
+        .iter()
+        .map(|t| super::to_dtype(t, dt))
+        .collect::<Result<_>>()?;
+    let refs: Vec<&Tensor> = cast_all.iter().collect();
+    apply(
+        LinearOp {
+            has_bias: bias.is_some(),
+        },
+        &refs,
+        &[Save::Input(0), Save::Input(1)],
+    )
+}
