@@ -17,7 +17,7 @@ struct LinearOp {
 /// `x` as a contiguous `(rows, features)` matrix (a view when `x` is contiguous).
 fn rows_of(x: &Tensor) -> Result<Tensor> {
     let f = *x.shape().last().unwrap_or(&1);
-    let rows = if f == 0 { 0 } else { x.numel() / f };
+    let rows = x.numel().checked_div(f).unwrap_or(0);
     let x = super::contiguous(x)?;
     Ok(view(
         &x,
