@@ -173,11 +173,12 @@ pub fn budget_strategy(mlp: &Mlp, x: &Tensor, plain_peak: usize) -> Result<(Stra
     // Grow an upper bound, then bisect to the smallest budget that fits (to 1 KiB).
     let (mut lo, mut hi) = (quarter, plain_peak.max(1));
     while !fits(hi) {
+        if hi == usize::MAX {
+            // Nothing fits at all: hand back the planner's own error.
+            checkpoint::plan_budget(&costs, x.nbytes(), hi)?;
+        }
         lo = hi;
         hi = hi.saturating_mul(2);
-        if hi == usize::MAX {
-            return checkpoint::plan_budget(&costs, x.nbytes(), hi).map(|_| unreachable!());
-        }
     }
     while hi - lo > 1024 {
         let mid = lo + (hi - lo) / 2;
