@@ -133,14 +133,15 @@ fn plan_units(costs: &[LayerCost], input_bytes: usize, budget: usize) -> Result<
         }
     }
     best.ok_or_else(|| {
-        let minimal: usize = (0..n).map(input_of).sum::<usize>() + lo + transient;
+        let plain: usize = prefix[n] + transient;
         Error::value(
             "checkpoint_sequential",
             format!(
-                "no segmentation of the {n} layers fits budget_bytes={budget}: checkpointing \
-                 every layer still needs about {minimal} bytes (each segment keeps its input, \
-                 the largest layer needs {lo} bytes to recompute, and backward needs \
-                 {transient} bytes of gradient buffers)"
+                "no segmentation of the {n} layers fits budget_bytes={budget} under the \
+                 planner's model (bytes kept between forward and backward, plus the largest \
+                 segment's recompute, plus {transient} bytes of gradient buffers); the plain \
+                 run needs about {plain} bytes and the largest layer alone {lo}; give a larger \
+                 budget"
             ),
         )
     })

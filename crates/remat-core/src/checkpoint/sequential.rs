@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::grad_mode::{enable_grad, is_grad_enabled};
 use crate::storage::next_storage_id;
 use crate::tensor::Tensor;
+use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -73,8 +74,34 @@ pub fn measure_layers(layers: &[LayerFn], input: &Tensor) -> Result<Vec<LayerCos
     Ok(costs)
 }
 
+/// What a budget plan depends on: the layers (by identity), the input's shape and dtype, and
+/// the budget. Measuring costs a forward, so plans are reused across training steps.
+#[derive(PartialEq, Eq)]
+struct PlanKey {
+    layers: Vec<usize>,
+    shape: crate::layout::Dims,
+    dtype: crate::dtype::DType,
+    budget: usize,
+}
+
+const PLAN_CACHE_SIZE: usize = 32;
+static PLANS: Mutex<Vec<(PlanKey, Vec<PlanSegment>)>> = Mutex::new(Vec::new());
+
+fn cached_plan(key: &PlanKey) -> Option<Vec<PlanSegment>> {
+    PLANS.lock().iter().find(|(k, _)| k == key).map(|(_, p)| p.clone())
+}
+
+fn remember_plan(key: PlanKey, runs: Vec<PlanSegment>) {
+    let mut plans = PLANS.lock();
+    if plans.len() >= PLAN_CACHE_SIZE {
+        plans.remove(0);
+    }
+    plans.push((key, runs));
+}
+
 /// Choose the runs for `how`: equal runs for a count or √n, the planner's least-recompute
-/// plan for a budget (measured by running each layer once, RNG state restored after).
+/// plan for a budget (measured by running each layer once, RNG state restored after; the plan
+/// is cached per layers, input shape, dtype and budget).
 pub fn plan(layers: &[LayerFn], how: Segmentation, input: &Tensor) -> Result<Vec<PlanSegment>> {
     let n = layers.len();
     Ok(match how {
@@ -87,10 +114,21 @@ pub fn plan(layers: &[LayerFn], how: Segmentation, input: &Tensor) -> Result<Vec
         Segmentation::Count(k) => equal_runs(n, k),
         Segmentation::Sqrt => equal_runs(n, (n as f64).sqrt().ceil() as usize),
         Segmentation::Budget(bytes) => {
+            let key = PlanKey {
+                layers: layers.iter().map(|l| Arc::as_ptr(l) as *const () as usize).collect(),
+                shape: input.shape().into(),
+                dtype: input.dtype(),
+                budget: bytes,
+            };
+            if let Some(runs) = cached_plan(&key) {
+                return Ok(runs);
+            }
             let state = crate::rng::get_state();
             let costs = measure_layers(layers, input);
             crate::rng::set_state(state);
-            plan_budget(&costs?, input.nbytes(), bytes)?.segments
+            let runs = plan_budget(&costs?, input.nbytes(), bytes)?.segments;
+            remember_plan(key, runs.clone());
+            runs
         }
     })
 }
