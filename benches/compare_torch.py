@@ -38,6 +38,8 @@ import time
 import timeit
 from pathlib import Path
 
+from machine_info import cpu_model
+
 MLP_DEPTH = 64
 MLP_WIDTH = 512
 MLP_BATCH = 2048
@@ -193,8 +195,9 @@ def work_mlp(lib: _Lib, runs: int, ckpt: bool) -> dict:
     import numpy as np
 
     model = _build_mlp(lib)
-    x = lib.tensor(np.random.default_rng(2).standard_normal((MLP_BATCH, MLP_WIDTH),
-                                                             dtype=np.float32))
+    x = lib.tensor(
+        np.random.default_rng(2).standard_normal((MLP_BATCH, MLP_WIDTH), dtype=np.float32)
+    )
     params = list(model.parameters())
     opt = lib.m.optim.SGD(params, lr=LR)
     if lib.name == "torch":
@@ -268,17 +271,6 @@ def worker(args: argparse.Namespace) -> None:
 # -- the driver ---------------------------------------------------------------------------------
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def _has_torch() -> bool:
     import importlib.util
 
@@ -287,10 +279,25 @@ def _has_torch() -> bool:
 
 def _run_worker(lib: str, workload: str, threads: int, runs: int) -> dict:
     env = dict(os.environ)
-    env.update({"RAYON_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
-                "MKL_NUM_THREADS": str(threads)})
-    cmd = [sys.executable, __file__, "--worker", lib, "--workload", workload,
-           "--threads", str(threads), "--runs", str(runs)]
+    env.update(
+        {
+            "RAYON_NUM_THREADS": str(threads),
+            "OMP_NUM_THREADS": str(threads),
+            "MKL_NUM_THREADS": str(threads),
+        }
+    )
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        lib,
+        "--workload",
+        workload,
+        "--threads",
+        str(threads),
+        "--runs",
+        str(runs),
+    ]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{lib} {workload} failed:\n{p.stderr[-3000:]}")
@@ -321,12 +328,23 @@ def _median(res: dict, lib: str, key: str) -> float | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                    help="threads for both libraries (default: all logical cores)")
-    ap.add_argument("--rounds", type=int, default=5,
-                    help="alternating subprocess rounds per workload (default 5)")
-    ap.add_argument("--out", default=str(Path(__file__).with_name("results.md")),
-                    help="Markdown results file (default benches/results.md)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="threads for both libraries (default: all logical cores)",
+    )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="alternating subprocess rounds per workload (default 5)",
+    )
+    ap.add_argument(
+        "--out",
+        default=str(Path(__file__).with_name("results.md")),
+        help="Markdown results file (default benches/results.md)",
+    )
     ap.add_argument("--no-torch", action="store_true", help="measure remat only")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--workload", help=argparse.SUPPRESS)
@@ -351,7 +369,7 @@ def main() -> None:
 
     header = [
         f"- date: {datetime.date.today().isoformat()}",
-        f"- machine: {_cpu_model()}, {os.cpu_count()} logical cores, {platform.machine()}",
+        f"- machine: {cpu_model()}, {os.cpu_count()} logical cores, {platform.machine()}",
         f"- threads: {n} for both (RAYON_NUM_THREADS / torch.set_num_threads)",
         f"- Python {platform.python_version()}, NumPy {numpy.__version__}, remat "
         f"{versions['remat']}, PyTorch {versions.get('torch', 'not installed')}",
@@ -393,13 +411,30 @@ def main() -> None:
         row(f"matmul {s}×{s} float32", "GFLOP/s", "gflops", f"matmul:{s}", gf)
     row("MLP step, no checkpointing", "ms", "step_ms", "mlp:plain", ms)
     row(f"MLP step, checkpoint_sequential({MLP_SEGMENTS})", "ms", "step_ms", "mlp:ckpt", ms)
-    row("MLP peak, no checkpointing (remat counters vs PyTorch RSS)", "MiB", None,
-        "mlp:plain", mib, ("peak_bytes", "rss_growth"))
-    row(f"MLP peak, checkpoint_sequential({MLP_SEGMENTS}) (remat counters vs PyTorch RSS)",
-        "MiB", None, "mlp:ckpt", mib, ("peak_bytes", "rss_growth"))
+    row(
+        "MLP peak, no checkpointing (remat counters vs PyTorch RSS)",
+        "MiB",
+        None,
+        "mlp:plain",
+        mib,
+        ("peak_bytes", "rss_growth"),
+    )
+    row(
+        f"MLP peak, checkpoint_sequential({MLP_SEGMENTS}) (remat counters vs PyTorch RSS)",
+        "MiB",
+        None,
+        "mlp:ckpt",
+        mib,
+        ("peak_bytes", "rss_growth"),
+    )
     row("MLP peak RSS growth, no checkpointing", "MiB", "rss_growth", "mlp:plain", mib)
-    row(f"MLP peak RSS growth, checkpoint_sequential({MLP_SEGMENTS})", "MiB", "rss_growth",
-        "mlp:ckpt", mib)
+    row(
+        f"MLP peak RSS growth, checkpoint_sequential({MLP_SEGMENTS})",
+        "MiB",
+        "rss_growth",
+        "mlp:ckpt",
+        mib,
+    )
 
     table = ["| workload | unit | remat | PyTorch | remat/PyTorch |", "|---|---|---:|---:|---:|"]
     text = "# remat vs PyTorch (CPU)\n\n" + "\n".join(header) + "\n\n" + "\n".join(table + rows)

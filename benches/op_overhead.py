@@ -22,23 +22,14 @@ import numpy as np
 
 import remat
 
+from machine_info import cpu_model
+
 OPS = [
     ("a + a", "a + a"),
     ("g * g (requires_grad)", "g * g"),
     ("a4 @ b4 (4x4 @ 4x4)", "a4 @ b4"),
     ("relu(a)", "relu(a)"),
 ]
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _env(m, tensor, relu) -> dict:
@@ -59,28 +50,30 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7, help="timeit repeats per op (default 7)")
     args = ap.parse_args()
 
-    envs = {"remat": _env(remat, lambda x, rg=False: remat.tensor(x, requires_grad=rg),
-                          remat.relu)}
-    versions = [f"Python {platform.python_version()}", f"NumPy {np.__version__}",
-                f"remat {getattr(remat, '__version__', '')}".strip()]
+    envs = {"remat": _env(remat, lambda x, rg=False: remat.tensor(x, requires_grad=rg), remat.relu)}
+    versions = [
+        f"Python {platform.python_version()}",
+        f"NumPy {np.__version__}",
+        f"remat {getattr(remat, '__version__', '')}".strip(),
+    ]
     if importlib.util.find_spec("torch") is not None:
         import torch
 
         # Small ops run on the calling thread anyway; one thread keeps the two comparable.
         torch.set_num_threads(1)
-        envs["torch"] = _env(torch, lambda x, rg=False: torch.tensor(x, requires_grad=rg),
-                             torch.relu)
+        envs["torch"] = _env(
+            torch, lambda x, rg=False: torch.tensor(x, requires_grad=rg), torch.relu
+        )
         versions.append(f"PyTorch {torch.__version__}")
     else:
         versions.append("PyTorch not installed")
 
-    print(f"machine: {_cpu_model()}, {os.cpu_count()} logical cores")
+    print(f"machine: {cpu_model()}, {os.cpu_count()} logical cores")
     print("versions: " + ", ".join(versions))
     print(f"median of {args.repeats} timeit repeats, µs per call, 16-element float32\n")
 
     libs = list(envs)
-    timers = {(lib, stmt): timeit.Timer(stmt, globals=envs[lib]) for lib in libs
-              for _, stmt in OPS}
+    timers = {(lib, stmt): timeit.Timer(stmt, globals=envs[lib]) for lib in libs for _, stmt in OPS}
     numbers = {k: t.autorange()[0] for k, t in timers.items()}
     samples: dict = {k: [] for k in timers}
     for _ in range(args.repeats):
