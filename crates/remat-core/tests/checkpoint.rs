@@ -346,3 +346,43 @@ fn profiler_memory_saved_equals_what_the_counters_show_was_not_kept() {
     drop(y);
     assert_eq!(checkpoint::live_checkpoint_state(), 0);
 }
+
+#[test]
+fn group_tuple_forms_share_one_recompute() {
+    let _s = SERIAL.lock();
+    let w = leaf(&det(&[4, 4], 5));
+    let x = det(&[3, 4], 6);
+    let group = CheckpointGroup::new(Some("tuples".into()), true, false);
+    let w2 = w.clone();
+    let (a, b) = group
+        .checkpoint_fn2(std::slice::from_ref(&x), move |t| {
+            let h = ops::tanh(&ops::matmul(&t[0], &w2)?)?;
+            Ok((ops::mul(&h, &h)?, ops::exp(&h)?))
+        })
+        .unwrap();
+    let w3 = w.clone();
+    let (c, d, e) = group
+        .checkpoint_fn3(std::slice::from_ref(&x), move |t| {
+            let h = ops::sigmoid(&ops::matmul(&t[0], &w3)?)?;
+            Ok((h.clone(), ops::mul(&h, &h)?, ops::log(&h)?))
+        })
+        .unwrap();
+    assert_eq!(group.checkpoint_count(), 2);
+    let total = [a, b, c, d, e]
+        .iter()
+        .fold(Tensor::scalar(0.0, DType::F64), |acc, t| {
+            ops::add(&acc, &ops::sum(t, None, false).unwrap()).unwrap()
+        });
+    autograd::backward(&[(total, None)], false).unwrap();
+    assert_eq!(group.recompute_count(), 2);
+    assert!(w.grad().is_some());
+    let seg = checkpoint::checkpoint_segment_flex(
+        std::slice::from_ref(&x),
+        &checkpoint::SegmentOptions::new(Some("flex".into()), true, false, true),
+        |t| Ok(vec![ops::relu(&t[0])?]),
+    )
+    .unwrap();
+    assert_eq!(seg[0].shape(), &[3, 4]);
+    drop(group);
+    assert_eq!(checkpoint::live_checkpoint_state(), 0);
+}

@@ -57,6 +57,50 @@ impl CheckpointGroup {
         checkpoint_segment_with(f, inputs, &opts)
     }
 
+    /// `checkpoint_fn` for a closure over a slice of inputs (no `Arc` needed).
+    pub fn checkpoint_fn_flex<F>(&self, inputs: &[Tensor], f: F) -> Result<Vec<Tensor>>
+    where
+        F: Fn(&[Tensor]) -> Result<Vec<Tensor>> + Send + Sync + 'static,
+    {
+        self.checkpoint_fn(std::sync::Arc::new(f), inputs)
+    }
+
+    /// A checkpointed function of two outputs; both share one recompute.
+    pub fn checkpoint_fn2<F>(&self, inputs: &[Tensor], f: F) -> Result<(Tensor, Tensor)>
+    where
+        F: Fn(&[Tensor]) -> Result<(Tensor, Tensor)> + Send + Sync + 'static,
+    {
+        let mut out = self.checkpoint_fn_flex(inputs, move |t| {
+            let (a, b) = f(t)?;
+            Ok(vec![a, b])
+        })?;
+        let b = out
+            .pop()
+            .ok_or_else(|| crate::Error::checkpoint("checkpoint_fn2", "missing output"))?;
+        let a = out
+            .pop()
+            .ok_or_else(|| crate::Error::checkpoint("checkpoint_fn2", "missing output"))?;
+        Ok((a, b))
+    }
+
+    /// A checkpointed function of three outputs; all share one recompute.
+    pub fn checkpoint_fn3<F>(&self, inputs: &[Tensor], f: F) -> Result<(Tensor, Tensor, Tensor)>
+    where
+        F: Fn(&[Tensor]) -> Result<(Tensor, Tensor, Tensor)> + Send + Sync + 'static,
+    {
+        let out = self.checkpoint_fn_flex(inputs, move |t| {
+            let (a, b, c) = f(t)?;
+            Ok(vec![a, b, c])
+        })?;
+        match <[Tensor; 3]>::try_from(out) {
+            Ok([a, b, c]) => Ok((a, b, c)),
+            Err(_) => Err(crate::Error::checkpoint(
+                "checkpoint_fn3",
+                "expected three outputs",
+            )),
+        }
+    }
+
     /// Calls checkpointed through this group.
     pub fn checkpoint_count(&self) -> usize {
         self.stats.checkpoints.load(Ordering::Relaxed)

@@ -18,7 +18,9 @@ pub(crate) mod touched;
 pub use group::CheckpointGroup;
 pub use live::{live_checkpoint_state, live_recompute_caches};
 pub use planner::{plan_budget, LayerCost, Plan, PlanSegment};
-pub use segment::{checkpoint_segment, checkpoint_segment_with, SegmentFn, SegmentOptions};
+pub use segment::{
+    checkpoint_segment, checkpoint_segment_flex, checkpoint_segment_with, SegmentFn, SegmentOptions,
+};
 pub use sequential::{
     checkpoint_sequential, measure_layers, plan, run_plan, LayerFn, Segmentation,
 };

@@ -300,6 +300,18 @@ pub fn checkpoint_segment_with(
     Ok(outputs)
 }
 
+/// Run `f(inputs)` as a checkpoint segment with the given options (a closure, no `Arc`).
+pub fn checkpoint_segment_flex<F>(
+    inputs: &[Tensor],
+    opts: &SegmentOptions,
+    f: F,
+) -> Result<Vec<Tensor>>
+where
+    F: Fn(&[Tensor]) -> Result<Vec<Tensor>> + Send + Sync + 'static,
+{
+    checkpoint_segment_with(Arc::new(f), inputs, opts)
+}
+
 /// Run `f(inputs)` as a checkpoint segment with default options.
 pub fn checkpoint_segment<F>(inputs: &[Tensor], f: F) -> Result<Vec<Tensor>>
 where
