@@ -70,6 +70,9 @@ impl CpuBuffer {
 pub enum Buffer {
     /// Host memory.
     Cpu(CpuBuffer),
+    /// GPU memory.
+    #[cfg(feature = "cuda")]
+    Cuda(crate::cuda::storage::CudaBuffer),
 }
 
 static NEXT_STORAGE_ID: AtomicU64 = AtomicU64::new(1);
@@ -120,6 +123,25 @@ impl Storage {
         }
     }
 
+    /// Wrap a device buffer (counted on its device).
+    #[cfg(feature = "cuda")]
+    pub fn from_cuda(buffer: crate::cuda::storage::CudaBuffer) -> Storage {
+        crate::memory::on_alloc(buffer.device(), buffer.len() * buffer.dtype().size());
+        Storage {
+            buffer: Buffer::Cuda(buffer),
+            id: NEXT_STORAGE_ID.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// The device buffer, if this is a CUDA storage.
+    #[cfg(feature = "cuda")]
+    pub fn cuda(&self) -> Option<&crate::cuda::storage::CudaBuffer> {
+        match &self.buffer {
+            Buffer::Cuda(b) => Some(b),
+            _ => None,
+        }
+    }
+
     /// A unique id (profiler: each storage counted once).
     pub fn id(&self) -> u64 {
         self.id
@@ -128,18 +150,24 @@ impl Storage {
     pub fn dtype(&self) -> DType {
         match &self.buffer {
             Buffer::Cpu(b) => b.dtype,
+            #[cfg(feature = "cuda")]
+            Buffer::Cuda(b) => b.dtype(),
         }
     }
     /// The device.
     pub fn device(&self) -> Device {
         match &self.buffer {
             Buffer::Cpu(_) => Device::Cpu,
+            #[cfg(feature = "cuda")]
+            Buffer::Cuda(b) => b.device(),
         }
     }
     /// Number of elements.
     pub fn len(&self) -> usize {
         match &self.buffer {
             Buffer::Cpu(b) => b.len,
+            #[cfg(feature = "cuda")]
+            Buffer::Cuda(b) => b.len(),
         }
     }
     /// Whether the storage holds no elements.
@@ -150,14 +178,18 @@ impl Storage {
     pub fn nbytes(&self) -> usize {
         self.len() * self.dtype().size()
     }
-    /// Raw pointer to the first element (NumPy views).
+    /// Raw host pointer to the first element (NumPy views); null for device storage, which
+    /// has no host address (callers copy it to the host first).
     pub fn as_ptr(&self) -> *mut u8 {
         match &self.buffer {
             Buffer::Cpu(b) => b.ptr.as_ptr(),
+            #[cfg(feature = "cuda")]
+            Buffer::Cuda(_) => std::ptr::null_mut(),
         }
     }
 
-    /// The elements as a slice, if this is a CPU storage of dtype `T`.
+    /// The elements as a slice, if this is a CPU storage of dtype `T` (None for device
+    /// storage: CPU kernels never see GPU memory).
     pub fn as_slice<T: Element>(&self) -> Option<&[T]> {
         match &self.buffer {
             Buffer::Cpu(b) if b.dtype == T::DTYPE => {
@@ -190,6 +222,9 @@ impl Drop for Storage {
         let (device, bytes) = (self.device(), self.nbytes());
         match &mut self.buffer {
             Buffer::Cpu(b) => b.free(),
+            // The device memory is released by the buffer's own drop (stream-ordered).
+            #[cfg(feature = "cuda")]
+            Buffer::Cuda(_) => {}
         }
         crate::memory::on_free(device, bytes);
     }

@@ -234,8 +234,23 @@ impl Tensor {
         self.0.state.lock().creation = None;
     }
 
-    /// The elements in C order as a `Vec<T>` (copies; casts if the dtype differs).
+    /// The elements in C order as a `Vec<T>`, copied to the host first for a device tensor
+    /// (errors only when that copy fails).
+    pub fn try_to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if self.device() != Device::Cpu {
+            let host = crate::cuda::launch::transfer("to_vec", self, Device::Cpu)?;
+            return Ok(host.to_vec::<T>());
+        }
+        Ok(self.to_vec::<T>())
+    }
+
+    /// The elements in C order as a `Vec<T>` (copies; casts if the dtype differs). A device
+    /// tensor whose copy to the host fails gives an empty vector; use
+    /// [`Tensor::try_to_vec`] to see the error.
     pub fn to_vec<T: Element>(&self) -> Vec<T> {
+        if self.device() != Device::Cpu {
+            return self.try_to_vec::<T>().unwrap_or_default();
+        }
         match self.dtype() {
             DType::F32 => crate::cpu::gather::<f32>(self.data())
                 .into_iter()
@@ -259,7 +274,7 @@ impl Tensor {
                 ),
             ));
         }
-        Ok(self.to_vec::<f64>()[0])
+        Ok(self.try_to_vec::<f64>()?[0])
     }
 }
 

@@ -40,8 +40,11 @@ fn tensor(
     requires_grad: bool,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    creation_device("tensor", device)?;
-    let t = convert::tensor_from_py("tensor", data, parse_opt_dtype(dtype)?)?;
+    let dev = creation_device("tensor", device)?;
+    let mut t = convert::tensor_from_py("tensor", data, parse_opt_dtype(dtype)?)?;
+    if dev != Device::Cpu {
+        t = remat_core::cuda::launch::transfer("tensor", &t, dev).py()?;
+    }
     leaf(t, requires_grad)
 }
 

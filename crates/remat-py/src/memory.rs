@@ -50,8 +50,25 @@ fn manual_seed(seed: i128) {
     remat_core::manual_seed(seed as u64);
 }
 
+/// Tell the CUDA probe about this interpreter's package folders (`sys.path`), so the
+/// libraries of the `nvidia-*` pip wheels are found. Runs at import, before any probe.
+fn register_cuda_library_dirs(py: Python<'_>) {
+    let dirs: Vec<String> = py
+        .import("sys")
+        .and_then(|sys| sys.getattr("path"))
+        .and_then(|p| p.extract())
+        .unwrap_or_default();
+    let dirs: Vec<std::path::PathBuf> = dirs
+        .into_iter()
+        .filter(|d| !d.is_empty())
+        .map(std::path::PathBuf::from)
+        .collect();
+    remat_core::cuda::add_library_dirs(&dirs);
+}
+
 /// Register the functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    register_cuda_library_dirs(m.py());
     m.add_function(wrap_pyfunction!(memory_allocated, m)?)?;
     m.add_function(wrap_pyfunction!(max_memory_allocated, m)?)?;
     m.add_function(wrap_pyfunction!(reset_peak_memory_stats, m)?)?;

@@ -6,7 +6,7 @@ use crate::args;
 use crate::call::{binary, heavy, run, unary};
 use crate::convert::{self, operand, python_scalar};
 use crate::dtype::{dtype_object, parse_opt_dtype, try_parse, PyDType};
-use crate::errors::{to_index_pyerr, CoreResultExt, DeviceError};
+use crate::errors::{to_index_pyerr, CoreResultExt};
 use crate::numpy_bridge::to_numpy;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -235,7 +235,7 @@ impl PyTensor {
 
     /// A NumPy array sharing this tensor's memory (a view; broadcast views are read-only).
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_numpy(py, &self.inner)
+        to_numpy(py, &host(&self.inner)?)
     }
     /// NumPy's array protocol.
     #[pyo3(signature = (dtype=None, copy=None))]
@@ -245,7 +245,7 @@ impl PyTensor {
         dtype: Option<&Bound<'py, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let arr = to_numpy(py, &self.inner)?;
+        let arr = to_numpy(py, &host(&self.inner)?)?;
         match dtype {
             Some(d) if !d.is_none() => {
                 let same = arr.getattr(intern!(py, "dtype"))?.eq(d).unwrap_or(false);
@@ -271,7 +271,7 @@ impl PyTensor {
     }
     /// The elements as (nested) Python lists of floats.
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_numpy(py, &self.inner)?.call_method0(intern!(py, "tolist"))
+        to_numpy(py, &host(&self.inner)?)?.call_method0(intern!(py, "tolist"))
     }
     fn __float__(&self) -> PyResult<f64> {
         self.inner.item().py()
@@ -388,43 +388,40 @@ impl PyTensor {
                 a.repr()?
             )));
         }
-        let this = &slf.get().inner;
+        let mut this = slf.get().inner.clone();
+        let mut changed = false;
         if let Some(dev) = want_device {
             if dev != this.device() {
                 remat_core::cuda::ensure_available("to", dev).py()?;
-                return Err(DeviceError::new_err(format!(
-                    "to: moving a tensor from {} to {dev} is not supported by this build",
-                    this.device()
-                )));
+                this = unary(py, &this, |x| ops::to_device(x, dev))?.inner;
+                changed = true;
             }
         }
         match want_dtype {
             Some(d) if d != this.dtype() => {
-                let out = unary(py, this, |x| ops::to_dtype(x, d))?;
+                let out = unary(py, &this, |x| ops::to_dtype(x, d))?;
                 Ok(Bound::new(py, out)?.into_any())
             }
+            _ if changed => Ok(Bound::new(py, PyTensor::from(this))?.into_any()),
             _ => Ok(slf.into_any()),
         }
     }
-    /// This tensor (it already lives on the CPU).
+    /// This tensor on the CPU (itself when it already is; differentiable).
     fn cpu(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        let dev = slf.get().inner.device();
-        if dev != Device::Cpu {
-            return Err(DeviceError::new_err(format!(
-                "cpu: moving a tensor from {dev} to cpu is not supported by this build"
-            )));
+        if slf.get().inner.device() == Device::Cpu {
+            return Ok(slf);
         }
-        Ok(slf)
+        let py = slf.py();
+        let out = unary(py, &slf.get().inner, |x| ops::to_device(x, Device::Cpu))?;
+        Bound::new(py, out)
     }
-    /// Move to a CUDA device: raises `DeviceError` with the reason where none is usable.
+    /// This tensor on a CUDA device (differentiable): raises `DeviceError` with the reason
+    /// where none is usable.
     #[pyo3(signature = (device=None))]
-    fn cuda(&self, device: Option<usize>) -> PyResult<PyTensor> {
+    fn cuda(&self, py: Python<'_>, device: Option<usize>) -> PyResult<PyTensor> {
         let dev = Device::Cuda(device.unwrap_or(0));
         remat_core::cuda::ensure_available("cuda", dev).py()?;
-        Err(DeviceError::new_err(format!(
-            "cuda: moving a tensor from {} to {dev} is not supported by this build",
-            self.inner.device()
-        )))
+        unary(py, &self.inner, |x| ops::to_device(x, dev))
     }
     /// As float32 (differentiable).
     fn float(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
@@ -616,4 +613,12 @@ fn cast_to(slf: Bound<'_, PyTensor>, dtype: DType) -> PyResult<Bound<'_, PyAny>>
     }
     let out = unary(py, this, |x| ops::to_dtype(x, dtype))?;
     Ok(Bound::new(py, out)?.into_any())
+}
+
+/// `t` itself on the CPU, or a host copy of a device tensor (no graph): what NumPy sees.
+fn host(t: &Tensor) -> PyResult<Tensor> {
+    if t.device() == Device::Cpu {
+        return Ok(t.clone());
+    }
+    remat_core::cuda::launch::transfer("numpy", t, Device::Cpu).py()
 }

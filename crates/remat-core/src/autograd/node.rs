@@ -27,6 +27,11 @@ pub trait Op: Send + Sync + 'static {
     /// Gradients for each input (None where `ctx.needs_grad(i)` is false or the input gets
     /// no gradient). Runs with grad mode off; each gradient has its input's shape.
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>>;
+    /// Whether `forward` (and the ops its backward uses) handle CUDA tensors. `apply`
+    /// refuses CUDA inputs of ops that do not, so a CPU kernel never sees device memory.
+    fn supports_cuda(&self) -> bool {
+        false
+    }
 }
 
 /// What an op keeps for its backward.
@@ -160,6 +165,21 @@ impl Tensor {
 
 /// Run `op` forward on `inputs` and record it in the graph when a gradient is needed.
 pub fn apply<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor> {
+    if !op.supports_cuda() {
+        if let Some(t) = inputs
+            .iter()
+            .find(|t| t.device() != crate::device::Device::Cpu)
+        {
+            return Err(crate::error::Error::device(
+                op.name(),
+                format!(
+                    "{} is not implemented on cuda yet (input on {})",
+                    op.name(),
+                    t.device()
+                ),
+            ));
+        }
+    }
     let out = crate::cpu::catch_oom(op.name(), || op.forward(inputs))?;
     Ok(record(op, inputs, out, saves))
 }

@@ -34,8 +34,20 @@ impl Op for ActOp {
             ActKind::Relu => "relu",
         }
     }
+    fn supports_cuda(&self) -> bool {
+        true
+    }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
+        if super::is_cuda(x) {
+            use crate::cuda::codes::UnaryCode as U;
+            let code = match self.0 {
+                ActKind::Tanh => U::Tanh,
+                ActKind::Sigmoid => U::Sigmoid,
+                ActKind::Relu => U::Relu,
+            };
+            return crate::cuda::launch::unary(self.name(), code, x);
+        }
         Ok(match self.0 {
             ActKind::Tanh => map_t!(x, |v| v.tanh()),
             // 1 / (1 + e^-x) saturates cleanly at both ends (e^-x -> inf gives 0).
@@ -55,6 +67,16 @@ impl Op for ActOp {
         // Saved: the output y.
         let y = &ctx.saved[0];
         let g = grad_as(ctx, y)?;
+        if super::is_cuda(y) {
+            use crate::cuda::codes::BinaryCode as B;
+            let code = match self.0 {
+                ActKind::Tanh => B::TanhGrad,
+                ActKind::Sigmoid => B::SigmoidGrad,
+                ActKind::Relu => B::ReluGrad,
+            };
+            let gx = crate::cuda::launch::binary(self.name(), code, &g, y, y.shape())?;
+            return Ok(vec![Some(gx)]);
+        }
         let gx = match self.0 {
             ActKind::Tanh => zip_t!(&g, y, y.shape(), |g, y| g * (T::from_f64(1.0) - y * y)),
             ActKind::Sigmoid => {

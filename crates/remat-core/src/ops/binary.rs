@@ -42,6 +42,16 @@ pub(crate) fn binary_forward(kind: BinaryKind, a: &Tensor, b: &Tensor) -> Result
     let shape = broadcast_shapes(op, a.shape(), b.shape())?;
     let dt = a.dtype().promote(b.dtype());
     let (a, b) = (cast(a, dt)?, cast(b, dt)?);
+    if super::is_cuda(&a) {
+        use crate::cuda::codes::BinaryCode as C;
+        let code = match kind {
+            BinaryKind::Add => C::Add,
+            BinaryKind::Sub => C::Sub,
+            BinaryKind::Mul => C::Mul,
+            BinaryKind::Div => C::Div,
+        };
+        return crate::cuda::launch::binary(op, code, &a, &b, &shape);
+    }
     Ok(crate::dispatch!(dt, T => {
         let v = match kind {
             BinaryKind::Add => cpu::zip::<T, _>(a.data(), b.data(), &shape, |x, y| x + y),
@@ -59,6 +69,9 @@ impl Op for BinaryOp {
     }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         binary_forward(self.0, inputs[0], inputs[1])
+    }
+    fn supports_cuda(&self) -> bool {
+        true
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let g = ctx.grad;
@@ -157,6 +170,16 @@ pub fn axpy_inplace(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
         ));
     }
     let src = cast(src, dst.dtype())?;
+    if super::is_cuda(dst) {
+        // A source sharing the destination's storage is copied first (the kernel reads and
+        // writes in one pass).
+        let src = if std::sync::Arc::ptr_eq(src.storage(), dst.storage()) {
+            crate::cuda::launch::copy("add_", &src)?
+        } else {
+            src
+        };
+        return crate::cuda::launch::axpy_inplace("add_", dst, &src, alpha);
+    }
     crate::dispatch!(dst.dtype(), T => {
         let aliased = std::sync::Arc::ptr_eq(src.storage(), dst.storage());
         let vals: std::borrow::Cow<'_, [T]> = if src.shape() == dst.shape() && !aliased {

@@ -20,6 +20,9 @@ fn check_device(op: &str, device: Device) -> Result<()> {
 pub fn full(shape: &[usize], value: f64, dtype: DType, device: Device) -> Result<Tensor> {
     check_device("full", device)?;
     let n = checked_numel("full", shape, dtype)?;
+    if device != Device::Cpu {
+        return crate::cuda::launch::full("full", device, shape, dtype, value);
+    }
     crate::cpu::catch_oom("full", || {
         Ok(crate::dispatch!(dtype, T => from_vec(crate::cpu::filled(n, T::from_f64(value)), shape)))
     })
@@ -44,6 +47,12 @@ fn random<F: Fn(rng::RngState, u64) -> f64 + Sync>(
 ) -> Result<Tensor> {
     check_device(op, device)?;
     let n = checked_numel(op, shape, dtype)?;
+    if device != Device::Cpu {
+        // Drawn on the host (the same counter-based stream as on the CPU, so a seed gives
+        // the same values on every device), then copied over.
+        let host = random(op, shape, dtype, Device::Cpu, f)?;
+        return crate::cuda::launch::transfer(op, &host, device);
+    }
     crate::cpu::catch_oom(op, || {
         let key = rng::reserve(n as u64);
         Ok(crate::dispatch!(dtype, T => {

@@ -45,6 +45,12 @@ fn linear_forward(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> 
     let x2 = rows_of(x)?;
     let mut shape: Dims = x.shape().into();
     *shape.last_mut().expect("x has at least one axis") = outf;
+    if super::is_cuda(x) {
+        // cuBLAS accumulates into the broadcast bias (beta = 1), as the CPU path does.
+        let wt = view(w, w.layout().transpose(0, 1));
+        let out = crate::cuda::launch::matmul_nd("linear", &x2, &wt, &[], b)?;
+        return Ok(view(&out, Layout::contiguous(&shape)));
+    }
     Ok(crate::dispatch!(x.dtype(), T => {
         let mut out = match b {
             Some(b) => {
@@ -75,12 +81,42 @@ impl Op for LinearOp {
             if self.has_bias { Some(inputs[2]) } else { None },
         )
     }
+    fn supports_cuda(&self) -> bool {
+        true
+    }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let dt = ctx.grad.dtype();
         let (x, w) = (cast(&ctx.saved[0], dt)?, cast(&ctx.saved[1], dt)?);
         let g2 = rows_of(ctx.grad)?;
         let x2 = rows_of(&x)?;
         let (rows, outf, inf) = (g2.shape()[0], w.shape()[0], w.shape()[1]);
+        if super::is_cuda(&x) {
+            use crate::cuda::launch::matmul_nd;
+            let gx = if ctx.needs_grad(0) {
+                let o = matmul_nd("linear", &g2, &w, &[], None)?;
+                Some(view(&o, Layout::contiguous(&ctx.inputs[0].shape)))
+            } else {
+                None
+            };
+            let gw = if ctx.needs_grad(1) {
+                let gt = view(&g2, g2.layout().transpose(0, 1));
+                Some(matmul_nd("linear", &gt, &x2, &[], None)?)
+            } else {
+                None
+            };
+            let mut grads = vec![gx, gw];
+            if self.has_bias {
+                grads.push(if ctx.needs_grad(2) {
+                    Some(reshape(
+                        &super::reduce::sum_raw(&g2, &[0], false)?,
+                        &[outf],
+                    )?)
+                } else {
+                    None
+                });
+            }
+            return Ok(grads);
+        }
         let gx = if ctx.needs_grad(0) {
             Some(crate::dispatch!(dt, T => {
                 let mut o = cpu::alloc::<T>(rows * inf);
@@ -105,7 +141,10 @@ impl Op for LinearOp {
         let mut grads = vec![gx, gw];
         if self.has_bias {
             grads.push(if ctx.needs_grad(2) {
-                Some(reshape(&super::reduce::sum_raw(&g2, &[0], false), &[outf])?)
+                Some(reshape(
+                    &super::reduce::sum_raw(&g2, &[0], false)?,
+                    &[outf],
+                )?)
             } else {
                 None
             });

@@ -70,6 +70,9 @@ fn matmul_nd(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         ));
     }
     let batch = broadcast_shapes("matmul", &la.shape[..na - 2], &lb.shape[..nb - 2])?;
+    if super::is_cuda(a) {
+        return crate::cuda::launch::matmul_nd("matmul", a, b, &batch, None);
+    }
     let oa = MatOperand {
         data: a.data(),
         batch_offsets: batch_offsets(la, &batch)?,
@@ -137,6 +140,9 @@ impl Op for MatmulOp {
     }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         matmul_forward(inputs[0], inputs[1])
+    }
+    fn supports_cuda(&self) -> bool {
+        true
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let dt = ctx.grad.dtype();

@@ -21,7 +21,7 @@ pub mod view;
 
 pub use activation::{gelu, relu, sigmoid, tanh};
 pub use binary::{add, add_inplace, div, mul, sub};
-pub use convert::to_dtype;
+pub use convert::{to_device, to_dtype};
 pub use creation::{full, ones, rand, randn, zeros};
 pub use dropout::dropout;
 pub use join::{concat, stack};
@@ -114,8 +114,16 @@ pub fn check_same_dtype(op: &str, ts: &[&Tensor]) -> Result<DType> {
     Ok(d)
 }
 
+/// Whether `t` lives on a GPU (its op must take the CUDA path).
+pub(crate) fn is_cuda(t: &Tensor) -> bool {
+    t.device() != Device::Cpu
+}
+
 /// A contiguous copy of `t` in `dtype` (no graph).
 pub fn contiguous_copy(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    if is_cuda(t) {
+        return crate::cuda::launch::cast("contiguous", t, dtype);
+    }
     Ok(dispatch!(t.dtype(), S => {
         let v = crate::cpu::gather::<S>(t.data());
         dispatch!(dtype, D => {
@@ -143,5 +151,8 @@ pub fn contiguous(t: &Tensor) -> Result<Tensor> {
 
 /// `-t` without recording (used inside backward passes).
 pub(crate) fn neg_raw(t: &Tensor) -> Result<Tensor> {
+    if is_cuda(t) {
+        return crate::cuda::launch::unary("neg", crate::cuda::codes::UnaryCode::Neg, t);
+    }
     Ok(dispatch!(t.dtype(), T => from_vec(crate::cpu::map::<T, _>(t.data(), |x| -x), t.shape())))
 }

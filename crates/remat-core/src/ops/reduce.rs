@@ -37,12 +37,23 @@ struct SumOp {
 }
 
 /// Sum without recording (axes normalised).
-pub(crate) fn sum_raw(x: &Tensor, axes: &[usize], keepdims: bool) -> Tensor {
+pub(crate) fn sum_raw(x: &Tensor, axes: &[usize], keepdims: bool) -> Result<Tensor> {
     let shape = reduced_shape(x.shape(), axes, keepdims);
-    crate::dispatch!(x.dtype(), T => {
+    if super::is_cuda(x) {
+        // Bring the reduced axes last (a view), make that contiguous when it is not already,
+        // then sum runs of `inner` elements.
+        let kept: Dims = (0..x.ndim()).filter(|a| !axes.contains(a)).collect();
+        let mut perm = kept.clone();
+        perm.extend(axes.iter().copied());
+        let inner: usize = axes.iter().map(|&a| x.shape()[a]).product();
+        let rows: usize = kept.iter().map(|&a| x.shape()[a]).product();
+        let p = view(x, x.layout().permute(&perm));
+        return crate::cuda::launch::sum_rows("sum", &p, rows, inner, &shape);
+    }
+    Ok(crate::dispatch!(x.dtype(), T => {
         let v = cpu::sum::sum_axes::<T>(x.data(), axes);
         from_vec(v, &shape)
-    })
+    }))
 }
 
 impl Op for SumOp {
@@ -50,7 +61,10 @@ impl Op for SumOp {
         "sum"
     }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        Ok(sum_raw(inputs[0], &self.axes, self.keepdims))
+        sum_raw(inputs[0], &self.axes, self.keepdims)
+    }
+    fn supports_cuda(&self) -> bool {
+        true
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let shape = &ctx.inputs[0].shape;
@@ -88,7 +102,7 @@ pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
             axes.push(lead + i);
         }
     }
-    let s = sum_raw(g, &axes, true);
+    let s = sum_raw(g, &axes, true)?;
     // Drop the leading axes (their extent is 1 now) by viewing with the target shape.
     Ok(view(&s, Layout::contiguous(shape)))
 }

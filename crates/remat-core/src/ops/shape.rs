@@ -56,8 +56,8 @@ struct ReshapeOp {
     shape: Dims,
 }
 
-fn reshape_raw(x: &Tensor, shape: &[usize]) -> Tensor {
-    if x.is_contiguous() {
+fn reshape_raw(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    Ok(if x.is_contiguous() {
         view(
             x,
             Layout {
@@ -65,9 +65,12 @@ fn reshape_raw(x: &Tensor, shape: &[usize]) -> Tensor {
                 ..Layout::contiguous(shape)
             },
         )
+    } else if super::is_cuda(x) {
+        let c = crate::cuda::launch::copy("reshape", x)?;
+        view(&c, Layout::contiguous(shape))
     } else {
         crate::dispatch!(x.dtype(), T => from_vec(cpu::gather::<T>(x.data()), shape))
-    }
+    })
 }
 
 impl Op for ReshapeOp {
@@ -75,10 +78,13 @@ impl Op for ReshapeOp {
         "reshape"
     }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        Ok(reshape_raw(inputs[0], &self.shape))
+        reshape_raw(inputs[0], &self.shape)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
-        Ok(vec![Some(reshape_raw(ctx.grad, &ctx.inputs[0].shape))])
+        Ok(vec![Some(reshape_raw(ctx.grad, &ctx.inputs[0].shape)?)])
+    }
+    fn supports_cuda(&self) -> bool {
+        true
     }
 }
 
@@ -118,6 +124,9 @@ impl Op for ExpandOp {
         let l = inputs[0].layout().broadcast_to("expand", &self.shape)?;
         Ok(view(inputs[0], l))
     }
+    fn supports_cuda(&self) -> bool {
+        true
+    }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![Some(super::sum_to(ctx.grad, &ctx.inputs[0].shape)?)])
     }
@@ -145,7 +154,13 @@ impl Op for CopyOp {
     }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
+        if super::is_cuda(x) {
+            return crate::cuda::launch::copy("contiguous", x);
+        }
         Ok(crate::dispatch!(x.dtype(), T => from_vec(cpu::gather::<T>(x.data()), x.shape())))
+    }
+    fn supports_cuda(&self) -> bool {
+        true
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![Some(ctx.grad.clone())])

@@ -67,8 +67,21 @@ impl Op for MathOp {
             MathKind::Sqrt => "sqrt",
         }
     }
+    fn supports_cuda(&self) -> bool {
+        true
+    }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
+        if super::is_cuda(x) {
+            use crate::cuda::codes::UnaryCode as U;
+            let code = match self.0 {
+                MathKind::Neg => U::Neg,
+                MathKind::Exp => U::Exp,
+                MathKind::Log => U::Log,
+                MathKind::Sqrt => U::Sqrt,
+            };
+            return crate::cuda::launch::unary(self.name(), code, x);
+        }
         Ok(match self.0 {
             MathKind::Neg => map_t!(x, |v| -v),
             MathKind::Exp => map_t!(x, |v| v.exp()),
@@ -79,6 +92,24 @@ impl Op for MathOp {
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         if !ctx.needs_grad(0) {
             return Ok(vec![None]);
+        }
+        if super::is_cuda(ctx.grad) {
+            use crate::cuda::codes::BinaryCode as B;
+            let y = &ctx.saved.first().unwrap_or(ctx.grad);
+            let code = match self.0 {
+                MathKind::Neg => return Ok(vec![Some(super::neg_raw(ctx.grad)?)]),
+                MathKind::Exp => B::Mul,
+                MathKind::Log => B::Div,
+                MathKind::Sqrt => B::SqrtGrad,
+            };
+            let g = grad_as(ctx, y)?;
+            return Ok(vec![Some(crate::cuda::launch::binary(
+                self.name(),
+                code,
+                &g,
+                y,
+                y.shape(),
+            )?)]);
         }
         let g = match self.0 {
             MathKind::Neg => super::neg_raw(ctx.grad)?,

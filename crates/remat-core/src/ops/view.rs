@@ -49,6 +49,10 @@ impl Op for PermuteOp {
         check_rank(self.name, x, self.perm.len())?;
         Ok(view(x, x.layout().permute(&self.perm)))
     }
+    fn supports_cuda(&self) -> bool {
+        // A pure view: no kernel, and its backward is a view too.
+        true
+    }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         // The inverse permutation puts every axis back where it came from.
         let mut inv: Dims = SmallVec::from_elem(0, self.perm.len());

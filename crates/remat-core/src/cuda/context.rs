@@ -1,0 +1,136 @@
+//! Per-device state, created lazily on first use and kept for the process: the cudarc
+//! context, the one stream every kernel, copy and GEMM of that device runs on (so work is
+//! ordered without events), the kernels loaded on it, and its cuBLAS handle.
+
+use super::kernels;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+/// Everything the backend keeps for one GPU.
+pub struct DeviceContext {
+    /// The device's ordinal.
+    pub ordinal: usize,
+    /// The driver context (primary context of the device).
+    pub ctx: Arc<CudaContext>,
+    /// The stream all work on this device is queued on.
+    pub stream: Arc<CudaStream>,
+    functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    blas: OnceLock<std::result::Result<Arc<CudaBlas>, String>>,
+}
+
+/// Contexts by ordinal (None: not created yet).
+static CONTEXTS: Mutex<Vec<Option<Arc<DeviceContext>>>> = Mutex::new(Vec::new());
+
+/// Run a cudarc call, turning a panic inside it (a missing symbol in an old driver) into a
+/// device error instead of unwinding through the engine.
+pub(crate) fn guarded<T>(op: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown failure".to_string());
+            Err(Error::device(op, format!("CUDA call failed: {msg}")))
+        }
+    }
+}
+
+/// The context of `device` (a CUDA device), created on first use.
+pub fn get(op: &str, device: Device) -> Result<Arc<DeviceContext>> {
+    let Device::Cuda(ordinal) = device else {
+        return Err(Error::device(op, "expected a CUDA device, got cpu"));
+    };
+    super::ensure_available(op, device)?;
+    let mut all = CONTEXTS.lock();
+    if all.len() <= ordinal {
+        all.resize(ordinal + 1, None);
+    }
+    if let Some(c) = &all[ordinal] {
+        return Ok(c.clone());
+    }
+    let c = guarded(op, || {
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|e| Error::device(op, format!("cannot create a context on {device}: {e}")))?;
+        let stream = ctx.default_stream();
+        Ok(Arc::new(DeviceContext {
+            ordinal,
+            ctx,
+            stream,
+            functions: Mutex::new(HashMap::new()),
+            blas: OnceLock::new(),
+        }))
+    })?;
+    all[ordinal] = Some(c.clone());
+    Ok(c)
+}
+
+/// Contexts created so far (for `synchronize`).
+pub fn created() -> Vec<Arc<DeviceContext>> {
+    CONTEXTS.lock().iter().flatten().cloned().collect()
+}
+
+impl DeviceContext {
+    /// The device.
+    pub fn device(&self) -> Device {
+        Device::Cuda(self.ordinal)
+    }
+
+    /// The kernel `name`, compiling (once per process) and loading (once per device) its
+    /// module on first use.
+    pub fn function(&self, op: &str, name: &'static str) -> Result<CudaFunction> {
+        let mut fs = self.functions.lock();
+        if let Some(f) = fs.get(name) {
+            return Ok(f.clone());
+        }
+        let module = kernels::module_of(name)
+            .ok_or_else(|| Error::device(op, format!("no CUDA kernel named {name}")))?;
+        let ptx = kernels::ptx(module).map_err(|e| Error::device(op, e))?;
+        guarded(op, || {
+            let m = self.ctx.load_module(ptx).map_err(|e| {
+                Error::device(
+                    op,
+                    format!("cannot load kernel module {}: {e}", module.name),
+                )
+            })?;
+            for &f in module.functions {
+                let func = m
+                    .load_function(f)
+                    .map_err(|e| Error::device(op, format!("cannot load kernel {f}: {e}")))?;
+                fs.insert(f, func);
+            }
+            Ok(())
+        })?;
+        fs.get(name)
+            .cloned()
+            .ok_or_else(|| Error::device(op, format!("kernel {name} missing from its module")))
+    }
+
+    /// The cuBLAS handle of this device (bound to its stream), created on first use.
+    pub fn blas(&self, op: &str) -> Result<Arc<CudaBlas>> {
+        let r = self.blas.get_or_init(|| {
+            super::probe::cublas().as_ref().map_err(|e| e.clone())?;
+            let stream = self.stream.clone();
+            std::panic::catch_unwind(move || CudaBlas::new(stream))
+                .map_err(|_| "cuBLAS could not be called (incompatible library?)".to_string())?
+                .map(Arc::new)
+                .map_err(|e| format!("cannot create a cuBLAS handle: {e:?}"))
+        });
+        r.clone().map_err(|e| Error::device(op, e))
+    }
+
+    /// Wait for all work queued on this device.
+    pub fn synchronize(&self, op: &str) -> Result<()> {
+        guarded(op, || {
+            self.stream
+                .synchronize()
+                .map_err(|e| Error::device(op, format!("{}: {e}", self.device())))
+        })
+    }
+}

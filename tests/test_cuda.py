@@ -1,0 +1,171 @@
+"""CUDA backend: every implemented op compared with the CPU (forward and gradients),
+transfers, device mixing, and the device byte counters. The cuda cases skip where no GPU is
+usable; the availability checks run everywhere."""
+
+import numpy as np
+import pytest
+
+import remat
+
+needs_gpu = pytest.mark.skipif(not remat.cuda.is_available(), reason="CUDA not available")
+
+RTOL = {"float32": 1e-5, "float64": 1e-12}
+
+
+def _pair(shape, dtype, seed, positive=False):
+    """The same data on the CPU and on the GPU, both leaves requiring grad."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape).astype(dtype)
+    if positive:
+        a = np.abs(a) + 0.5
+    c = remat.tensor(a, requires_grad=True)
+    g = remat.tensor(a, device="cuda", requires_grad=True)
+    return c, g
+
+
+def _close(cpu, gpu, dtype):
+    assert gpu.device == "cuda:0"
+    np.testing.assert_allclose(gpu.numpy(), cpu.numpy(), rtol=RTOL[dtype] * 10, atol=RTOL[dtype])
+
+
+def test_availability_queries_never_raise():
+    assert isinstance(remat.cuda.is_available(), bool)
+    assert remat.cuda.device_count() >= 0
+    assert remat.cuda.is_available() == (remat.cuda.device_count() > 0)
+    remat.cuda.synchronize()
+
+
+def test_cuda_request_without_gpu_raises_device_error():
+    if remat.cuda.is_available():
+        pytest.skip("a GPU is available")
+    with pytest.raises(remat.DeviceError):
+        remat.zeros(2, 3, device="cuda")
+    with pytest.raises(remat.DeviceError):
+        remat.ones(2, device="cuda").cuda()
+    with pytest.raises(remat.DeviceError):
+        remat.ones(2).cuda()
+    with pytest.raises(remat.DeviceError):
+        remat.ones(2).to("cuda")
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu"])
+def test_unary_matches_cpu(devices, name, dtype):
+    if devices == "cpu":
+        pytest.skip("compares cpu with cuda")
+    c, g = _pair((4, 5), dtype, 1, positive=name in ("log", "sqrt"))
+    f = getattr(remat, name)
+    yc, yg = f(c), f(g)
+    _close(yc, yg, dtype)
+    yc.sum().backward()
+    yg.sum().backward()
+    _close(c.grad, g.grad, dtype)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((3, 1), (1, 5))])
+def test_binary_broadcast_matches_cpu(op, dtype, shapes):
+    ac, ag = _pair(shapes[0], dtype, 2)
+    bc, bg = _pair(shapes[1], dtype, 3, positive=op == "div")
+    f = getattr(remat, op)
+    yc, yg = f(ac, bc), f(ag, bg)
+    _close(yc, yg, dtype)
+    yc.sum().backward()
+    yg.sum().backward()
+    _close(ac.grad, ag.grad, dtype)
+    _close(bc.grad, bg.grad, dtype)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_strided_views_and_sums(dtype):
+    c, g = _pair((3, 4, 5), dtype, 4)
+    for f in (
+        lambda t: t.transpose(0, 2).exp().sum(),
+        lambda t: (t.transpose(1, 2) * 2.0).reshape(3, 20).sum(axis=1),
+        lambda t: t.sum(axis=(1, 2)),
+        lambda t: t.sum(axis=0),
+        lambda t: t.sum(),
+    ):
+        _close(f(c), f(g), dtype)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(
+    "shapes", [((4, 3), (3, 5)), ((2, 4, 3), (3, 5)), ((2, 4, 3), (2, 3, 5)), ((3,), (3, 2))]
+)
+def test_matmul_matches_cpu(dtype, shapes):
+    ac, ag = _pair(shapes[0], dtype, 5)
+    bc, bg = _pair(shapes[1], dtype, 6)
+    yc, yg = remat.matmul(ac, bc), remat.matmul(ag, bg)
+    _close(yc, yg, dtype)
+    yc.sum().backward()
+    yg.sum().backward()
+    _close(ac.grad, ag.grad, dtype)
+    _close(bc.grad, bg.grad, dtype)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_linear_matches_cpu(dtype):
+    xc, xg = _pair((6, 4), dtype, 7)
+    wc, wg = _pair((3, 4), dtype, 8)
+    bc, bg = _pair((3,), dtype, 9)
+    yc, yg = remat.linear(xc, wc, bc), remat.linear(xg, wg, bg)
+    _close(yc, yg, dtype)
+    yc.tanh().sum().backward()
+    yg.tanh().sum().backward()
+    for c, g in ((xc, xg), (wc, wg), (bc, bg)):
+        _close(c.grad, g.grad, dtype)
+
+
+@needs_gpu
+def test_transfers_round_trip_and_carry_gradients():
+    a = remat.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    g = a.to("cuda")
+    assert g.device == "cuda:0"
+    assert a.cuda().device == "cuda:0"
+    back = g.cpu()
+    assert back.device == "cpu"
+    np.testing.assert_array_equal(back.numpy(), a.numpy())
+    assert g.tolist() == a.tolist()
+    assert g.sum().item() == 15.0
+    (g * g).sum().backward()
+    assert a.grad.device == "cpu"
+    np.testing.assert_allclose(a.grad.numpy(), 2 * a.numpy())
+    assert remat.zeros(2, 2, device="cuda").device == "cuda:0"
+    t64 = remat.ones(2, dtype=remat.float64, device="cuda")
+    assert t64.to(remat.float32).dtype == remat.float32
+
+
+@needs_gpu
+def test_mixing_devices_raises_device_error():
+    a = remat.ones(3)
+    b = remat.ones(3, device="cuda")
+    with pytest.raises(remat.DeviceError):
+        remat.add(a, b)
+    with pytest.raises(remat.DeviceError):
+        remat.matmul(remat.ones(2, 2), remat.ones(2, 2, device="cuda"))
+
+
+@needs_gpu
+def test_unimplemented_op_raises_device_error_not_crash():
+    x = remat.ones(4, 4, device="cuda")
+    with pytest.raises(remat.DeviceError):
+        remat.softmax(x, axis=-1)
+
+
+@needs_gpu
+def test_device_memory_counters():
+    remat.cuda.synchronize()
+    base = remat.memory_allocated("cuda")
+    remat.reset_peak_memory_stats("cuda")
+    t = remat.zeros(1024, 256, device="cuda")  # 1 MiB of float32
+    assert remat.memory_allocated("cuda") == base + 1024 * 256 * 4
+    assert remat.max_memory_allocated("cuda") >= base + 1024 * 256 * 4
+    del t
+    assert remat.memory_allocated("cuda") == base
