@@ -5,9 +5,11 @@
 //! Model, per layer i: `saved[i]` bytes it keeps for backward when run plainly and
 //! `output[i]` bytes of its output. A plain layer keeps `saved[i]` until backward; a
 //! checkpointed segment `[s, e)` keeps only its input and, during backward, re-materialises
-//! `sum(saved[s..e])` once. Peak ≈ kept + the largest recompute + the backward's transient
-//! gradient buffers (three of the largest layer outputs). Recompute cost of a segment is
-//! `sum(saved[s..e])` (work is proportional to the activations produced).
+//! `sum(saved[s..e])` once — when everything after it has already been freed, so the peak is
+//! the largest of (bytes kept by the runs up to a segment + that segment's recompute), and the
+//! bytes kept by the whole chain, plus the backward's transient gradient buffers (three of the
+//! largest layer outputs). Recompute cost of a segment is `sum(saved[s..e])` (work is
+//! proportional to the activations produced).
 
 use crate::error::{Error, Result};
 
@@ -45,7 +47,6 @@ pub struct Plan {
 }
 
 const BUCKETS: usize = 96;
-const MAX_CANDIDATES: usize = 32;
 
 /// Chains longer than this are planned over groups of consecutive layers (segment boundaries
 /// fall between groups), keeping the dynamic programme fast for very deep models.
@@ -103,66 +104,30 @@ fn plan_units(costs: &[LayerCost], input_bytes: usize, budget: usize) -> Result<
         prefix[i + 1] = prefix[i] + costs[i].saved;
     }
     let window = |s: usize, e: usize| prefix[e] - prefix[s];
-    // Candidate limits on the largest checkpointed segment: 0 (no checkpointing) and a spread
-    // of window sums between the largest layer and the whole chain.
-    let mut cands: Vec<usize> = vec![0];
-    let lo = costs.iter().map(|c| c.saved).max().unwrap_or(0);
-    let hi = prefix[n];
-    for k in 0..MAX_CANDIDATES {
-        let f = k as f64 / (MAX_CANDIDATES - 1) as f64;
-        cands.push(lo + ((hi - lo) as f64 * f * f) as usize);
-    }
-    cands.sort_unstable();
-    cands.dedup();
-    let mut best: Option<Plan> = None;
-    for &m in &cands {
-        if m + transient > budget {
-            break;
-        }
-        let Some(mut plan) = plan_with_limit(costs, &input_of, &window, m, budget - m - transient)
-        else {
-            continue;
-        };
-        plan.peak_bytes += transient;
-        let better = match &best {
-            None => true,
-            Some(b) => (plan.recompute_bytes, plan.peak_bytes) < (b.recompute_bytes, b.peak_bytes),
-        };
-        if better {
-            best = Some(plan);
-        }
-    }
-    best.ok_or_else(|| {
-        let plain: usize = prefix[n] + transient;
+    let largest = costs.iter().map(|c| c.saved).max().unwrap_or(0);
+    let no_fit = || {
         Error::value(
             "checkpoint_sequential",
             format!(
                 "no segmentation of the {n} layers fits budget_bytes={budget} under the \
-                 planner's model (bytes kept between forward and backward, plus the largest \
-                 segment's recompute, plus {transient} bytes of gradient buffers); the plain \
-                 run needs about {plain} bytes and the largest layer alone {lo}; give a larger \
-                 budget"
+                 planner's model (bytes kept by earlier layers plus one segment's recompute, \
+                 plus {transient} bytes of gradient buffers); the plain run needs about {} \
+                 bytes and the largest layer alone {largest}; give a larger budget",
+                prefix[n] + transient
             ),
         )
-    })
-}
-
-/// Least-recompute plan with every checkpointed segment re-materialising at most `limit`
-/// bytes and at most `kept_budget` bytes kept (quantised conservatively into buckets).
-fn plan_with_limit(
-    costs: &[LayerCost],
-    input_of: &dyn Fn(usize) -> usize,
-    window: &dyn Fn(usize, usize) -> usize,
-    limit: usize,
-    kept_budget: usize,
-) -> Option<Plan> {
-    let n = costs.len();
-    let bucket = (kept_budget / BUCKETS).max(1);
+    };
+    if transient >= budget {
+        return Err(no_fit());
+    }
+    let room = budget - transient;
+    // dp[i][k]: least recompute covering layers [0, i) with k buckets kept by them (rounded
+    // up, so the model never under-counts); back[i][k]: where the last run started and
+    // whether it was checkpointed.
+    let bucket = (room / BUCKETS).max(1);
     let q = |b: usize| b.div_ceil(bucket);
-    let qmax = q(kept_budget).min(BUCKETS + 1);
+    let qmax = (room / bucket).min(BUCKETS);
     const INF: usize = usize::MAX;
-    // dp[i][k]: least recompute covering layers [0, i) with k buckets kept; back[i][k]: where
-    // the last run started and whether it was checkpointed.
     let mut dp = vec![vec![INF; qmax + 1]; n + 1];
     let mut back = vec![vec![(0usize, false); qmax + 1]; n + 1];
     dp[0][0] = 0;
@@ -172,20 +137,22 @@ fn plan_with_limit(
             if cur == INF {
                 continue;
             }
-            // A plain layer.
+            // A plain layer: kept until its backward.
             let nk = k + q(costs[i].saved);
             if nk <= qmax && cur < dp[i + 1][nk] {
                 dp[i + 1][nk] = cur;
                 back[i + 1][nk] = (i, false);
             }
-            // A checkpointed segment [i, j).
+            // A checkpointed segment [i, j): keeps its input; its backward re-materialises
+            // its layers while everything kept before it is still alive (later runs are
+            // already freed by then).
             let nk = k + q(input_of(i));
             if nk > qmax {
                 continue;
             }
             for j in i + 1..=n {
                 let w = window(i, j);
-                if w > limit {
+                if nk * bucket + w > room {
                     break;
                 }
                 let cost = cur + w;
@@ -200,13 +167,13 @@ fn plan_with_limit(
         .iter()
         .enumerate()
         .filter(|(_, &c)| c != INF)
-        .min_by_key(|(_, &c)| c)?;
-    // Rebuild the runs.
+        .min_by_key(|(_, &c)| c)
+        .ok_or_else(no_fit)?;
     let mut segments = Vec::new();
     let (mut i, mut k) = (n, k_best);
     while i > 0 {
         let (s, ck) = back[i][k];
-        let used = if ck {
+        k -= if ck {
             q(input_of(s))
         } else {
             q(costs[s].saved)
@@ -216,7 +183,6 @@ fn plan_with_limit(
             end: i,
             checkpointed: ck,
         });
-        k -= used;
         i = s;
     }
     segments.reverse();
@@ -228,26 +194,20 @@ fn plan_with_limit(
             _ => merged.push(s),
         }
     }
-    let kept: usize = merged
-        .iter()
-        .map(|s| {
-            if s.checkpointed {
-                input_of(s.start)
-            } else {
-                window(s.start, s.end)
-            }
-        })
-        .sum();
-    let largest = merged
-        .iter()
-        .filter(|s| s.checkpointed)
-        .map(|s| window(s.start, s.end))
-        .max()
-        .unwrap_or(0);
-    Some(Plan {
+    // The modelled figures of the chosen plan, in bytes.
+    let (mut kept, mut peak) = (0usize, 0usize);
+    for s in &merged {
+        if s.checkpointed {
+            kept += input_of(s.start);
+            peak = peak.max(kept + window(s.start, s.end));
+        } else {
+            kept += window(s.start, s.end);
+        }
+    }
+    Ok(Plan {
         segments: merged,
         kept_bytes: kept,
-        peak_bytes: kept + largest,
+        peak_bytes: peak.max(kept) + transient,
         recompute_bytes: cost,
     })
 }

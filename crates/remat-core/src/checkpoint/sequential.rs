@@ -88,7 +88,11 @@ const PLAN_CACHE_SIZE: usize = 32;
 static PLANS: Mutex<Vec<(PlanKey, Vec<PlanSegment>)>> = Mutex::new(Vec::new());
 
 fn cached_plan(key: &PlanKey) -> Option<Vec<PlanSegment>> {
-    PLANS.lock().iter().find(|(k, _)| k == key).map(|(_, p)| p.clone())
+    PLANS
+        .lock()
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, p)| p.clone())
 }
 
 fn remember_plan(key: PlanKey, runs: Vec<PlanSegment>) {
@@ -115,7 +119,10 @@ pub fn plan(layers: &[LayerFn], how: Segmentation, input: &Tensor) -> Result<Vec
         Segmentation::Sqrt => equal_runs(n, (n as f64).sqrt().ceil() as usize),
         Segmentation::Budget(bytes) => {
             let key = PlanKey {
-                layers: layers.iter().map(|l| Arc::as_ptr(l) as *const () as usize).collect(),
+                layers: layers
+                    .iter()
+                    .map(|l| Arc::as_ptr(l) as *const () as usize)
+                    .collect(),
                 shape: input.shape().into(),
                 dtype: input.dtype(),
                 budget: bytes,
