@@ -420,3 +420,64 @@ def test_profiler_memory_saved_equals_bytes_not_kept():
     assert remat.CheckpointProfiler.memory_saved() == prof.memory_saved()
     del y
     assert_no_checkpoint_state()
+
+
+# ---------------------------------------------------------------------------------------------
+# Autograd semantics through checkpoints
+
+
+def _segmented(m, x):
+    h = x
+    for f in m.layers:
+        h = remat.checkpoint_segment(f, h)
+    return (h * h).sum()
+
+
+def test_retain_graph_through_segments_recomputes_each_time():
+    m = MLP(depth=4)
+    x = remat.tensor(rng.standard_normal((3, 16)).astype(np.float32))
+    zero(m.params)
+    loss = _segmented(m, x)
+    with remat.CheckpointProfiler() as prof:
+        loss.backward(retain_graph=True)
+        first = grads(m.params)
+        loss.backward()
+        assert prof.recompute_count() == 8  # each of the 4 segments, once per backward
+    for g1, g2 in zip(first, grads(m.params)):
+        assert np.array_equal(2 * g1, g2)
+    with pytest.raises(remat.GraphError, match="retain_graph=True"):
+        loss.backward()
+    del loss
+    assert_no_checkpoint_state()
+
+
+def test_grad_through_segments_matches_plain_and_leaves_dot_grad_alone():
+    m = MLP(depth=4)
+    x = leaf((3, 16))
+    zero(m.params)
+    x.grad = None
+    (gx_ckpt, gw_ckpt) = remat.grad(_segmented(m, x), [x, m.ws[0]])
+    assert x.grad is None and m.ws[0].grad is None
+    h = x
+    for f in m.layers:
+        h = f(h)
+    (gx, gw) = remat.grad((h * h).sum(), [x, m.ws[0]])
+    assert np.array_equal(gx.numpy(), gx_ckpt.numpy())
+    assert np.array_equal(gw.numpy(), gw_ckpt.numpy())
+    assert_no_checkpoint_state()
+
+
+def test_checkpointed_tensor_and_scope_survive_retain_graph():
+    w = leaf((8, 8))
+    x = leaf((4, 8))
+    with remat.checkpoint_scope():
+        h = remat.tanh(x @ w)
+    y = remat.checkpoint(remat.gelu(h @ w))
+    loss = (y * y).sum()
+    del h, y
+    loss.backward(retain_graph=True)
+    g1 = w.grad.numpy().copy()
+    loss.backward()
+    assert np.array_equal(w.grad.numpy(), 2 * g1)
+    del loss
+    assert_no_checkpoint_state()
