@@ -57,8 +57,14 @@ __device__ __forceinline__ long long loff(const Lay& l, long long i) {
 
 /// Elementwise kernels: strided/broadcast unary and binary ops, casts, fill.
 pub const ELEMENTWISE: &str = r#"
-// Unary op codes (keep in sync with `UnaryCode`).
-template <typename T> __device__ __forceinline__ T unary_op(int op, T v) {
+// Constants of the GELU forms (the same values as `ops::activation`).
+#define GELU_K 0.7978845608028654
+#define GELU_C 0.044715
+#define FRAC_1_SQRT_2 0.7071067811865476
+#define FRAC_1_SQRT_2PI 0.3989422804014327
+
+// Unary op codes (keep in sync with `UnaryCode`); p: the op's scalar parameter.
+template <typename T> __device__ __forceinline__ T unary_op(int op, T v, T p) {
     switch (op) {
         case 0: return v;                                  // copy
         case 1: return -v;                                 // neg
@@ -68,13 +74,27 @@ template <typename T> __device__ __forceinline__ T unary_op(int op, T v) {
         case 5: return tanh(v);                            // tanh
         case 6: return T(1) / (T(1) + exp(-v));            // sigmoid
         case 7: return v < T(0) ? T(0) : v;                // relu (NaN stays NaN)
+        case 8:                                            // v^p (fast paths as on the CPU)
+            if (p == T(2)) return v * v;
+            if (p == T(1)) return v;
+            if (p == T(0)) return T(1);
+            if (p == T(0.5)) return sqrt(v);
+            if (p == T(-1)) return T(1) / v;
+            if (p == T(3)) return v * v * v;
+            return pow(v, p);
+        case 9: return T(0.5) * v * (T(1) + erf(v * T(FRAC_1_SQRT_2)));   // gelu (erf)
+        case 10: {                                         // gelu (tanh approximation)
+            T u = T(GELU_K) * (v + T(GELU_C) * v * v * v);
+            return T(0.5) * v * (T(1) + tanh(u));
+        }
+        case 11: return v * p;                             // scale
     }
     return v;
 }
 
 // Binary op codes (keep in sync with `BinaryCode`): arithmetic, then the fused backward
-// formulas of the activations (a: output gradient, b: saved output y).
-template <typename T> __device__ __forceinline__ T binary_op(int op, T a, T b) {
+// formulas (a: output gradient, b: saved tensor), then helpers; p: a scalar parameter.
+template <typename T> __device__ __forceinline__ T binary_op(int op, T a, T b, T p) {
     switch (op) {
         case 0: return a + b;
         case 1: return a - b;
@@ -84,17 +104,46 @@ template <typename T> __device__ __forceinline__ T binary_op(int op, T a, T b) {
         case 5: return a * b * (T(1) - b);                 // sigmoid backward
         case 6: return b > T(0) ? a : T(0);                // relu backward
         case 7: return a / (b + b);                        // sqrt backward
+        case 8: {                                          // gelu (erf) backward, b = x
+            T cdf = T(0.5) * (T(1) + erf(b * T(FRAC_1_SQRT_2)));
+            T pdf = T(FRAC_1_SQRT_2PI) * exp(-T(0.5) * b * b);
+            return a * (cdf + b * pdf);
+        }
+        case 9: {                                          // gelu (tanh) backward, b = x
+            T x2 = b * b;
+            T t = tanh(T(GELU_K) * (b + T(GELU_C) * x2 * b));
+            T du = T(GELU_K) * (T(1) + T(3) * T(GELU_C) * x2);
+            return a * (T(0.5) * (T(1) + t) + T(0.5) * b * (T(1) - t * t) * du);
+        }
+        case 10: return pow(a, b);                         // a^b
+        case 11: return b == T(0) ? T(0) : b * pow(a, b - T(1));               // d(a^b)/da
+        case 12: return (a == T(0) && b >= T(0)) ? T(0) : pow(a, b) * log(a);  // d(a^b)/db
+        case 13:                                           // pow_scalar backward, b = x
+            if (p == T(0)) return T(0);
+            if (p == T(1)) return a;
+            if (p == T(2)) return a * (b + b);
+            if (p == T(0.5)) return a * T(0.5) / sqrt(b);
+            return a * p * pow(b, p - T(1));
+        case 14: return (a == b || (a != a && b != b)) ? T(1) : T(0);  // equal (NaN == NaN)
     }
     return a;
 }
 
 #define ELEMENTWISE_KERNELS(T, S) \
-extern "C" __global__ void unary_##S(int op, long long n, const T* x, Lay lx, T* y) { \
-    GRID_LOOP(i, n) { y[i] = unary_op<T>(op, x[loff(lx, i)]); } \
+extern "C" __global__ void unary_##S(int op, double p, long long n, const T* x, Lay lx, \
+                                     T* y) { \
+    GRID_LOOP(i, n) { y[i] = unary_op<T>(op, x[loff(lx, i)], T(p)); } \
 } \
-extern "C" __global__ void binary_##S(int op, long long n, const T* a, Lay la, \
+extern "C" __global__ void binary_##S(int op, double p, long long n, const T* a, Lay la, \
                                       const T* b, Lay lb, T* y) { \
-    GRID_LOOP(i, n) { y[i] = binary_op<T>(op, a[loff(la, i)], b[loff(lb, i)]); } \
+    GRID_LOOP(i, n) { y[i] = binary_op<T>(op, a[loff(la, i)], b[loff(lb, i)], T(p)); } \
+} \
+extern "C" __global__ void where_##S(long long n, const T* c, Lay lc, const T* a, Lay la, \
+                                     const T* b, Lay lb, T* y) { \
+    GRID_LOOP(i, n) { y[i] = c[loff(lc, i)] != T(0) ? a[loff(la, i)] : b[loff(lb, i)]; } \
+} \
+extern "C" __global__ void strided_copy_##S(long long n, const T* x, Lay lx, T* y, Lay ly) { \
+    GRID_LOOP(i, n) { y[loff(ly, i)] = x[loff(lx, i)]; } \
 } \
 extern "C" __global__ void fill_##S(long long n, T v, T* y) { \
     GRID_LOOP(i, n) { y[i] = v; } \
@@ -152,6 +201,233 @@ extern "C" __global__ void sum_chunks_f64(long long rows, long long inner, long 
 }
 "#;
 
+/// Row kernels over a contiguous `(rows, n)` matrix, one block of [`BLOCK`] threads per row
+/// (grid-stride over rows) with shared-memory tree reductions: softmax / log_softmax and
+/// their backward, layer norm and its backward, and the NaN-propagating row maximum.
+pub const ROWS: &str = r#"
+template <typename T> __device__ __forceinline__ T neg_inf();
+template <> __device__ __forceinline__ float neg_inf<float>() { return __int_as_float(0xff800000); }
+template <> __device__ __forceinline__ double neg_inf<double>() {
+    return __longlong_as_double(0xfff0000000000000LL);
+}
+
+// Sum of v over the block (every thread gets the result).
+template <typename T> __device__ __forceinline__ T block_sum(T v, T* buf) {
+    buf[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) buf[threadIdx.x] += buf[threadIdx.x + s];
+        __syncthreads();
+    }
+    T r = buf[0];
+    __syncthreads();
+    return r;
+}
+
+// Max step where NaN wins (as the CPU's `max_step`).
+template <typename T> __device__ __forceinline__ T max_nan(T acc, T v) {
+    return (v > acc || v != v) ? v : acc;
+}
+
+// Maximum over the block; NaN wins when `nan_wins`, else NaN is skipped like `v > m`.
+template <typename T> __device__ __forceinline__ T block_max(T v, T* buf, bool nan_wins) {
+    buf[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) {
+            T a = buf[threadIdx.x], b = buf[threadIdx.x + s];
+            buf[threadIdx.x] = nan_wins ? max_nan(a, b) : (b > a ? b : a);
+        }
+        __syncthreads();
+    }
+    T r = buf[0];
+    __syncthreads();
+    return r;
+}
+
+template <typename T>
+__device__ void softmax_rows(long long rows, long long n, const T* x, T* y, int lg, T* buf) {
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* xr = x + r * n;
+        T* yr = y + r * n;
+        T m = neg_inf<T>();
+        for (long long j = threadIdx.x; j < n; j += blockDim.x) if (xr[j] > m) m = xr[j];
+        m = block_max(m, buf, false);
+        T s = T(0);
+        for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+            T e = exp(xr[j] - m);
+            if (!lg) yr[j] = e;
+            s += e;
+        }
+        s = block_sum(s, buf);
+        if (lg) {
+            T ls = log(s);
+            for (long long j = threadIdx.x; j < n; j += blockDim.x) yr[j] = xr[j] - m - ls;
+        } else {
+            T inv = T(1) / s;
+            for (long long j = threadIdx.x; j < n; j += blockDim.x) yr[j] *= inv;
+        }
+    }
+}
+
+// softmax: gx = y (g - sum g y); log_softmax: gx = g - exp(y) sum g.
+template <typename T>
+__device__ void softmax_bwd_rows(long long rows, long long n, const T* g, const T* y, T* gx,
+                                 int lg, T* buf) {
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* gr = g + r * n;
+        const T* yr = y + r * n;
+        T* o = gx + r * n;
+        T acc = T(0);
+        for (long long j = threadIdx.x; j < n; j += blockDim.x) acc += lg ? gr[j] : gr[j] * yr[j];
+        acc = block_sum(acc, buf);
+        for (long long j = threadIdx.x; j < n; j += blockDim.x)
+            o[j] = lg ? gr[j] - exp(yr[j]) * acc : yr[j] * (gr[j] - acc);
+    }
+}
+
+// Mean and 1 / sqrt(var + eps) of one row (two passes, as the CPU).
+template <typename T>
+__device__ __forceinline__ void row_stats(const T* xr, long long n, T eps, T* buf, T* mean,
+                                          T* rstd) {
+    T s = T(0);
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) s += xr[j];
+    T m = block_sum(s, buf) / T(n);
+    T v = T(0);
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) { T d = xr[j] - m; v += d * d; }
+    T var = block_sum(v, buf) / T(n);
+    *mean = m;
+    *rstd = T(1) / sqrt(var + eps);
+}
+
+// y = (x - mean) rstd * w + b over each row; w and b may be null.
+template <typename T>
+__device__ void layer_norm_rows(long long rows, long long n, T eps, const T* x, const T* w,
+                                const T* b, T* y, T* buf) {
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* xr = x + r * n;
+        T* yr = y + r * n;
+        T mean, rstd;
+        row_stats(xr, n, eps, buf, &mean, &rstd);
+        for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+            T v = (xr[j] - mean) * rstd;
+            if (w) v = v * w[j];
+            if (b) v = v + b[j];
+            yr[j] = v;
+        }
+    }
+}
+
+// dx = rstd (gy - mean(gy) - xhat mean(gy xhat)), gy = g w (dx may be null); gxhat = g xhat
+// (may be null; its column sums are the weight gradient).
+template <typename T>
+__device__ void layer_norm_bwd_rows(long long rows, long long n, T eps, const T* x, const T* g,
+                                    const T* w, T* dx, T* gxhat, T* buf) {
+    T inv_n = T(1.0 / (double)(n > 0 ? n : 1));
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* xr = x + r * n;
+        const T* gr = g + r * n;
+        T mean, rstd;
+        row_stats(xr, n, eps, buf, &mean, &rstd);
+        if (gxhat)
+            for (long long j = threadIdx.x; j < n; j += blockDim.x)
+                gxhat[r * n + j] = gr[j] * (xr[j] - mean) * rstd;
+        if (!dx) continue;
+        T s1 = T(0), s2 = T(0);
+        for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+            T gy = w ? gr[j] * w[j] : gr[j];
+            s1 += gy;
+            s2 += gy * (xr[j] - mean) * rstd;
+        }
+        s1 = block_sum(s1, buf);
+        s2 = block_sum(s2, buf);
+        T m1 = s1 * inv_n, m2 = s2 * inv_n;
+        for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+            T gy = w ? gr[j] * w[j] : gr[j];
+            dx[r * n + j] = rstd * (gy - m1 - (xr[j] - mean) * rstd * m2);
+        }
+    }
+}
+
+// Maximum of each row, NaN winning.
+template <typename T>
+__device__ void max_rows(long long rows, long long n, const T* x, T* y, T* buf) {
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* xr = x + r * n;
+        T m = neg_inf<T>();
+        for (long long j = threadIdx.x; j < n; j += blockDim.x) m = max_nan(m, xr[j]);
+        m = block_max(m, buf, true);
+        if (threadIdx.x == 0) y[r] = m;
+    }
+}
+
+#define ROW_KERNELS(T, S) \
+extern "C" __global__ void softmax_##S(long long rows, long long n, const T* x, T* y, int lg) { \
+    __shared__ T buf[256]; \
+    softmax_rows<T>(rows, n, x, y, lg, buf); \
+} \
+extern "C" __global__ void softmax_bwd_##S(long long rows, long long n, const T* g, \
+                                           const T* y, T* gx, int lg) { \
+    __shared__ T buf[256]; \
+    softmax_bwd_rows<T>(rows, n, g, y, gx, lg, buf); \
+} \
+extern "C" __global__ void layer_norm_##S(long long rows, long long n, double eps, const T* x, \
+                                          const T* w, const T* b, T* y) { \
+    __shared__ T buf[256]; \
+    layer_norm_rows<T>(rows, n, T(eps), x, w, b, y, buf); \
+} \
+extern "C" __global__ void layer_norm_bwd_##S(long long rows, long long n, double eps, \
+                                              const T* x, const T* g, const T* w, T* dx, \
+                                              T* gxhat) { \
+    __shared__ T buf[256]; \
+    layer_norm_bwd_rows<T>(rows, n, T(eps), x, g, w, dx, gxhat, buf); \
+} \
+extern "C" __global__ void max_rows_##S(long long rows, long long n, const T* x, T* y) { \
+    __shared__ T buf[256]; \
+    max_rows<T>(rows, n, x, y, buf); \
+}
+
+ROW_KERNELS(float, f32)
+ROW_KERNELS(double, f64)
+"#;
+
+/// The counter-based generator of `rng.rs`, ported with 64-bit integer math so a key gives
+/// the same draws on both devices: `rng_mix` is `rng::mix` (SplitMix64 finaliser),
+/// `rng_bits` is `rng::bits` and `rng_uniform` is `rng::uniform`, line for line. Dropout
+/// keeps element `i` (C order) iff `uniform(key, i) >= p`, as the CPU.
+pub const RANDOM: &str = r#"
+typedef unsigned long long u64;
+
+__device__ __forceinline__ u64 rng_mix(u64 z) {
+    // SplitMix64 finaliser: a strong 64-bit bijection.
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+// 64 random bits for counter i under the key (seed, offset).
+__device__ __forceinline__ u64 rng_bits(u64 seed, u64 offset, u64 i) {
+    return rng_mix(rng_mix(seed ^ 0x9e3779b97f4a7c15ULL) + (offset + i));
+}
+
+// A uniform double in [0, 1) for counter i: the top 53 bits times 2^-53.
+__device__ __forceinline__ double rng_uniform(u64 seed, u64 offset, u64 i) {
+    return (double)(rng_bits(seed, offset, i) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+#define DROPOUT_KERNEL(T, S) \
+extern "C" __global__ void dropout_##S(long long n, u64 seed, u64 offset, double p, \
+                                       const T* x, Lay lx, T* y) { \
+    T scale = T(1.0 / (1.0 - p)); \
+    GRID_LOOP(i, n) { \
+        y[i] = rng_uniform(seed, offset, (u64)i) >= p ? x[loff(lx, i)] * scale : T(0); \
+    } \
+}
+
+DROPOUT_KERNEL(float, f32)
+DROPOUT_KERNEL(double, f64)
+"#;
+
 /// A module: its cache key, its source and the functions it defines.
 pub struct KernelModule {
     /// Cache key (also the NVRTC program name).
@@ -176,6 +452,10 @@ pub const MODULES: &[KernelModule] = &[
             "fill_f64",
             "axpy_f32",
             "axpy_f64",
+            "where_f32",
+            "where_f64",
+            "strided_copy_f32",
+            "strided_copy_f64",
             "cast_f32_f64",
             "cast_f64_f32",
         ],
@@ -184,6 +464,27 @@ pub const MODULES: &[KernelModule] = &[
         name: "reduce",
         source: REDUCE,
         functions: &["sum_chunks_f32", "sum_chunks_f64"],
+    },
+    KernelModule {
+        name: "rows",
+        source: ROWS,
+        functions: &[
+            "softmax_f32",
+            "softmax_f64",
+            "softmax_bwd_f32",
+            "softmax_bwd_f64",
+            "layer_norm_f32",
+            "layer_norm_f64",
+            "layer_norm_bwd_f32",
+            "layer_norm_bwd_f64",
+            "max_rows_f32",
+            "max_rows_f64",
+        ],
+    },
+    KernelModule {
+        name: "random",
+        source: RANDOM,
+        functions: &["dropout_f32", "dropout_f64"],
     },
 ];
 
@@ -251,6 +552,55 @@ mod tests {
                     m.name
                 );
             }
+        }
+    }
+
+    // The kernel's generator (`RANDOM`) transliterated line for line; u64 wrapping math is
+    // CUDA's `unsigned long long` arithmetic.
+    fn rng_mix(mut z: u64) -> u64 {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
+        z ^ (z >> 31)
+    }
+    fn rng_bits(seed: u64, offset: u64, i: u64) -> u64 {
+        rng_mix(rng_mix(seed ^ 0x9e3779b97f4a7c15).wrapping_add(offset.wrapping_add(i)))
+    }
+    fn rng_uniform(seed: u64, offset: u64, i: u64) -> f64 {
+        (rng_bits(seed, offset, i) >> 11) as f64 * (1.0 / 9007199254740992.0)
+    }
+
+    /// The CUDA dropout mask equals the CPU's: the ported formula gives bit-identical
+    /// uniforms (hence masks) for assorted keys and counters, and the kernel source holds
+    /// the same constants and shifts.
+    #[test]
+    fn dropout_generator_matches_the_cpu() {
+        use crate::rng::{self, RngState};
+        let keys = [
+            (0, 0),
+            (7, 100),
+            (0x5eed_2026, 12_345),
+            (u64::MAX, u64::MAX - 3),
+        ];
+        for (seed, offset) in keys {
+            let key = RngState { seed, offset };
+            for i in [0u64, 1, 2, 3, 4095, 4096, 65_537, 1 << 40] {
+                let (cpu, port) = (rng::uniform(key, i), rng_uniform(seed, offset, i));
+                assert_eq!(cpu.to_bits(), port.to_bits(), "key {key:?} counter {i}");
+                assert_eq!(rng::bits(key, i), rng_bits(seed, offset, i));
+                for p in [0.1, 0.5, 0.9] {
+                    assert_eq!(cpu >= p, port >= p);
+                }
+            }
+        }
+        for needle in [
+            "(z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL",
+            "(z ^ (z >> 27)) * 0x94d049bb133111ebULL",
+            "return z ^ (z >> 31);",
+            "rng_mix(rng_mix(seed ^ 0x9e3779b97f4a7c15ULL) + (offset + i))",
+            "(double)(rng_bits(seed, offset, i) >> 11) * (1.0 / 9007199254740992.0)",
+            ">= p ? x[loff(lx, i)] * scale : T(0)",
+        ] {
+            assert!(RANDOM.contains(needle), "kernel source lost: {needle}");
         }
     }
 

@@ -115,6 +115,18 @@ fn kernel_name(base: &str, dtype: DType) -> &'static str {
         ("axpy", DType::F64) => "axpy_f64",
         ("sum", DType::F32) => "sum_chunks_f32",
         ("sum", DType::F64) => "sum_chunks_f64",
+        ("softmax", DType::F32) => "softmax_f32",
+        ("softmax", DType::F64) => "softmax_f64",
+        ("softmax_bwd", DType::F32) => "softmax_bwd_f32",
+        ("softmax_bwd", DType::F64) => "softmax_bwd_f64",
+        ("layer_norm", DType::F32) => "layer_norm_f32",
+        ("layer_norm", DType::F64) => "layer_norm_f64",
+        ("layer_norm_bwd", DType::F32) => "layer_norm_bwd_f32",
+        ("layer_norm_bwd", DType::F64) => "layer_norm_bwd_f64",
+        ("max_rows", DType::F32) => "max_rows_f32",
+        ("max_rows", DType::F64) => "max_rows_f64",
+        ("dropout", DType::F32) => "dropout_f32",
+        ("dropout", DType::F64) => "dropout_f64",
         _ => "unknown",
     }
 }
@@ -126,6 +138,11 @@ fn launch_err(op: &str, ctx: &DeviceContext) -> impl Fn(cudarc::driver::DriverEr
 
 /// `f(x)` elementwise into a new contiguous tensor of `x`'s shape.
 pub fn unary(op: &str, code: UnaryCode, x: &Tensor) -> Result<Tensor> {
+    unary_p(op, code, x, 0.0)
+}
+
+/// `f(x; p)` elementwise (p: the op's scalar parameter, e.g. the exponent of `PowScalar`).
+pub fn unary_p(op: &str, code: UnaryCode, x: &Tensor, p: f64) -> Result<Tensor> {
     let xb = buffer(op, x)?;
     let ctx = xb.context().clone();
     let shape = x.shape();
@@ -142,7 +159,7 @@ pub fn unary(op: &str, code: UnaryCode, x: &Tensor) -> Result<Tensor> {
         );
         guarded(op, || {
             let mut b = ctx.stream.launch_builder(&f);
-            b.arg(&code).arg(&nn).arg(&xp).arg(&kl[0]).arg(&yp);
+            b.arg(&code).arg(&p).arg(&nn).arg(&xp).arg(&kl[0]).arg(&yp);
             // SAFETY: the argument list matches `unary_*`; every index the kernel reads is
             // inside the view of a live buffer, and it writes exactly n elements of `out`.
             unsafe { b.launch(grid(n)) }
@@ -161,6 +178,18 @@ pub fn binary(
     b: &Tensor,
     shape: &[usize],
 ) -> Result<Tensor> {
+    binary_p(op, code, a, b, shape, 0.0)
+}
+
+/// `f(a, b; p)` over the broadcast of `a` and `b` to `shape` (p: a scalar parameter).
+pub fn binary_p(
+    op: &str,
+    code: BinaryCode,
+    a: &Tensor,
+    b: &Tensor,
+    shape: &[usize],
+    p: f64,
+) -> Result<Tensor> {
     let (ab, bb) = (buffer(op, a)?, buffer(op, b)?);
     if a.dtype() != b.dtype() {
         return Err(Error::dtype(op, "cuda kernel operands must share a dtype"));
@@ -178,6 +207,7 @@ pub fn binary(
         guarded(op, || {
             let mut l = ctx.stream.launch_builder(&f);
             l.arg(&code)
+                .arg(&p)
                 .arg(&nn)
                 .arg(&ap)
                 .arg(&kl[0])
@@ -491,6 +521,276 @@ pub fn matmul_nd(
     };
     gemm(op, a.dtype(), &oa, &ob, m, k, n, buffer(op, &out)?, beta)?;
     Ok(out)
+}
+
+/// Queue kernel `$f` on `$ctx`'s stream with the given argument variables.
+macro_rules! launch {
+    ($op:expr, $ctx:expr, $f:expr, $cfg:expr, $($a:expr),+ $(,)?) => {
+        guarded($op, || {
+            let mut l = $ctx.stream.launch_builder(&$f);
+            $( l.arg(&$a); )+
+            // SAFETY: each caller passes exactly the kernel's parameter list; every pointer
+            // is a live buffer of the sizes the kernel indexes (documented at the caller).
+            unsafe { l.launch($cfg) }
+                .map(|_| ())
+                .map_err(launch_err($op, &$ctx))
+        })
+    };
+}
+
+/// One block of [`BLOCK`] threads per row (grid-stride over rows beyond the grid limit).
+fn row_grid(rows: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (rows.clamp(1, 1 << 20) as u32, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// `x` itself when contiguous, else a contiguous copy.
+fn contig(op: &str, x: &Tensor) -> Result<Tensor> {
+    if x.is_contiguous() {
+        Ok(x.clone())
+    } else {
+        copy(op, x)
+    }
+}
+
+/// The permutation that moves `axis` last, and `x` permuted that way as a contiguous tensor
+/// (a 0-d tensor is one row of one element).
+fn axis_last(op: &str, x: &Tensor, axis: usize) -> Result<(Vec<usize>, Tensor)> {
+    if x.ndim() == 0 {
+        let v = Tensor::from_data(TensorData {
+            storage: x.storage().clone(),
+            layout: Layout {
+                offset: x.layout().offset,
+                ..Layout::contiguous(&[1])
+            },
+        });
+        return Ok((vec![0], v));
+    }
+    let mut perm: Vec<usize> = (0..x.ndim()).filter(|&a| a != axis).collect();
+    perm.push(axis);
+    let v = Tensor::from_data(TensorData {
+        storage: x.storage().clone(),
+        layout: x.layout().permute(&perm),
+    });
+    Ok((perm, contig(op, &v)?))
+}
+
+/// Undo [`axis_last`]: `y` (contiguous, permuted) as a contiguous tensor of `shape`.
+fn axis_back(op: &str, y: Tensor, perm: &[usize], shape: &[usize]) -> Result<Tensor> {
+    if perm.iter().enumerate().all(|(i, &p)| i == p) {
+        return Ok(Tensor::from_data(TensorData {
+            storage: y.storage().clone(),
+            layout: Layout::contiguous(shape),
+        }));
+    }
+    let mut inv = vec![0; perm.len()];
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p] = i;
+    }
+    let v = Tensor::from_data(TensorData {
+        storage: y.storage().clone(),
+        layout: y.layout().permute(&inv),
+    });
+    copy(op, &v)
+}
+
+/// Softmax (or log-softmax with `log`) of `x` along `axis`, one block per row after moving
+/// the axis last.
+pub fn softmax(op: &str, x: &Tensor, axis: usize, log: bool) -> Result<Tensor> {
+    let (perm, xc) = axis_last(op, x, axis)?;
+    let xb = buffer(op, &xc)?;
+    let ctx = xb.context().clone();
+    let n = *xc.shape().last().unwrap_or(&1);
+    let total = xc.numel();
+    let out = CudaBuffer::alloc(op, &ctx, total, xc.dtype())?;
+    if total > 0 && n > 0 {
+        let rows = total / n;
+        let f = ctx.function(op, kernel_name("softmax", xc.dtype()))?;
+        let (r, nn, xp, yp, lg) = (
+            rows as i64,
+            n as i64,
+            xb.ptr_at(xc.layout().offset),
+            out.ptr(),
+            log as i32,
+        );
+        // `softmax_*`: reads and writes rows * n contiguous elements.
+        launch!(op, ctx, f, row_grid(rows), r, nn, xp, yp, lg)?;
+    }
+    axis_back(op, tensor(out, xc.shape()), &perm, x.shape())
+}
+
+/// The input gradient of softmax (log-softmax with `log`) along `axis` from the output `y`
+/// and its gradient `g` (same dtype and shape).
+pub fn softmax_backward(
+    op: &str,
+    g: &Tensor,
+    y: &Tensor,
+    axis: usize,
+    log: bool,
+) -> Result<Tensor> {
+    let (perm, gc) = axis_last(op, g, axis)?;
+    let (_, yc) = axis_last(op, y, axis)?;
+    let (gb, yb) = (buffer(op, &gc)?, buffer(op, &yc)?);
+    let ctx = yb.context().clone();
+    let n = *yc.shape().last().unwrap_or(&1);
+    let total = yc.numel();
+    let out = CudaBuffer::alloc(op, &ctx, total, yc.dtype())?;
+    if total > 0 && n > 0 {
+        let rows = total / n;
+        let f = ctx.function(op, kernel_name("softmax_bwd", yc.dtype()))?;
+        let (r, nn, gp, yp, op_, lg) = (
+            rows as i64,
+            n as i64,
+            gb.ptr_at(gc.layout().offset),
+            yb.ptr_at(yc.layout().offset),
+            out.ptr(),
+            log as i32,
+        );
+        // `softmax_bwd_*`: three contiguous rows * n buffers.
+        launch!(op, ctx, f, row_grid(rows), r, nn, gp, yp, op_, lg)?;
+    }
+    axis_back(op, tensor(out, yc.shape()), &perm, y.shape())
+}
+
+/// Device address of an optional contiguous operand (0: absent).
+fn opt_ptr(op: &str, t: Option<&Tensor>) -> Result<u64> {
+    match t {
+        Some(t) => Ok(buffer(op, t)?.ptr_at(t.layout().offset)),
+        None => Ok(0),
+    }
+}
+
+/// Layer norm of `x` over its last axis with optional `(n,)` weight and bias (all of one
+/// dtype, on one device).
+pub fn layer_norm(
+    op: &str,
+    x: &Tensor,
+    w: Option<&Tensor>,
+    b: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    let xc = contig(op, x)?;
+    let wc = w.map(|w| contig(op, w)).transpose()?;
+    let bc = b.map(|b| contig(op, b)).transpose()?;
+    let xb = buffer(op, &xc)?;
+    let ctx = xb.context().clone();
+    let n = *xc.shape().last().unwrap_or(&1);
+    let total = xc.numel();
+    let out = CudaBuffer::alloc(op, &ctx, total, xc.dtype())?;
+    if total > 0 && n > 0 {
+        let rows = total / n;
+        let f = ctx.function(op, kernel_name("layer_norm", xc.dtype()))?;
+        let (r, nn, xp, yp) = (
+            rows as i64,
+            n as i64,
+            xb.ptr_at(xc.layout().offset),
+            out.ptr(),
+        );
+        let (wp, bp) = (opt_ptr(op, wc.as_ref())?, opt_ptr(op, bc.as_ref())?);
+        // `layer_norm_*`: x and y hold rows * n elements, w and b (or null) n each.
+        launch!(op, ctx, f, row_grid(rows), r, nn, eps, xp, wp, bp, yp)?;
+    }
+    Ok(tensor(out, x.shape()))
+}
+
+/// Layer-norm backward pieces: the input gradient (when `need_x`) and `g * xhat` (when
+/// `need_gxhat`; its sums over the leading axes are the weight gradient), both of `x`'s shape.
+pub fn layer_norm_backward(
+    op: &str,
+    x: &Tensor,
+    g: &Tensor,
+    w: Option<&Tensor>,
+    eps: f64,
+    need_x: bool,
+    need_gxhat: bool,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let xc = contig(op, x)?;
+    let gc = contig(op, g)?;
+    let wc = w.map(|w| contig(op, w)).transpose()?;
+    let xb = buffer(op, &xc)?;
+    let ctx = xb.context().clone();
+    let n = *xc.shape().last().unwrap_or(&1);
+    let total = xc.numel();
+    let dx = need_x
+        .then(|| CudaBuffer::alloc(op, &ctx, total, xc.dtype()))
+        .transpose()?;
+    let gxhat = need_gxhat
+        .then(|| CudaBuffer::alloc(op, &ctx, total, xc.dtype()))
+        .transpose()?;
+    if total > 0 && n > 0 && (need_x || need_gxhat) {
+        let rows = total / n;
+        let f = ctx.function(op, kernel_name("layer_norm_bwd", xc.dtype()))?;
+        let (r, nn, xp, gp, wp) = (
+            rows as i64,
+            n as i64,
+            xb.ptr_at(xc.layout().offset),
+            opt_ptr(op, Some(&gc))?,
+            opt_ptr(op, wc.as_ref())?,
+        );
+        let dp = dx.as_ref().map_or(0, |b| b.ptr());
+        let hp = gxhat.as_ref().map_or(0, |b| b.ptr());
+        // `layer_norm_bwd_*`: x, g, dx, gxhat hold rows * n elements (or are null), w n.
+        launch!(op, ctx, f, row_grid(rows), r, nn, eps, xp, gp, wp, dp, hp)?;
+    }
+    Ok((
+        dx.map(|b| tensor(b, x.shape())),
+        gxhat.map(|b| tensor(b, x.shape())),
+    ))
+}
+
+/// Maxima (NaN wins) of the `rows` contiguous runs of `n` elements of `x` (laid out so in C
+/// order), as a tensor of `out_shape`.
+pub fn max_rows(
+    op: &str,
+    x: &Tensor,
+    rows: usize,
+    n: usize,
+    out_shape: &[usize],
+) -> Result<Tensor> {
+    let xc = contig(op, x)?;
+    let xb = buffer(op, &xc)?;
+    let ctx = xb.context().clone();
+    let out = CudaBuffer::alloc(op, &ctx, rows, xc.dtype())?;
+    if rows > 0 {
+        let f = ctx.function(op, kernel_name("max_rows", xc.dtype()))?;
+        let (r, nn, xp, yp) = (
+            rows as i64,
+            n as i64,
+            xb.ptr_at(xc.layout().offset),
+            out.ptr(),
+        );
+        // `max_rows_*`: reads rows * n contiguous elements, writes rows.
+        launch!(op, ctx, f, row_grid(rows), r, nn, xp, yp)?;
+    }
+    Ok(tensor(out, out_shape))
+}
+
+/// Inverted dropout of `x` (C order) with the CPU's mask: element `i` is kept (and scaled by
+/// `1 / (1 - p)`) iff `rng::uniform(key, i) >= p`.
+pub fn dropout(op: &str, x: &Tensor, key: crate::rng::RngState, p: f64) -> Result<Tensor> {
+    let xb = buffer(op, x)?;
+    let ctx = xb.context().clone();
+    let shape = x.shape();
+    let n = numel(shape);
+    let out = CudaBuffer::alloc(op, &ctx, n, x.dtype())?;
+    if n > 0 {
+        let kl = plan(op, shape, &[x.layout()])?;
+        let f = ctx.function(op, kernel_name("dropout", x.dtype()))?;
+        let (nn, seed, offset, xp, yp) = (
+            n as i64,
+            key.seed,
+            key.offset,
+            xb.ptr_at(x.layout().offset),
+            out.ptr(),
+        );
+        let lx = kl[0];
+        // `dropout_*`: reads the view of x, writes n elements of `out`.
+        launch!(op, ctx, f, grid(n), nn, seed, offset, p, xp, lx, yp)?;
+    }
+    Ok(tensor(out, shape))
 }
 
 /// Wait for all queued work on every device used so far.

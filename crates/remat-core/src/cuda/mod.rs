@@ -47,6 +47,14 @@ pub mod codes {
         Sigmoid = 6,
         /// max(x, 0)
         Relu = 7,
+        /// x^p (scalar p)
+        PowScalar = 8,
+        /// 0.5 x (1 + erf(x / sqrt 2))
+        GeluErf = 9,
+        /// 0.5 x (1 + tanh(k (x + c x^3)))
+        GeluTanh = 10,
+        /// x * p
+        Scale = 11,
     }
 
     /// Binary kernel op codes (`binary_op` in the kernel source).
@@ -69,6 +77,20 @@ pub mod codes {
         ReluGrad = 6,
         /// g / (2 y)
         SqrtGrad = 7,
+        /// g (Phi(x) + x phi(x))
+        GeluErfGrad = 8,
+        /// g d/dx of the tanh-GELU at x
+        GeluTanhGrad = 9,
+        /// a^b
+        Pow = 10,
+        /// d(a^b)/da (0 where b == 0)
+        PowGradBase = 11,
+        /// d(a^b)/db (0 where a == 0 and b >= 0)
+        PowGradExp = 12,
+        /// g p x^(p-1) (scalar p)
+        PowScalarGrad = 13,
+        /// 1 where a == b (NaN matches NaN), else 0
+        Equal = 14,
     }
 }
 
@@ -94,6 +116,60 @@ pub mod launch {
     }
     /// See the CUDA build.
     pub fn binary(op: &str, _: BinaryCode, _: &Tensor, _: &Tensor, _: &[usize]) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn unary_p(op: &str, _: UnaryCode, _: &Tensor, _: f64) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn binary_p(
+        op: &str,
+        _: BinaryCode,
+        _: &Tensor,
+        _: &Tensor,
+        _: &[usize],
+        _: f64,
+    ) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn softmax(op: &str, _: &Tensor, _: usize, _: bool) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn softmax_backward(op: &str, _: &Tensor, _: &Tensor, _: usize, _: bool) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn layer_norm(
+        op: &str,
+        _: &Tensor,
+        _: Option<&Tensor>,
+        _: Option<&Tensor>,
+        _: f64,
+    ) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    #[allow(clippy::type_complexity)]
+    pub fn layer_norm_backward(
+        op: &str,
+        _: &Tensor,
+        _: &Tensor,
+        _: Option<&Tensor>,
+        _: f64,
+        _: bool,
+        _: bool,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn max_rows(op: &str, _: &Tensor, _: usize, _: usize, _: &[usize]) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn dropout(op: &str, _: &Tensor, _: crate::rng::RngState, _: f64) -> Result<Tensor> {
         none(op)
     }
     /// See the CUDA build.

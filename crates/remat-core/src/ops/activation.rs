@@ -115,8 +115,20 @@ impl Op for GeluOp {
     fn name(&self) -> &'static str {
         "gelu"
     }
+    fn supports_cuda(&self) -> bool {
+        true
+    }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
+        if super::is_cuda(x) {
+            use crate::cuda::codes::UnaryCode as U;
+            let code = if self.approximate_tanh {
+                U::GeluTanh
+            } else {
+                U::GeluErf
+            };
+            return crate::cuda::launch::unary("gelu", code, x);
+        }
         Ok(if self.approximate_tanh {
             // 0.5 x (1 + tanh(k (x + c x^3)))
             map_t!(x, |v| {
@@ -139,6 +151,16 @@ impl Op for GeluOp {
         // Saved: the input x.
         let x = &ctx.saved[0];
         let g = grad_as(ctx, x)?;
+        if super::is_cuda(x) {
+            use crate::cuda::codes::BinaryCode as B;
+            let code = if self.approximate_tanh {
+                B::GeluTanhGrad
+            } else {
+                B::GeluErfGrad
+            };
+            let gx = crate::cuda::launch::binary("gelu", code, &g, x, x.shape())?;
+            return Ok(vec![Some(gx)]);
+        }
         let gx = if self.approximate_tanh {
             // With u = k (x + c x^3), t = tanh u:
             // d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)

@@ -49,6 +49,14 @@ fn masked<T: Element>(x: &[T], key: Option<RngState>, p: f64) -> Vec<T> {
     out
 }
 
+/// The CUDA form of [`masked`]: the same mask (the kernel ports `rng::uniform`).
+fn masked_cuda(x: &Tensor, key: Option<RngState>, p: f64) -> Result<Tensor> {
+    match key {
+        Some(key) => crate::cuda::launch::dropout("dropout", x, key, p),
+        None => crate::cuda::launch::full("dropout", x.device(), x.shape(), x.dtype(), 0.0),
+    }
+}
+
 struct DropoutOp {
     p: f64,
     /// The first counter of this call's draws; None when p == 1 (no draws needed).
@@ -59,8 +67,14 @@ impl Op for DropoutOp {
     fn name(&self) -> &'static str {
         "dropout"
     }
+    fn supports_cuda(&self) -> bool {
+        true
+    }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
+        if super::is_cuda(x) {
+            return masked_cuda(x, self.key, self.p);
+        }
         Ok(crate::dispatch!(x.dtype(), T => {
             from_vec(masked(&c_order::<T>(x.data()), self.key, self.p), x.shape())
         }))
@@ -71,6 +85,9 @@ impl Op for DropoutOp {
         }
         // The same mask and scale applied to the gradient.
         let g = ctx.grad;
+        if super::is_cuda(g) {
+            return Ok(vec![Some(masked_cuda(g, self.key, self.p)?)]);
+        }
         Ok(vec![Some(crate::dispatch!(g.dtype(), T => {
             from_vec(masked(&c_order::<T>(g.data()), self.key, self.p), g.shape())
         }))])

@@ -41,6 +41,9 @@ impl Op for LayerNormOp {
     fn name(&self) -> &'static str {
         "layer_norm"
     }
+    fn supports_cuda(&self) -> bool {
+        true
+    }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let dt = inputs
             .iter()
@@ -52,6 +55,15 @@ impl Op for LayerNormOp {
             .then(|| cast(inputs[self.bias_index()], dt))
             .transpose()?;
         let n = *x.shape().last().unwrap_or(&1);
+        if super::is_cuda(&x) {
+            return crate::cuda::launch::layer_norm(
+                "layer_norm",
+                &x,
+                w.as_ref(),
+                b.as_ref(),
+                self.eps,
+            );
+        }
         Ok(crate::dispatch!(dt, T => {
             let xs = c_order::<T>(x.data());
             let ws = w.as_ref().map(|w| c_order::<T>(w.data()));
@@ -100,6 +112,29 @@ impl Op for LayerNormOp {
         let need_x = ctx.needs_grad(0);
         let need_w = self.has_weight && ctx.needs_grad(1);
         let need_b = self.has_bias && ctx.needs_grad(self.bias_index());
+        if super::is_cuda(&x) {
+            let g = cast(ctx.grad, dt)?;
+            let (gx, gxhat) = crate::cuda::launch::layer_norm_backward(
+                "layer_norm",
+                &x,
+                &g,
+                w.as_ref(),
+                self.eps,
+                need_x,
+                need_w,
+            )?;
+            // Weight and bias gradients: column sums over every leading axis.
+            let lead: Vec<usize> = (0..shape.len() - 1).collect();
+            let col = |t: &Tensor| super::reduce::sum_raw(t, &lead, false);
+            let mut grads = vec![gx];
+            if self.has_weight {
+                grads.push(gxhat.as_ref().map(col).transpose()?);
+            }
+            if self.has_bias {
+                grads.push(need_b.then(|| col(&g)).transpose()?);
+            }
+            return Ok(grads);
+        }
         let (gx, gw, gb) = crate::dispatch!(dt, T => {
             let xs = c_order::<T>(x.data());
             let gs = c_order::<T>(ctx.grad.data());

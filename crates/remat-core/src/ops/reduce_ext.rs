@@ -7,6 +7,8 @@ use super::unary::zip_t;
 use super::{from_vec, view};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
 use crate::cpu;
+use crate::cuda::codes::BinaryCode::{Div, Equal, Mul};
+use crate::cuda::codes::UnaryCode::Scale;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::layout::{fmt_shape, Dims, Layout};
@@ -23,6 +25,9 @@ fn broadcast_back(t: &Tensor, kept: &[usize], full: &[usize], op: &str) -> Resul
                 ..Layout::contiguous(kept)
             },
         )
+    } else if super::is_cuda(t) {
+        let c = crate::cuda::launch::copy(op, t)?;
+        view(&c, Layout::contiguous(kept))
     } else {
         crate::dispatch!(t.dtype(), T => from_vec(cpu::gather::<T>(t.data()), kept))
     };
@@ -44,11 +49,18 @@ impl Op for MeanOp {
     fn name(&self) -> &'static str {
         "mean"
     }
+    fn supports_cuda(&self) -> bool {
+        true
+    }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
         let shape = reduced_shape(x.shape(), &self.axes, self.keepdims);
         // An empty reduction gives 0 / 0 = NaN, as NumPy does.
         let count = reduced_count(x.shape(), &self.axes) as f64;
+        if super::is_cuda(x) {
+            let s = super::reduce::sum_raw(x, &self.axes, self.keepdims)?;
+            return crate::cuda::launch::unary_p("mean", Scale, &s, 1.0 / count);
+        }
         Ok(crate::dispatch!(x.dtype(), T => {
             let mut v = cpu::sum::sum_axes::<T>(x.data(), &self.axes);
             let inv = T::from_f64(1.0 / count);
@@ -67,6 +79,10 @@ impl Op for MeanOp {
         let count = reduced_count(shape, &self.axes) as f64;
         // Scale the small output gradient, then broadcast it as a view.
         let g = ctx.grad;
+        if super::is_cuda(g) {
+            let scaled = crate::cuda::launch::unary_p("mean", Scale, g, 1.0 / count)?;
+            return Ok(vec![Some(broadcast_back(&scaled, &kept, shape, "mean")?)]);
+        }
         let scaled = crate::dispatch!(g.dtype(), T => {
             let inv = T::from_f64(1.0 / count);
             from_vec(cpu::map::<T, _>(g.data(), |v| v * inv), &kept)
@@ -100,9 +116,22 @@ impl Op for MaxOp {
     fn name(&self) -> &'static str {
         "max"
     }
+    fn supports_cuda(&self) -> bool {
+        true
+    }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
         let shape = reduced_shape(x.shape(), &self.axes, self.keepdims);
+        if super::is_cuda(x) {
+            // As `sum`: the reduced axes last (a view), then one maximum per run.
+            let kept: Dims = (0..x.ndim()).filter(|a| !self.axes.contains(a)).collect();
+            let mut perm = kept.clone();
+            perm.extend(self.axes.iter().copied());
+            let n: usize = self.axes.iter().map(|&a| x.shape()[a]).product();
+            let rows: usize = kept.iter().map(|&a| x.shape()[a]).product();
+            let p = view(x, x.layout().permute(&perm));
+            return crate::cuda::launch::max_rows("max", &p, rows, n, &shape);
+        }
         Ok(crate::dispatch!(x.dtype(), T => {
             let v = cpu::reduce::<T, _>(x.data(), &self.axes, T::NEG_INFINITY, max_step::<T>);
             from_vec(v, &shape)
@@ -116,6 +145,16 @@ impl Op for MaxOp {
         let shape = x.shape();
         let kept = reduced_shape(shape, &self.axes, true);
         let yb = broadcast_back(y, &kept, shape, "max")?;
+        if super::is_cuda(x) {
+            use crate::cuda::launch::binary as k;
+            let mask = k("max", Equal, x, &yb, shape)?;
+            let counts = super::reduce::sum_raw(&mask, &self.axes, true)?;
+            let g = super::cast(ctx.grad, x.dtype())?;
+            let gk = broadcast_back(&g, &kept, &kept, "max")?;
+            let share = k("max", Div, &gk, &counts, &kept)?;
+            let sb = broadcast_back(&share, &kept, shape, "max")?;
+            return Ok(vec![Some(k("max", Mul, &mask, &sb, shape)?)]);
+        }
         // 1 where an element equals its maximum (NaN matches NaN), else 0.
         let mask = zip_t!(
             x,

@@ -177,8 +177,14 @@ impl Op for SoftmaxOp {
             "softmax"
         }
     }
+    fn supports_cuda(&self) -> bool {
+        true
+    }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
+        if super::is_cuda(x) {
+            return crate::cuda::launch::softmax(self.name(), x, self.axis, self.log);
+        }
         let (_, n, inner) = split_at_axis(x.shape(), self.axis);
         let block = n * inner;
         let log = self.log;
@@ -197,6 +203,11 @@ impl Op for SoftmaxOp {
         }
         let y = &ctx.saved[0];
         let g = super::cast(ctx.grad, y.dtype())?;
+        if super::is_cuda(y) {
+            let gx =
+                crate::cuda::launch::softmax_backward(self.name(), &g, y, self.axis, self.log)?;
+            return Ok(vec![Some(gx)]);
+        }
         let (_, n, inner) = split_at_axis(y.shape(), self.axis);
         let block = n * inner;
         let log = self.log;

@@ -186,8 +186,16 @@ impl Op for PowScalarOp {
     fn name(&self) -> &'static str {
         "pow"
     }
+    fn supports_cuda(&self) -> bool {
+        true
+    }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        Ok(pow_scalar_raw(inputs[0], self.p))
+        let x = inputs[0];
+        if super::is_cuda(x) {
+            use crate::cuda::codes::UnaryCode as U;
+            return crate::cuda::launch::unary_p("pow", U::PowScalar, x, self.p);
+        }
+        Ok(pow_scalar_raw(x, self.p))
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         if !ctx.needs_grad(0) {
@@ -196,6 +204,11 @@ impl Op for PowScalarOp {
         let x = &ctx.saved[0];
         let g = grad_as(ctx, x)?;
         let p = self.p;
+        if super::is_cuda(x) {
+            use crate::cuda::codes::BinaryCode as B;
+            let gx = crate::cuda::launch::binary_p("pow", B::PowScalarGrad, &g, x, x.shape(), p)?;
+            return Ok(vec![Some(gx)]);
+        }
         // d/dx x^p = p x^(p-1), with the fast paths of the forward.
         let gx = if p == 0.0 {
             map_t!(&g, |_v| T::from_f64(0.0))
@@ -230,12 +243,19 @@ fn pow_forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes("pow", a.shape(), b.shape())?;
     let dt = a.dtype().promote(b.dtype());
     let (a, b) = (cast(a, dt)?, cast(b, dt)?);
+    if super::is_cuda(&a) {
+        use crate::cuda::codes::BinaryCode as B;
+        return crate::cuda::launch::binary("pow", B::Pow, &a, &b, &shape);
+    }
     Ok(zip_t!(&a, &b, &shape, |x, y| x.powf(y)))
 }
 
 impl Op for PowOp {
     fn name(&self) -> &'static str {
         "pow"
+    }
+    fn supports_cuda(&self) -> bool {
+        true
     }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         pow_forward(inputs[0], inputs[1])
@@ -245,6 +265,29 @@ impl Op for PowOp {
         let dt = g.dtype();
         let (a, b) = (cast(&ctx.saved[0], dt)?, cast(&ctx.saved[1], dt)?);
         let shape = g.shape();
+        if super::is_cuda(g) {
+            use crate::cuda::codes::BinaryCode as B;
+            use crate::cuda::launch::binary as k;
+            let ga = if ctx.needs_grad(0) {
+                let d = k("pow", B::PowGradBase, &a, &b, shape)?;
+                Some(sum_to(
+                    &k("pow", B::Mul, g, &d, shape)?,
+                    &ctx.inputs[0].shape,
+                )?)
+            } else {
+                None
+            };
+            let gb = if ctx.needs_grad(1) {
+                let d = k("pow", B::PowGradExp, &a, &b, shape)?;
+                Some(sum_to(
+                    &k("pow", B::Mul, g, &d, shape)?,
+                    &ctx.inputs[1].shape,
+                )?)
+            } else {
+                None
+            };
+            return Ok(vec![ga, gb]);
+        }
         let ga = if ctx.needs_grad(0) {
             // b a^(b-1), zero where b == 0 (avoids 0 * inf at a == 0, as PyTorch does).
             let d = zip_t!(&a, &b, shape, |x, y| if y == T::from_f64(0.0) {
