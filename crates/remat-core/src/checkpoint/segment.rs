@@ -32,7 +32,8 @@ pub struct SegmentOptions {
     pub name: Option<String>,
     /// Replay the forward's random draws on recompute.
     pub preserve_rng_state: bool,
-    /// Keep saved inputs in host memory (device tensors; no effect on the CPU).
+    /// Keep the saved inputs of device tensors in host memory until backward copies them
+    /// back (no effect on CPU tensors).
     pub offload: bool,
     /// Check that the recompute saves tensors of the same shapes and dtypes.
     pub determinism_check: bool,
@@ -262,7 +263,13 @@ pub fn checkpoint_segment_with(
         SaveMode::Discard => return f(inputs),
         SaveMode::Normal | SaveMode::Scope | SaveMode::Segment(_) => {}
     }
-    let input_slots: Vec<Slot> = inputs.iter().map(|t| context::slot_for(t, &mode)).collect();
+    // With offload, the inputs of a top-level segment live in host memory until backward
+    // (inside an outer segment they are that segment's slots already).
+    let input_slots: Vec<Slot> = if opts.offload && !matches!(mode, SaveMode::Segment(_)) {
+        inputs.iter().map(Slot::offloaded).collect::<Result<_>>()?
+    } else {
+        inputs.iter().map(|t| context::slot_for(t, &mode)).collect()
+    };
     let name = opts.name.clone().unwrap_or_else(|| "segment".to_string());
     let record = profiler::new_record(name.clone(), opts.kind);
     let seg = Arc::new(Segment {
