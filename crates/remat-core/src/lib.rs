@@ -4,6 +4,27 @@
 //!
 //! The pieces: [`Tensor`] (storage + layout + autograd state), ops in [`ops`], the backward
 //! engine in [`autograd`], checkpointing in [`checkpoint`], byte counters in [`memory`].
+//!
+//! ```
+//! use remat_core::{autograd, checkpoint, ops, DType, Device, Tensor};
+//!
+//! # fn main() -> remat_core::Result<()> {
+//! let w = ops::randn(&[64, 64], DType::F32, Device::Cpu)?;
+//! w.set_requires_grad(true)?;
+//! let x = ops::randn(&[8, 64], DType::F32, Device::Cpu)?;
+//!
+//! // Only `x` is kept for backward; the tanh activations are recomputed from it.
+//! let w2 = w.clone();
+//! let y = checkpoint::checkpoint_segment(&[x], move |t| {
+//!     let h = ops::tanh(&ops::matmul(&t[0], &w2)?)?;
+//!     Ok(vec![ops::tanh(&ops::matmul(&h, &w2)?)?])
+//! })?;
+//! let loss = ops::sum(&ops::mul(&y[0], &y[0])?, None, false)?;
+//! autograd::backward(&[(loss, None)], false)?;
+//! assert_eq!(w.grad().map(|g| g.shape().to_vec()), Some(vec![64, 64]));
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod autograd;
 pub mod checkpoint;
