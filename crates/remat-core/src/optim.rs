@@ -3,9 +3,10 @@
 //! non-`amsgrad`, non-`maximize` path).
 //!
 //! One call updates one parameter and its state tensors in place. No graph is recorded. The
-//! parameter and the state tensors must be contiguous CPU tensors of one float dtype and the
-//! gradient's shape; the gradient may be any layout. Large tensors are updated in parallel on
-//! the rayon pool. `zero_` and `copy_` are the other in-place writes `nn` needs
+//! parameter and the state tensors must be contiguous tensors on one device, of one float
+//! dtype and the gradient's shape; the gradient may be any layout. Large tensors are updated
+//! in parallel on the rayon pool; CUDA tensors by one fused kernel per update (`sgd_*`,
+//! `adam_*`, same formulas, operation for operation). `zero_` and `copy_` are the other in-place writes `nn` needs
 //! (`zero_grad(set_to_none=False)`, `load_state_dict`).
 
 use crate::cpu;
@@ -90,6 +91,19 @@ fn grad_values<'a, T: Element>(grad: &'a Tensor, mutated: &[&Tensor]) -> Cow<'a,
     }
 }
 
+/// On CUDA, `grad` itself, or a copy when it shares storage with a tensor about to be
+/// mutated (the fused kernels read and write in one pass).
+fn cuda_grad(op: &str, grad: &Tensor, mutated: &[&Tensor]) -> Result<Tensor> {
+    if mutated
+        .iter()
+        .any(|t| Arc::ptr_eq(t.storage(), grad.storage()))
+    {
+        crate::cuda::launch::copy(op, grad)
+    } else {
+        Ok(grad.clone())
+    }
+}
+
 /// The elements of a validated (contiguous, CPU, dtype `T`) tensor as a mutable slice.
 ///
 /// # Safety
@@ -155,6 +169,21 @@ pub fn sgd_step(
     validate(OP, param, grad, &state)?;
     let mut mutated = vec![param];
     mutated.extend(buf);
+    if crate::ops::is_cuda(param) {
+        let g = cuda_grad(OP, grad, &mutated)?;
+        return crate::cuda::launch::sgd_step(
+            OP,
+            param,
+            &g,
+            buf,
+            first_step,
+            lr,
+            momentum,
+            weight_decay,
+            dampening,
+            nesterov,
+        );
+    }
     crate::dispatch!(param.dtype(), T => {
         let g = grad_values::<T>(grad, &mutated);
         // SAFETY: the parameter and its momentum buffer are distinct storages (checked in
@@ -258,6 +287,24 @@ pub fn adam_step(
     let bias_correction2 = 1.0 - beta2.powi(step.min(i32::MAX as u64) as i32);
     let step_size = lr / bias_correction1;
     let bias_correction2_sqrt = bias_correction2.sqrt();
+    if crate::ops::is_cuda(param) {
+        let g = cuda_grad(op, grad, &[param, exp_avg, exp_avg_sq])?;
+        return crate::cuda::launch::adam_step(
+            op,
+            param,
+            &g,
+            exp_avg,
+            exp_avg_sq,
+            decoupled,
+            lr,
+            weight_decay,
+            beta1,
+            beta2,
+            step_size,
+            bias_correction2_sqrt,
+            eps,
+        );
+    }
     crate::dispatch!(param.dtype(), T => {
         let g = grad_values::<T>(grad, &[param, exp_avg, exp_avg_sq]);
         // SAFETY: the parameter and its two moment buffers are distinct storages (checked in
@@ -328,6 +375,9 @@ pub fn zero_(t: &Tensor) -> Result<()> {
             ),
         ));
     }
+    if crate::ops::is_cuda(t) {
+        return crate::cuda::launch::fill_inplace(OP, t, 0.0);
+    }
     crate::dispatch!(t.dtype(), T => {
         // SAFETY: gradients and parameters are only zeroed between backward passes, when no
         // kernel reads their storage.
@@ -362,6 +412,10 @@ pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
         ));
     }
     let src = crate::ops::cast(src, dst.dtype())?;
+    if crate::ops::is_cuda(dst) {
+        let src = cuda_grad(OP, &src, &[dst])?;
+        return crate::cuda::launch::copy_into(OP, &src, dst, false);
+    }
     crate::dispatch!(dst.dtype(), T => {
         let vals = grad_values::<T>(&src, &[dst]);
         // SAFETY: parameters are only loaded between steps, when no kernel reads them; the

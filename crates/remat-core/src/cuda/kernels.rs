@@ -428,6 +428,147 @@ DROPOUT_KERNEL(float, f32)
 DROPOUT_KERNEL(double, f64)
 "#;
 
+/// Training kernels: the fused cross-entropy (per-row log-sum-exp loss; softmax minus
+/// one-hot backward), the scatter-add of strided copies (index backward), and the fused
+/// in-place optimizer updates (SGD, Adam/AdamW) with the CPU's formulas, operation for
+/// operation in the parameter's dtype.
+pub const TRAIN: &str = r#"
+template <typename T> __device__ __forceinline__ T ce_neg_inf();
+template <> __device__ __forceinline__ float ce_neg_inf<float>() {
+    return __int_as_float(0xff800000);
+}
+template <> __device__ __forceinline__ double ce_neg_inf<double>() {
+    return __longlong_as_double(0xfff0000000000000LL);
+}
+
+// Sum / max over the block (every thread gets the result).
+template <typename T> __device__ __forceinline__ T ce_block_sum(T v, T* buf) {
+    buf[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) buf[threadIdx.x] += buf[threadIdx.x + s];
+        __syncthreads();
+    }
+    T r = buf[0];
+    __syncthreads();
+    return r;
+}
+template <typename T> __device__ __forceinline__ T ce_block_max(T v, T* buf) {
+    buf[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) {
+            T a = buf[threadIdx.x], b = buf[threadIdx.x + s];
+            buf[threadIdx.x] = b > a ? b : a;
+        }
+        __syncthreads();
+    }
+    T r = buf[0];
+    __syncthreads();
+    return r;
+}
+
+// Max and sum(exp(x - max)) of a row, as the CPU's `row_max_sumexp`.
+template <typename T>
+__device__ __forceinline__ void ce_row(const T* xr, long long n, T* buf, T* m_out, T* s_out) {
+    T m = ce_neg_inf<T>();
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) if (xr[j] > m) m = xr[j];
+    m = ce_block_max(m, buf);
+    T s = T(0);
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) s += exp(xr[j] - m);
+    *m_out = m;
+    *s_out = ce_block_sum(s, buf);
+}
+
+// loss[r] = max + ln(sum exp(x - max)) - x[target[r]].
+template <typename T>
+__device__ void ce_fwd_rows(long long rows, long long n, const T* x, const long long* target,
+                            T* loss, T* buf) {
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* xr = x + r * n;
+        T m, s;
+        ce_row(xr, n, buf, &m, &s);
+        if (threadIdx.x == 0) loss[r] = m + log(s) - xr[target[r]];
+    }
+}
+
+// gx[r] = (softmax(x[r]) - onehot(target[r])) * g[0] / rows_d (the CPU's `scale`).
+template <typename T>
+__device__ void ce_bwd_rows(long long rows, long long n, const T* x, const long long* target,
+                            const T* g, double rows_d, T* gx, T* buf) {
+    T sc = T((double)g[0] / rows_d);
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* xr = x + r * n;
+        T* o = gx + r * n;
+        T m, s;
+        ce_row(xr, n, buf, &m, &s);
+        T inv = T(1) / s;
+        long long t = target[r];
+        for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+            T v = exp(xr[j] - m) * inv * sc;
+            o[j] = j == t ? v - sc : v;
+        }
+    }
+}
+
+#define TRAIN_KERNELS(T, S) \
+extern "C" __global__ void ce_fwd_##S(long long rows, long long n, const T* x, \
+                                      const long long* target, T* loss) { \
+    __shared__ T buf[256]; \
+    ce_fwd_rows<T>(rows, n, x, target, loss, buf); \
+} \
+extern "C" __global__ void ce_bwd_##S(long long rows, long long n, const T* x, \
+                                      const long long* target, const T* g, double rows_d, \
+                                      T* gx) { \
+    __shared__ T buf[256]; \
+    ce_bwd_rows<T>(rows, n, x, target, g, rows_d, gx, buf); \
+} \
+extern "C" __global__ void strided_add_##S(long long n, const T* x, Lay lx, T* y, Lay ly) { \
+    GRID_LOOP(i, n) { y[loff(ly, i)] += x[loff(lx, i)]; } \
+} \
+extern "C" __global__ void sgd_##S(long long n, T* p, const T* g, Lay lg, T* b, int first, \
+                                   double lr_, double mom_, double wd_, double damp_, \
+                                   int nesterov, int use_wd) { \
+    T lr = T(lr_), mom = T(mom_), wd = T(wd_), damp = T(damp_); \
+    GRID_LOOP(i, n) { \
+        T gi = g[loff(lg, i)]; \
+        T pi = p[i]; \
+        T d = use_wd ? gi + wd * pi : gi; \
+        if (b) { \
+            T bi = first ? d : mom * b[i] + damp * d; \
+            b[i] = bi; \
+            d = nesterov ? d + mom * bi : bi; \
+        } \
+        p[i] = pi - lr * d; \
+    } \
+} \
+extern "C" __global__ void adam_##S(long long n, T* p, const T* g, Lay lg, T* m, T* v, \
+                                    int use_wd, int decoupled, double decay_, double wd_, \
+                                    double w1_, double b2_, double w2_, double neg_step_, \
+                                    double bc2s_, double eps_) { \
+    T decay = T(decay_), wd = T(wd_), w1 = T(w1_), b2 = T(b2_), w2 = T(w2_); \
+    T neg_step = T(neg_step_), bc2s = T(bc2s_), eps = T(eps_); \
+    GRID_LOOP(i, n) { \
+        T gi = g[loff(lg, i)]; \
+        T pi = p[i]; \
+        if (use_wd) { \
+            if (decoupled) pi = pi * decay; \
+            else gi = gi + wd * pi; \
+        } \
+        T mi = m[i]; \
+        mi = w1 < T(0.5) ? mi + w1 * (gi - mi) : gi - (gi - mi) * (T(1) - w1); \
+        T vi = v[i] * b2 + w2 * gi * gi; \
+        T denom = sqrt(vi) / bc2s + eps; \
+        m[i] = mi; \
+        v[i] = vi; \
+        p[i] = pi + neg_step * (mi / denom); \
+    } \
+}
+
+TRAIN_KERNELS(float, f32)
+TRAIN_KERNELS(double, f64)
+"#;
+
 /// A module: its cache key, its source and the functions it defines.
 pub struct KernelModule {
     /// Cache key (also the NVRTC program name).
@@ -485,6 +626,22 @@ pub const MODULES: &[KernelModule] = &[
         name: "random",
         source: RANDOM,
         functions: &["dropout_f32", "dropout_f64"],
+    },
+    KernelModule {
+        name: "train",
+        source: TRAIN,
+        functions: &[
+            "ce_fwd_f32",
+            "ce_fwd_f64",
+            "ce_bwd_f32",
+            "ce_bwd_f64",
+            "strided_add_f32",
+            "strided_add_f64",
+            "sgd_f32",
+            "sgd_f64",
+            "adam_f32",
+            "adam_f64",
+        ],
     },
 ];
 

@@ -127,6 +127,20 @@ fn kernel_name(base: &str, dtype: DType) -> &'static str {
         ("max_rows", DType::F64) => "max_rows_f64",
         ("dropout", DType::F32) => "dropout_f32",
         ("dropout", DType::F64) => "dropout_f64",
+        ("where", DType::F32) => "where_f32",
+        ("where", DType::F64) => "where_f64",
+        ("strided_copy", DType::F32) => "strided_copy_f32",
+        ("strided_copy", DType::F64) => "strided_copy_f64",
+        ("strided_add", DType::F32) => "strided_add_f32",
+        ("strided_add", DType::F64) => "strided_add_f64",
+        ("ce_fwd", DType::F32) => "ce_fwd_f32",
+        ("ce_fwd", DType::F64) => "ce_fwd_f64",
+        ("ce_bwd", DType::F32) => "ce_bwd_f32",
+        ("ce_bwd", DType::F64) => "ce_bwd_f64",
+        ("sgd", DType::F32) => "sgd_f32",
+        ("sgd", DType::F64) => "sgd_f64",
+        ("adam", DType::F32) => "adam_f32",
+        ("adam", DType::F64) => "adam_f64",
         _ => "unknown",
     }
 }
@@ -226,6 +240,15 @@ pub fn binary_p(
 /// A contiguous copy of `x` (any strides, broadcast included).
 pub fn copy(op: &str, x: &Tensor) -> Result<Tensor> {
     unary(op, UnaryCode::Copy, x)
+}
+
+/// A new uninitialised tensor of `shape` on `device` (the caller writes every element).
+pub fn empty(op: &str, device: Device, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    let ctx = context::get(op, device)?;
+    Ok(tensor(
+        CudaBuffer::alloc(op, &ctx, numel(shape), dtype)?,
+        shape,
+    ))
 }
 
 /// A new tensor of `shape` on `device` filled with `value`.
@@ -791,6 +814,277 @@ pub fn dropout(op: &str, x: &Tensor, key: crate::rng::RngState, p: f64) -> Resul
         launch!(op, ctx, f, grid(n), nn, seed, offset, p, xp, lx, yp)?;
     }
     Ok(tensor(out, shape))
+}
+
+/// `a` where `cond` is nonzero, else `b`, over the broadcast of the three (one dtype, one
+/// device) to `shape`.
+pub fn where_(op: &str, cond: &Tensor, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let (cb, ab, bb) = (buffer(op, cond)?, buffer(op, a)?, buffer(op, b)?);
+    if cond.dtype() != a.dtype() || a.dtype() != b.dtype() {
+        return Err(Error::dtype(op, "cuda kernel operands must share a dtype"));
+    }
+    let ctx = ab.context().clone();
+    let n = numel(shape);
+    let out = CudaBuffer::alloc(op, &ctx, n, a.dtype())?;
+    if n > 0 {
+        let lc = cond.layout().broadcast_to(op, shape)?;
+        let la = a.layout().broadcast_to(op, shape)?;
+        let lb = b.layout().broadcast_to(op, shape)?;
+        let kl = plan(op, shape, &[&lc, &la, &lb])?;
+        let f = ctx.function(op, kernel_name("where", a.dtype()))?;
+        let (nn, cp, ap, bp, yp) = (
+            n as i64,
+            cb.ptr_at(lc.offset),
+            ab.ptr_at(la.offset),
+            bb.ptr_at(lb.offset),
+            out.ptr(),
+        );
+        let (k0, k1, k2) = (kl[0], kl[1], kl[2]);
+        // `where_*`: reads the three broadcast views, writes n elements of `out`.
+        launch!(op, ctx, f, grid(n), nn, cp, k0, ap, k1, bp, k2, yp)?;
+    }
+    Ok(tensor(out, shape))
+}
+
+/// Copy (or with `add`, add) the elements of `src` into the view `dst` (same shape, dtype
+/// and device; `dst` visits no position twice and does not overlap `src`) in place.
+pub fn copy_into(op: &str, src: &Tensor, dst: &Tensor, add: bool) -> Result<()> {
+    let (sb, db) = (buffer(op, src)?, buffer(op, dst)?);
+    if src.dtype() != dst.dtype() || src.shape() != dst.shape() {
+        return Err(Error::dtype(
+            op,
+            "strided copy between different dtypes or shapes",
+        ));
+    }
+    let ctx = db.context().clone();
+    let n = dst.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let kl = plan(op, dst.shape(), &[src.layout(), dst.layout()])?;
+    let base = if add { "strided_add" } else { "strided_copy" };
+    let f = ctx.function(op, kernel_name(base, dst.dtype()))?;
+    let (nn, xp, yp) = (
+        n as i64,
+        sb.ptr_at(src.layout().offset),
+        db.ptr_at(dst.layout().offset),
+    );
+    let (k0, k1) = (kl[0], kl[1]);
+    // `strided_copy_*` / `strided_add_*`: reads the view of src, writes the view of dst.
+    launch!(op, ctx, f, grid(n), nn, xp, k0, yp, k1)
+}
+
+/// Set the `n` elements of the contiguous tensor `dst` to `value` in place.
+pub fn fill_inplace(op: &str, dst: &Tensor, value: f64) -> Result<()> {
+    let db = buffer(op, dst)?;
+    let ctx = db.context().clone();
+    let n = dst.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let f = ctx.function(op, kernel_name("fill", dst.dtype()))?;
+    let (nn, yp, v32) = (n as i64, db.ptr_at(dst.layout().offset), value as f32);
+    match dst.dtype() {
+        // `fill_*`: writes n contiguous elements from dst's offset.
+        DType::F32 => launch!(op, ctx, f, grid(n), nn, v32, yp),
+        DType::F64 => launch!(op, ctx, f, grid(n), nn, value, yp),
+    }
+}
+
+/// Mean cross-entropy of contiguous-or-not `(rows, c)` logits `x` against class indices
+/// (validated, `rows` of them) as a 0-d tensor: a per-row fused log-sum-exp loss, then the
+/// chunked sum divided by `rows`.
+pub fn cross_entropy(
+    op: &str,
+    x: &Tensor,
+    target: &[i64],
+    rows: usize,
+    c: usize,
+) -> Result<Tensor> {
+    let xc = contig(op, x)?;
+    let xb = buffer(op, &xc)?;
+    let ctx = xb.context().clone();
+    let dt = xc.dtype();
+    if rows == 0 || c == 0 {
+        // An empty batch gives 0 / 0 = NaN, as on the CPU.
+        return full(op, ctx.device(), &[], dt, f64::NAN);
+    }
+    let tb = CudaBuffer::from_host_i64(op, &ctx, target)?;
+    let losses = CudaBuffer::alloc(op, &ctx, rows, dt)?;
+    let f = ctx.function(op, kernel_name("ce_fwd", dt))?;
+    let (r, nn, xp, tp, lp) = (
+        rows as i64,
+        c as i64,
+        xb.ptr_at(xc.layout().offset),
+        tb.ptr(),
+        losses.ptr(),
+    );
+    // `ce_fwd_*`: reads rows * c logits and rows indices, writes rows losses.
+    launch!(op, ctx, f, row_grid(rows), r, nn, xp, tp, lp)?;
+    let total = sum_rows(op, &tensor(losses, &[rows]), 1, rows, &[])?;
+    unary_p(op, UnaryCode::Scale, &total, 1.0 / rows as f64)
+}
+
+/// The logits' gradient of [`cross_entropy`]: `(softmax(x) - onehot(target)) * g / rows`
+/// with `g` the 0-d output gradient (read on the device, no host round trip).
+pub fn cross_entropy_backward(
+    op: &str,
+    x: &Tensor,
+    target: &[i64],
+    g: &Tensor,
+    rows: usize,
+    c: usize,
+) -> Result<Tensor> {
+    let xc = contig(op, x)?;
+    let gc = contig(op, &cast(op, g, xc.dtype())?)?;
+    let xb = buffer(op, &xc)?;
+    let ctx = xb.context().clone();
+    let dt = xc.dtype();
+    let total = rows * c;
+    let out = CudaBuffer::alloc(op, &ctx, total, dt)?;
+    if total > 0 {
+        let tb = CudaBuffer::from_host_i64(op, &ctx, target)?;
+        let f = ctx.function(op, kernel_name("ce_bwd", dt))?;
+        let (r, nn, xp, tp, gp, rd, op_) = (
+            rows as i64,
+            c as i64,
+            xb.ptr_at(xc.layout().offset),
+            tb.ptr(),
+            buffer(op, &gc)?.ptr_at(gc.layout().offset),
+            rows as f64,
+            out.ptr(),
+        );
+        // `ce_bwd_*`: reads rows * c logits, rows indices and one gradient element, writes
+        // rows * c elements of `out`.
+        launch!(op, ctx, f, row_grid(rows), r, nn, xp, tp, gp, rd, op_)?;
+    }
+    Ok(tensor(out, x.shape()))
+}
+
+/// One fused SGD update of the contiguous `param` (and momentum buffer `buf`) in place from
+/// `grad` (any layout, same shape; not sharing their storage); the CPU's formula.
+#[allow(clippy::too_many_arguments)]
+pub fn sgd_step(
+    op: &str,
+    param: &Tensor,
+    grad: &Tensor,
+    buf: Option<&Tensor>,
+    first_step: bool,
+    lr: f64,
+    momentum: f64,
+    weight_decay: f64,
+    dampening: f64,
+    nesterov: bool,
+) -> Result<()> {
+    let pb = buffer(op, param)?;
+    let ctx = pb.context().clone();
+    let n = param.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let gb = buffer(op, grad)?;
+    let kl = plan(op, param.shape(), &[grad.layout()])?;
+    let f = ctx.function(op, kernel_name("sgd", param.dtype()))?;
+    let (nn, pp, gp, lg, bp) = (
+        n as i64,
+        pb.ptr_at(param.layout().offset),
+        gb.ptr_at(grad.layout().offset),
+        kl[0],
+        opt_ptr(op, buf)?,
+    );
+    let (first, nest, use_wd) = (
+        first_step as i32,
+        nesterov as i32,
+        (weight_decay != 0.0) as i32,
+    );
+    let damp = 1.0 - dampening;
+    // `sgd_*`: updates n contiguous elements of param (and buf, or null) from grad's view.
+    launch!(
+        op,
+        ctx,
+        f,
+        grid(n),
+        nn,
+        pp,
+        gp,
+        lg,
+        bp,
+        first,
+        lr,
+        momentum,
+        weight_decay,
+        damp,
+        nest,
+        use_wd
+    )
+}
+
+/// One fused Adam/AdamW update of the contiguous `param`, `exp_avg`, `exp_avg_sq` in place
+/// from `grad` (any layout); the scalars are the CPU's precomputed ones.
+#[allow(clippy::too_many_arguments)]
+pub fn adam_step(
+    op: &str,
+    param: &Tensor,
+    grad: &Tensor,
+    exp_avg: &Tensor,
+    exp_avg_sq: &Tensor,
+    decoupled: bool,
+    lr: f64,
+    weight_decay: f64,
+    beta1: f64,
+    beta2: f64,
+    step_size: f64,
+    bias_correction2_sqrt: f64,
+    eps: f64,
+) -> Result<()> {
+    let pb = buffer(op, param)?;
+    let ctx = pb.context().clone();
+    let n = param.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let gb = buffer(op, grad)?;
+    let kl = plan(op, param.shape(), &[grad.layout()])?;
+    let f = ctx.function(op, kernel_name("adam", param.dtype()))?;
+    let (nn, pp, gp, lg, mp, vp) = (
+        n as i64,
+        pb.ptr_at(param.layout().offset),
+        gb.ptr_at(grad.layout().offset),
+        kl[0],
+        opt_ptr(op, Some(exp_avg))?,
+        opt_ptr(op, Some(exp_avg_sq))?,
+    );
+    let (use_wd, dec) = ((weight_decay != 0.0) as i32, decoupled as i32);
+    let (decay, w1, w2, neg_step) = (
+        1.0 - lr * weight_decay,
+        1.0 - beta1,
+        1.0 - beta2,
+        -step_size,
+    );
+    // `adam_*`: updates n contiguous elements of param, exp_avg and exp_avg_sq from grad's
+    // view.
+    launch!(
+        op,
+        ctx,
+        f,
+        grid(n),
+        nn,
+        pp,
+        gp,
+        lg,
+        mp,
+        vp,
+        use_wd,
+        dec,
+        decay,
+        weight_decay,
+        w1,
+        beta2,
+        w2,
+        neg_step,
+        bias_correction2_sqrt,
+        eps
+    )
 }
 
 /// Wait for all queued work on every device used so far.

@@ -201,6 +201,72 @@ pub mod launch {
         none(op)
     }
     /// See the CUDA build.
+    pub fn empty(op: &str, _: Device, _: &[usize], _: DType) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn where_(op: &str, _: &Tensor, _: &Tensor, _: &Tensor, _: &[usize]) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn copy_into(op: &str, _: &Tensor, _: &Tensor, _: bool) -> Result<()> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn fill_inplace(op: &str, _: &Tensor, _: f64) -> Result<()> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn cross_entropy(op: &str, _: &Tensor, _: &[i64], _: usize, _: usize) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn cross_entropy_backward(
+        op: &str,
+        _: &Tensor,
+        _: &[i64],
+        _: &Tensor,
+        _: usize,
+        _: usize,
+    ) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sgd_step(
+        op: &str,
+        _: &Tensor,
+        _: &Tensor,
+        _: Option<&Tensor>,
+        _: bool,
+        _: f64,
+        _: f64,
+        _: f64,
+        _: f64,
+        _: bool,
+    ) -> Result<()> {
+        none(op)
+    }
+    /// See the CUDA build.
+    #[allow(clippy::too_many_arguments)]
+    pub fn adam_step(
+        op: &str,
+        _: &Tensor,
+        _: &Tensor,
+        _: &Tensor,
+        _: &Tensor,
+        _: bool,
+        _: f64,
+        _: f64,
+        _: f64,
+        _: f64,
+        _: f64,
+        _: f64,
+        _: f64,
+    ) -> Result<()> {
+        none(op)
+    }
+    /// See the CUDA build.
     pub fn matmul_nd(
         op: &str,
         _: &Tensor,
@@ -246,6 +312,19 @@ pub fn synchronize() -> Result<()> {
     {
         if is_available() {
             return launch::synchronize_all();
+        }
+    }
+    Ok(())
+}
+
+/// Return the blocks the caching allocator keeps for reuse on every device to the driver
+/// (live tensors are untouched; the byte counters never include the cache). A no-op without
+/// a GPU or without the `cuda` feature.
+pub fn empty_cache() -> Result<()> {
+    #[cfg(feature = "cuda")]
+    {
+        if is_available() {
+            return storage::empty_cache();
         }
     }
     Ok(())

@@ -1,21 +1,113 @@
-//! Device buffers: the CUDA variant of a storage, and copies between host and device.
-//! Memory is allocated on the device's stream (stream-ordered), so freeing a buffer that a
-//! queued kernel still reads is safe.
+//! Device buffers: the CUDA variant of a storage, copies between host and device, and the
+//! caching allocator. Memory is allocated on the device's stream (stream-ordered), so freeing
+//! a buffer that a queued kernel still reads is safe.
+//!
+//! Caching: a dropped buffer's block goes to a pool keyed by (device, rounded size) instead
+//! of back to the driver, and the next allocation of that rounded size reuses it. Every
+//! device has one stream, so work queued on a reused block is ordered after everything that
+//! used it before. The byte counters (`memory::on_alloc`/`on_free`, done by `Storage`) count
+//! live tensor bytes only, never the cache. A driver out-of-memory first returns the cached
+//! blocks of that device and retries once; [`empty_cache`] returns all of them.
 
 use super::context::{guarded, DeviceContext};
 use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaSlice, DevicePtr, DriverError};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 /// A typed, contiguous buffer in GPU memory.
 pub struct CudaBuffer {
-    /// The bytes (at least one, so empty tensors still have a valid allocation).
-    slice: CudaSlice<u8>,
+    /// The bytes (a block of [`round_size`] bytes, at least one, so empty tensors still have a
+    /// valid allocation); handed to the cache on drop.
+    slice: ManuallyDrop<CudaSlice<u8>>,
     len: usize,
     dtype: DType,
     ctx: Arc<DeviceContext>,
+}
+
+/// Free blocks by (device ordinal, rounded size in bytes).
+type BlockPool = HashMap<(usize, usize), Vec<CudaSlice<u8>>>;
+
+/// The cached free blocks (None until the first buffer is dropped).
+static CACHE: Mutex<Option<BlockPool>> = Mutex::new(None);
+
+/// The block size an allocation of `bytes` gets: a multiple of 512 bytes below 1 MiB, of
+/// 2 MiB from there (so blocks of nearby sizes are shared without wasting much).
+pub fn round_size(bytes: usize) -> usize {
+    const SMALL: usize = 512;
+    const LARGE: usize = 2 << 20;
+    let b = bytes.max(1);
+    if b < (1 << 20) {
+        b.div_ceil(SMALL) * SMALL
+    } else {
+        b.div_ceil(LARGE).saturating_mul(LARGE)
+    }
+}
+
+/// A cached block of exactly `size` bytes on device `ordinal`, if any.
+fn take_cached(ordinal: usize, size: usize) -> Option<CudaSlice<u8>> {
+    CACHE
+        .lock()
+        .as_mut()
+        .and_then(|m| m.get_mut(&(ordinal, size)))
+        .and_then(|v| v.pop())
+}
+
+/// Release the cached blocks of device `ordinal` (all devices with None) to the driver;
+/// returns how many bytes were released.
+pub fn release_cached(ordinal: Option<usize>) -> usize {
+    let blocks: Vec<CudaSlice<u8>> = {
+        let mut guard = CACHE.lock();
+        let Some(m) = guard.as_mut() else {
+            return 0;
+        };
+        let keys: Vec<(usize, usize)> = m
+            .keys()
+            .filter(|(o, _)| ordinal.is_none_or(|w| *o == w))
+            .copied()
+            .collect();
+        keys.into_iter()
+            .filter_map(|k| m.remove(&k))
+            .flatten()
+            .collect()
+    };
+    let bytes = blocks.iter().map(|b| b.len()).sum();
+    // Dropping outside the lock: each drop queues a stream-ordered free. A panic inside the
+    // driver wrapper must not unwind into the engine.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(blocks)));
+    bytes
+}
+
+/// Bytes held in the cache (all devices), for tests and diagnostics.
+pub fn cached_bytes() -> usize {
+    CACHE
+        .lock()
+        .as_ref()
+        .map_or(0, |m| m.values().flatten().map(|b| b.len()).sum())
+}
+
+/// Return every cached block on every device to the driver and wait for the frees.
+pub fn empty_cache() -> Result<()> {
+    release_cached(None);
+    super::launch::synchronize_all()
+}
+
+impl Drop for CudaBuffer {
+    fn drop(&mut self) {
+        // SAFETY: the slice is taken exactly once, here; `self` is not used afterwards.
+        let slice = unsafe { ManuallyDrop::take(&mut self.slice) };
+        let key = (self.ctx.ordinal, slice.len());
+        CACHE
+            .lock()
+            .get_or_insert_with(HashMap::new)
+            .entry(key)
+            .or_default()
+            .push(slice);
+    }
 }
 
 /// A driver error as the engine's error: OOM as `OutOfMemory`, the rest as `DeviceError`.
@@ -39,13 +131,31 @@ impl CudaBuffer {
             .checked_mul(dtype.size())
             .ok_or_else(|| Error::shape(op, "tensor too large"))?;
         let device = ctx.device();
-        let slice = guarded(op, || {
-            // SAFETY: callers fully overwrite the buffer before anything reads it.
-            unsafe { ctx.stream.alloc::<u8>(bytes.max(1)) }
-                .map_err(|e| driver_error(op, device, bytes, e))
-        })?;
+        let size = round_size(bytes);
+        let slice = match take_cached(ctx.ordinal, size) {
+            Some(s) => s,
+            None => {
+                let fresh = || {
+                    guarded(op, || {
+                        // SAFETY: callers fully overwrite the buffer before anything reads it.
+                        unsafe { ctx.stream.alloc::<u8>(size) }
+                            .map_err(|e| driver_error(op, device, bytes, e))
+                    })
+                };
+                match fresh() {
+                    Err(Error::OutOfMemory { .. }) => {
+                        // Give the cached blocks of this device back, wait until the frees
+                        // have happened, and try once more.
+                        release_cached(Some(ctx.ordinal));
+                        ctx.synchronize(op)?;
+                        fresh()?
+                    }
+                    r => r?,
+                }
+            }
+        };
         Ok(CudaBuffer {
-            slice,
+            slice: ManuallyDrop::new(slice),
             len,
             dtype,
             ctx: ctx.clone(),
@@ -78,6 +188,14 @@ impl CudaBuffer {
             })?;
         }
         Ok(buf)
+    }
+
+    /// A device copy of host 64-bit integers (class indices for the loss kernels), stored
+    /// bit for bit in a buffer typed float64 (the same width). Never wrapped in a tensor:
+    /// only kernels that read `long long*` see it.
+    pub fn from_host_i64(op: &str, ctx: &Arc<DeviceContext>, host: &[i64]) -> Result<Self> {
+        let bits: Vec<f64> = host.iter().map(|&i| f64::from_bits(i as u64)).collect();
+        Self::from_host(op, ctx, &bits)
     }
 
     /// The elements `[offset, offset + n)` copied to a host vector (waits for queued work).
@@ -138,5 +256,31 @@ impl CudaBuffer {
     /// The device's context.
     pub fn context(&self) -> &Arc<DeviceContext> {
         &self.ctx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Block sizes cover the request, are shared by nearby sizes, and the cache starts
+    /// empty (no GPU work is needed for either).
+    #[test]
+    fn block_sizes_round_up() {
+        assert_eq!(round_size(0), 512);
+        assert_eq!(round_size(1), 512);
+        assert_eq!(round_size(512), 512);
+        assert_eq!(round_size(513), 1024);
+        assert_eq!(round_size((1 << 20) - 1), 1 << 20);
+        assert_eq!(round_size(1 << 20), 2 << 20);
+        assert_eq!(round_size((2 << 20) + 1), 4 << 20);
+        for b in [1usize, 700, 123_456, 5 << 20] {
+            assert!(round_size(b) >= b);
+        }
+        if !crate::cuda::is_available() {
+            assert_eq!(cached_bytes(), 0);
+            assert_eq!(release_cached(None), 0);
+            crate::cuda::empty_cache().expect("no-op without a GPU");
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Joining tensors: `concat` (along an existing axis) and `stack` (along a new axis). The
 //! output is a new contiguous tensor; backward hands each input its slice of the gradient
-//! (a view, no copy), only for inputs that need one.
+//! (a view, no copy), only for inputs that need one. On CUDA each input is copied into its
+//! slice of the output by the strided-copy kernel.
 
 use super::{check_same_device, from_vec, view};
 use crate::autograd::node::{apply, BackwardCtx, Op};
@@ -107,9 +108,30 @@ impl Op for JoinOp {
             }
             shape[self.axis] += s[self.axis];
         }
+        if super::is_cuda(first) {
+            let out = crate::cuda::launch::empty(op, first.device(), &shape, first.dtype())?;
+            let ol = out.layout().clone();
+            let mut start = 0usize;
+            for p in parts {
+                let extent = p.layout.shape[self.axis];
+                let mut l = ol.clone();
+                l.shape[self.axis] = extent;
+                l.offset = ol.offset + start * ol.strides[self.axis];
+                if numel(&l.shape) > 0 {
+                    let dst = view(&out, l);
+                    crate::cuda::launch::copy_into(op, &Tensor::from_data(p), &dst, false)?;
+                }
+                start += extent;
+            }
+            return Ok(out);
+        }
         Ok(crate::dispatch!(first.dtype(), T => {
             from_vec(concat_kernel::<T>(&parts, self.axis, &shape), &shape)
         }))
+    }
+    fn supports_cuda(&self) -> bool {
+        // Forward: strided copies; backward: views of the gradient.
+        true
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let gl = ctx.grad.layout();

@@ -1,6 +1,9 @@
 //! Losses reduced to a 0-d mean: `mse_loss` and `cross_entropy` (fused log-sum-exp forward,
 //! `(softmax - onehot) / N` backward recomputed from the saved logits). Sums over the batch
 //! are accumulated in float64 in a fixed order, so results do not depend on the thread count.
+//! On CUDA: `mse_loss` is a difference, square and chunked sum; `cross_entropy` runs one
+//! block per row (`ce_fwd`/`ce_bwd` kernels) with the class indices copied to the device as
+//! int64, and reads the output gradient on the device (no host round trip).
 
 use super::softmax::{c_order, for_blocks};
 use super::unary::{map_t, zip_t};
@@ -42,11 +45,23 @@ impl Op for MseLossOp {
     fn name(&self) -> &'static str {
         "mse_loss"
     }
+    fn supports_cuda(&self) -> bool {
+        true
+    }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let dt = inputs[0].dtype().promote(inputs[1].dtype());
         let (p, t) = (cast(inputs[0], dt)?, cast(inputs[1], dt)?);
         // An empty input gives 0 / 0 = NaN, as PyTorch does.
         let n = p.numel() as f64;
+        if super::is_cuda(&p) {
+            use crate::cuda::launch::{self as cu, BinaryCode as B, UnaryCode as U};
+            let op = self.name();
+            let d = cu::binary(op, B::Sub, &p, &t, p.shape())?;
+            let sq = cu::binary(op, B::Mul, &d, &d, p.shape())?;
+            let s = cu::sum_rows(op, &sq, 1, p.numel(), &[])?;
+            // sum * (1 / 0) = 0 * inf = NaN for an empty input, as on the CPU.
+            return cu::unary_p(op, U::Scale, &s, 1.0 / n);
+        }
         Ok(crate::dispatch!(dt, T => {
             let s = sq_diff_sum(&c_order::<T>(p.data()), &c_order::<T>(t.data()));
             from_vec(vec![T::from_f64(s / n)], &[])
@@ -55,6 +70,20 @@ impl Op for MseLossOp {
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let dt = ctx.grad.dtype();
         let (p, t) = (cast(&ctx.saved[0], dt)?, cast(&ctx.saved[1], dt)?);
+        if super::is_cuda(&p) {
+            use crate::cuda::launch::{self as cu, BinaryCode as B, UnaryCode as U};
+            let op = self.name();
+            // 2 g / N on the device, then (p - t) times it; the target gets the negation.
+            let s = cu::unary_p(op, U::Scale, ctx.grad, 2.0 / p.numel() as f64)?;
+            let d = cu::binary(op, B::Sub, &p, &t, p.shape())?;
+            let gp = cu::binary(op, B::Mul, &d, &s, p.shape())?;
+            let gt = if ctx.needs_grad(1) {
+                Some(cu::unary(op, U::Neg, &gp)?)
+            } else {
+                None
+            };
+            return Ok(vec![ctx.needs_grad(0).then_some(gp), gt]);
+        }
         // d/dp mean((p - t)^2) = 2 (p - t) / N; the target gets the negation.
         let scale = 2.0 * ctx.grad.item()? / p.numel() as f64;
         let shape = p.shape();
@@ -119,16 +148,46 @@ impl CrossEntropyOp {
             _ => (0, 0),
         }
     }
+
+    /// The class indices as the int64 values the CUDA kernels read.
+    fn target_i64(&self) -> Vec<i64> {
+        self.target.iter().map(|&t| t as i64).collect()
+    }
+
+    /// Error (not an out-of-bounds device read) when a replayed input no longer fits the
+    /// validated targets.
+    fn check_replay(x: &Tensor, rows: usize, target: &[usize]) -> Result<()> {
+        let c = Self::dims(x.shape()).1;
+        if target.len() != rows || target.iter().any(|&t| t >= c) {
+            return Err(Error::shape(
+                "cross_entropy",
+                format!(
+                    "logits of shape {} do not fit the {} target indices",
+                    fmt_shape(x.shape()),
+                    target.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Op for CrossEntropyOp {
     fn name(&self) -> &'static str {
         "cross_entropy"
     }
+    fn supports_cuda(&self) -> bool {
+        true
+    }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
         let (rows, c) = Self::dims(x.shape());
         let target = &self.target;
+        if super::is_cuda(x) {
+            Self::check_replay(x, rows, target)?;
+            let t = self.target_i64();
+            return crate::cuda::launch::cross_entropy(self.name(), x, &t, rows, c);
+        }
         Ok(crate::dispatch!(x.dtype(), T => {
             let xs = c_order::<T>(x.data());
             // -log_softmax[target] = max + ln(sum exp(x - max)) - x[target], row by row.
@@ -153,6 +212,13 @@ impl Op for CrossEntropyOp {
         }
         let x = &ctx.saved[0];
         let (rows, c) = Self::dims(x.shape());
+        if super::is_cuda(x) {
+            Self::check_replay(x, rows, &self.target)?;
+            let t = self.target_i64();
+            let gx =
+                crate::cuda::launch::cross_entropy_backward(self.name(), x, &t, ctx.grad, rows, c)?;
+            return Ok(vec![Some(gx)]);
+        }
         let scale = ctx.grad.item()? / rows as f64;
         let target = &self.target;
         let gx = crate::dispatch!(x.dtype(), T => {

@@ -1,7 +1,8 @@
 //! `where_(cond, a, b)`: elementwise choice with NumPy broadcasting among all three operands.
 //! `cond` is a float tensor (nonzero, NaN included, is true); `a` and `b` promote like binary
 //! arithmetic. Gradients flow to `a` and `b` (masked, then reduced to their shapes), never
-//! to `cond`.
+//! to `cond`. On CUDA the `where_*` kernel picks between the operands; `cond` first becomes
+//! an is-zero mask in the operands' dtype (exact whatever `cond`'s dtype; NaN is nonzero).
 
 use super::{cast, check_same_device, from_vec, reduce::sum_to};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
@@ -30,11 +31,24 @@ fn mask(cond: &Tensor, shape: &[usize]) -> Result<Vec<bool>> {
     }))
 }
 
+/// CUDA: `1` where `cond == 0`, else `0`, in `dtype` and `cond`'s shape.
+fn cuda_is_zero(cond: &Tensor, dtype: crate::dtype::DType) -> Result<Tensor> {
+    use crate::cuda::launch as cu;
+    let zero = cu::full("where", cond.device(), &[], cond.dtype(), 0.0)?;
+    let eq = cu::binary("where", cu::BinaryCode::Equal, cond, &zero, cond.shape())?;
+    cast(&eq, dtype)
+}
+
 /// The forward computation (no graph).
 fn where_forward(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let shape = broadcast3(cond, a, b)?;
     let dt = a.dtype().promote(b.dtype());
     let (a, b) = (cast(a, dt)?, cast(b, dt)?);
+    if super::is_cuda(&a) {
+        // where(cond, a, b) = where(cond == 0, b, a).
+        let z = cuda_is_zero(cond, dt)?;
+        return crate::cuda::launch::where_("where", &z, &b, &a, &shape);
+    }
     let m = mask(cond, &shape)?;
     Ok(crate::dispatch!(dt, T => {
         let (av, bv) = (gather_as::<T>(&a, &shape)?, gather_as::<T>(&b, &shape)?);
@@ -66,6 +80,14 @@ fn broadcast3(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<crate::layout::Di
 
 /// `g` where `cond` is `keep`, zero elsewhere (`g` has the broadcast shape).
 fn masked(cond: &Tensor, g: &Tensor, keep: bool) -> Result<Tensor> {
+    if super::is_cuda(g) {
+        use crate::cuda::launch as cu;
+        let z = cuda_is_zero(cond, g.dtype())?;
+        let zero = cu::full("where", g.device(), &[], g.dtype(), 0.0)?;
+        // keep == true: g where cond != 0, i.e. zero where cond == 0.
+        let (on_zero, on_nonzero) = if keep { (&zero, g) } else { (g, &zero) };
+        return cu::where_("where", &z, on_zero, on_nonzero, g.shape());
+    }
     let m = mask(cond, g.shape())?;
     Ok(crate::dispatch!(g.dtype(), T => {
         let zero = T::from_f64(0.0);
@@ -86,6 +108,9 @@ impl Op for WhereOp {
     }
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         where_forward(inputs[0], inputs[1], inputs[2])
+    }
+    fn supports_cuda(&self) -> bool {
+        true
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let cond = &ctx.saved[0];

@@ -4,7 +4,7 @@
 //!
 //! Backward: a permutation's gradient is the gradient permuted back (again a view); an
 //! index's gradient is a zero tensor of the input's shape with the gradient scattered into
-//! the indexed region.
+//! the indexed region (on CUDA: a zero fill and the `strided_add` scatter-add kernel).
 
 use super::{from_vec, view};
 use crate::autograd::node::{apply, BackwardCtx, Op};
@@ -332,10 +332,20 @@ impl Op for IndexOp {
         check_rank("index", x, self.plan.in_ndim)?;
         Ok(view(x, self.plan.apply(x.layout())))
     }
+    fn supports_cuda(&self) -> bool {
+        // A view forward; the backward scatters on the device.
+        true
+    }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let shape = &ctx.inputs[0].shape;
         let target = self.plan.apply(&Layout::contiguous(shape));
         let g = ctx.grad;
+        if super::is_cuda(g) {
+            use crate::cuda::launch as cu;
+            let out = cu::full("index", g.device(), shape, g.dtype(), 0.0)?;
+            cu::copy_into("index", g, &view(&out, target), true)?;
+            return Ok(vec![Some(out)]);
+        }
         let out = crate::dispatch!(g.dtype(), T => {
             let src = cpu::gather::<T>(g.data());
             let mut dst = vec![T::from_f64(0.0); numel(shape)];
