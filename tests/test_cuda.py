@@ -33,6 +33,7 @@ def test_availability_queries_never_raise():
     assert remat.cuda.device_count() >= 0
     assert remat.cuda.is_available() == (remat.cuda.device_count() > 0)
     remat.cuda.synchronize()
+    remat.cuda.empty_cache()
 
 
 def test_cuda_request_without_gpu_raises_device_error():
@@ -405,3 +406,8 @@ def test_cached_blocks_are_not_counted():
         assert remat.memory_allocated("cuda") == base + 1000 * 300 * 4
         del t
         assert remat.memory_allocated("cuda") == base
+    remat.cuda.empty_cache()
+    assert remat.memory_allocated("cuda") == base
+    t = remat.zeros(1000, 300, device="cuda")
+    assert remat.memory_allocated("cuda") == base + 1000 * 300 * 4
+    del t

@@ -1,4 +1,5 @@
-"""CUDA device queries: ``remat.cuda.is_available()``, ``device_count()``, ``synchronize()``.
+"""CUDA device queries: ``remat.cuda.is_available()``, ``device_count()``, ``synchronize()``,
+``empty_cache()``.
 
 Asking for a ``"cuda"`` tensor where no usable GPU exists raises ``remat.DeviceError`` with
 the reason; these queries never raise.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from . import _remat
 
-__all__ = ["is_available", "device_count", "synchronize"]
+__all__ = ["is_available", "device_count", "synchronize", "empty_cache"]
 
 
 def is_available() -> bool:
@@ -24,3 +25,10 @@ def device_count() -> int:
 def synchronize() -> None:
     """Wait for all queued GPU work to finish (no-op without a GPU)."""
     _remat.cuda_synchronize()
+
+
+def empty_cache() -> None:
+    """Give the device blocks remat's caching allocator keeps for reuse (and the pinned host
+    blocks of offloading) back to the driver, like ``torch.cuda.empty_cache()``. Live tensors
+    and ``memory_allocated`` are unaffected (no-op without a GPU)."""
+    _remat.cuda_empty_cache()

@@ -44,6 +44,12 @@ fn cuda_synchronize(py: Python<'_>) -> PyResult<()> {
     py.allow_threads(remat_core::cuda::synchronize).py()
 }
 
+/// Return cached device blocks and pooled pinned host blocks to the driver (GIL released).
+#[pyfunction]
+fn cuda_empty_cache(py: Python<'_>) -> PyResult<()> {
+    py.allow_threads(remat_core::cuda::empty_cache).py()
+}
+
 /// Seed every random source (randn, rand, dropout, initialisation). Negative seeds wrap.
 #[pyfunction]
 fn manual_seed(seed: i128) {
@@ -75,6 +81,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_is_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_device_count, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_synchronize, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_empty_cache, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     Ok(())
 }

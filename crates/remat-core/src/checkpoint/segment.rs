@@ -294,6 +294,10 @@ pub fn checkpoint_segment_with(
     for o in &outputs {
         o.clear_creation();
     }
+    // Offloaded inputs: the forward is done with their device copies.
+    for s in &seg.inputs {
+        s.settle()?;
+    }
     // Whatever the segment saved that is no longer alive now was not kept thanks to it.
     let refs = std::mem::take(&mut *seg.forward_storages.lock());
     let freed = profiler::dead_storages(&refs);

@@ -17,9 +17,10 @@ pub(crate) enum Slot {
     /// Not kept: the `usize`-th tensor saved inside a checkpoint segment, refilled by one
     /// re-run of the segment.
     Segment(Arc<Segment>, usize),
-    /// Kept in host memory instead of on its device (`offload=True` segment inputs); copied
-    /// back to the device when read.
-    Offloaded { host: TensorData, device: Device },
+    /// Kept in pinned host memory instead of on its device (`offload=True` segment inputs);
+    /// copied back to the device ahead of the read (see `cuda::offload`).
+    #[cfg(feature = "cuda")]
+    Offloaded(Arc<crate::cuda::offload::HostCopy>),
 }
 
 impl Slot {
@@ -35,25 +36,37 @@ impl Slot {
             Slot::Stored(d) => d.clone(),
             Slot::Recompute(r) => r.materialize()?,
             Slot::Segment(s, i) => s.get(*i)?,
-            Slot::Offloaded { host, device } => {
-                let _g = crate::grad_mode::no_grad();
-                return crate::ops::to_device(&Tensor::from_data(host.clone()), *device);
-            }
+            #[cfg(feature = "cuda")]
+            Slot::Offloaded(h) => return h.fetch("checkpoint_segment"),
         }))
     }
 
-    /// A host copy of device tensor `t` (a CPU tensor is kept as it is: offloading it would
-    /// change nothing).
+    /// A slot keeping `t` in host memory when it lives on a device. Kept as it is: CPU
+    /// tensors (offloading would change nothing) and parameters (leaves that require grad:
+    /// the model keeps them on the device anyway, so a host copy would free nothing).
     pub(crate) fn offloaded(t: &Tensor) -> Result<Slot> {
-        if t.device() == Device::Cpu {
+        if t.device() == Device::Cpu || (t.is_leaf() && t.requires_grad()) {
             return Ok(Slot::Stored(t.data().clone()));
         }
-        let _g = crate::grad_mode::no_grad();
-        let host = crate::ops::to_device(&t.detach(), Device::Cpu)?;
-        Ok(Slot::Offloaded {
-            host: host.data().clone(),
-            device: t.device(),
-        })
+        #[cfg(feature = "cuda")]
+        {
+            Ok(Slot::Offloaded(crate::cuda::offload::offload(
+                "checkpoint_segment",
+                t,
+            )?))
+        }
+        #[cfg(not(feature = "cuda"))]
+        Ok(Slot::Stored(t.data().clone()))
+    }
+
+    /// The forward that made this slot is over: an offloaded tensor's device memory is
+    /// released (once its copy to the host is ordered before any reuse).
+    pub(crate) fn settle(&self) -> Result<()> {
+        #[cfg(feature = "cuda")]
+        if let Slot::Offloaded(h) = self {
+            h.settle("checkpoint_segment")?;
+        }
+        Ok(())
     }
 
     /// Tell the producer this reader is done, so a recomputed value can be freed as soon as
@@ -63,7 +76,8 @@ impl Slot {
             Slot::Stored(_) => {}
             Slot::Recompute(r) => r.release_reader(),
             Slot::Segment(s, i) => s.release(*i),
-            Slot::Offloaded { .. } => {}
+            #[cfg(feature = "cuda")]
+            Slot::Offloaded(_) => {}
         }
     }
 }

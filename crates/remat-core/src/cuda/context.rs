@@ -1,6 +1,9 @@
 //! Per-device state, created lazily on first use and kept for the process: the cudarc
-//! context, the one stream every kernel, copy and GEMM of that device runs on (so work is
-//! ordered without events), the kernels loaded on it, and its cuBLAS handle.
+//! context, the compute stream every kernel, copy and GEMM of that device runs on (so work is
+//! ordered without events), the copy stream offloading uses (ordered against the compute
+//! stream with explicit events, see `offload`), the kernels loaded on it, and its cuBLAS
+//! handle. cudarc's own per-buffer event tracking is switched off: the engine orders its two
+//! streams itself, and the tracking would record an event at every kernel argument.
 
 use super::kernels;
 use crate::device::Device;
@@ -17,8 +20,10 @@ pub struct DeviceContext {
     pub ordinal: usize,
     /// The driver context (primary context of the device).
     pub ctx: Arc<CudaContext>,
-    /// The stream all work on this device is queued on.
+    /// The compute stream: all kernels, GEMMs and synchronous copies of this device.
     pub stream: Arc<CudaStream>,
+    /// The copy stream (offload and prefetch), created on first use.
+    copy: OnceLock<std::result::Result<Arc<CudaStream>, String>>,
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
     blas: OnceLock<std::result::Result<Arc<CudaBlas>, String>>,
 }
@@ -58,11 +63,15 @@ pub fn get(op: &str, device: Device) -> Result<Arc<DeviceContext>> {
     let c = guarded(op, || {
         let ctx = CudaContext::new(ordinal)
             .map_err(|e| Error::device(op, format!("cannot create a context on {device}: {e}")))?;
+        // SAFETY: switched off before any buffer exists; the engine orders its compute and
+        // copy streams with explicit events (see `offload`).
+        unsafe { ctx.disable_event_tracking() };
         let stream = ctx.default_stream();
         Ok(Arc::new(DeviceContext {
             ordinal,
             ctx,
             stream,
+            copy: OnceLock::new(),
             functions: Mutex::new(HashMap::new()),
             blas: OnceLock::new(),
         }))
@@ -125,12 +134,29 @@ impl DeviceContext {
         r.clone().map_err(|e| Error::device(op, e))
     }
 
-    /// Wait for all work queued on this device.
+    /// The copy stream of this device, created on first use: a non-blocking stream, so it
+    /// never waits for the compute stream implicitly (every dependency is an event).
+    pub fn copy_stream(&self, op: &str) -> Result<Arc<CudaStream>> {
+        let r = self.copy.get_or_init(|| {
+            let ctx = self.ctx.clone();
+            std::panic::catch_unwind(move || ctx.new_stream())
+                .map_err(|_| "cannot create a copy stream (driver call failed)".to_string())?
+                .map_err(|e| format!("cannot create a copy stream: {e}"))
+        });
+        r.clone().map_err(|e| Error::device(op, e))
+    }
+
+    /// Wait for all work queued on this device (both streams).
     pub fn synchronize(&self, op: &str) -> Result<()> {
         guarded(op, || {
             self.stream
                 .synchronize()
-                .map_err(|e| Error::device(op, format!("{}: {e}", self.device())))
+                .map_err(|e| Error::device(op, format!("{}: {e}", self.device())))?;
+            if let Some(Ok(copy)) = self.copy.get() {
+                copy.synchronize()
+                    .map_err(|e| Error::device(op, format!("{}: {e}", self.device())))?;
+            }
+            Ok(())
         })
     }
 }

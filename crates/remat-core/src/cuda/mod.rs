@@ -6,7 +6,8 @@
 //!
 //! Pieces: `probe` (library search), `context` (per-device context, stream, kernels, cuBLAS
 //! handle), `kernels` (CUDA C sources, NVRTC compile cache), `storage` (device buffers),
-//! `launch` (kernel launches that make tensors), `blas` (GEMM).
+//! `launch` (kernel launches that make tensors), `blas` (GEMM), `offload` (pinned host copies
+//! of checkpoint inputs, copy stream, prefetch).
 
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -19,6 +20,8 @@ pub mod context;
 pub mod kernels;
 #[cfg(feature = "cuda")]
 pub mod launch;
+#[cfg(feature = "cuda")]
+pub mod offload;
 #[cfg(feature = "cuda")]
 pub mod probe;
 #[cfg(feature = "cuda")]
@@ -317,14 +320,17 @@ pub fn synchronize() -> Result<()> {
     Ok(())
 }
 
-/// Return the blocks the caching allocator keeps for reuse on every device to the driver
-/// (live tensors are untouched; the byte counters never include the cache). A no-op without
-/// a GPU or without the `cuda` feature.
+/// Return the blocks the caching allocator keeps for reuse on every device, and the pooled
+/// pinned host blocks of offloading, to the driver (live tensors are untouched; the byte
+/// counters never include either cache). A no-op without a GPU or without the `cuda`
+/// feature.
 pub fn empty_cache() -> Result<()> {
     #[cfg(feature = "cuda")]
     {
         if is_available() {
-            return storage::empty_cache();
+            // Synchronises both streams of every device, so no copy still uses a pinned block.
+            storage::empty_cache()?;
+            offload::release_pinned();
         }
     }
     Ok(())

@@ -1,0 +1,282 @@
+//! Elementwise launches: unary and binary maps over strided/broadcast views, contiguous
+//! copies, empty and filled tensors, casts, `where`, and the in-place updates (`axpy`,
+//! strided copy/add into a view, fill).
+
+use super::common::{buffer, grid, kernel_name, launch, launch_err, plan, tensor};
+use crate::cuda::codes::{BinaryCode, UnaryCode};
+use crate::cuda::context::{self, guarded};
+use crate::cuda::storage::CudaBuffer;
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::numel;
+use crate::tensor::Tensor;
+use cudarc::driver::PushKernelArg;
+
+/// `f(x)` elementwise into a new contiguous tensor of `x`'s shape.
+pub fn unary(op: &str, code: UnaryCode, x: &Tensor) -> Result<Tensor> {
+    unary_p(op, code, x, 0.0)
+}
+
+/// `f(x; p)` elementwise (p: the op's scalar parameter, e.g. the exponent of `PowScalar`).
+pub fn unary_p(op: &str, code: UnaryCode, x: &Tensor, p: f64) -> Result<Tensor> {
+    let xb = buffer(op, x)?;
+    let ctx = xb.context().clone();
+    let shape = x.shape();
+    let n = numel(shape);
+    let out = CudaBuffer::alloc(op, &ctx, n, x.dtype())?;
+    if n > 0 {
+        let kl = plan(op, shape, &[x.layout()])?;
+        let f = ctx.function(op, kernel_name("unary", x.dtype()))?;
+        let (code, nn, xp, yp) = (
+            code as i32,
+            n as i64,
+            xb.ptr_at(x.layout().offset),
+            out.ptr(),
+        );
+        guarded(op, || {
+            let mut b = ctx.stream.launch_builder(&f);
+            b.arg(&code).arg(&p).arg(&nn).arg(&xp).arg(&kl[0]).arg(&yp);
+            // SAFETY: the argument list matches `unary_*`; every index the kernel reads is
+            // inside the view of a live buffer, and it writes exactly n elements of `out`.
+            unsafe { b.launch(grid(n)) }
+                .map(|_| ())
+                .map_err(launch_err(op, &ctx))
+        })?;
+    }
+    Ok(tensor(out, shape))
+}
+
+/// `f(a, b)` over the broadcast of `a` and `b` (same dtype, same device) to `shape`.
+pub fn binary(
+    op: &str,
+    code: BinaryCode,
+    a: &Tensor,
+    b: &Tensor,
+    shape: &[usize],
+) -> Result<Tensor> {
+    binary_p(op, code, a, b, shape, 0.0)
+}
+
+/// `f(a, b; p)` over the broadcast of `a` and `b` to `shape` (p: a scalar parameter).
+pub fn binary_p(
+    op: &str,
+    code: BinaryCode,
+    a: &Tensor,
+    b: &Tensor,
+    shape: &[usize],
+    p: f64,
+) -> Result<Tensor> {
+    let (ab, bb) = (buffer(op, a)?, buffer(op, b)?);
+    if a.dtype() != b.dtype() {
+        return Err(Error::dtype(op, "cuda kernel operands must share a dtype"));
+    }
+    let ctx = ab.context().clone();
+    let n = numel(shape);
+    let out = CudaBuffer::alloc(op, &ctx, n, a.dtype())?;
+    if n > 0 {
+        let la = a.layout().broadcast_to(op, shape)?;
+        let lb = b.layout().broadcast_to(op, shape)?;
+        let kl = plan(op, shape, &[&la, &lb])?;
+        let f = ctx.function(op, kernel_name("binary", a.dtype()))?;
+        let (code, nn) = (code as i32, n as i64);
+        let (ap, bp, yp) = (ab.ptr_at(la.offset), bb.ptr_at(lb.offset), out.ptr());
+        guarded(op, || {
+            let mut l = ctx.stream.launch_builder(&f);
+            l.arg(&code)
+                .arg(&p)
+                .arg(&nn)
+                .arg(&ap)
+                .arg(&kl[0])
+                .arg(&bp)
+                .arg(&kl[1])
+                .arg(&yp);
+            // SAFETY: as in `unary`, for both operands.
+            unsafe { l.launch(grid(n)) }
+                .map(|_| ())
+                .map_err(launch_err(op, &ctx))
+        })?;
+    }
+    Ok(tensor(out, shape))
+}
+
+/// A contiguous copy of `x` (any strides, broadcast included).
+pub fn copy(op: &str, x: &Tensor) -> Result<Tensor> {
+    unary(op, UnaryCode::Copy, x)
+}
+
+/// A new uninitialised tensor of `shape` on `device` (the caller writes every element).
+pub fn empty(op: &str, device: Device, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    let ctx = context::get(op, device)?;
+    Ok(tensor(
+        CudaBuffer::alloc(op, &ctx, numel(shape), dtype)?,
+        shape,
+    ))
+}
+
+/// A new tensor of `shape` on `device` filled with `value`.
+pub fn full(op: &str, device: Device, shape: &[usize], dtype: DType, value: f64) -> Result<Tensor> {
+    let ctx = context::get(op, device)?;
+    let n = numel(shape);
+    let out = CudaBuffer::alloc(op, &ctx, n, dtype)?;
+    if n > 0 {
+        let f = ctx.function(op, kernel_name("fill", dtype))?;
+        let (nn, yp) = (n as i64, out.ptr());
+        let (v32, v64) = (value as f32, value);
+        guarded(op, || {
+            let mut l = ctx.stream.launch_builder(&f);
+            l.arg(&nn);
+            match dtype {
+                DType::F32 => l.arg(&v32),
+                DType::F64 => l.arg(&v64),
+            };
+            l.arg(&yp);
+            // SAFETY: matches `fill_*`; writes exactly n elements of `out`.
+            unsafe { l.launch(grid(n)) }
+                .map(|_| ())
+                .map_err(launch_err(op, &ctx))
+        })?;
+    }
+    Ok(tensor(out, shape))
+}
+
+/// `x` converted to `dtype` as a new contiguous tensor (a copy even when the dtype matches).
+pub fn cast(op: &str, x: &Tensor, dtype: DType) -> Result<Tensor> {
+    if x.dtype() == dtype {
+        return copy(op, x);
+    }
+    let xb = buffer(op, x)?;
+    let ctx = xb.context().clone();
+    let shape = x.shape();
+    let n = numel(shape);
+    let out = CudaBuffer::alloc(op, &ctx, n, dtype)?;
+    if n > 0 {
+        let kl = plan(op, shape, &[x.layout()])?;
+        let name = match dtype {
+            DType::F64 => "cast_f32_f64",
+            DType::F32 => "cast_f64_f32",
+        };
+        let f = ctx.function(op, name)?;
+        let (nn, xp, yp) = (n as i64, xb.ptr_at(x.layout().offset), out.ptr());
+        guarded(op, || {
+            let mut l = ctx.stream.launch_builder(&f);
+            l.arg(&nn).arg(&xp).arg(&kl[0]).arg(&yp);
+            // SAFETY: matches `cast_*`; reads the view, writes n elements of `out`.
+            unsafe { l.launch(grid(n)) }
+                .map(|_| ())
+                .map_err(launch_err(op, &ctx))
+        })?;
+    }
+    Ok(tensor(out, shape))
+}
+
+/// `dst += alpha * src` in place; `dst` contiguous, `src` (same dtype and device) already
+/// broadcast-compatible with `dst`'s shape and not sharing its storage.
+pub fn axpy_inplace(op: &str, dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
+    let (db, sb) = (buffer(op, dst)?, buffer(op, src)?);
+    if dst.dtype() != src.dtype() {
+        return Err(Error::dtype(op, "cuda kernel operands must share a dtype"));
+    }
+    let ctx = db.context().clone();
+    let n = dst.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let ls = src.layout().broadcast_to(op, dst.shape())?;
+    let kl = plan(op, dst.shape(), &[&ls])?;
+    let f = ctx.function(op, kernel_name("axpy", dst.dtype()))?;
+    let (nn, xp, yp) = (
+        n as i64,
+        sb.ptr_at(ls.offset),
+        db.ptr_at(dst.layout().offset),
+    );
+    let (a32, a64) = (alpha as f32, alpha);
+    guarded(op, || {
+        let mut l = ctx.stream.launch_builder(&f);
+        l.arg(&nn);
+        match dst.dtype() {
+            DType::F32 => l.arg(&a32),
+            DType::F64 => l.arg(&a64),
+        };
+        l.arg(&xp).arg(&kl[0]).arg(&yp);
+        // SAFETY: matches `axpy_*`; `dst` is contiguous with n elements from its offset.
+        unsafe { l.launch(grid(n)) }
+            .map(|_| ())
+            .map_err(launch_err(op, &ctx))
+    })
+}
+
+/// `a` where `cond` is nonzero, else `b`, over the broadcast of the three (one dtype, one
+/// device) to `shape`.
+pub fn where_(op: &str, cond: &Tensor, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let (cb, ab, bb) = (buffer(op, cond)?, buffer(op, a)?, buffer(op, b)?);
+    if cond.dtype() != a.dtype() || a.dtype() != b.dtype() {
+        return Err(Error::dtype(op, "cuda kernel operands must share a dtype"));
+    }
+    let ctx = ab.context().clone();
+    let n = numel(shape);
+    let out = CudaBuffer::alloc(op, &ctx, n, a.dtype())?;
+    if n > 0 {
+        let lc = cond.layout().broadcast_to(op, shape)?;
+        let la = a.layout().broadcast_to(op, shape)?;
+        let lb = b.layout().broadcast_to(op, shape)?;
+        let kl = plan(op, shape, &[&lc, &la, &lb])?;
+        let f = ctx.function(op, kernel_name("where", a.dtype()))?;
+        let (nn, cp, ap, bp, yp) = (
+            n as i64,
+            cb.ptr_at(lc.offset),
+            ab.ptr_at(la.offset),
+            bb.ptr_at(lb.offset),
+            out.ptr(),
+        );
+        let (k0, k1, k2) = (kl[0], kl[1], kl[2]);
+        // `where_*`: reads the three broadcast views, writes n elements of `out`.
+        launch!(op, ctx, f, grid(n), nn, cp, k0, ap, k1, bp, k2, yp)?;
+    }
+    Ok(tensor(out, shape))
+}
+
+/// Copy (or with `add`, add) the elements of `src` into the view `dst` (same shape, dtype
+/// and device; `dst` visits no position twice and does not overlap `src`) in place.
+pub fn copy_into(op: &str, src: &Tensor, dst: &Tensor, add: bool) -> Result<()> {
+    let (sb, db) = (buffer(op, src)?, buffer(op, dst)?);
+    if src.dtype() != dst.dtype() || src.shape() != dst.shape() {
+        return Err(Error::dtype(
+            op,
+            "strided copy between different dtypes or shapes",
+        ));
+    }
+    let ctx = db.context().clone();
+    let n = dst.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let kl = plan(op, dst.shape(), &[src.layout(), dst.layout()])?;
+    let base = if add { "strided_add" } else { "strided_copy" };
+    let f = ctx.function(op, kernel_name(base, dst.dtype()))?;
+    let (nn, xp, yp) = (
+        n as i64,
+        sb.ptr_at(src.layout().offset),
+        db.ptr_at(dst.layout().offset),
+    );
+    let (k0, k1) = (kl[0], kl[1]);
+    // `strided_copy_*` / `strided_add_*`: reads the view of src, writes the view of dst.
+    launch!(op, ctx, f, grid(n), nn, xp, k0, yp, k1)
+}
+
+/// Set the `n` elements of the contiguous tensor `dst` to `value` in place.
+pub fn fill_inplace(op: &str, dst: &Tensor, value: f64) -> Result<()> {
+    let db = buffer(op, dst)?;
+    let ctx = db.context().clone();
+    let n = dst.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let f = ctx.function(op, kernel_name("fill", dst.dtype()))?;
+    let (nn, yp, v32) = (n as i64, db.ptr_at(dst.layout().offset), value as f32);
+    match dst.dtype() {
+        // `fill_*`: writes n contiguous elements from dst's offset.
+        DType::F32 => launch!(op, ctx, f, grid(n), nn, v32, yp),
+        DType::F64 => launch!(op, ctx, f, grid(n), nn, value, yp),
+    }
+}

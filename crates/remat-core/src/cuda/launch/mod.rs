@@ -1,0 +1,32 @@
+//! Kernel launches that produce tensors: elementwise maps and zips over strided/broadcast
+//! views, fills, casts, contiguous copies, row sums, and host/device transfers. Every output
+//! is a fresh contiguous device tensor on the inputs' device.
+//!
+//! Pieces: `common` (buffers, launch plans, grids, kernel names, the `launch!` macro),
+//! `elementwise` (maps, zips, fills, casts, copies, in-place updates), `reduce` (row sums and
+//! maxima), `matmul` (batched GEMM), `nn` (softmax, layer norm, dropout, cross-entropy),
+//! `optim` (fused optimizer steps), `transfer` (host/device copies, synchronisation). Every
+//! public item is re-exported here, so callers use `cuda::launch::NAME`.
+
+mod common;
+mod elementwise;
+mod matmul;
+mod nn;
+mod optim;
+mod reduce;
+mod transfer;
+
+pub use super::codes::{BinaryCode, UnaryCode};
+pub use common::{buffer, plan, tensor};
+pub use elementwise::{
+    axpy_inplace, binary, binary_p, cast, copy, copy_into, empty, fill_inplace, full, unary,
+    unary_p, where_,
+};
+pub use matmul::matmul_nd;
+pub use nn::{
+    cross_entropy, cross_entropy_backward, dropout, layer_norm, layer_norm_backward, softmax,
+    softmax_backward,
+};
+pub use optim::{adam_step, sgd_step};
+pub use reduce::{max_rows, sum_rows};
+pub use transfer::{synchronize_all, to_host_vec, transfer};
