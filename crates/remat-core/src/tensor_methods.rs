@@ -23,7 +23,7 @@ impl Tensor {
     pub fn div(&self, other: &Tensor) -> Result<Tensor> {
         ops::div(self, other)
     }
-    /// Matrix product with `np.matmul` rules; see [`ops::matmul`].
+    /// Matrix product with `np.matmul` rules; see [`ops::matmul()`].
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
         ops::matmul(self, other)
     }

@@ -18,7 +18,7 @@ pub const MAX_DIMS: usize = 8;
 /// Threads per block of every kernel (the sum kernel's tree reduction relies on it).
 pub const BLOCK: u32 = 256;
 
-/// A strided operand as the kernels see it; mirrors `struct Lay` in [`COMMON`].
+/// A strided operand as the kernels see it; mirrors `struct Lay` in the shared kernel prelude (`COMMON`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KLayout {
@@ -573,7 +573,7 @@ TRAIN_KERNELS(double, f64)
 pub struct KernelModule {
     /// Cache key (also the NVRTC program name).
     pub name: &'static str,
-    /// The CUDA C source (without [`COMMON`], which is prepended).
+    /// The CUDA C source (without the shared prelude `COMMON`, which is prepended).
     pub source: &'static str,
     /// The `extern "C"` kernels it defines.
     pub functions: &'static [&'static str],

@@ -83,7 +83,8 @@ fn take_pinned(op: &str, ctx: &DeviceContext, bytes: usize) -> Result<PinnedBloc
     match alloc() {
         Ok(b) => Ok(b),
         Err(_) => {
-            ctx.synchronize(op)?;
+            // Pooled blocks may still be read by queued copies of any device: wait for all.
+            launch::synchronize_all()?;
             release_pinned();
             alloc()
         }
