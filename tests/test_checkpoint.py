@@ -111,6 +111,8 @@ def test_every_entry_point_matches_plain_on_an_mlp(devices):
         "group": per_layer(lambda f, h: remat.CheckpointGroup().checkpoint_fn(f, h)[0]),
         "sequential(3)": lambda: remat.checkpoint_sequential(m.layers, 3, x),
         "sequential(sqrt)": lambda: remat.checkpoint_sequential(m.layers, "sqrt", x),
+        "sequential(3, offload)": lambda: remat.checkpoint_sequential(m.layers, 3, x,
+                                                                      offload=True),
         "sequential(budget)": lambda: remat.checkpoint_sequential(
             m.layers, None, x, budget_bytes=2400),
         "gradient_checkpoint_forward": per_layer(

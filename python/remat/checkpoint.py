@@ -192,11 +192,13 @@ def _layers(functions: Any) -> list[Callable]:
 
 def checkpoint_sequential(functions: Any, segments: Any, input: Tensor,
                           preserve_rng_state: bool = True, *,
-                          budget_bytes: int | None = None) -> Tensor:
+                          budget_bytes: int | None = None, offload: bool = False) -> Tensor:
     """Run a chain of callables (a list or an ``nn.Sequential``) on ``input`` in checkpointed
     segments: ``segments`` an int (the last segment runs plainly, as in PyTorch), ``"sqrt"``
     (⌈√n⌉ segments), or ``None`` with ``budget_bytes=N`` for the least-recompute plan whose
-    modelled activation memory fits N bytes (measured once per model and input shape)."""
+    modelled activation memory fits N bytes (measured once per model and input shape).
+    ``offload=True`` keeps each checkpointed segment's input in host memory until backward
+    when it lives on a GPU (CPU tensors: no effect)."""
     layers = _layers(functions)
     if not isinstance(input, Tensor):
         raise TypeError(
@@ -229,7 +231,7 @@ def checkpoint_sequential(functions: Any, segments: Any, input: Tensor,
             'checkpoint_sequential: segments must be an int, "sqrt", or None with budget_bytes=N;'
             f" got {segments!r}"
         )
-    return _remat.sequential_run(layers, plan, input, preserve_rng_state)
+    return _remat.sequential_run(layers, plan, input, preserve_rng_state, bool(offload))
 
 
 def sequential_plan(functions: Any, segments: Any, input: Tensor, *,

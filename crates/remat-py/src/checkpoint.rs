@@ -170,12 +170,13 @@ fn sequential_plan(
 
 /// Run `functions` on `input` following `plan` (from `sequential_plan`).
 #[pyfunction]
-#[pyo3(signature = (functions, plan, input, preserve_rng_state=true))]
+#[pyo3(signature = (functions, plan, input, preserve_rng_state=true, offload=false))]
 fn sequential_run(
     functions: Vec<PyObject>,
     plan: Vec<(usize, usize, bool)>,
     input: PyRef<'_, PyTensor>,
     preserve_rng_state: bool,
+    offload: bool,
 ) -> PyResult<PyTensor> {
     let n = functions.len();
     let runs: Vec<PlanSegment> = plan
@@ -196,7 +197,7 @@ fn sequential_run(
         )));
     }
     let layers: Vec<LayerFn> = functions.into_iter().map(layer_fn).collect();
-    checkpoint::run_plan(&layers, &runs, &input.inner, preserve_rng_state)
+    checkpoint::run_plan_offload(&layers, &runs, &input.inner, preserve_rng_state, offload)
         .map(wrap)
         .map_err(to_pyerr)
 }

@@ -22,7 +22,7 @@ pub use segment::{
     checkpoint_segment, checkpoint_segment_flex, checkpoint_segment_with, SegmentFn, SegmentOptions,
 };
 pub use sequential::{
-    checkpoint_sequential, measure_layers, plan, run_plan, LayerFn, Segmentation,
+    checkpoint_sequential, measure_layers, plan, run_plan, run_plan_offload, LayerFn, Segmentation,
 };
 
 use crate::autograd::node::NodeKind;

@@ -169,6 +169,18 @@ pub fn run_plan(
     input: &Tensor,
     preserve_rng_state: bool,
 ) -> Result<Tensor> {
+    run_plan_offload(layers, runs, input, preserve_rng_state, false)
+}
+
+/// Run the layers following `runs`; with `offload`, the input of each checkpointed run that
+/// lives on a device is kept in host memory until backward (see `cuda::offload`).
+pub fn run_plan_offload(
+    layers: &[LayerFn],
+    runs: &[PlanSegment],
+    input: &Tensor,
+    preserve_rng_state: bool,
+    offload: bool,
+) -> Result<Tensor> {
     let mut x = input.clone();
     for run in runs {
         let chunk: Vec<LayerFn> = layers[run.start..run.end].to_vec();
@@ -183,6 +195,7 @@ pub fn run_plan(
             let opts = SegmentOptions {
                 name: Some(format!("layers {}..{}", run.start, run.end)),
                 preserve_rng_state,
+                offload,
                 kind: "sequential",
                 ..SegmentOptions::default()
             };
