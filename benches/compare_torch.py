@@ -30,7 +30,6 @@ import datetime
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -38,7 +37,7 @@ import time
 import timeit
 from pathlib import Path
 
-from machine_info import cpu_model
+from machine_info import cpu_model, maxrss_kib, reset_peak_rss
 
 MLP_DEPTH = 64
 MLP_WIDTH = 512
@@ -58,21 +57,6 @@ def _rss_kib() -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
-
-
-def _reset_peak_rss() -> bool:
-    """Reset the kernel's RSS high-water mark (which ``ru_maxrss`` reports) to the current RSS,
-    so that a later ``ru_maxrss`` is the peak of what ran in between, not of the imports."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _maxrss_kib() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 class _Lib:
@@ -229,15 +213,15 @@ def work_mlp(lib: _Lib, runs: int, ckpt: bool) -> dict:
         opt.step()
 
     res: dict = {}
-    reset_ok = _reset_peak_rss()
-    rss_before = _maxrss_kib() if reset_ok else _rss_kib()
+    reset_ok = reset_peak_rss()
+    rss_before = maxrss_kib() if reset_ok else _rss_kib()
     if lib.name == "remat":
         base = lib.m.memory_allocated()
         lib.m.reset_peak_memory_stats()
     t0 = time.perf_counter()
     step()  # warm-up, and the memory measurement
     first = time.perf_counter() - t0
-    res["rss_growth"] = [(_maxrss_kib() - rss_before) * 1024]
+    res["rss_growth"] = [(maxrss_kib() - rss_before) * 1024]
     res["rss_reset"] = reset_ok
     if lib.name == "remat":
         res["peak_bytes"] = [lib.m.max_memory_allocated() - base]

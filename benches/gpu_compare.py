@@ -64,7 +64,7 @@ import time
 import traceback
 from pathlib import Path
 
-from machine_info import cpu_model
+from machine_info import cpu_model, maxrss_kib, reset_peak_rss
 
 MODES = ("plain", "ckpt", "offload")
 LIBS = ("remat", "torch")
@@ -77,21 +77,8 @@ FULL = {"width": 4096, "depth": 64, "batch": 4096, "segments": 8, "runs": 10, "w
 # -- measurements, run inside a worker subprocess ----------------------------------------------
 
 
-def _reset_peak_rss() -> bool:
-    """Reset the kernel's RSS high-water mark (``ru_maxrss``) to the current RSS, where Linux
-    allows it (PyTorch on the CPU has no allocator counters)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
 def _maxrss_bytes() -> int:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return maxrss_kib() * 1024
 
 
 def _weights(width: int, depth: int):
@@ -291,7 +278,7 @@ class _TorchLib:
             state = {}
 
             def reset():
-                state["ok"] = _reset_peak_rss()
+                state["ok"] = reset_peak_rss()
 
             return (reset, _maxrss_bytes, _maxrss_bytes, "RSS growth")
         dev = self.device
