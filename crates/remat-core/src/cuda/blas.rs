@@ -99,6 +99,13 @@ pub fn gemm(
         i32::try_from(k).map_err(|_| too_big())?,
     );
     let handle = ctx.blas(op)?;
+    // cuBLAS runs in the thread's current context, which must be this device's: the caller
+    // may have made no cudarc call that binds it (cached buffers are taken without one).
+    guarded(op, || {
+        ctx.ctx
+            .bind_to_thread()
+            .map_err(|e| super::storage::driver_error(op, ctx.device(), 0, e))
+    })?;
     let h = *handle.handle();
     let esize = dtype.size() as u64;
     let cstride = (m * n) as i64;

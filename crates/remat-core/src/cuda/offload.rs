@@ -110,6 +110,10 @@ pub fn release_pinned() -> usize {
         .map(|m| m.into_values().flatten().collect())
         .unwrap_or_default();
     let bytes = blocks.iter().map(|b| b.size).sum();
+    // cuMemFreeHost needs a current context (blocks are portable: any device's will do).
+    if let Some(c) = super::context::created().first() {
+        let _ = c.ctx.bind_to_thread();
+    }
     for b in blocks {
         // SAFETY: allocated by cuMemHostAlloc; no queued copy uses it (streams synchronised).
         let _ = std::panic::catch_unwind(|| unsafe { cu::free_host(b.ptr as _) });

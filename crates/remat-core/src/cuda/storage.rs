@@ -78,7 +78,16 @@ pub fn release_cached(ordinal: Option<usize>) -> usize {
     let bytes = blocks.iter().map(|b| b.len()).sum();
     // Dropping outside the lock: each drop queues a stream-ordered free. A panic inside the
     // driver wrapper must not unwind into the engine.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(blocks)));
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        for b in blocks {
+            // cudarc's drop calls cuMemFreeAsync on the legacy stream without binding a
+            // context: make the block's own context current (this thread may have none, or
+            // another device's), else the free fails and its error surfaces in a later call.
+            // SAFETY: the context is alive (the block holds it).
+            let _ = unsafe { cudarc::driver::result::ctx::set_current(b.context().cu_ctx()) };
+            drop(b);
+        }
+    }));
     bytes
 }
 
@@ -171,6 +180,11 @@ impl CudaBuffer {
             let raw = unsafe { std::slice::from_raw_parts(host.as_ptr() as *const u8, bytes) };
             let device = ctx.device();
             guarded(op, || {
+                // The raw copy below needs the context current on this thread (a cached block
+                // was taken without any driver call that would have bound it).
+                ctx.ctx
+                    .bind_to_thread()
+                    .map_err(|e| driver_error(op, device, bytes, e))?;
                 // SAFETY: the destination holds at least `bytes` bytes; the copy is queued on
                 // the buffer's stream and `raw` outlives it (cudarc synchronises host copies
                 // of pageable memory before returning).
@@ -212,6 +226,11 @@ impl CudaBuffer {
         // SAFETY: `out` has room for n elements; viewed as bytes for the copy.
         let raw = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, bytes) };
         guarded(op, || {
+            // The raw copy below needs the context current on this thread.
+            self.ctx
+                .ctx
+                .bind_to_thread()
+                .map_err(|e| driver_error(op, device, bytes, e))?;
             let src = self.ptr() + (offset * std::mem::size_of::<T>()) as u64;
             // SAFETY: the source range lies inside the buffer; we synchronise before `raw`
             // is read.
