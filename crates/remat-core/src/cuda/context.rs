@@ -5,11 +5,12 @@
 //! handle. cudarc's own per-buffer event tracking is switched off: the engine orders its two
 //! streams itself, and the tracking would record an event at every kernel argument.
 
-use super::kernels;
+use super::{compile, kernels};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use cudarc::cublas::CudaBlas;
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::nvrtc::Ptx;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -20,6 +21,8 @@ pub struct DeviceContext {
     pub ordinal: usize,
     /// The driver context (primary context of the device).
     pub ctx: Arc<CudaContext>,
+    /// The compute capability as XY (90 for `sm_90`), if the driver reported it.
+    pub arch: Option<u32>,
     /// The compute stream: all kernels, GEMMs and synchronous copies of this device.
     pub stream: Arc<CudaStream>,
     /// The copy stream (offload and prefetch), created on first use.
@@ -67,8 +70,13 @@ pub fn get(op: &str, device: Device) -> Result<Arc<DeviceContext>> {
         // copy streams with explicit events (see `offload`).
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.default_stream();
+        let arch = ctx
+            .compute_capability()
+            .ok()
+            .map(|(major, minor)| (major * 10 + minor) as u32);
         Ok(Arc::new(DeviceContext {
             ordinal,
+            arch,
             ctx,
             stream,
             copy: OnceLock::new(),
@@ -92,7 +100,8 @@ impl DeviceContext {
     }
 
     /// The kernel `name`, compiling (once per process) and loading (once per device) its
-    /// module on first use.
+    /// module on first use: machine code for this GPU's architecture first, PTX if that
+    /// cannot be compiled or loaded (see `compile`).
     pub fn function(&self, op: &str, name: &'static str) -> Result<CudaFunction> {
         let mut fs = self.functions.lock();
         if let Some(f) = fs.get(name) {
@@ -100,14 +109,35 @@ impl DeviceContext {
         }
         let module = kernels::module_of(name)
             .ok_or_else(|| Error::device(op, format!("no CUDA kernel named {name}")))?;
-        let ptx = kernels::ptx(module).map_err(|e| Error::device(op, e))?;
+        let load = |image: Ptx| -> Result<Arc<CudaModule>> {
+            guarded(op, || {
+                self.ctx.load_module(image).map_err(|e| {
+                    Error::device(
+                        op,
+                        format!("cannot load kernel module {}: {e}", module.name),
+                    )
+                })
+            })
+        };
+        let native = match self.arch {
+            Some(a) => compile::cubin_of(module, a)
+                .map_err(|e| Error::device(op, e))
+                .and_then(|bin| load(Ptx::from_binary(bin))),
+            None => Err(Error::device(op, "compute capability unknown")),
+        };
+        let m = match native {
+            Ok(m) => m,
+            Err(native_err) => {
+                let ptx = compile::ptx_of(module).map_err(|e| Error::device(op, e))?;
+                load(ptx).map_err(|e| {
+                    Error::device(
+                        op,
+                        format!("{e} (machine code for this GPU failed too: {native_err})"),
+                    )
+                })?
+            }
+        };
         guarded(op, || {
-            let m = self.ctx.load_module(ptx).map_err(|e| {
-                Error::device(
-                    op,
-                    format!("cannot load kernel module {}: {e}", module.name),
-                )
-            })?;
             for &f in module.functions {
                 let func = m
                     .load_function(f)

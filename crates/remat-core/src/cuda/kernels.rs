@@ -1,6 +1,5 @@
-//! CUDA C sources of the kernels, compiled at run time with NVRTC (no toolkit at build time)
-//! and cached: each module is compiled once per process (PTX, shared by all devices) and
-//! loaded once per device (see `context`).
+//! CUDA C sources of the kernels, compiled at run time with NVRTC (no toolkit at build time;
+//! see `compile`) and loaded once per device (see `context`).
 //!
 //! Index math: every operand is described by a [`KLayout`] (shape and strides in elements,
 //! broadcast axes with stride 0, up to [`MAX_DIMS`] axes after merging) and the kernel maps
@@ -8,9 +7,6 @@
 //! the view's offset already applied.
 
 use cudarc::driver::DeviceRepr;
-use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
-use parking_lot::Mutex;
-use std::collections::HashMap;
 
 /// Most axes a kernel operand may have (after merging contiguous axes).
 pub const MAX_DIMS: usize = 8;
@@ -36,7 +32,7 @@ pub struct KLayout {
 unsafe impl DeviceRepr for KLayout {}
 
 /// Declarations shared by the modules: the layout struct and the index mapping.
-const COMMON: &str = r#"
+pub(crate) const COMMON: &str = r#"
 #define MAXD 8
 struct Lay { int ndim; int pad; long long shape[MAXD]; long long strides[MAXD]; };
 
@@ -650,67 +646,9 @@ pub fn module_of(function: &str) -> Option<&'static KernelModule> {
     MODULES.iter().find(|m| m.functions.contains(&function))
 }
 
-/// Compiled PTX by module name (compiled once per process).
-static PTX: Mutex<Option<HashMap<&'static str, Ptx>>> = Mutex::new(None);
-
-/// The PTX of `module`, compiling it with NVRTC on first use. Err: why NVRTC is missing or the
-/// compiler's log.
-pub fn ptx(module: &KernelModule) -> Result<Ptx, String> {
-    if let Err(e) = super::probe::nvrtc() {
-        return Err(e.clone());
-    }
-    let mut cache = PTX.lock();
-    let map = cache.get_or_insert_with(HashMap::new);
-    if let Some(p) = map.get(module.name) {
-        return Ok(p.clone());
-    }
-    let src = format!("{COMMON}\n{}", module.source);
-    let opts = CompileOptions {
-        name: Some(format!("{}.cu", module.name)),
-        // No arch: the PTX targets NVRTC's default virtual architecture and the driver
-        // JIT-compiles it for whatever GPU loads it.
-        ..Default::default()
-    };
-    // A missing symbol inside NVRTC makes cudarc panic; report it as an error instead.
-    let compiled = std::panic::catch_unwind(|| compile_ptx_with_opts(&src, opts))
-        .map_err(|_| "NVRTC could not be called (incompatible library?)".to_string())?
-        .map_err(|e| {
-            format!(
-                "NVRTC failed to compile kernel module {}: {e:?}",
-                module.name
-            )
-        })?;
-    map.insert(module.name, compiled.clone());
-    Ok(compiled)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Compiles every module with NVRTC where the library can be found (this needs no GPU);
-    /// skips with a message otherwise.
-    #[test]
-    fn every_kernel_module_compiles_with_nvrtc() {
-        match super::super::probe::nvrtc() {
-            Err(why) => {
-                eprintln!("skipping NVRTC compile test: {why}");
-                return;
-            }
-            Ok(found) => eprintln!("compiling the kernels with NVRTC from {}", found.path),
-        }
-        for m in MODULES {
-            let p = ptx(m).unwrap_or_else(|e| panic!("{e}"));
-            let text = p.to_src();
-            for f in m.functions {
-                assert!(
-                    text.contains(&format!(".entry {f}(")),
-                    "{f} missing from the PTX of {}",
-                    m.name
-                );
-            }
-        }
-    }
 
     // The kernel's generator (`RANDOM`) transliterated line for line; u64 wrapping math is
     // CUDA's `unsigned long long` arithmetic.

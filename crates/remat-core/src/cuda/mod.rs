@@ -5,7 +5,8 @@
 //! with the reason instead of failing in any other way.
 //!
 //! Pieces: `probe` (library search), `context` (per-device context, stream, kernels, cuBLAS
-//! handle), `kernels` (CUDA C sources, NVRTC compile cache), `storage` (device buffers),
+//! handle), `kernels` (CUDA C sources), `compile` (NVRTC: machine code for the GPU, PTX as
+//! fallback, cached), `storage` (device buffers),
 //! `launch` (kernel launches that make tensors), `blas` (GEMM), `offload` (pinned host copies
 //! of checkpoint inputs, copy stream, prefetch).
 
@@ -14,6 +15,8 @@ use crate::error::{Error, Result};
 
 #[cfg(feature = "cuda")]
 pub mod blas;
+#[cfg(feature = "cuda")]
+pub mod compile;
 #[cfg(feature = "cuda")]
 pub mod context;
 #[cfg(feature = "cuda")]
