@@ -107,6 +107,24 @@ pub fn relu(x: &Tensor) -> Result<Tensor> {
     apply(ActOp(ActKind::Relu), &[x], &[Save::Output])
 }
 
+/// Exact GELU, `0.5 x (1 + erf(x / sqrt 2))`. Branch-free for float32 (see
+/// [`crate::cpu::erf`]), so the loops of [`crate::cpu::map_wide`] vectorise.
+#[inline(always)]
+fn gelu_erf<T: Element>(v: T) -> T {
+    let (half, one) = (T::from_f64(0.5), T::from_f64(1.0));
+    half * v * (one + Element::erf(v * T::from_f64(FRAC_1_SQRT_2)))
+}
+
+/// `g` times exact GELU's derivative at `x`: `Phi(x) + x phi(x)`, Phi the normal CDF and phi
+/// its density.
+#[inline(always)]
+fn gelu_erf_grad<T: Element>(g: T, x: T) -> T {
+    let (half, one) = (T::from_f64(0.5), T::from_f64(1.0));
+    let cdf = half * (one + Element::erf(x * T::from_f64(FRAC_1_SQRT_2)));
+    let pdf = T::from_f64(FRAC_1_SQRT_2PI) * (-half * x * x).kernel_exp();
+    g * (cdf + x * pdf)
+}
+
 struct GeluOp {
     approximate_tanh: bool,
 }
@@ -137,11 +155,10 @@ impl Op for GeluOp {
                 half * v * (one + u.tanh())
             })
         } else {
-            // 0.5 x (1 + erf(x / sqrt 2))
-            map_t!(x, |v| {
-                let (half, one) = (T::from_f64(0.5), T::from_f64(1.0));
-                half * v * (one + Element::erf(v * T::from_f64(FRAC_1_SQRT_2)))
-            })
+            crate::dispatch!(x.dtype(), T => super::from_vec(
+                crate::cpu::map_wide(x.data(), gelu_erf::<T>),
+                x.shape(),
+            ))
         })
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
@@ -173,13 +190,10 @@ impl Op for GeluOp {
                 g * (half * (one + t) + half * x * (one - t * t) * du)
             })
         } else {
-            // d/dx = Phi(x) + x phi(x), Phi the normal CDF and phi its density.
-            zip_t!(&g, x, x.shape(), |g, x| {
-                let (half, one) = (T::from_f64(0.5), T::from_f64(1.0));
-                let cdf = half * (one + Element::erf(x * T::from_f64(FRAC_1_SQRT_2)));
-                let pdf = T::from_f64(FRAC_1_SQRT_2PI) * (-half * x * x).exp();
-                g * (cdf + x * pdf)
-            })
+            crate::dispatch!(x.dtype(), T => super::from_vec(
+                crate::cpu::zip_wide(g.data(), x.data(), x.shape(), gelu_erf_grad::<T>),
+                x.shape(),
+            ))
         };
         Ok(vec![Some(gx)])
     }
