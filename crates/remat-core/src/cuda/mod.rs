@@ -331,7 +331,6 @@ pub fn empty_cache() -> Result<()> {
     #[cfg(feature = "cuda")]
     {
         if is_available() {
-            // Synchronises both streams of every device, so no copy still uses a pinned block.
             storage::empty_cache()?;
             offload::release_pinned();
         }

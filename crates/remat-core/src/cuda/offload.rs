@@ -11,8 +11,9 @@
 //!   compute stream (earlier users of a reused block), copies pinned → device and records
 //!   `ready`; the reader makes the compute stream wait for `ready`.
 //! - pinned blocks are touched only by their device's copy stream, so reusing one (a pool by
-//!   device and size) is ordered by that stream; they go back to the driver only after both
-//!   streams were synchronised ([`release_pinned`], called by `empty_cache`).
+//!   device and size) is ordered by that stream; they go back to the driver only after
+//!   leaving the pool and a synchronisation of every device ([`release_pinned`], called by
+//!   `empty_cache`).
 //!
 //! Prefetch: host copies are numbered in creation order. When backward reads one, the newest
 //! older copy not read yet is copied back at once, so its transfer overlaps this segment's
@@ -83,8 +84,6 @@ fn take_pinned(op: &str, ctx: &DeviceContext, bytes: usize) -> Result<PinnedBloc
     match alloc() {
         Ok(b) => Ok(b),
         Err(_) => {
-            // Pooled blocks may still be read by queued copies of any device: wait for all.
-            launch::synchronize_all()?;
             release_pinned();
             alloc()
         }
@@ -101,21 +100,31 @@ fn give_pinned(ordinal: usize, b: PinnedBlock) {
         .push(b);
 }
 
-/// Return every pooled pinned block to the driver; callers synchronise the copy streams
-/// first. Returns the bytes released.
+/// Return every pooled pinned block to the driver, after waiting for all queued work (a
+/// block is pooled as soon as its last copy is queued, and that copy may still be running).
+/// Returns the bytes released.
 pub fn release_pinned() -> usize {
     let blocks: Vec<PinnedBlock> = PINNED
         .lock()
         .take()
         .map(|m| m.into_values().flatten().collect())
         .unwrap_or_default();
+    if blocks.is_empty() {
+        return 0;
+    }
     let bytes = blocks.iter().map(|b| b.size).sum();
+    if launch::synchronize_all().is_err() {
+        // A failed device cannot promise its copies are done: keep (leak) the blocks.
+        std::mem::forget(blocks);
+        return 0;
+    }
     // cuMemFreeHost needs a current context (blocks are portable: any device's will do).
     if let Some(c) = super::context::created().first() {
         let _ = c.ctx.bind_to_thread();
     }
     for b in blocks {
-        // SAFETY: allocated by cuMemHostAlloc; no queued copy uses it (streams synchronised).
+        // SAFETY: allocated by cuMemHostAlloc; taken out of the pool, and every copy queued
+        // before that has finished (synchronised above).
         let _ = std::panic::catch_unwind(|| unsafe { cu::free_host(b.ptr as _) });
     }
     bytes
