@@ -25,11 +25,11 @@ def zero(params):
         p.grad = None
 
 
-def assert_bitwise_equal(a, b):
-    assert len(a) == len(b)
+def assert_bitwise_equal(a, b, what=""):
+    assert len(a) == len(b), what
     for x, y in zip(a, b):
-        assert x.dtype == y.dtype and x.shape == y.shape
-        assert np.array_equal(x, y), f"max diff {np.abs(x - y).max()}"
+        assert x.dtype == y.dtype and x.shape == y.shape, what
+        assert np.array_equal(x, y), f"{what}: max diff {np.abs(x - y).max()}"
 
 
 def assert_no_checkpoint_state():
@@ -133,7 +133,7 @@ def test_every_entry_point_matches_plain_on_an_mlp(devices):
     variants["gradient_checkpoint_scope"] = scoped_seed
     for name, fn in variants.items():
         ref, got = run_plain_and(plain, fn, m.params)
-        assert_bitwise_equal(ref, got), name
+        assert_bitwise_equal(ref, got, name)
     assert_no_checkpoint_state()
 
 
