@@ -21,10 +21,9 @@ Modes (rows of the table):
 - ``ckpt``: ``checkpoint_sequential(model, segments, x)`` (PyTorch: ``use_reentrant=False``);
   the last segment runs plainly in both libraries.
 - ``offload``: the same segmentation with the kept segment inputs in host memory. remat:
-  ``checkpoint_sequential(..., offload=True)`` where that keyword exists, otherwise
-  ``remat.checkpoint_segment(run_segment, h, offload=True)`` per checkpointed segment and the
-  last segment plain. PyTorch: ``torch.utils.checkpoint.checkpoint(run_segment, h, dummy,
-  use_reentrant=True)`` per checkpointed segment inside
+  ``checkpoint_sequential(..., offload=True)``. PyTorch:
+  ``torch.utils.checkpoint.checkpoint(run_segment, h, dummy, use_reentrant=True)``
+  per checkpointed segment inside
   ``torch.autograd.graph.save_on_cpu(pin_memory=True)`` (the reentrant checkpoint saves its
   inputs with ``save_for_backward``, so they go to pinned host memory; ``dummy`` is a
   one-element tensor with ``requires_grad`` so that the first segment, whose input needs no
@@ -161,38 +160,14 @@ class _RematLib:
         return self.m.zeros_like(p, device=p.device)
 
     def forward_fn(self, mode: str, model, segments: int, x, notes: list):
-        import inspect
-
         remat = self.m
         if mode == "plain":
             return lambda: model(x)
         if mode == "ckpt":
             return lambda: remat.checkpoint_sequential(model, segments, x)
         # offload
-        if "offload" in inspect.signature(remat.checkpoint_sequential).parameters:
-            notes.append("checkpoint_sequential(offload=True)")
-            return lambda: remat.checkpoint_sequential(model, segments, x, offload=True)
-        import importlib
-
-        layers = list(model)
-        # remat's own split for checkpoint_sequential where it is exposed (the same as
-        # PyTorch's), else PyTorch's rule
-        plan_fn = getattr(importlib.import_module("remat.checkpoint"), "sequential_plan", None)
-        plan = plan_fn(layers, segments, x) if plan_fn else _plan(len(layers), segments)
-        if plan_fn and list(map(tuple, plan)) != _plan(len(layers), segments):
-            notes.append(f"remat's plan {plan} differs from PyTorch's split")
-        runs = [(_run_layers(layers[s:e]), ck) for s, e, ck in plan]
-        notes.append(
-            f"checkpoint_segment(offload=True) x {sum(ck for _, ck in runs)}, last segment plain"
-        )
-
-        def forward():
-            h = x
-            for fn, ck in runs:
-                h = remat.checkpoint_segment(fn, h, offload=True) if ck else fn(h)
-            return h
-
-        return forward
+        notes.append("checkpoint_sequential(offload=True)")
+        return lambda: remat.checkpoint_sequential(model, segments, x, offload=True)
 
     def memory(self):
         dev = self.device

@@ -130,14 +130,6 @@ pub fn release_pinned() -> usize {
     bytes
 }
 
-/// Bytes in the pinned pool (diagnostics and tests).
-pub fn pinned_pool_bytes() -> usize {
-    PINNED
-        .lock()
-        .as_ref()
-        .map_or(0, |m| m.values().flatten().map(|b| b.size).sum())
-}
-
 #[derive(Default)]
 struct State {
     /// The device tensor being copied out and the event its copy completes at; held until
@@ -253,11 +245,6 @@ impl HostCopy {
         self.ctx.device()
     }
 
-    /// Bytes kept in host memory.
-    pub fn nbytes(&self) -> usize {
-        self.bytes
-    }
-
     /// Order the compute stream after the outgoing copy and drop the device tensor (its
     /// memory is free from here on). Idempotent.
     pub fn settle(&self, op: &str) -> Result<()> {
@@ -312,20 +299,10 @@ impl HostCopy {
 
     /// Copy back to the device now (on the copy stream) unless already done or read.
     pub fn prefetch(&self, op: &str) -> Result<()> {
-        if self.state.lock().prefetched.is_some() {
-            return Ok(());
-        }
-        let p = self.start_fetch(op)?;
+        // Held across the copy's start, so two threads cannot both prefetch.
         let mut st = self.state.lock();
         if st.prefetched.is_none() {
-            st.prefetched = Some(p);
-        } else {
-            // Another thread got there first: order the compute stream after our copy
-            // before its block can be reused.
-            drop(st);
-            let (t, ready) = p;
-            let _ = self.ctx.stream.wait(&ready);
-            drop(t);
+            st.prefetched = Some(self.start_fetch(op)?);
         }
         Ok(())
     }
@@ -401,7 +378,6 @@ mod tests {
     #[test]
     fn pinned_pool_starts_empty() {
         if !crate::cuda::is_available() {
-            assert_eq!(pinned_pool_bytes(), 0);
             assert_eq!(release_pinned(), 0);
         }
     }

@@ -3,9 +3,10 @@
 //! a buffer that a queued kernel still reads is safe.
 //!
 //! Caching: a dropped buffer's block goes to a pool keyed by (device, rounded size) instead
-//! of back to the driver, and the next allocation of that rounded size reuses it. Every
-//! device has one stream, so work queued on a reused block is ordered after everything that
-//! used it before. The byte counters (`memory::on_alloc`/`on_free`, done by `Storage`) count
+//! of back to the driver, and the next allocation of that rounded size reuses it. Kernels run
+//! on the device's one compute stream, so work queued on a reused block is ordered after
+//! everything that used it before (the copy stream of `offload` orders itself against the
+//! compute stream with events before a block it used can return here). The byte counters (`memory::on_alloc`/`on_free`, done by `Storage`) count
 //! live tensor bytes only, never the cache. A driver out-of-memory first returns the cached
 //! blocks of that device and retries once; [`empty_cache`] returns all of them.
 
