@@ -215,7 +215,7 @@ pub fn train_step(mlp: &Mlp, x: &Tensor, strategy: Strategy, lr: f64) -> Result<
     forward_backward(mlp, x, strategy)?;
     for p in mlp.params() {
         if let Some(g) = p.grad() {
-            ops::binary::axpy_inplace(&p, &g, -lr)?;
+            ops::axpy_inplace(&p, &g, -lr)?;
         }
     }
     Ok(())

@@ -2,14 +2,19 @@
 //! dependency order (newest first among the ready ones, so checkpoint segments recompute one
 //! at a time), summing gradients per node and releasing each node's saved slots right after
 //! its backward unless `retain_graph`.
+//!
+//! With `create_graph` the backward itself is recorded: backward rules are written with
+//! differentiable tensor ops, the engine runs them with grad mode on, hands each rule its
+//! saved tensors attached to the graph edges they came from, and sums gradients out of place,
+//! so the gradients it returns can be differentiated again.
 
-use crate::autograd::node::{BackwardCtx, Node, NodeKind};
+use crate::autograd::node::{BackwardCtx, Node, NodeKind, Save};
 use crate::checkpoint::touched;
 use crate::error::{Error, Result};
-use crate::grad_mode::no_grad;
+use crate::grad_mode::{enable_grad, no_grad, GradModeGuard};
 use crate::layout::fmt_shape;
 use crate::ops;
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, TensorState};
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -19,10 +24,55 @@ fn key(n: &Arc<Node>) -> Key {
     Arc::as_ptr(n)
 }
 
+/// Options of a backward pass or a `grad` call (PyTorch's keywords).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GradOptions {
+    /// Keep the saved tensors for another backward (`None`: the value of `create_graph`, as
+    /// in PyTorch).
+    pub retain_graph: Option<bool>,
+    /// Record the backward itself so its gradients can be differentiated again.
+    pub create_graph: bool,
+    /// `grad` only: an input the outputs do not depend on gets `None` instead of an error.
+    pub allow_unused: bool,
+}
+
+impl GradOptions {
+    fn retain(&self) -> bool {
+        self.retain_graph.unwrap_or(self.create_graph)
+    }
+}
+
 /// Compute gradients of `roots` (each with its output gradient, None = ones for a scalar)
 /// and accumulate them into the `.grad` of the leaves.
 pub fn backward(roots: &[(Tensor, Option<Tensor>)], retain_graph: bool) -> Result<()> {
-    run(roots, None, retain_graph).map(|_| ())
+    let opts = GradOptions {
+        retain_graph: Some(retain_graph),
+        ..Default::default()
+    };
+    backward_with(roots, None, opts)
+}
+
+/// [`backward`] with PyTorch's options: `create_graph`, and `inputs` (accumulate only into
+/// the `.grad` of these tensors, leaves or not).
+pub fn backward_with(
+    roots: &[(Tensor, Option<Tensor>)],
+    inputs: Option<&[Tensor]>,
+    opts: GradOptions,
+) -> Result<()> {
+    let Some(inputs) = inputs else {
+        return run(roots, None, opts).map(|_| ());
+    };
+    if inputs.is_empty() {
+        return Err(Error::graph("backward", "inputs= must not be empty"));
+    }
+    let targets = edges("backward", inputs)?;
+    let captured = run(roots, Some(&targets), opts)?;
+    for (t, n) in inputs.iter().zip(&targets) {
+        if let Some(g) = captured.get(&key(n)) {
+            accumulate(t, g.clone(), opts.create_graph)?;
+        }
+    }
+    Ok(())
 }
 
 /// Gradients of `outputs` with respect to `inputs`, without touching any `.grad`.
@@ -32,6 +82,35 @@ pub fn grad(
     grad_outputs: Option<&[Option<Tensor>]>,
     retain_graph: bool,
 ) -> Result<Vec<Option<Tensor>>> {
+    let opts = GradOptions {
+        retain_graph: Some(retain_graph),
+        allow_unused: true,
+        ..Default::default()
+    };
+    grad_with(outputs, inputs, grad_outputs, opts)
+}
+
+/// [`grad`] with PyTorch's options (`create_graph`, `allow_unused`; `retain_graph` defaults
+/// to `create_graph`). Without `allow_unused`, an input the outputs do not depend on is an
+/// error.
+pub fn grad_with(
+    outputs: &[Tensor],
+    inputs: &[Tensor],
+    grad_outputs: Option<&[Option<Tensor>]>,
+    opts: GradOptions,
+) -> Result<Vec<Option<Tensor>>> {
+    if let Some(g) = grad_outputs {
+        if g.len() != outputs.len() {
+            return Err(Error::value(
+                "grad",
+                format!(
+                    "grad_outputs has {} entries but there are {} outputs",
+                    g.len(),
+                    outputs.len()
+                ),
+            ));
+        }
+    }
     let roots: Vec<(Tensor, Option<Tensor>)> = outputs
         .iter()
         .enumerate()
@@ -42,27 +121,40 @@ pub fn grad(
             )
         })
         .collect();
-    let mut targets = Vec::with_capacity(inputs.len());
-    for t in inputs {
-        match t.grad_edge() {
-            Some(n) => targets.push(n),
-            None => {
-                return Err(Error::graph(
-                    "grad",
-                    "one of the inputs does not require grad, so no gradient can be computed \
-                     for it",
-                ))
-            }
+    let targets = edges("grad", inputs)?;
+    let captured = run(&roots, Some(&targets), opts)?;
+    let mut out = Vec::with_capacity(targets.len());
+    for n in &targets {
+        let g = captured.get(&key(n)).cloned();
+        if g.is_none() && !opts.allow_unused {
+            return Err(Error::graph(
+                "grad",
+                "one of the differentiated tensors appears to not have been used in the graph; \
+                 set allow_unused=True if this is the desired behavior",
+            ));
         }
+        out.push(g);
     }
-    let captured = run(&roots, Some(&targets), retain_graph)?;
-    Ok(targets
-        .iter()
-        .map(|n| captured.get(&key(n)).cloned())
-        .collect())
+    Ok(out)
 }
 
-fn root_grad(t: &Tensor, g: Option<Tensor>) -> Result<Tensor> {
+/// The graph edge of each tensor whose gradient is asked for.
+fn edges(op: &str, inputs: &[Tensor]) -> Result<Vec<Arc<Node>>> {
+    inputs
+        .iter()
+        .map(|t| {
+            t.grad_edge().ok_or_else(|| {
+                Error::graph(
+                    op,
+                    "one of the inputs does not require grad, so no gradient can be computed \
+                     for it",
+                )
+            })
+        })
+        .collect()
+}
+
+fn root_grad(t: &Tensor, g: Option<Tensor>, create_graph: bool) -> Result<Tensor> {
     match g {
         Some(g) => {
             if g.shape() != t.shape() {
@@ -77,6 +169,9 @@ fn root_grad(t: &Tensor, g: Option<Tensor>) -> Result<Tensor> {
             }
             Ok(if g.dtype() != t.dtype() {
                 ops::cast(&g, t.dtype())?
+            } else if create_graph {
+                // A gradient that is itself a function of something stays attached.
+                g
             } else {
                 g.detach()
             })
@@ -110,12 +205,49 @@ fn ready(n: &Node, i: usize) -> Ready {
     }
 }
 
+/// The saved tensors of `node` for its backward. With `create_graph` each is attached to the
+/// edge it was saved from (an input's node, or `node` itself for its output), so a backward
+/// rule built from differentiable ops records a graph that reaches the original one.
+fn saved_tensors(
+    node: &Arc<Node>,
+    slots: &[crate::checkpoint::slot::Slot],
+    attach: bool,
+) -> Result<Vec<Tensor>> {
+    slots
+        .iter()
+        .enumerate()
+        .map(|(k, slot)| {
+            let t = slot.materialize()?;
+            if !attach {
+                return Ok(t);
+            }
+            let edge = match node.saves.get(k) {
+                Some(Save::Input(i)) => node.next.get(*i).cloned().flatten(),
+                Some(Save::Output) => Some(node.clone()),
+                None => None,
+            };
+            Ok(match edge {
+                Some(e) => {
+                    Tensor::with_grad_fn(t.data().clone(), Some(e), true, TensorState::default())
+                }
+                None => t,
+            })
+        })
+        .collect()
+}
+
 fn run(
     roots: &[(Tensor, Option<Tensor>)],
     targets: Option<&[Arc<Node>]>,
-    retain_graph: bool,
+    opts: GradOptions,
 ) -> Result<HashMap<Key, Tensor>> {
-    let _ng = no_grad();
+    let retain_graph = opts.retain();
+    let create_graph = opts.create_graph;
+    let _mode: GradModeGuard = if create_graph {
+        enable_grad()
+    } else {
+        no_grad()
+    };
     // Seed gradients.
     let mut buffers: HashMap<Key, Tensor> = HashMap::new();
     let mut root_nodes = Vec::new();
@@ -126,11 +258,11 @@ fn run(
                 "element 0 of tensors does not require grad and does not have a grad_fn",
             ));
         }
-        let g = root_grad(t, g.clone())?;
+        let g = root_grad(t, g.clone(), create_graph)?;
         let n = t
             .grad_edge()
             .ok_or_else(|| Error::graph("backward", "no graph"))?;
-        add_into(&mut buffers, key(&n), g)?;
+        add_into(&mut buffers, key(&n), g, create_graph)?;
         root_nodes.push(n);
     }
     // Collect reachable nodes.
@@ -206,15 +338,29 @@ fn run(
                     captured.insert(k, g.clone());
                 }
             }
+            // A target of `grad` whose own backward leads to no other target is not run, and
+            // its saved tensors stay: a later backward over that part of the graph still works.
+            let stop_here =
+                is_target && targets.is_some() && !node_has_needed_child(&node, &index, &needed);
             let input_grads: Vec<Option<Tensor>> = match (&node.kind, g) {
                 (NodeKind::Accumulate(leaf), Some(g)) => {
                     if targets.is_none() {
-                        accumulate(&Tensor(leaf.clone()), g)?;
+                        accumulate(&Tensor(leaf.clone()), g, create_graph)?;
                     }
                     Vec::new()
                 }
                 (NodeKind::Accumulate(_), None) => Vec::new(),
-                (NodeKind::Op(op), g) => {
+                (NodeKind::Op(_), _) if stop_here => Vec::new(),
+                (NodeKind::Op(_), None) => {
+                    // No gradient reached it: its saved tensors are not needed any more.
+                    if !retain_graph {
+                        if let Some(s) = node.saved.lock().take() {
+                            s.iter().for_each(|slot| slot.release());
+                        }
+                    }
+                    Vec::new()
+                }
+                (NodeKind::Op(op), Some(g)) => {
                     let slots = {
                         let mut saved = node.saved.lock();
                         match saved.as_ref() {
@@ -234,38 +380,24 @@ fn run(
                             Some(_) => saved.take(),
                         }
                     };
-                    let grads = match g {
-                        None => Vec::new(),
-                        Some(g)
-                            if is_target
-                                && targets.is_some()
-                                && !node_has_needed_child(&node, &index, &needed) =>
-                        {
-                            drop(g);
-                            Vec::new()
-                        }
-                        Some(g) => {
-                            let saved: Vec<Tensor> = match &slots {
-                                Some(s) => {
-                                    s.iter().map(|s| s.materialize()).collect::<Result<_>>()?
-                                }
-                                None => {
-                                    let guard = node.saved.lock();
-                                    let s = guard
-                                        .as_ref()
-                                        .ok_or_else(|| Error::graph("backward", "graph freed"))?;
-                                    s.iter().map(|s| s.materialize()).collect::<Result<_>>()?
-                                }
-                            };
-                            let ctx = BackwardCtx {
-                                grad: &g,
-                                saved: &saved,
-                                inputs: &node.inputs,
-                            };
-                            let grads = crate::cpu::catch_oom(op.name(), || op.backward(&ctx))?;
-                            check_grads(op.name(), &node, grads)?
+                    let saved: Vec<Tensor> = match &slots {
+                        Some(s) => saved_tensors(&node, s, create_graph)?,
+                        None => {
+                            let guard = node.saved.lock();
+                            let s = guard
+                                .as_ref()
+                                .ok_or_else(|| Error::graph("backward", "graph freed"))?;
+                            saved_tensors(&node, s, create_graph)?
                         }
                     };
+                    let ctx = BackwardCtx {
+                        grad: &g,
+                        saved: &saved,
+                        inputs: &node.inputs,
+                    };
+                    let grads = crate::cpu::catch_oom(op.name(), || op.backward(&ctx))?;
+                    drop(saved);
+                    let grads = check_grads(op.name(), &node, grads)?;
                     if let Some(s) = slots {
                         for slot in s.iter() {
                             slot.release();
@@ -281,7 +413,7 @@ fn run(
                     continue;
                 }
                 if let Some(Some(g)) = input_grads.get(j) {
-                    add_into(&mut buffers, key(c), g.clone())?;
+                    add_into(&mut buffers, key(c), g.clone(), create_graph)?;
                 }
                 deps[ci] -= 1;
                 if deps[ci] == 0 {
@@ -340,13 +472,20 @@ fn exclusive(t: &Tensor) -> bool {
         && t.numel() == t.storage().len()
 }
 
-fn add_into(buffers: &mut HashMap<Key, Tensor>, k: Key, g: Tensor) -> Result<()> {
+fn add_into(
+    buffers: &mut HashMap<Key, Tensor>,
+    k: Key,
+    g: Tensor,
+    create_graph: bool,
+) -> Result<()> {
     match buffers.remove(&k) {
         None => {
             buffers.insert(k, g);
         }
         Some(prev) => {
-            let sum = if exclusive(&prev) && prev.shape() == g.shape() {
+            // In place only when nothing can observe it: no graph is being built and the
+            // buffer is ours alone.
+            let sum = if !create_graph && exclusive(&prev) && prev.shape() == g.shape() {
                 ops::add_inplace(&prev, &g)?;
                 prev
             } else {
@@ -358,20 +497,32 @@ fn add_into(buffers: &mut HashMap<Key, Tensor>, k: Key, g: Tensor) -> Result<()>
     Ok(())
 }
 
-fn accumulate(leaf: &Tensor, g: Tensor) -> Result<()> {
-    let mut st = leaf.0.state.lock();
+/// Add `g` into `t.grad`. With `create_graph` the gradient keeps its graph (and a sum is
+/// made out of place), as in PyTorch.
+fn accumulate(t: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
+    let mut st = t.0.state.lock();
     match st.grad.take() {
         None => {
-            let g = if exclusive(&g) && g.dtype() == leaf.dtype() {
+            let g = if create_graph {
+                if g.dtype() == t.dtype() {
+                    g
+                } else {
+                    ops::cast(&g, t.dtype())?
+                }
+            } else if exclusive(&g) && g.dtype() == t.dtype() {
                 g.detach()
             } else {
-                ops::contiguous_copy(&g, leaf.dtype())?
+                ops::contiguous_copy(&g, t.dtype())?
             };
             st.grad = Some(g);
         }
         Some(prev) => {
             // In place, as PyTorch does: pre-allocated gradients stay where they are.
-            if prev.is_contiguous() && prev.shape() == g.shape() {
+            if !create_graph
+                && !prev.requires_grad()
+                && prev.is_contiguous()
+                && prev.shape() == g.shape()
+            {
                 ops::add_inplace(&prev, &g)?;
                 st.grad = Some(prev);
             } else {

@@ -4,5 +4,5 @@
 pub mod engine;
 pub mod node;
 
-pub use engine::{backward, grad};
+pub use engine::{backward, backward_with, grad, grad_with, GradOptions};
 pub use node::{BackwardCtx, InputMeta, Node, Op, Save};

@@ -5,8 +5,9 @@
 use crate::checkpoint::context::{self, SaveMode};
 use crate::checkpoint::recipe::Recipe;
 use crate::checkpoint::slot::Slot;
+use crate::device::Device;
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::grad_mode::is_grad_enabled;
 use crate::layout::{Dims, Layout};
 use crate::storage::Storage;
@@ -21,16 +22,38 @@ use std::sync::{Arc, Weak};
 pub trait Op: Send + Sync + 'static {
     /// The op's public name (error messages, profiler).
     fn name(&self) -> &'static str;
-    /// Compute the output from the inputs, without recording anything. Replaying a
-    /// checkpointed tensor calls exactly this, so recomputed values are bit-identical.
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor>;
+    /// The forward on CPU tensors, without recording anything.
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor>;
+    /// The forward when an input lives on a GPU (the default: not available there, a
+    /// `DeviceError`, so a CPU kernel never sees device memory).
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let dev = inputs
+            .iter()
+            .map(|t| t.device())
+            .find(|d| *d != Device::Cpu)
+            .unwrap_or(Device::Cpu);
+        Err(Error::device(
+            self.name(),
+            format!(
+                "{} is not implemented on cuda yet (input on {dev})",
+                self.name()
+            ),
+        ))
+    }
     /// Gradients for each input (None where `ctx.needs_grad(i)` is false or the input gets
-    /// no gradient). Runs with grad mode off; each gradient has its input's shape.
+    /// no gradient), written with differentiable ops: with `create_graph` the engine runs it
+    /// with grad mode on and the result is differentiated again. Each gradient has its
+    /// input's shape.
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>>;
-    /// Whether `forward` (and the ops its backward uses) handle CUDA tensors. `apply`
-    /// refuses CUDA inputs of ops that do not, so a CPU kernel never sees device memory.
-    fn supports_cuda(&self) -> bool {
-        false
+    /// Compute the output from the inputs, without recording anything: the one place that
+    /// chooses a device (CUDA when any input lives on a GPU). Replaying a checkpointed tensor
+    /// calls exactly this, so recomputed values are bit-identical.
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        if inputs.iter().any(|t| t.device() != Device::Cpu) {
+            self.cuda(inputs)
+        } else {
+            self.cpu(inputs)
+        }
     }
 }
 
@@ -88,6 +111,10 @@ pub struct Node {
     pub(crate) inputs: SmallVec<[InputMeta; 2]>,
     /// Saved-tensor slots; None once released after a backward without `retain_graph`.
     pub(crate) saved: Mutex<Option<SmallVec<[Slot; 2]>>>,
+    /// What each slot holds (an input or the output), so that a backward that builds its
+    /// own graph (`create_graph`) can attach each saved tensor to the graph edge it came
+    /// from.
+    pub(crate) saves: SmallVec<[Save; 2]>,
     /// Creation order: the engine runs ready nodes newest first.
     pub(crate) seq: u64,
 }
@@ -136,6 +163,7 @@ impl Node {
             next: SmallVec::new(),
             inputs: SmallVec::new(),
             saved: Mutex::new(Some(SmallVec::new())),
+            saves: SmallVec::new(),
             seq: NEXT_SEQ.fetch_add(1, Ordering::Relaxed),
         });
         st.accumulator = Arc::downgrade(&node);
@@ -165,21 +193,6 @@ impl Tensor {
 
 /// Run `op` forward on `inputs` and record it in the graph when a gradient is needed.
 pub fn apply<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor> {
-    if !op.supports_cuda() {
-        if let Some(t) = inputs
-            .iter()
-            .find(|t| t.device() != crate::device::Device::Cpu)
-        {
-            return Err(crate::error::Error::device(
-                op.name(),
-                format!(
-                    "{} is not implemented on cuda yet (input on {})",
-                    op.name(),
-                    t.device()
-                ),
-            ));
-        }
-    }
     let out = crate::cpu::catch_oom(op.name(), || op.forward(inputs))?;
     Ok(record(op, inputs, out, saves))
 }
@@ -235,6 +248,7 @@ pub fn record<O: Op>(op: O, inputs: &[&Tensor], out: Tensor, saves: &[Save]) -> 
             })
             .collect(),
         saved: Mutex::new(Some(slots)),
+        saves: saves.iter().copied().collect(),
         seq: NEXT_SEQ.fetch_add(1, Ordering::Relaxed),
     });
     let creation = Arc::new(Creation {

@@ -47,7 +47,7 @@ pub fn ptx_of(module: &KernelModule) -> Result<Ptx, String> {
     if let Some(p) = PTX.lock().as_ref().and_then(|m| m.get(module.name)) {
         return Ok(p.clone());
     }
-    let p = with_nvrtc(|| ptx(module.name, &format!("{COMMON}\n{}", module.source)))?;
+    let p = with_nvrtc(|| ptx(module.name, &format!("{COMMON}\n{}", (module.source)())))?;
     PTX.lock()
         .get_or_insert_with(HashMap::new)
         .insert(module.name, p.clone());
@@ -60,7 +60,13 @@ pub fn cubin_of(module: &KernelModule, arch: u32) -> Result<Vec<u8>, String> {
     if let Some(b) = CUBINS.lock().as_ref().and_then(|m| m.get(&key)) {
         return Ok(b.clone());
     }
-    let b = with_nvrtc(|| cubin(module.name, &format!("{COMMON}\n{}", module.source), arch))?;
+    let b = with_nvrtc(|| {
+        cubin(
+            module.name,
+            &format!("{COMMON}\n{}", (module.source)()),
+            arch,
+        )
+    })?;
     CUBINS
         .lock()
         .get_or_insert_with(HashMap::new)

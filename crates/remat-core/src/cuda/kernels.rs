@@ -51,80 +51,20 @@ __device__ __forceinline__ long long loff(const Lay& l, long long i) {
          i += (long long)gridDim.x * blockDim.x)
 "#;
 
-/// Elementwise kernels: strided/broadcast unary and binary ops, casts, fill.
-pub const ELEMENTWISE: &str = r#"
-// Constants of the GELU forms (the same values as `ops::activation`).
-#define GELU_K 0.7978845608028654
-#define GELU_C 0.044715
-#define FRAC_1_SQRT_2 0.7071067811865476
-#define FRAC_1_SQRT_2PI 0.3989422804014327
-
-// Unary op codes (keep in sync with `UnaryCode`); p: the op's scalar parameter.
-template <typename T> __device__ __forceinline__ T unary_op(int op, T v, T p) {
-    switch (op) {
-        case 0: return v;                                  // copy
-        case 1: return -v;                                 // neg
-        case 2: return exp(v);                             // exp
-        case 3: return log(v);                             // log
-        case 4: return sqrt(v);                            // sqrt
-        case 5: return tanh(v);                            // tanh
-        case 6: return T(1) / (T(1) + exp(-v));            // sigmoid
-        case 7: return v < T(0) ? T(0) : v;                // relu (NaN stays NaN)
-        case 8:                                            // v^p (fast paths as on the CPU)
-            if (p == T(2)) return v * v;
-            if (p == T(1)) return v;
-            if (p == T(0)) return T(1);
-            if (p == T(0.5)) return sqrt(v);
-            if (p == T(-1)) return T(1) / v;
-            if (p == T(3)) return v * v * v;
-            return pow(v, p);
-        case 9: return T(0.5) * v * (T(1) + erf(v * T(FRAC_1_SQRT_2)));   // gelu (erf)
-        case 10: {                                         // gelu (tanh approximation)
-            T u = T(GELU_K) * (v + T(GELU_C) * v * v * v);
-            return T(0.5) * v * (T(1) + tanh(u));
-        }
-        case 11: return v * p;                             // scale
-    }
-    return v;
+/// The elementwise module: the op table's `unary_op`/`binary_op` (generated from the rows of
+/// `ops::elementwise`, with the constants and helpers they use) and the kernels over them.
+pub fn elementwise_source() -> String {
+    format!(
+        "{}\n{}\n{}",
+        crate::ops::elementwise::scalar::cuda_prelude(),
+        crate::ops::elementwise::cuda_source(),
+        ELEMENTWISE_KERNELS
+    )
 }
 
-// Binary op codes (keep in sync with `BinaryCode`): arithmetic, then the fused backward
-// formulas (a: output gradient, b: saved tensor), then helpers; p: a scalar parameter.
-template <typename T> __device__ __forceinline__ T binary_op(int op, T a, T b, T p) {
-    switch (op) {
-        case 0: return a + b;
-        case 1: return a - b;
-        case 2: return a * b;
-        case 3: return a / b;
-        case 4: return a * (T(1) - b * b);                 // tanh backward
-        case 5: return a * b * (T(1) - b);                 // sigmoid backward
-        case 6: return b > T(0) ? a : T(0);                // relu backward
-        case 7: return a / (b + b);                        // sqrt backward
-        case 8: {                                          // gelu (erf) backward, b = x
-            T cdf = T(0.5) * (T(1) + erf(b * T(FRAC_1_SQRT_2)));
-            T pdf = T(FRAC_1_SQRT_2PI) * exp(-T(0.5) * b * b);
-            return a * (cdf + b * pdf);
-        }
-        case 9: {                                          // gelu (tanh) backward, b = x
-            T x2 = b * b;
-            T t = tanh(T(GELU_K) * (b + T(GELU_C) * x2 * b));
-            T du = T(GELU_K) * (T(1) + T(3) * T(GELU_C) * x2);
-            return a * (T(0.5) * (T(1) + t) + T(0.5) * b * (T(1) - t * t) * du);
-        }
-        case 10: return pow(a, b);                         // a^b
-        case 11: return b == T(0) ? T(0) : b * pow(a, b - T(1));               // d(a^b)/da
-        case 12: return (a == T(0) && b >= T(0)) ? T(0) : pow(a, b) * log(a);  // d(a^b)/db
-        case 13:                                           // pow_scalar backward, b = x
-            if (p == T(0)) return T(0);
-            if (p == T(1)) return a;
-            if (p == T(2)) return a * (b + b);
-            if (p == T(0.5)) return a * T(0.5) / sqrt(b);
-            return a * p * pow(b, p - T(1));
-        case 14: return (a == b || (a != a && b != b)) ? T(1) : T(0);  // equal (NaN == NaN)
-    }
-    return a;
-}
-
+/// Elementwise kernels over the generated `unary_op`/`binary_op`: strided/broadcast maps,
+/// `where`, strided copies, fill, axpy, casts.
+pub const ELEMENTWISE_KERNELS: &str = r#"
 #define ELEMENTWISE_KERNELS(T, S) \
 extern "C" __global__ void unary_##S(int op, double p, long long n, const T* x, Lay lx, \
                                      T* y) { \
@@ -569,8 +509,9 @@ TRAIN_KERNELS(double, f64)
 pub struct KernelModule {
     /// Cache key (also the NVRTC program name).
     pub name: &'static str,
-    /// The CUDA C source (without the shared prelude `COMMON`, which is prepended).
-    pub source: &'static str,
+    /// The CUDA C source (without the shared prelude `COMMON`, which is prepended); a
+    /// function, so generated modules are assembled from the op table.
+    pub source: fn() -> String,
     /// The `extern "C"` kernels it defines.
     pub functions: &'static [&'static str],
 }
@@ -579,7 +520,7 @@ pub struct KernelModule {
 pub const MODULES: &[KernelModule] = &[
     KernelModule {
         name: "elementwise",
-        source: ELEMENTWISE,
+        source: elementwise_source,
         functions: &[
             "unary_f32",
             "unary_f64",
@@ -599,12 +540,12 @@ pub const MODULES: &[KernelModule] = &[
     },
     KernelModule {
         name: "reduce",
-        source: REDUCE,
+        source: || REDUCE.to_string(),
         functions: &["sum_chunks_f32", "sum_chunks_f64"],
     },
     KernelModule {
         name: "rows",
-        source: ROWS,
+        source: || ROWS.to_string(),
         functions: &[
             "softmax_f32",
             "softmax_f64",
@@ -620,12 +561,12 @@ pub const MODULES: &[KernelModule] = &[
     },
     KernelModule {
         name: "random",
-        source: RANDOM,
+        source: || RANDOM.to_string(),
         functions: &["dropout_f32", "dropout_f64"],
     },
     KernelModule {
         name: "train",
-        source: TRAIN,
+        source: || TRAIN.to_string(),
         functions: &[
             "ce_fwd_f32",
             "ce_fwd_f64",

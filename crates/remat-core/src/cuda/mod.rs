@@ -30,81 +30,10 @@ pub mod probe;
 #[cfg(feature = "cuda")]
 pub mod storage;
 
-/// Op codes shared by the kernels and their callers (present in every build so the ops'
-/// CUDA branches compile without the feature).
-pub mod codes {
-    /// Unary kernel op codes (`unary_op` in the kernel source).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    #[repr(i32)]
-    pub enum UnaryCode {
-        /// Identity (strided copies).
-        Copy = 0,
-        /// -x
-        Neg = 1,
-        /// e^x
-        Exp = 2,
-        /// ln x
-        Log = 3,
-        /// sqrt x
-        Sqrt = 4,
-        /// tanh x
-        Tanh = 5,
-        /// 1 / (1 + e^-x)
-        Sigmoid = 6,
-        /// max(x, 0)
-        Relu = 7,
-        /// x^p (scalar p)
-        PowScalar = 8,
-        /// 0.5 x (1 + erf(x / sqrt 2))
-        GeluErf = 9,
-        /// 0.5 x (1 + tanh(k (x + c x^3)))
-        GeluTanh = 10,
-        /// x * p
-        Scale = 11,
-    }
-
-    /// Binary kernel op codes (`binary_op` in the kernel source).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    #[repr(i32)]
-    pub enum BinaryCode {
-        /// a + b
-        Add = 0,
-        /// a - b
-        Sub = 1,
-        /// a * b
-        Mul = 2,
-        /// a / b
-        Div = 3,
-        /// g (1 - y^2)
-        TanhGrad = 4,
-        /// g y (1 - y)
-        SigmoidGrad = 5,
-        /// y > 0 ? g : 0
-        ReluGrad = 6,
-        /// g / (2 y)
-        SqrtGrad = 7,
-        /// g (Phi(x) + x phi(x))
-        GeluErfGrad = 8,
-        /// g d/dx of the tanh-GELU at x
-        GeluTanhGrad = 9,
-        /// a^b
-        Pow = 10,
-        /// d(a^b)/da (0 where b == 0)
-        PowGradBase = 11,
-        /// d(a^b)/db (0 where a == 0 and b >= 0)
-        PowGradExp = 12,
-        /// g p x^(p-1) (scalar p)
-        PowScalarGrad = 13,
-        /// 1 where a == b (NaN matches NaN), else 0
-        Equal = 14,
-    }
-}
-
 /// Without the `cuda` feature no CUDA tensor can exist; these stand-ins keep the ops'
 /// CUDA branches compiling and report the missing backend if ever reached.
 #[cfg(not(feature = "cuda"))]
 pub mod launch {
-    pub use super::codes::{BinaryCode, UnaryCode};
     use crate::device::Device;
     use crate::dtype::{DType, Element};
     use crate::error::{Error, Result};
@@ -117,26 +46,11 @@ pub mod launch {
         ))
     }
     /// See the CUDA build.
-    pub fn unary(op: &str, _: UnaryCode, _: &Tensor) -> Result<Tensor> {
+    pub fn unary(op: &str, _: i32, _: &Tensor, _: f64) -> Result<Tensor> {
         none(op)
     }
     /// See the CUDA build.
-    pub fn binary(op: &str, _: BinaryCode, _: &Tensor, _: &Tensor, _: &[usize]) -> Result<Tensor> {
-        none(op)
-    }
-    /// See the CUDA build.
-    pub fn unary_p(op: &str, _: UnaryCode, _: &Tensor, _: f64) -> Result<Tensor> {
-        none(op)
-    }
-    /// See the CUDA build.
-    pub fn binary_p(
-        op: &str,
-        _: BinaryCode,
-        _: &Tensor,
-        _: &Tensor,
-        _: &[usize],
-        _: f64,
-    ) -> Result<Tensor> {
+    pub fn binary(op: &str, _: i32, _: &Tensor, _: &Tensor, _: &[usize], _: f64) -> Result<Tensor> {
         none(op)
     }
     /// See the CUDA build.

@@ -17,12 +17,12 @@ impl Op for ToDTypeOp {
     fn name(&self) -> &'static str {
         "to_dtype"
     }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         // Always a fresh copy (never the input itself) so the output owns its storage.
         contiguous_copy(inputs[0], self.dtype)
     }
-    fn supports_cuda(&self) -> bool {
-        true
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.cpu(inputs)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![Some(cast(ctx.grad, ctx.inputs[0].dtype)?)])
@@ -54,7 +54,7 @@ impl Op for ToDeviceOp {
     fn name(&self) -> &'static str {
         "to_device"
     }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         crate::cuda::launch::transfer("to_device", inputs[0], self.to)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
@@ -64,8 +64,8 @@ impl Op for ToDeviceOp {
         let g = crate::cuda::launch::transfer("to_device", ctx.grad, self.from)?;
         Ok(vec![Some(cast(&g, ctx.inputs[0].dtype)?)])
     }
-    fn supports_cuda(&self) -> bool {
-        true
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.cpu(inputs)
     }
 }
 

@@ -67,10 +67,10 @@ impl Op for DropoutOp {
     fn name(&self) -> &'static str {
         "dropout"
     }
-    fn supports_cuda(&self) -> bool {
-        true
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.cpu(inputs)
     }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
         if super::is_cuda(x) {
             return masked_cuda(x, self.key, self.p);

@@ -74,7 +74,7 @@ impl Op for JoinOp {
     fn name(&self) -> &'static str {
         Self::name_of(self.stack)
     }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let op = self.name();
         let first = inputs
             .first()
@@ -129,9 +129,8 @@ impl Op for JoinOp {
             from_vec(concat_kernel::<T>(&parts, self.axis, &shape), &shape)
         }))
     }
-    fn supports_cuda(&self) -> bool {
-        // Forward: strided copies; backward: views of the gradient.
-        true
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.cpu(inputs)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let gl = ctx.grad.layout();

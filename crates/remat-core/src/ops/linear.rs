@@ -74,15 +74,15 @@ impl Op for LinearOp {
     fn name(&self) -> &'static str {
         "linear"
     }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         linear_forward(
             inputs[0],
             inputs[1],
             if self.has_bias { Some(inputs[2]) } else { None },
         )
     }
-    fn supports_cuda(&self) -> bool {
-        true
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.cpu(inputs)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let dt = ctx.grad.dtype();

@@ -6,8 +6,7 @@
 //! int64, and reads the output gradient on the device (no host round trip).
 
 use super::softmax::{c_order, for_blocks};
-use super::unary::{map_t, zip_t};
-use super::{cast, check_same_device, from_vec};
+use super::{cast, check_same_device, from_vec, mul, neg, scale, sub};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
 use crate::cpu;
 use crate::dtype::Element;
@@ -45,61 +44,40 @@ impl Op for MseLossOp {
     fn name(&self) -> &'static str {
         "mse_loss"
     }
-    fn supports_cuda(&self) -> bool {
-        true
-    }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let dt = inputs[0].dtype().promote(inputs[1].dtype());
         let (p, t) = (cast(inputs[0], dt)?, cast(inputs[1], dt)?);
         // An empty input gives 0 / 0 = NaN, as PyTorch does.
         let n = p.numel() as f64;
-        if super::is_cuda(&p) {
-            use crate::cuda::launch::{self as cu, BinaryCode as B, UnaryCode as U};
-            let op = self.name();
-            let d = cu::binary(op, B::Sub, &p, &t, p.shape())?;
-            let sq = cu::binary(op, B::Mul, &d, &d, p.shape())?;
-            let s = cu::sum_rows(op, &sq, 1, p.numel(), &[])?;
-            // sum * (1 / 0) = 0 * inf = NaN for an empty input, as on the CPU.
-            return cu::unary_p(op, U::Scale, &s, 1.0 / n);
-        }
         Ok(crate::dispatch!(dt, T => {
             let s = sq_diff_sum(&c_order::<T>(p.data()), &c_order::<T>(t.data()));
             from_vec(vec![T::from_f64(s / n)], &[])
         }))
     }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let dt = inputs[0].dtype().promote(inputs[1].dtype());
+        let (p, t) = (cast(inputs[0], dt)?, cast(inputs[1], dt)?);
+        let d = sub(&p, &t)?.detach();
+        let sq = mul(&d, &d)?.detach();
+        let s = crate::cuda::launch::sum_rows(self.name(), &sq, 1, p.numel(), &[])?;
+        // sum * (1 / 0) = 0 * inf = NaN for an empty input, as on the CPU.
+        super::elementwise::unary_forward(
+            super::elementwise::Unary::Scale,
+            &s,
+            1.0 / p.numel() as f64,
+        )
+    }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        // d/dp mean((p - t)^2) = 2 (p - t) g / N; the target gets the negation.
         let dt = ctx.grad.dtype();
         let (p, t) = (cast(&ctx.saved[0], dt)?, cast(&ctx.saved[1], dt)?);
-        if super::is_cuda(&p) {
-            use crate::cuda::launch::{self as cu, BinaryCode as B, UnaryCode as U};
-            let op = self.name();
-            // 2 g / N on the device, then (p - t) times it; the target gets the negation.
-            let s = cu::unary_p(op, U::Scale, ctx.grad, 2.0 / p.numel() as f64)?;
-            let d = cu::binary(op, B::Sub, &p, &t, p.shape())?;
-            let gp = cu::binary(op, B::Mul, &d, &s, p.shape())?;
-            let gt = if ctx.needs_grad(1) {
-                Some(cu::unary(op, U::Neg, &gp)?)
-            } else {
-                None
-            };
-            return Ok(vec![ctx.needs_grad(0).then_some(gp), gt]);
-        }
-        // d/dp mean((p - t)^2) = 2 (p - t) / N; the target gets the negation.
-        let scale = 2.0 * ctx.grad.item()? / p.numel() as f64;
-        let shape = p.shape();
-        let (gp, gt) = if ctx.needs_grad(0) {
-            let gp = zip_t!(&p, &t, shape, |p, t| (p - t) * T::from_f64(scale));
-            let gt = ctx.needs_grad(1).then(|| map_t!(&gp, |v| -v));
-            (Some(gp), gt)
-        } else if ctx.needs_grad(1) {
-            (
-                None,
-                Some(zip_t!(&p, &t, shape, |p, t| (t - p) * T::from_f64(scale))),
-            )
+        let gp = mul(&scale(&sub(&p, &t)?, 2.0 / p.numel() as f64)?, ctx.grad)?;
+        let gt = if ctx.needs_grad(1) {
+            Some(neg(&gp)?)
         } else {
-            (None, None)
+            None
         };
-        Ok(vec![gp, gt])
+        Ok(vec![ctx.needs_grad(0).then_some(gp), gt])
     }
 }
 
@@ -176,18 +154,11 @@ impl Op for CrossEntropyOp {
     fn name(&self) -> &'static str {
         "cross_entropy"
     }
-    fn supports_cuda(&self) -> bool {
-        true
-    }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
         let (rows, c) = Self::dims(x.shape());
         let target = &self.target;
-        if super::is_cuda(x) {
-            Self::check_replay(x, rows, target)?;
-            let t = self.target_i64();
-            return crate::cuda::launch::cross_entropy(self.name(), x, &t, rows, c);
-        }
+        Self::check_replay(x, rows, target)?;
         Ok(crate::dispatch!(x.dtype(), T => {
             let xs = c_order::<T>(x.data());
             // -log_softmax[target] = max + ln(sum exp(x - max)) - x[target], row by row.
@@ -206,26 +177,64 @@ impl Op for CrossEntropyOp {
             from_vec(vec![T::from_f64(total / rows as f64)], &[])
         }))
     }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let x = inputs[0];
+        let (rows, c) = Self::dims(x.shape());
+        Self::check_replay(x, rows, &self.target)?;
+        crate::cuda::launch::cross_entropy(self.name(), x, &self.target_i64(), rows, c)
+    }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         if !ctx.needs_grad(0) {
             return Ok(vec![None]);
         }
         let x = &ctx.saved[0];
-        let (rows, c) = Self::dims(x.shape());
-        if super::is_cuda(x) {
-            Self::check_replay(x, rows, &self.target)?;
-            let t = self.target_i64();
-            let gx =
-                crate::cuda::launch::cross_entropy_backward(self.name(), x, &t, ctx.grad, rows, c)?;
-            return Ok(vec![Some(gx)]);
+        let g = cast(ctx.grad, x.dtype())?;
+        let op = CrossEntropyBackwardOp {
+            target: self.target.clone(),
+        };
+        Ok(vec![Some(apply(
+            op,
+            &[x, &g],
+            &[Save::Input(0), Save::Input(1)],
+        )?)])
+    }
+}
+
+/// Cross-entropy's backward `(softmax(x) - onehot(target)) g / N`, fused (the softmax is
+/// recomputed from the saved logits); inputs: the logits and the 0-d output gradient.
+struct CrossEntropyBackwardOp {
+    target: Vec<usize>,
+}
+
+impl CrossEntropyBackwardOp {
+    /// `onehot(target)` in the logits' shape, dtype and device (second order only).
+    fn onehot(&self, x: &Tensor) -> Result<Tensor> {
+        let (rows, c) = CrossEntropyOp::dims(x.shape());
+        let mut v = vec![0.0f64; rows * c];
+        for (r, &t) in self.target.iter().enumerate() {
+            v[r * c + t] = 1.0;
         }
-        let scale = ctx.grad.item()? / rows as f64;
+        let t = crate::dispatch!(x.dtype(), T => {
+            from_vec(v.into_iter().map(T::from_f64).collect::<Vec<T>>(), x.shape())
+        });
+        super::to_device(&t, x.device())
+    }
+}
+
+impl Op for CrossEntropyBackwardOp {
+    fn name(&self) -> &'static str {
+        "cross_entropy_backward"
+    }
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (x, g) = (inputs[0], inputs[1]);
+        let (rows, c) = CrossEntropyOp::dims(x.shape());
+        CrossEntropyOp::check_replay(x, rows, &self.target)?;
+        let scale = g.item()? / rows as f64;
         let target = &self.target;
-        let gx = crate::dispatch!(x.dtype(), T => {
+        Ok(crate::dispatch!(x.dtype(), T => {
             let xs = c_order::<T>(x.data());
             let scale = T::from_f64(scale);
             let mut out = cpu::alloc::<T>(xs.len());
-            // (softmax(row) - onehot(target)) * g / N, the softmax recomputed from the logits.
             for_blocks(&mut out, c, |r, o| {
                 let row = &xs[r * c..(r + 1) * c];
                 let (m, s) = row_max_sumexp(row);
@@ -236,8 +245,36 @@ impl Op for CrossEntropyOp {
                 o[target[r]] -= scale;
             });
             from_vec(out, x.shape())
-        });
-        Ok(vec![Some(gx)])
+        }))
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (x, g) = (inputs[0], inputs[1]);
+        let (rows, c) = CrossEntropyOp::dims(x.shape());
+        CrossEntropyOp::check_replay(x, rows, &self.target)?;
+        let t: Vec<i64> = self.target.iter().map(|&t| t as i64).collect();
+        crate::cuda::launch::cross_entropy_backward(self.name(), x, &t, g, rows, c)
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        // With s = softmax(x) and gg the incoming gradient:
+        // d/dg = sum(gg (s - onehot)) / N, d/dx = g / N * s (gg - sum(gg s, -1)).
+        let (x, g) = (&ctx.saved[0], &ctx.saved[1]);
+        let gg = ctx.grad;
+        let rows = CrossEntropyOp::dims(x.shape()).0 as f64;
+        let s = super::softmax(x, -1)?;
+        let dx = if ctx.needs_grad(0) {
+            let sg = super::sum(&mul(gg, &s)?, Some(&[-1]), true)?;
+            let sb = mul(&s, &sub(gg, &sg)?)?;
+            Some(scale(&mul(&sb, g)?, 1.0 / rows)?)
+        } else {
+            None
+        };
+        let dg = if ctx.needs_grad(1) {
+            let d = sub(&s, &self.onehot(x)?)?;
+            Some(scale(&super::sum(&mul(gg, &d)?, None, false)?, 1.0 / rows)?)
+        } else {
+            None
+        };
+        Ok(vec![dx, dg])
     }
 }
 

@@ -138,11 +138,11 @@ impl Op for MatmulOp {
     fn name(&self) -> &'static str {
         "matmul"
     }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         matmul_forward(inputs[0], inputs[1])
     }
-    fn supports_cuda(&self) -> bool {
-        true
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.cpu(inputs)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let dt = ctx.grad.dtype();

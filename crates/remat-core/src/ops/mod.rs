@@ -1,11 +1,11 @@
 //! Ops, one file per family; each op's forward sits next to its backward (VJP). Every public
 //! function validates its inputs and returns a typed error naming the op and the shapes.
 
-pub mod activation;
-pub mod binary;
 pub mod convert;
 pub mod creation;
 pub mod dropout;
+pub mod elementwise;
+pub mod inplace;
 pub mod join;
 pub mod linear;
 pub mod loss;
@@ -16,14 +16,16 @@ pub mod reduce_ext;
 pub mod select;
 pub mod shape;
 pub mod softmax;
-pub mod unary;
 pub mod view;
 
-pub use activation::{gelu, relu, sigmoid, tanh};
-pub use binary::{add, add_inplace, div, mul, sub};
 pub use convert::{to_device, to_dtype};
 pub use creation::{full, ones, rand, randn, zeros};
 pub use dropout::dropout;
+pub use elementwise::{
+    add, add_scalar, cos, div, exp, gelu, log, mul, neg, pow, pow_scalar, relu, scale, sigmoid,
+    sin, sqrt, sub, tanh,
+};
+pub use inplace::{add_inplace, axpy_inplace};
 pub use join::{concat, stack};
 pub use linear::linear;
 pub use loss::{cross_entropy, mse_loss};
@@ -34,7 +36,6 @@ pub use reduce_ext::{max, mean};
 pub use select::where_;
 pub use shape::{expand, reshape};
 pub use softmax::{log_softmax, softmax};
-pub use unary::{exp, log, neg, pow, pow_scalar, sqrt};
 pub use view::{index, permute, reverse_axes, transpose, IndexItem};
 
 use crate::device::Device;
@@ -147,12 +148,4 @@ pub fn contiguous(t: &Tensor) -> Result<Tensor> {
         return Ok(t.clone());
     }
     shape::copy_op(t)
-}
-
-/// `-t` without recording (used inside backward passes).
-pub(crate) fn neg_raw(t: &Tensor) -> Result<Tensor> {
-    if is_cuda(t) {
-        return crate::cuda::launch::unary("neg", crate::cuda::codes::UnaryCode::Neg, t);
-    }
-    Ok(dispatch!(t.dtype(), T => from_vec(crate::cpu::map::<T, _>(t.data(), |x| -x), t.shape())))
 }

@@ -41,10 +41,10 @@ impl Op for LayerNormOp {
     fn name(&self) -> &'static str {
         "layer_norm"
     }
-    fn supports_cuda(&self) -> bool {
-        true
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.cpu(inputs)
     }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let dt = inputs
             .iter()
             .fold(inputs[0].dtype(), |d, t| d.promote(t.dtype()));

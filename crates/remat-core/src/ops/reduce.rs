@@ -4,7 +4,7 @@ use super::{from_vec, shape::expand, view};
 use crate::autograd::node::{apply, BackwardCtx, Op};
 use crate::cpu;
 use crate::error::Result;
-use crate::layout::{normalize_axes, Dims, Layout};
+use crate::layout::{normalize_axes, Dims};
 use crate::tensor::Tensor;
 use smallvec::SmallVec;
 
@@ -36,52 +36,45 @@ struct SumOp {
     keepdims: bool,
 }
 
-/// Sum without recording (axes normalised).
-pub(crate) fn sum_raw(x: &Tensor, axes: &[usize], keepdims: bool) -> Result<Tensor> {
-    let shape = reduced_shape(x.shape(), axes, keepdims);
-    if super::is_cuda(x) {
-        // Bring the reduced axes last (a view), make that contiguous when it is not already,
-        // then sum runs of `inner` elements.
-        let kept: Dims = (0..x.ndim()).filter(|a| !axes.contains(a)).collect();
-        let mut perm = kept.clone();
-        perm.extend(axes.iter().copied());
-        let inner: usize = axes.iter().map(|&a| x.shape()[a]).product();
-        let rows: usize = kept.iter().map(|&a| x.shape()[a]).product();
-        let p = view(x, x.layout().permute(&perm));
-        return crate::cuda::launch::sum_rows("sum", &p, rows, inner, &shape);
-    }
-    Ok(crate::dispatch!(x.dtype(), T => {
-        let v = cpu::sum::sum_axes::<T>(x.data(), axes);
-        from_vec(v, &shape)
-    }))
+/// The reduced axes moved last (a view) and the counts of kept rows and reduced elements,
+/// as the CUDA row kernels want them.
+pub(crate) fn rows_view(x: &Tensor, axes: &[usize]) -> (Tensor, usize, usize) {
+    let kept: Dims = (0..x.ndim()).filter(|a| !axes.contains(a)).collect();
+    let mut perm = kept.clone();
+    perm.extend(axes.iter().copied());
+    let inner: usize = axes.iter().map(|&a| x.shape()[a]).product();
+    let rows: usize = kept.iter().map(|&a| x.shape()[a]).product();
+    (view(x, x.layout().permute(&perm)), rows, inner)
 }
 
 impl Op for SumOp {
     fn name(&self) -> &'static str {
         "sum"
     }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        sum_raw(inputs[0], &self.axes, self.keepdims)
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let x = inputs[0];
+        let shape = reduced_shape(x.shape(), &self.axes, self.keepdims);
+        Ok(crate::dispatch!(x.dtype(), T => {
+            from_vec(cpu::sum::sum_axes::<T>(x.data(), &self.axes), &shape)
+        }))
     }
-    fn supports_cuda(&self) -> bool {
-        true
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let x = inputs[0];
+        let shape = reduced_shape(x.shape(), &self.axes, self.keepdims);
+        let (p, rows, inner) = rows_view(x, &self.axes);
+        crate::cuda::launch::sum_rows("sum", &p, rows, inner, &shape)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let shape = &ctx.inputs[0].shape;
-        let kept = reduced_shape(shape, &self.axes, true);
-        let g = if ctx.grad.is_contiguous() {
-            view(
-                ctx.grad,
-                Layout {
-                    offset: ctx.grad.layout().offset,
-                    ..Layout::contiguous(&kept)
-                },
-            )
-        } else {
-            super::reshape(&super::contiguous(ctx.grad)?, &kept)?
-        };
-        Ok(vec![Some(expand(&g, shape)?)])
+        Ok(vec![Some(broadcast_back(ctx.grad, &self.axes, shape)?)])
     }
+}
+
+/// A reduction's output (or its gradient) over `axes` of `full`, broadcast back to `full`
+/// (a stride-0 view when it is contiguous), differentiably.
+pub(crate) fn broadcast_back(g: &Tensor, axes: &[usize], full: &[usize]) -> Result<Tensor> {
+    let kept = reduced_shape(full, axes, true);
+    expand(&super::reshape(g, &kept)?, full)
 }
 
 /// Sum over `axes` (None: all axes).
@@ -90,7 +83,8 @@ pub fn sum(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor>
     apply(SumOp { axes, keepdims }, &[x], &[])
 }
 
-/// Reduce a broadcast gradient back to `shape` (sums leading axes and stretched axes).
+/// Reduce a broadcast gradient back to `shape` (sums leading axes and stretched axes);
+/// differentiable (its backward broadcasts again).
 pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
     if g.shape() == shape {
         return Ok(g.clone());
@@ -102,7 +96,23 @@ pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
             axes.push(lead + i);
         }
     }
-    let s = sum_raw(g, &axes, true)?;
-    // Drop the leading axes (their extent is 1 now) by viewing with the target shape.
-    Ok(view(&s, Layout::contiguous(shape)))
+    let s = apply(
+        SumOp {
+            axes,
+            keepdims: true,
+        },
+        &[g],
+        &[],
+    )?;
+    // Drop the leading axes (their extent is 1 now).
+    super::reshape(&s, shape)
+}
+
+/// Sum over already normalised `axes` without recording.
+pub(crate) fn sum_raw(x: &Tensor, axes: &[usize], keepdims: bool) -> Result<Tensor> {
+    SumOp {
+        axes: axes.into(),
+        keepdims,
+    }
+    .forward(&[x])
 }

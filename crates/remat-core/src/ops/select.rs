@@ -33,32 +33,10 @@ fn mask(cond: &Tensor, shape: &[usize]) -> Result<Vec<bool>> {
 
 /// CUDA: `1` where `cond == 0`, else `0`, in `dtype` and `cond`'s shape.
 fn cuda_is_zero(cond: &Tensor, dtype: crate::dtype::DType) -> Result<Tensor> {
-    use crate::cuda::launch as cu;
-    let zero = cu::full("where", cond.device(), &[], cond.dtype(), 0.0)?;
-    let eq = cu::binary("where", cu::BinaryCode::Equal, cond, &zero, cond.shape())?;
+    let zero = crate::cuda::launch::full("where", cond.device(), &[], cond.dtype(), 0.0)?;
+    let eq =
+        super::elementwise::binary_forward(super::elementwise::Binary::Equal, cond, &zero, 0.0)?;
     cast(&eq, dtype)
-}
-
-/// The forward computation (no graph).
-fn where_forward(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let shape = broadcast3(cond, a, b)?;
-    let dt = a.dtype().promote(b.dtype());
-    let (a, b) = (cast(a, dt)?, cast(b, dt)?);
-    if super::is_cuda(&a) {
-        // where(cond, a, b) = where(cond == 0, b, a).
-        let z = cuda_is_zero(cond, dt)?;
-        return crate::cuda::launch::where_("where", &z, &b, &a, &shape);
-    }
-    let m = mask(cond, &shape)?;
-    Ok(crate::dispatch!(dt, T => {
-        let (av, bv) = (gather_as::<T>(&a, &shape)?, gather_as::<T>(&b, &shape)?);
-        let out: Vec<T> = m
-            .iter()
-            .zip(av.into_iter().zip(bv))
-            .map(|(&c, (x, y))| if c { x } else { y })
-            .collect();
-        from_vec(out, &shape)
-    }))
 }
 
 /// The broadcast shape of all three operands, with an error naming all three shapes.
@@ -78,55 +56,49 @@ fn broadcast3(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<crate::layout::Di
         })
 }
 
-/// `g` where `cond` is `keep`, zero elsewhere (`g` has the broadcast shape).
-fn masked(cond: &Tensor, g: &Tensor, keep: bool) -> Result<Tensor> {
-    if super::is_cuda(g) {
-        use crate::cuda::launch as cu;
-        let z = cuda_is_zero(cond, g.dtype())?;
-        let zero = cu::full("where", g.device(), &[], g.dtype(), 0.0)?;
-        // keep == true: g where cond != 0, i.e. zero where cond == 0.
-        let (on_zero, on_nonzero) = if keep { (&zero, g) } else { (g, &zero) };
-        return cu::where_("where", &z, on_zero, on_nonzero, g.shape());
-    }
-    let m = mask(cond, g.shape())?;
-    Ok(crate::dispatch!(g.dtype(), T => {
-        let zero = T::from_f64(0.0);
-        let out: Vec<T> = cpu::gather::<T>(g.data())
-            .into_iter()
-            .zip(m)
-            .map(|(v, c)| if c == keep { v } else { zero })
-            .collect();
-        from_vec(out, g.shape())
-    }))
-}
-
 struct WhereOp;
 
 impl Op for WhereOp {
     fn name(&self) -> &'static str {
         "where"
     }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        where_forward(inputs[0], inputs[1], inputs[2])
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (cond, a, b) = (inputs[0], inputs[1], inputs[2]);
+        let shape = broadcast3(cond, a, b)?;
+        let dt = a.dtype().promote(b.dtype());
+        let (a, b) = (cast(a, dt)?, cast(b, dt)?);
+        let m = mask(cond, &shape)?;
+        Ok(crate::dispatch!(dt, T => {
+            let (av, bv) = (gather_as::<T>(&a, &shape)?, gather_as::<T>(&b, &shape)?);
+            let out: Vec<T> = m
+                .iter()
+                .zip(av.into_iter().zip(bv))
+                .map(|(&c, (x, y))| if c { x } else { y })
+                .collect();
+            from_vec(out, &shape)
+        }))
     }
-    fn supports_cuda(&self) -> bool {
-        true
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (cond, a, b) = (inputs[0], inputs[1], inputs[2]);
+        let shape = broadcast3(cond, a, b)?;
+        let dt = a.dtype().promote(b.dtype());
+        let (a, b) = (cast(a, dt)?, cast(b, dt)?);
+        // where(cond, a, b) = where(cond == 0, b, a).
+        let z = cuda_is_zero(cond, dt)?;
+        crate::cuda::launch::where_("where", &z, &b, &a, &shape)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        // The gradient masked by `cond` is `where` again, so it is differentiable in `g`.
         let cond = &ctx.saved[0];
+        let g = ctx.grad;
+        let zero = super::full(&[], 0.0, g.dtype(), g.device())?;
         let ga = if ctx.needs_grad(1) {
-            Some(sum_to(
-                &masked(cond, ctx.grad, true)?,
-                &ctx.inputs[1].shape,
-            )?)
+            Some(sum_to(&where_(cond, g, &zero)?, &ctx.inputs[1].shape)?)
         } else {
             None
         };
         let gb = if ctx.needs_grad(2) {
-            Some(sum_to(
-                &masked(cond, ctx.grad, false)?,
-                &ctx.inputs[2].shape,
-            )?)
+            Some(sum_to(&where_(cond, &zero, g)?, &ctx.inputs[2].shape)?)
         } else {
             None
         };

@@ -77,14 +77,14 @@ impl Op for ReshapeOp {
     fn name(&self) -> &'static str {
         "reshape"
     }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         reshape_raw(inputs[0], &self.shape)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![Some(reshape_raw(ctx.grad, &ctx.inputs[0].shape)?)])
     }
-    fn supports_cuda(&self) -> bool {
-        true
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.cpu(inputs)
     }
 }
 
@@ -120,12 +120,12 @@ impl Op for ExpandOp {
     fn name(&self) -> &'static str {
         "expand"
     }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let l = inputs[0].layout().broadcast_to("expand", &self.shape)?;
         Ok(view(inputs[0], l))
     }
-    fn supports_cuda(&self) -> bool {
-        true
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.cpu(inputs)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![Some(super::sum_to(ctx.grad, &ctx.inputs[0].shape)?)])
@@ -152,15 +152,15 @@ impl Op for CopyOp {
     fn name(&self) -> &'static str {
         "contiguous"
     }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
         if super::is_cuda(x) {
             return crate::cuda::launch::copy("contiguous", x);
         }
         Ok(crate::dispatch!(x.dtype(), T => from_vec(cpu::gather::<T>(x.data()), x.shape())))
     }
-    fn supports_cuda(&self) -> bool {
-        true
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.cpu(inputs)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![Some(ctx.grad.clone())])

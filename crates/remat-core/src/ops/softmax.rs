@@ -177,10 +177,10 @@ impl Op for SoftmaxOp {
             "softmax"
         }
     }
-    fn supports_cuda(&self) -> bool {
-        true
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.cpu(inputs)
     }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
         if super::is_cuda(x) {
             return crate::cuda::launch::softmax(self.name(), x, self.axis, self.log);

@@ -44,14 +44,13 @@ impl Op for PermuteOp {
     fn name(&self) -> &'static str {
         self.name
     }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
         check_rank(self.name, x, self.perm.len())?;
         Ok(view(x, x.layout().permute(&self.perm)))
     }
-    fn supports_cuda(&self) -> bool {
-        // A pure view: no kernel, and its backward is a view too.
-        true
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.cpu(inputs)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         // The inverse permutation puts every axis back where it came from.
@@ -327,14 +326,13 @@ impl Op for IndexOp {
     fn name(&self) -> &'static str {
         "index"
     }
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
         check_rank("index", x, self.plan.in_ndim)?;
         Ok(view(x, self.plan.apply(x.layout())))
     }
-    fn supports_cuda(&self) -> bool {
-        // A view forward; the backward scatters on the device.
-        true
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.cpu(inputs)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let shape = &ctx.inputs[0].shape;

@@ -3,7 +3,6 @@
 //! strided copy/add into a view, fill).
 
 use super::common::{buffer, grid, kernel_name, launch, launch_err, plan, tensor};
-use crate::cuda::codes::{BinaryCode, UnaryCode};
 use crate::cuda::context::{self, guarded};
 use crate::cuda::storage::CudaBuffer;
 use crate::device::Device;
@@ -13,13 +12,9 @@ use crate::layout::numel;
 use crate::tensor::Tensor;
 use cudarc::driver::PushKernelArg;
 
-/// `f(x)` elementwise into a new contiguous tensor of `x`'s shape.
-pub fn unary(op: &str, code: UnaryCode, x: &Tensor) -> Result<Tensor> {
-    unary_p(op, code, x, 0.0)
-}
-
-/// `f(x; p)` elementwise (p: the op's scalar parameter, e.g. the exponent of `PowScalar`).
-pub fn unary_p(op: &str, code: UnaryCode, x: &Tensor, p: f64) -> Result<Tensor> {
+/// Row `code` of the generated `unary_op` (see `ops::elementwise`; 0: copy) over every
+/// element of `x`, into a new contiguous tensor of `x`'s shape (p: the row's scalar).
+pub fn unary(op: &str, code: i32, x: &Tensor, p: f64) -> Result<Tensor> {
     let xb = buffer(op, x)?;
     let ctx = xb.context().clone();
     let shape = x.shape();
@@ -28,12 +23,7 @@ pub fn unary_p(op: &str, code: UnaryCode, x: &Tensor, p: f64) -> Result<Tensor> 
     if n > 0 {
         let kl = plan(op, shape, &[x.layout()])?;
         let f = ctx.function(op, kernel_name("unary", x.dtype()))?;
-        let (code, nn, xp, yp) = (
-            code as i32,
-            n as i64,
-            xb.ptr_at(x.layout().offset),
-            out.ptr(),
-        );
+        let (nn, xp, yp) = (n as i64, xb.ptr_at(x.layout().offset), out.ptr());
         guarded(op, || {
             let mut b = ctx.stream.launch_builder(&f);
             b.arg(&code).arg(&p).arg(&nn).arg(&xp).arg(&kl[0]).arg(&yp);
@@ -47,21 +37,11 @@ pub fn unary_p(op: &str, code: UnaryCode, x: &Tensor, p: f64) -> Result<Tensor> 
     Ok(tensor(out, shape))
 }
 
-/// `f(a, b)` over the broadcast of `a` and `b` (same dtype, same device) to `shape`.
+/// Row `code` of the generated `binary_op` over the broadcast of `a` and `b` (same dtype,
+/// same device) to `shape` (p: the row's scalar).
 pub fn binary(
     op: &str,
-    code: BinaryCode,
-    a: &Tensor,
-    b: &Tensor,
-    shape: &[usize],
-) -> Result<Tensor> {
-    binary_p(op, code, a, b, shape, 0.0)
-}
-
-/// `f(a, b; p)` over the broadcast of `a` and `b` to `shape` (p: a scalar parameter).
-pub fn binary_p(
-    op: &str,
-    code: BinaryCode,
+    code: i32,
     a: &Tensor,
     b: &Tensor,
     shape: &[usize],
@@ -79,7 +59,7 @@ pub fn binary_p(
         let lb = b.layout().broadcast_to(op, shape)?;
         let kl = plan(op, shape, &[&la, &lb])?;
         let f = ctx.function(op, kernel_name("binary", a.dtype()))?;
-        let (code, nn) = (code as i32, n as i64);
+        let nn = n as i64;
         let (ap, bp, yp) = (ab.ptr_at(la.offset), bb.ptr_at(lb.offset), out.ptr());
         guarded(op, || {
             let mut l = ctx.stream.launch_builder(&f);
@@ -102,7 +82,8 @@ pub fn binary_p(
 
 /// A contiguous copy of `x` (any strides, broadcast included).
 pub fn copy(op: &str, x: &Tensor) -> Result<Tensor> {
-    unary(op, UnaryCode::Copy, x)
+    // Case 0 of the generated `unary_op` is the plain copy.
+    unary(op, 0, x, 0.0)
 }
 
 /// A new uninitialised tensor of `shape` on `device` (the caller writes every element).

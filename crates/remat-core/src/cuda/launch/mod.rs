@@ -16,11 +16,9 @@ mod optim;
 mod reduce;
 mod transfer;
 
-pub use super::codes::{BinaryCode, UnaryCode};
 pub use common::{buffer, plan, tensor};
 pub use elementwise::{
-    axpy_inplace, binary, binary_p, cast, copy, copy_into, empty, fill_inplace, full, unary,
-    unary_p, where_,
+    axpy_inplace, binary, cast, copy, copy_into, empty, fill_inplace, full, unary, where_,
 };
 pub use matmul::matmul_nd;
 pub use nn::{

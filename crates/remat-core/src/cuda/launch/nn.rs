@@ -2,9 +2,8 @@
 //! mean cross-entropy, with the backward kernels of each.
 
 use super::common::{buffer, contig, grid, kernel_name, launch, opt_ptr, plan, row_grid, tensor};
-use super::elementwise::{cast, copy, full, unary_p};
+use super::elementwise::{cast, copy, full, unary};
 use super::reduce::sum_rows;
-use crate::cuda::codes::UnaryCode;
 use crate::cuda::storage::CudaBuffer;
 use crate::error::Result;
 use crate::layout::{numel, Layout};
@@ -244,7 +243,12 @@ pub fn cross_entropy(
     // `ce_fwd_*`: reads rows * c logits and rows indices, writes rows losses.
     launch!(op, ctx, f, row_grid(rows), r, nn, xp, tp, lp)?;
     let total = sum_rows(op, &tensor(losses, &[rows]), 1, rows, &[])?;
-    unary_p(op, UnaryCode::Scale, &total, 1.0 / rows as f64)
+    unary(
+        op,
+        crate::ops::elementwise::Unary::Scale.code(),
+        &total,
+        1.0 / rows as f64,
+    )
 }
 
 /// The logits' gradient of [`cross_entropy`]: `(softmax(x) - onehot(target)) * g / rows`

@@ -1,0 +1,335 @@
+//! Elementwise ops from one table. Each row of [`table`] names an op, what it saves for
+//! backward, its forward formula for the CPU (a Rust closure over one element) and for CUDA
+//! (a C expression), and its backward formula written with differentiable tensor ops, so
+//! `create_graph` works through every row. From the rows the macros below generate:
+//! - the enums [`Unary`] / [`Binary`] (one variant per row; the variant's code is the `case`
+//!   of the generated CUDA `switch`, so a row without a kernel cannot exist);
+//! - the CPU kernels (one monomorphised loop per row, on the widest vectors the CPU has);
+//! - the CUDA source of the `unary_op` / `binary_op` device functions ([`cuda_source`]);
+//! - the backward of every row.
+//!
+//! Device dispatch is not here: `Op::forward` chooses between each row's CPU loop and its
+//! CUDA kernel.
+
+use crate::autograd::node::{apply, BackwardCtx, Op, Save};
+use crate::error::Result;
+use crate::layout::{broadcast_shapes, Dims};
+use crate::tensor::Tensor;
+
+/// What an elementwise row keeps for its backward.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Saves {
+    /// Nothing (the gradient does not depend on the values).
+    Nothing,
+    /// The input (unary rows).
+    Input,
+    /// The output (unary rows).
+    Output,
+    /// Both inputs (binary rows).
+    Both,
+}
+
+impl Saves {
+    fn list(self) -> &'static [Save] {
+        match self {
+            Saves::Nothing => &[],
+            Saves::Input => &[Save::Input(0)],
+            Saves::Output => &[Save::Output],
+            Saves::Both => &[Save::Input(0), Save::Input(1)],
+        }
+    }
+}
+
+/// Generates [`Unary`] from the unary rows of the table.
+macro_rules! unary_table {
+    ($(
+        $(#[$doc:meta])*
+        $V:ident $name:literal save($save:ident)
+            cpu(|$x:ident, $p:ident| $cpu:expr)
+            cuda($cuda:literal)
+            grad(|$g:ident, $s:ident, $gp:ident| $grad:expr);
+    )*) => {
+        /// A unary elementwise row of the op table.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Unary { $($(#[$doc])* $V,)* }
+
+        impl Unary {
+            /// Every row, in table order.
+            pub const ALL: &'static [Unary] = &[$(Unary::$V,)*];
+
+            /// The op's public name.
+            pub fn name(self) -> &'static str {
+                match self { $(Unary::$V => $name,)* }
+            }
+            /// What the row saves for backward.
+            pub fn saves(self) -> $crate::ops::elementwise::Saves {
+                match self { $(Unary::$V => $crate::ops::elementwise::Saves::$save,)* }
+            }
+            /// The `case` of the generated CUDA `unary_op` (0 is the plain copy).
+            pub fn code(self) -> i32 {
+                self as i32 + 1
+            }
+            /// The row's CUDA C expression in `x` (the element) and `p` (the scalar).
+            pub fn cuda_expr(self) -> &'static str {
+                match self { $(Unary::$V => $cuda,)* }
+            }
+            /// The CPU kernel: the row's formula over every element of `x`.
+            pub(crate) fn cpu(self, x: &$crate::tensor::Tensor, p: f64) -> $crate::tensor::Tensor {
+                match self {
+                    $(Unary::$V => crate::dispatch!(x.dtype(), T => {
+                        #[allow(unused_variables)]
+                        let $p = <T as crate::dtype::Element>::from_f64(p);
+                        #[allow(unused_imports)]
+                        use crate::dtype::Element as _;
+                        $crate::ops::from_vec(
+                            crate::cpu::map_wide(x.data(), move |$x: T| $cpu),
+                            x.shape(),
+                        )
+                    }),)*
+                }
+            }
+            /// The gradient of the input from the output gradient `g` and the saved tensor
+            /// `s` (the input or the output, per the row; `g` itself when nothing is saved).
+            #[allow(unused_variables)]
+            pub(crate) fn grad(self, g: &$crate::tensor::Tensor, s: &$crate::tensor::Tensor, p: f64) -> $crate::error::Result<$crate::tensor::Tensor> {
+                match self {
+                    $(Unary::$V => {
+                        let ($g, $s, $gp) = (g, s, p);
+                        $grad
+                    })*
+                }
+            }
+        }
+    };
+}
+
+/// Generates [`Binary`] from the binary rows of the table. `da`/`db` are the gradients of
+/// each operand before broadcasting is undone; a row without `db` passes no gradient to
+/// its second operand (a mask), one without either is not differentiable.
+macro_rules! binary_table {
+    ($(
+        $(#[$doc:meta])*
+        $V:ident $name:literal save($save:ident)
+            cpu(|$a:ident, $b:ident, $p:ident| $cpu:expr)
+            cuda($cuda:literal)
+            $(da(|$ga:ident, $aa:ident, $ab:ident, $ap:ident| $da:expr))?
+            $(db(|$gb:ident, $ba:ident, $bb:ident, $bp:ident| $db:expr))?;
+    )*) => {
+        /// A binary elementwise row of the op table.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Binary { $($(#[$doc])* $V,)* }
+
+        impl Binary {
+            /// Every row, in table order.
+            pub const ALL: &'static [Binary] = &[$(Binary::$V,)*];
+
+            /// The op's public name.
+            pub fn name(self) -> &'static str {
+                match self { $(Binary::$V => $name,)* }
+            }
+            /// What the row saves for backward.
+            pub fn saves(self) -> $crate::ops::elementwise::Saves {
+                match self { $(Binary::$V => $crate::ops::elementwise::Saves::$save,)* }
+            }
+            /// The `case` of the generated CUDA `binary_op`.
+            pub fn code(self) -> i32 {
+                self as i32
+            }
+            /// The row's CUDA C expression in `a`, `b` and `p` (the scalar).
+            pub fn cuda_expr(self) -> &'static str {
+                match self { $(Binary::$V => $cuda,)* }
+            }
+            /// The CPU kernel over `a` and `b` (one dtype) broadcast to `shape`.
+            pub(crate) fn cpu(
+                self,
+                a: &$crate::tensor::Tensor,
+                b: &$crate::tensor::Tensor,
+                shape: &[usize],
+                p: f64,
+            ) -> $crate::tensor::Tensor {
+                match self {
+                    $(Binary::$V => crate::dispatch!(a.dtype(), T => {
+                        #[allow(unused_variables)]
+                        let $p = <T as crate::dtype::Element>::from_f64(p);
+                        #[allow(unused_imports)]
+                        use crate::dtype::Element as _;
+                        $crate::ops::from_vec(
+                            crate::cpu::zip_wide(
+                                a.data(),
+                                b.data(),
+                                shape,
+                                move |$a: T, $b: T| $cpu,
+                            ),
+                            shape,
+                        )
+                    }),)*
+                }
+            }
+            /// Gradient of the first operand (before broadcasting is undone), or None.
+            #[allow(unused_variables)]
+            pub(crate) fn grad_a(
+                self,
+                g: &$crate::tensor::Tensor,
+                a: &$crate::tensor::Tensor,
+                b: &$crate::tensor::Tensor,
+                p: f64,
+            ) -> Option<$crate::error::Result<$crate::tensor::Tensor>> {
+                match self {
+                    $(Binary::$V => binary_table!(@grad g a b p $(|$ga, $aa, $ab, $ap| $da)?),)*
+                }
+            }
+            /// Gradient of the second operand (before broadcasting is undone), or None.
+            #[allow(unused_variables)]
+            pub(crate) fn grad_b(
+                self,
+                g: &$crate::tensor::Tensor,
+                a: &$crate::tensor::Tensor,
+                b: &$crate::tensor::Tensor,
+                p: f64,
+            ) -> Option<$crate::error::Result<$crate::tensor::Tensor>> {
+                match self {
+                    $(Binary::$V => binary_table!(@grad g a b p $(|$gb, $ba, $bb, $bp| $db)?),)*
+                }
+            }
+        }
+    };
+    (@grad $g0:ident $a0:ident $b0:ident $p0:ident) => { None };
+    (@grad $g0:ident $a0:ident $b0:ident $p0:ident |$g:ident, $a:ident, $b:ident, $p:ident| $e:expr) => {{
+        let ($g, $a, $b, $p) = ($g0, $a0, $b0, $p0);
+        Some((|| -> $crate::error::Result<$crate::tensor::Tensor> { $e })())
+    }};
+}
+
+pub mod scalar;
+mod table;
+
+pub use table::*;
+
+/// One unary row applied to a tensor (`p`: the row's scalar parameter, if it has one).
+pub(crate) struct UnaryOp {
+    f: Unary,
+    p: f64,
+}
+
+impl Op for UnaryOp {
+    fn name(&self) -> &'static str {
+        self.f.name()
+    }
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        Ok(self.f.cpu(inputs[0], self.p))
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        crate::cuda::launch::unary(self.f.name(), self.f.code(), inputs[0], self.p)
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        if !ctx.needs_grad(0) {
+            return Ok(vec![None]);
+        }
+        let s = ctx.saved.first().unwrap_or(ctx.grad);
+        let g = super::cast(ctx.grad, s.dtype())?;
+        Ok(vec![Some(self.f.grad(&g, s, self.p)?)])
+    }
+}
+
+/// The row's kernel on `x`'s device, without recording.
+pub fn unary_forward(f: Unary, x: &Tensor, p: f64) -> Result<Tensor> {
+    UnaryOp { f, p }.forward(&[x])
+}
+
+/// Apply a unary row, recording it for backward.
+pub fn unary(f: Unary, x: &Tensor, p: f64) -> Result<Tensor> {
+    apply(UnaryOp { f, p }, &[x], f.saves().list())
+}
+
+/// One binary row applied to two broadcast tensors.
+pub(crate) struct BinaryOp {
+    f: Binary,
+    p: f64,
+}
+
+impl Op for BinaryOp {
+    fn name(&self) -> &'static str {
+        self.f.name()
+    }
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (a, b, shape) = promote(self.f, inputs[0], inputs[1])?;
+        Ok(self.f.cpu(&a, &b, &shape, self.p))
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (a, b, shape) = promote(self.f, inputs[0], inputs[1])?;
+        crate::cuda::launch::binary(self.f.name(), self.f.code(), &a, &b, &shape, self.p)
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        let dt = ctx.grad.dtype();
+        let (a, b) = match ctx.saved {
+            [a, b] => (super::cast(a, dt)?, super::cast(b, dt)?),
+            _ => (ctx.grad.clone(), ctx.grad.clone()),
+        };
+        let g = ctx.grad;
+        let ga = match ctx.needs_grad(0) {
+            true => match self.f.grad_a(g, &a, &b, self.p) {
+                Some(r) => Some(super::sum_to(&r?, &ctx.inputs[0].shape)?),
+                None => None,
+            },
+            false => None,
+        };
+        let gb = match ctx.needs_grad(1) {
+            true => match self.f.grad_b(g, &a, &b, self.p) {
+                Some(r) => Some(super::sum_to(&r?, &ctx.inputs[1].shape)?),
+                None => None,
+            },
+            false => None,
+        };
+        Ok(vec![ga, gb])
+    }
+}
+
+/// The operands of a binary row checked (one device, broadcastable) and promoted to one
+/// dtype, with the broadcast shape.
+fn promote(f: Binary, a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor, Dims)> {
+    let op = f.name();
+    super::check_same_device(op, &[a, b])?;
+    let shape = broadcast_shapes(op, a.shape(), b.shape())?;
+    let dt = a.dtype().promote(b.dtype());
+    Ok((super::cast(a, dt)?, super::cast(b, dt)?, shape))
+}
+
+/// The row's kernel on the operands' device (broadcast, promoted), without recording.
+pub fn binary_forward(f: Binary, a: &Tensor, b: &Tensor, p: f64) -> Result<Tensor> {
+    BinaryOp { f, p }.forward(&[a, b])
+}
+
+/// Apply a binary row, recording it for backward.
+pub fn binary(f: Binary, a: &Tensor, b: &Tensor, p: f64) -> Result<Tensor> {
+    apply(BinaryOp { f, p }, &[a, b], f.saves().list())
+}
+
+/// The CUDA C of the `unary_op` and `binary_op` device functions, one `case` per row (the
+/// elementwise kernels call them; see `cuda::kernels`).
+pub fn cuda_source() -> String {
+    let mut s = String::from(
+        "template <typename T> __device__ __forceinline__ T unary_op(int op, T x, T p) {\n    \
+         switch (op) {\n        case 0: return x;  // copy\n",
+    );
+    for f in Unary::ALL {
+        s += &format!(
+            "        case {}: return {};  // {}\n",
+            f.code(),
+            f.cuda_expr(),
+            f.name()
+        );
+    }
+    s += "    }\n    __trap();\n    return x;\n}\n\n";
+    s += "template <typename T> __device__ __forceinline__ T binary_op(int op, T a, T b, T p) {\n    \
+          switch (op) {\n";
+    for f in Binary::ALL {
+        s += &format!(
+            "        case {}: return {};  // {}\n",
+            f.code(),
+            f.cuda_expr(),
+            f.name()
+        );
+    }
+    s += "    }\n    __trap();\n    return a;\n}\n";
+    s
+}

@@ -1,0 +1,145 @@
+//! Scalar formulas that the op table's CPU rows share (GELU, powers with fast paths) and the
+//! constants the CUDA rows use through the prelude of [`cuda_prelude`], so both devices use
+//! one set of values.
+
+use crate::dtype::Element;
+
+/// sqrt(2 / pi), the tanh-GELU scale.
+pub const GELU_K: f64 = 0.797_884_560_802_865_4;
+/// The cubic coefficient of the tanh-GELU.
+pub const GELU_C: f64 = 0.044_715;
+/// 1 / sqrt(2).
+pub const FRAC_1_SQRT_2: f64 = std::f64::consts::FRAC_1_SQRT_2;
+/// 1 / sqrt(2 pi), the standard normal density at 0.
+pub const FRAC_1_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
+
+/// The CUDA definitions the table's C expressions use: the constants above and the device
+/// twins of the helpers below.
+pub fn cuda_prelude() -> String {
+    format!(
+        r#"
+#define GELU_K {GELU_K:e}
+#define GELU_C {GELU_C:e}
+#define FRAC_1_SQRT_2 {FRAC_1_SQRT_2:e}
+#define FRAC_1_SQRT_2PI {FRAC_1_SQRT_2PI:e}
+
+// x^p with the CPU's fast paths (`pow_fast`), so both devices round alike.
+template <typename T> __device__ __forceinline__ T pow_fast(T v, T p) {{
+    if (p == T(2)) return v * v;
+    if (p == T(1)) return v;
+    if (p == T(0)) return T(1);
+    if (p == T(0.5)) return sqrt(v);
+    if (p == T(-1)) return T(1) / v;
+    if (p == T(3)) return v * v * v;
+    return pow(v, p);
+}}
+// g p x^(p-1) with the fast paths of `pow_fast_grad`.
+template <typename T> __device__ __forceinline__ T pow_fast_grad(T g, T x, T p) {{
+    if (p == T(0)) return T(0);
+    if (p == T(1)) return g;
+    if (p == T(2)) return g * (x + x);
+    if (p == T(0.5)) return g * T(0.5) / sqrt(x);
+    return g * p * pow(x, p - T(1));
+}}
+template <typename T> __device__ __forceinline__ T gelu_erf_grad(T g, T x) {{
+    T cdf = T(0.5) * (T(1) + erf(x * T(FRAC_1_SQRT_2)));
+    T pdf = T(FRAC_1_SQRT_2PI) * exp(-T(0.5) * x * x);
+    return g * (cdf + x * pdf);
+}}
+template <typename T> __device__ __forceinline__ T gelu_tanh(T x) {{
+    T u = T(GELU_K) * (x + T(GELU_C) * x * x * x);
+    return T(0.5) * x * (T(1) + tanh(u));
+}}
+template <typename T> __device__ __forceinline__ T gelu_tanh_grad(T g, T x) {{
+    T x2 = x * x;
+    T t = tanh(T(GELU_K) * (x + T(GELU_C) * x2 * x));
+    T du = T(GELU_K) * (T(1) + T(3) * T(GELU_C) * x2);
+    return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du);
+}}
+"#
+    )
+}
+
+/// `v^p` with exact fast paths for the common exponents (`p` is loop-invariant, so the
+/// branches are predicted).
+#[inline(always)]
+pub fn pow_fast<T: Element>(v: T, p: T) -> T {
+    let c = |k: f64| T::from_f64(k);
+    if p == c(2.0) {
+        v * v
+    } else if p == c(1.0) {
+        v
+    } else if p == c(0.0) {
+        // 0^0 = 1, as in NumPy and PyTorch.
+        c(1.0)
+    } else if p == c(0.5) {
+        v.sqrt()
+    } else if p == c(-1.0) {
+        c(1.0) / v
+    } else if p == c(3.0) {
+        v * v * v
+    } else if p.fract() == c(0.0) && p.abs() <= c(i32::MAX as f64) {
+        v.powi(p.to_f64() as i32)
+    } else {
+        v.powf(p)
+    }
+}
+
+/// `g p x^(p-1)`, with the fast paths of [`pow_fast`].
+#[inline(always)]
+pub fn pow_fast_grad<T: Element>(g: T, x: T, p: T) -> T {
+    let c = |k: f64| T::from_f64(k);
+    if p == c(0.0) {
+        c(0.0)
+    } else if p == c(1.0) {
+        g
+    } else if p == c(2.0) {
+        g * (x + x)
+    } else if p == c(0.5) {
+        g * c(0.5) / x.sqrt()
+    } else {
+        let q = p - c(1.0);
+        if q.fract() == c(0.0) && q.abs() <= c(i32::MAX as f64) {
+            g * p * x.powi(q.to_f64() as i32)
+        } else {
+            g * p * x.powf(q)
+        }
+    }
+}
+
+/// Exact GELU, `0.5 x (1 + erf(x / sqrt 2))`. Branch-free for float32 (see
+/// [`crate::cpu::erf`]), so the loops of [`crate::cpu::map_wide`] vectorise.
+#[inline(always)]
+pub fn gelu_erf<T: Element>(v: T) -> T {
+    let (half, one) = (T::from_f64(0.5), T::from_f64(1.0));
+    half * v * (one + Element::erf(v * T::from_f64(FRAC_1_SQRT_2)))
+}
+
+/// `g` times exact GELU's derivative at `x`: `Phi(x) + x phi(x)`.
+#[inline(always)]
+pub fn gelu_erf_grad<T: Element>(g: T, x: T) -> T {
+    let (half, one) = (T::from_f64(0.5), T::from_f64(1.0));
+    let cdf = half * (one + Element::erf(x * T::from_f64(FRAC_1_SQRT_2)));
+    let pdf = T::from_f64(FRAC_1_SQRT_2PI) * (-half * x * x).kernel_exp();
+    g * (cdf + x * pdf)
+}
+
+/// PyTorch's tanh approximation of GELU, `0.5 x (1 + tanh(k (x + c x^3)))`.
+#[inline(always)]
+pub fn gelu_tanh<T: Element>(v: T) -> T {
+    let (half, one) = (T::from_f64(0.5), T::from_f64(1.0));
+    let u = T::from_f64(GELU_K) * (v + T::from_f64(GELU_C) * v * v * v);
+    half * v * (one + u.tanh())
+}
+
+/// `g` times the tanh-GELU's derivative: with `u = k (x + c x^3)`, `t = tanh u`,
+/// `0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)`.
+#[inline(always)]
+pub fn gelu_tanh_grad<T: Element>(g: T, x: T) -> T {
+    let (half, one) = (T::from_f64(0.5), T::from_f64(1.0));
+    let (k, c) = (T::from_f64(GELU_K), T::from_f64(GELU_C));
+    let x2 = x * x;
+    let t = (k * (x + c * x2 * x)).tanh();
+    let du = k * (one + T::from_f64(3.0) * c * x2);
+    g * (half * (one + t) + half * x * (one - t * t) * du)
+}

@@ -1,0 +1,256 @@
+//! The elementwise op table: **adding an elementwise op is one row here** (plus its public
+//! function below when it takes no parameter). A row is
+//! `Variant "name" save(Nothing|Input|Output|Both) cpu(|x, p| ...) cuda("...") grad(...)`:
+//! the CPU formula over one element (`T: Element`, `p` the row's scalar parameter), the same
+//! formula as a CUDA C expression (`x`/`a`/`b`, `p`, element type `T`; helpers from
+//! [`super::scalar::cuda_prelude`]), and the backward written with differentiable ops, so
+//! every row supports `create_graph`. Rows whose derivative needs a fused kernel get a
+//! `*_backward` binary row of their own (as PyTorch's `*_backward` functions), itself
+//! differentiable.
+
+use super::scalar::{
+    gelu_erf, gelu_erf_grad, gelu_tanh, gelu_tanh_grad, pow_fast, pow_fast_grad, FRAC_1_SQRT_2PI,
+    GELU_C, GELU_K,
+};
+use super::{binary, unary};
+use crate::error::Result;
+use crate::tensor::Tensor;
+
+unary_table! {
+    /// `-x`
+    Neg "neg" save(Nothing) cpu(|x, p| -x) cuda("-x") grad(|g, s, p| neg(g));
+    /// `e^x`
+    Exp "exp" save(Output) cpu(|x, p| x.exp()) cuda("exp(x)") grad(|g, y, p| mul(g, y));
+    /// natural logarithm
+    Log "log" save(Input) cpu(|x, p| x.ln()) cuda("log(x)") grad(|g, x, p| div(g, x));
+    /// square root
+    Sqrt "sqrt" save(Output) cpu(|x, p| x.sqrt()) cuda("sqrt(x)")
+        grad(|g, y, p| binary(Binary::SqrtBackward, g, y, 0.0));
+    /// sine
+    Sin "sin" save(Input) cpu(|x, p| x.sin()) cuda("sin(x)") grad(|g, x, p| mul(g, &cos(x)?));
+    /// cosine
+    Cos "cos" save(Input) cpu(|x, p| x.cos()) cuda("cos(x)")
+        grad(|g, x, p| neg(&mul(g, &sin(x)?)?));
+    /// hyperbolic tangent
+    Tanh "tanh" save(Output) cpu(|x, p| x.tanh()) cuda("tanh(x)")
+        grad(|g, y, p| binary(Binary::TanhBackward, g, y, 0.0));
+    /// logistic sigmoid; `1 / (1 + e^-x)` saturates cleanly at both ends
+    Sigmoid "sigmoid" save(Output) cpu(|x, p| T::from_f64(1.0) / (T::from_f64(1.0) + (-x).exp()))
+        cuda("T(1) / (T(1) + exp(-x))")
+        grad(|g, y, p| binary(Binary::SigmoidBackward, g, y, 0.0));
+    /// `max(x, 0)`; `<` keeps NaN as NaN, as PyTorch does
+    Relu "relu" save(Output) cpu(|x, p| if x < T::from_f64(0.0) { T::from_f64(0.0) } else { x })
+        cuda("x < T(0) ? T(0) : x")
+        grad(|g, y, p| binary(Binary::ReluBackward, g, y, 0.0));
+    /// exact GELU `x Phi(x)`
+    GeluErf "gelu" save(Input) cpu(|x, p| gelu_erf(x))
+        cuda("T(0.5) * x * (T(1) + erf(x * T(FRAC_1_SQRT_2)))")
+        grad(|g, x, p| binary(Binary::GeluBackward, g, x, 0.0));
+    /// PyTorch's tanh approximation of GELU
+    GeluTanh "gelu" save(Input) cpu(|x, p| gelu_tanh(x)) cuda("gelu_tanh(x)")
+        grad(|g, x, p| binary(Binary::GeluTanhBackward, g, x, 0.0));
+    /// `x^p` for a constant `p`
+    PowScalar "pow" save(Input) cpu(|x, p| pow_fast(x, p)) cuda("pow_fast(x, p)")
+        grad(|g, x, p| binary(Binary::PowScalarBackward, g, x, p));
+    /// `x * p`
+    Scale "mul" save(Nothing) cpu(|x, p| x * p) cuda("x * p") grad(|g, s, p| scale(g, p));
+    /// `x + p`
+    AddScalar "add" save(Nothing) cpu(|x, p| x + p) cuda("x + p") grad(|g, s, p| Ok(g.clone()));
+}
+
+binary_table! {
+    /// `a + b`
+    Add "add" save(Nothing) cpu(|a, b, p| a + b) cuda("a + b")
+        da(|g, a, b, p| Ok(g.clone())) db(|g, a, b, p| Ok(g.clone()));
+    /// `a - b`
+    Sub "sub" save(Nothing) cpu(|a, b, p| a - b) cuda("a - b")
+        da(|g, a, b, p| Ok(g.clone())) db(|g, a, b, p| neg(g));
+    /// `a * b`
+    Mul "mul" save(Both) cpu(|a, b, p| a * b) cuda("a * b")
+        da(|g, a, b, p| mul(g, b)) db(|g, a, b, p| mul(g, a));
+    /// `a / b`
+    Div "div" save(Both) cpu(|a, b, p| a / b) cuda("a / b")
+        da(|g, a, b, p| div(g, b))
+        db(|g, a, b, p| neg(&div(&mul(g, a)?, &mul(b, b)?)?));
+    /// `a^b`
+    Pow "pow" save(Both) cpu(|a, b, p| a.powf(b)) cuda("pow(a, b)")
+        da(|g, a, b, p| mul(g, &binary(Binary::PowGradBase, a, b, 0.0)?))
+        db(|g, a, b, p| mul(g, &binary(Binary::PowGradExp, a, b, 0.0)?));
+    /// `d(a^b)/da = b a^(b-1)`, zero where `b == 0` (no `0 * inf` at `a == 0`, as PyTorch)
+    PowGradBase "pow_backward" save(Both)
+        cpu(|a, b, p| if b == T::from_f64(0.0) { T::from_f64(0.0) } else { b * a.powf(b - T::from_f64(1.0)) })
+        cuda("b == T(0) ? T(0) : b * pow(a, b - T(1))")
+        da(|g, a, b, p| mul(g, &mul(b, &binary(Binary::PowGradBase, a, &add_scalar(b, -1.0)?, 0.0)?)?))
+        db(|g, a, b, p| mul(g, &mul(&pow(a, &add_scalar(b, -1.0)?)?, &add_scalar(&mul(b, &log(a)?)?, 1.0)?)?));
+    /// `d(a^b)/db = a^b ln a`, zero where `a == 0` and `b >= 0` (the limit, as PyTorch)
+    PowGradExp "pow_backward" save(Both)
+        cpu(|a, b, p| if a == T::from_f64(0.0) && b >= T::from_f64(0.0) { T::from_f64(0.0) } else { a.powf(b) * a.ln() })
+        cuda("(a == T(0) && b >= T(0)) ? T(0) : pow(a, b) * log(a)")
+        da(|g, a, b, p| mul(g, &mul(&pow(a, &add_scalar(b, -1.0)?)?, &add_scalar(&mul(b, &log(a)?)?, 1.0)?)?))
+        db(|g, a, b, p| mul(g, &mul(&binary(Binary::PowGradExp, a, b, 0.0)?, &log(a)?)?));
+    /// tanh's backward `g (1 - y^2)` (a: g, b: the output y)
+    TanhBackward "tanh_backward" save(Both) cpu(|a, b, p| a * (T::from_f64(1.0) - b * b))
+        cuda("a * (T(1) - b * b)")
+        da(|g, a, b, p| binary(Binary::TanhBackward, g, b, 0.0))
+        db(|g, a, b, p| mul(&mul(g, a)?, &scale(b, -2.0)?));
+    /// sigmoid's backward `g y (1 - y)`
+    SigmoidBackward "sigmoid_backward" save(Both) cpu(|a, b, p| a * b * (T::from_f64(1.0) - b))
+        cuda("a * b * (T(1) - b)")
+        da(|g, a, b, p| binary(Binary::SigmoidBackward, g, b, 0.0))
+        db(|g, a, b, p| mul(&mul(g, a)?, &add_scalar(&scale(b, -2.0)?, 1.0)?));
+    /// relu's backward `y > 0 ? g : 0` (no gradient to the mask)
+    ReluBackward "relu_backward" save(Both)
+        cpu(|a, b, p| if b > T::from_f64(0.0) { a } else { T::from_f64(0.0) })
+        cuda("b > T(0) ? a : T(0)")
+        da(|g, a, b, p| binary(Binary::ReluBackward, g, b, 0.0));
+    /// sqrt's backward `g / (2 y)`
+    SqrtBackward "sqrt_backward" save(Both) cpu(|a, b, p| a / (b + b)) cuda("a / (b + b)")
+        da(|g, a, b, p| binary(Binary::SqrtBackward, g, b, 0.0))
+        db(|g, a, b, p| neg(&div(&binary(Binary::SqrtBackward, &mul(g, a)?, b, 0.0)?, b)?));
+    /// exact GELU's backward `g (Phi(x) + x phi(x))` (b: the input x)
+    GeluBackward "gelu_backward" save(Both) cpu(|a, b, p| gelu_erf_grad(a, b))
+        cuda("gelu_erf_grad(a, b)")
+        da(|g, a, b, p| binary(Binary::GeluBackward, g, b, 0.0))
+        db(|g, a, b, p| mul(&mul(g, a)?, &gelu_erf_second(b)?));
+    /// tanh-GELU's backward
+    GeluTanhBackward "gelu_backward" save(Both) cpu(|a, b, p| gelu_tanh_grad(a, b))
+        cuda("gelu_tanh_grad(a, b)")
+        da(|g, a, b, p| binary(Binary::GeluTanhBackward, g, b, 0.0))
+        db(|g, a, b, p| mul(&mul(g, a)?, &gelu_tanh_second(b)?));
+    /// `x^p`'s backward `g p x^(p-1)` (b: the input x)
+    PowScalarBackward "pow_backward" save(Both) cpu(|a, b, p| pow_fast_grad(a, b, p))
+        cuda("pow_fast_grad(a, b, p)")
+        da(|g, a, b, p| binary(Binary::PowScalarBackward, g, b, p))
+        db(|g, a, b, p| scale(&binary(Binary::PowScalarBackward, &mul(g, a)?, b, p - 1.0)?, p));
+    /// `1` where `a == b` (NaN matches NaN), else `0`; a mask, not differentiable
+    Equal "eq" save(Nothing)
+        cpu(|a, b, p| if a == b || (a != a && b != b) { T::from_f64(1.0) } else { T::from_f64(0.0) })
+        cuda("(a == b || (a != a && b != b)) ? T(1) : T(0)");
+}
+
+/// Exact GELU's second derivative `phi(x) (2 - x^2)`, from differentiable ops.
+fn gelu_erf_second(x: &Tensor) -> Result<Tensor> {
+    let x2 = mul(x, x)?;
+    let pdf = scale(&exp(&scale(&x2, -0.5)?)?, FRAC_1_SQRT_2PI)?;
+    mul(&pdf, &add_scalar(&neg(&x2)?, 2.0)?)
+}
+
+/// The tanh-GELU's second derivative, from differentiable ops: with `u = k (x + c x^3)`,
+/// `t = tanh u`, `du = k (1 + 3 c x^2)`: `(1 - t^2) (du - x t du^2 + 3 k c x^2)`.
+fn gelu_tanh_second(x: &Tensor) -> Result<Tensor> {
+    let x2 = mul(x, x)?;
+    let u = scale(&add(x, &scale(&mul(&x2, x)?, GELU_C)?)?, GELU_K)?;
+    let t = tanh(&u)?;
+    let du = scale(&add_scalar(&scale(&x2, 3.0 * GELU_C)?, 1.0)?, GELU_K)?;
+    let sech2 = add_scalar(&neg(&mul(&t, &t)?)?, 1.0)?;
+    let inner = sub(&du, &mul(&mul(x, &t)?, &mul(&du, &du)?)?)?;
+    let inner = add(&inner, &scale(&x2, 3.0 * GELU_K * GELU_C)?)?;
+    mul(&sech2, &inner)
+}
+
+/// Public functions (and Tensor methods) of the rows without a parameter.
+macro_rules! unary_fns {
+    ($($(#[$doc:meta])* $f:ident => $V:ident;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $f(x: &Tensor) -> Result<Tensor> {
+                unary(Unary::$V, x, 0.0)
+            }
+        )*
+        impl Tensor {
+            $(
+                $(#[$doc])*
+                pub fn $f(&self) -> Result<Tensor> {
+                    $f(self)
+                }
+            )*
+        }
+    };
+}
+
+/// Public functions (and Tensor methods) of the broadcasting binary rows.
+macro_rules! binary_fns {
+    ($($(#[$doc:meta])* $f:ident => $V:ident;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $f(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+                binary(Binary::$V, a, b, 0.0)
+            }
+        )*
+    };
+}
+
+unary_fns! {
+    /// `-x` elementwise.
+    neg => Neg;
+    /// `e^x` elementwise.
+    exp => Exp;
+    /// Natural logarithm elementwise (NaN below 0, -inf at 0, as in NumPy).
+    log => Log;
+    /// Square root elementwise (NaN below 0).
+    sqrt => Sqrt;
+    /// Sine elementwise.
+    sin => Sin;
+    /// Cosine elementwise.
+    cos => Cos;
+    /// Hyperbolic tangent elementwise.
+    tanh => Tanh;
+    /// Logistic sigmoid `1 / (1 + e^-x)` elementwise.
+    sigmoid => Sigmoid;
+    /// `max(x, 0)` elementwise (gradient 0 at 0, as in PyTorch).
+    relu => Relu;
+}
+
+binary_fns! {
+    /// `a + b` with broadcasting and dtype promotion.
+    add => Add;
+    /// `a - b` with broadcasting and dtype promotion.
+    sub => Sub;
+    /// `a * b` with broadcasting and dtype promotion.
+    mul => Mul;
+    /// `a / b` with broadcasting and dtype promotion.
+    div => Div;
+    /// `a^b` elementwise with broadcasting and dtype promotion; gradients for both.
+    pow => Pow;
+}
+
+/// GELU: exact `x Phi(x)` (erf form), or PyTorch's tanh approximation when
+/// `approximate_tanh` is set.
+pub fn gelu(x: &Tensor, approximate_tanh: bool) -> Result<Tensor> {
+    let f = if approximate_tanh {
+        Unary::GeluTanh
+    } else {
+        Unary::GeluErf
+    };
+    unary(f, x, 0.0)
+}
+
+/// `x^p` for a constant exponent `p` (exact fast paths for 2, 0.5, -1, integers, ...).
+pub fn pow_scalar(x: &Tensor, p: f64) -> Result<Tensor> {
+    unary(Unary::PowScalar, x, p)
+}
+
+/// `x * c` for a constant `c`.
+pub fn scale(x: &Tensor, c: f64) -> Result<Tensor> {
+    unary(Unary::Scale, x, c)
+}
+
+/// `x + c` for a constant `c`.
+pub fn add_scalar(x: &Tensor, c: f64) -> Result<Tensor> {
+    unary(Unary::AddScalar, x, c)
+}
+
+impl Tensor {
+    /// GELU (see [`gelu`]).
+    pub fn gelu(&self, approximate_tanh: bool) -> Result<Tensor> {
+        gelu(self, approximate_tanh)
+    }
+    /// `self^p` for a constant exponent.
+    pub fn pow_scalar(&self, p: f64) -> Result<Tensor> {
+        pow_scalar(self, p)
+    }
+    /// `self^exponent` elementwise with broadcasting.
+    pub fn pow(&self, exponent: &Tensor) -> Result<Tensor> {
+        pow(self, exponent)
+    }
+}

@@ -1,0 +1,75 @@
+//! In-place arithmetic without recording: gradient accumulation and optimizer updates.
+
+use super::{cast, check_same_device};
+use crate::cpu;
+use crate::dtype::Element;
+use crate::error::{Error, Result};
+use crate::layout::{broadcast_shapes, fmt_shape};
+use crate::tensor::Tensor;
+
+/// `dst += src` in place (gradient accumulation, optimizers). `dst` must be contiguous and
+/// `src` broadcastable to it; no graph is recorded.
+pub fn add_inplace(dst: &Tensor, src: &Tensor) -> Result<()> {
+    axpy_inplace(dst, src, 1.0)
+}
+
+/// `dst += alpha * src` in place (no graph).
+pub fn axpy_inplace(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
+    check_same_device("add_", &[dst, src])?;
+    if !dst.is_contiguous() {
+        return Err(Error::shape(
+            "add_",
+            "in-place destination must be contiguous",
+        ));
+    }
+    let shape = broadcast_shapes("add_", dst.shape(), src.shape())?;
+    if shape.as_slice() != dst.shape() {
+        return Err(Error::shape(
+            "add_",
+            format!(
+                "cannot add {} into {} in place",
+                fmt_shape(src.shape()),
+                fmt_shape(dst.shape())
+            ),
+        ));
+    }
+    let src = cast(src, dst.dtype())?;
+    if dst.device() != crate::device::Device::Cpu {
+        // A source sharing the destination's storage is copied first (the kernel reads and
+        // writes in one pass).
+        let src = if std::sync::Arc::ptr_eq(src.storage(), dst.storage()) {
+            crate::cuda::launch::copy("add_", &src)?
+        } else {
+            src
+        };
+        return crate::cuda::launch::axpy_inplace("add_", dst, &src, alpha);
+    }
+    crate::dispatch!(dst.dtype(), T => {
+        let aliased = std::sync::Arc::ptr_eq(src.storage(), dst.storage());
+        let vals: std::borrow::Cow<'_, [T]> = if src.shape() == dst.shape() && !aliased {
+            match cpu::contiguous_slice::<T>(src.data()) {
+                Some(s) => std::borrow::Cow::Borrowed(s),
+                None => std::borrow::Cow::Owned(cpu::gather::<T>(src.data())),
+            }
+        } else {
+            let b = src.layout().broadcast_to("add_", dst.shape())?;
+            std::borrow::Cow::Owned(cpu::gather::<T>(&crate::tensor::TensorData { storage: src.storage().clone(), layout: b }))
+        };
+        let off = dst.layout().offset;
+        let n = dst.numel();
+        // SAFETY: the engine only updates gradients and parameters in place, never while a
+        // kernel reads the same storage; `vals` was copied out if it aliased.
+        let d = unsafe { dst.storage().as_mut_slice::<T>() }.ok_or_else(|| Error::dtype("add_", "dtype"))?;
+        let a = T::from_f64(alpha);
+        if alpha == 1.0 {
+            for (o, &v) in d[off..off + n].iter_mut().zip(vals.iter()) {
+                *o += v;
+            }
+        } else {
+            for (o, &v) in d[off..off + n].iter_mut().zip(vals.iter()) {
+                *o += a * v;
+            }
+        }
+    });
+    Ok(())
+}
