@@ -2,7 +2,7 @@
 //! gradient back to the input's dtype; `to_device(x, device)` copies between host and GPU and
 //! copies the gradient back to the source device.
 
-use super::{cast, contiguous_copy};
+use super::contiguous_copy;
 use crate::autograd::node::{apply, BackwardCtx, Op};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -22,10 +22,10 @@ impl Op for ToDTypeOp {
         contiguous_copy(inputs[0], self.dtype)
     }
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        self.cpu(inputs)
+        crate::cuda::launch::cast("to_dtype", inputs[0], self.dtype)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
-        Ok(vec![Some(cast(ctx.grad, ctx.inputs[0].dtype)?)])
+        Ok(vec![Some(to_dtype(ctx.grad, ctx.inputs[0].dtype)?)])
     }
 }
 
@@ -61,8 +61,8 @@ impl Op for ToDeviceOp {
         if !ctx.needs_grad(0) {
             return Ok(vec![None]);
         }
-        let g = crate::cuda::launch::transfer("to_device", ctx.grad, self.from)?;
-        Ok(vec![Some(cast(&g, ctx.inputs[0].dtype)?)])
+        let g = to_device(ctx.grad, self.from)?;
+        Ok(vec![Some(to_dtype(&g, ctx.inputs[0].dtype)?)])
     }
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         self.cpu(inputs)

@@ -67,30 +67,26 @@ impl Op for DropoutOp {
     fn name(&self) -> &'static str {
         "dropout"
     }
-    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        self.cpu(inputs)
-    }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
-        if super::is_cuda(x) {
-            return masked_cuda(x, self.key, self.p);
-        }
         Ok(crate::dispatch!(x.dtype(), T => {
             from_vec(masked(&c_order::<T>(x.data()), self.key, self.p), x.shape())
         }))
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        masked_cuda(inputs[0], self.key, self.p)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         if !ctx.needs_grad(0) {
             return Ok(vec![None]);
         }
-        // The same mask and scale applied to the gradient.
-        let g = ctx.grad;
-        if super::is_cuda(g) {
-            return Ok(vec![Some(masked_cuda(g, self.key, self.p)?)]);
-        }
-        Ok(vec![Some(crate::dispatch!(g.dtype(), T => {
-            from_vec(masked(&c_order::<T>(g.data()), self.key, self.p), g.shape())
-        }))])
+        // Dropout is linear: its backward is the same mask and scale applied to the
+        // gradient, i.e. this op again (so it differentiates again the same way).
+        let again = DropoutOp {
+            p: self.p,
+            key: self.key,
+        };
+        Ok(vec![Some(apply(again, &[ctx.grad], &[])?)])
     }
 }
 

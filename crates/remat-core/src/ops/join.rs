@@ -3,12 +3,13 @@
 //! (a view, no copy), only for inputs that need one. On CUDA each input is copied into its
 //! slice of the output by the strided-copy kernel.
 
+use super::view::IndexItem;
 use super::{check_same_device, from_vec, view};
 use crate::autograd::node::{apply, BackwardCtx, Op};
 use crate::cpu;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::layout::{fmt_shape, normalize_axis, numel, Dims, Layout};
+use crate::layout::{fmt_shape, normalize_axis, numel, Dims};
 use crate::tensor::{Tensor, TensorData};
 use std::borrow::Cow;
 
@@ -75,6 +76,68 @@ impl Op for JoinOp {
         Self::name_of(self.stack)
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (parts, shape) = self.parts(inputs)?;
+        Ok(crate::dispatch!(inputs[0].dtype(), T => {
+            from_vec(concat_kernel::<T>(&parts, self.axis, &shape), &shape)
+        }))
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let op = self.name();
+        let (parts, shape) = self.parts(inputs)?;
+        let first = inputs[0];
+        let out = crate::cuda::launch::empty(op, first.device(), &shape, first.dtype())?;
+        let ol = out.layout().clone();
+        let mut start = 0usize;
+        for p in parts {
+            let extent = p.layout.shape[self.axis];
+            let mut l = ol.clone();
+            l.shape[self.axis] = extent;
+            l.offset = ol.offset + start * ol.strides[self.axis];
+            if numel(&l.shape) > 0 {
+                let dst = view(&out, l);
+                crate::cuda::launch::copy_into(op, &Tensor::from_data(p), &dst, false)?;
+            }
+            start += extent;
+        }
+        Ok(out)
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        // Each input's slice of the gradient along the axis (an `index`, so differentiable).
+        let mut start = 0usize;
+        let mut out = Vec::with_capacity(ctx.inputs.len());
+        for (i, meta) in ctx.inputs.iter().enumerate() {
+            let extent = if self.stack { 1 } else { meta.shape[self.axis] };
+            if ctx.needs_grad(i) {
+                let full = IndexItem::Slice {
+                    start: None,
+                    stop: None,
+                    step: 1,
+                };
+                let mut items = vec![full; self.axis];
+                items.push(if self.stack {
+                    IndexItem::Int(start as isize)
+                } else {
+                    IndexItem::Slice {
+                        start: Some(start as isize),
+                        stop: Some((start + extent) as isize),
+                        step: 1,
+                    }
+                });
+                out.push(Some(super::index(ctx.grad, &items)?));
+            } else {
+                out.push(None);
+            }
+            start += extent;
+        }
+        Ok(out)
+    }
+}
+
+impl JoinOp {
+    /// The inputs as parts of the output (stacked ones with the new axis) and the output
+    /// shape; replays see the inputs of the forward, but a mismatch is still an error, not
+    /// a panic.
+    fn parts(&self, inputs: &[&Tensor]) -> Result<(Vec<TensorData>, Dims)> {
         let op = self.name();
         let first = inputs
             .first()
@@ -108,58 +171,7 @@ impl Op for JoinOp {
             }
             shape[self.axis] += s[self.axis];
         }
-        if super::is_cuda(first) {
-            let out = crate::cuda::launch::empty(op, first.device(), &shape, first.dtype())?;
-            let ol = out.layout().clone();
-            let mut start = 0usize;
-            for p in parts {
-                let extent = p.layout.shape[self.axis];
-                let mut l = ol.clone();
-                l.shape[self.axis] = extent;
-                l.offset = ol.offset + start * ol.strides[self.axis];
-                if numel(&l.shape) > 0 {
-                    let dst = view(&out, l);
-                    crate::cuda::launch::copy_into(op, &Tensor::from_data(p), &dst, false)?;
-                }
-                start += extent;
-            }
-            return Ok(out);
-        }
-        Ok(crate::dispatch!(first.dtype(), T => {
-            from_vec(concat_kernel::<T>(&parts, self.axis, &shape), &shape)
-        }))
-    }
-    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        self.cpu(inputs)
-    }
-    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
-        let gl = ctx.grad.layout();
-        let mut start = 0usize;
-        let mut out = Vec::with_capacity(ctx.inputs.len());
-        for (i, meta) in ctx.inputs.iter().enumerate() {
-            let extent = if self.stack { 1 } else { meta.shape[self.axis] };
-            if ctx.needs_grad(i) {
-                // This input's slice of the gradient along the axis.
-                let mut l = Layout {
-                    shape: gl.shape.clone(),
-                    strides: gl.strides.clone(),
-                    offset: gl.offset + start * gl.strides[self.axis],
-                };
-                l.shape[self.axis] = extent;
-                if self.stack {
-                    l.shape.remove(self.axis);
-                    l.strides.remove(self.axis);
-                }
-                if extent == 0 || numel(&l.shape) == 0 {
-                    l.offset = gl.offset;
-                }
-                out.push(Some(view(ctx.grad, l)));
-            } else {
-                out.push(None);
-            }
-            start += extent;
-        }
-        Ok(out)
+        Ok((parts, shape))
     }
 }
 

@@ -2,7 +2,7 @@
 //! broadcast bias and the GEMM accumulates into it (PyTorch's addmm), so a layer costs one
 //! pass over its output instead of three (zero-fill, product, bias add).
 
-use super::{cast, check_same_device, from_vec, reshape, view};
+use super::{check_same_device, from_vec, reshape, view};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
 use crate::cpu::{self, matmul::gemm_into};
 use crate::dtype::Element;
@@ -36,7 +36,7 @@ fn operand<T: Element>(t: &Tensor) -> (*const T, isize, isize) {
     (p, l.strides[0] as isize, l.strides[1] as isize)
 }
 
-fn linear_forward(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
+fn linear_forward(x: &Tensor, w: &Tensor, b: Option<&Tensor>, cuda: bool) -> Result<Tensor> {
     let (rows, inf, outf) = (
         x.numel() / x.shape()[x.ndim() - 1].max(1),
         w.shape()[1],
@@ -45,7 +45,7 @@ fn linear_forward(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> 
     let x2 = rows_of(x)?;
     let mut shape: Dims = x.shape().into();
     *shape.last_mut().expect("x has at least one axis") = outf;
-    if super::is_cuda(x) {
+    if cuda {
         // cuBLAS accumulates into the broadcast bias (beta = 1), as the CPU path does.
         let wt = view(w, w.layout().transpose(0, 1));
         let out = crate::cuda::launch::matmul_nd("linear", &x2, &wt, &[], b)?;
@@ -75,76 +75,37 @@ impl Op for LinearOp {
         "linear"
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        linear_forward(
-            inputs[0],
-            inputs[1],
-            if self.has_bias { Some(inputs[2]) } else { None },
-        )
+        linear_forward(inputs[0], inputs[1], inputs.get(2).copied(), false)
     }
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        self.cpu(inputs)
+        linear_forward(inputs[0], inputs[1], inputs.get(2).copied(), true)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        // With the leading axes flattened into rows: gx = g W, gW = g^T x, gb = sum_rows g,
+        // as differentiable ops (GEMMs reading transposed operands through strides).
         let dt = ctx.grad.dtype();
-        let (x, w) = (cast(&ctx.saved[0], dt)?, cast(&ctx.saved[1], dt)?);
-        let g2 = rows_of(ctx.grad)?;
-        let x2 = rows_of(&x)?;
-        let (rows, outf, inf) = (g2.shape()[0], w.shape()[0], w.shape()[1]);
-        if super::is_cuda(&x) {
-            use crate::cuda::launch::matmul_nd;
-            let gx = if ctx.needs_grad(0) {
-                let o = matmul_nd("linear", &g2, &w, &[], None)?;
-                Some(view(&o, Layout::contiguous(&ctx.inputs[0].shape)))
-            } else {
-                None
-            };
-            let gw = if ctx.needs_grad(1) {
-                let gt = view(&g2, g2.layout().transpose(0, 1));
-                Some(matmul_nd("linear", &gt, &x2, &[], None)?)
-            } else {
-                None
-            };
-            let mut grads = vec![gx, gw];
-            if self.has_bias {
-                grads.push(if ctx.needs_grad(2) {
-                    Some(reshape(
-                        &super::reduce::sum_raw(&g2, &[0], false)?,
-                        &[outf],
-                    )?)
-                } else {
-                    None
-                });
-            }
-            return Ok(grads);
-        }
+        let (x, w) = (
+            super::to_dtype(&ctx.saved[0], dt)?,
+            super::to_dtype(&ctx.saved[1], dt)?,
+        );
+        let (outf, inf) = (w.shape()[0], w.shape()[1]);
+        let rows = x.numel().checked_div(inf).unwrap_or(0);
+        let g2 = reshape(ctx.grad, &[rows, outf])?;
         let gx = if ctx.needs_grad(0) {
-            Some(crate::dispatch!(dt, T => {
-                let mut o = cpu::alloc::<T>(rows * inf);
-                // SAFETY: validated views.
-                unsafe { gemm_into(&mut o, rows, inf, outf, operand::<T>(&g2), operand::<T>(&w), false) };
-                from_vec(o, &ctx.inputs[0].shape)
-            }))
+            Some(reshape(&super::matmul(&g2, &w)?, &ctx.inputs[0].shape)?)
         } else {
             None
         };
         let gw = if ctx.needs_grad(1) {
-            Some(crate::dispatch!(dt, T => {
-                let mut o = cpu::alloc::<T>(outf * inf);
-                let gt = view(&g2, g2.layout().transpose(0, 1));
-                // SAFETY: validated views.
-                unsafe { gemm_into(&mut o, outf, inf, rows, operand::<T>(&gt), operand::<T>(&x2), false) };
-                from_vec(o, &[outf, inf])
-            }))
+            let x2 = reshape(&x, &[rows, inf])?;
+            Some(super::matmul(&super::transpose(&g2, 0, 1)?, &x2)?)
         } else {
             None
         };
         let mut grads = vec![gx, gw];
         if self.has_bias {
             grads.push(if ctx.needs_grad(2) {
-                Some(reshape(
-                    &super::reduce::sum_raw(&g2, &[0], false)?,
-                    &[outf],
-                )?)
+                Some(super::sum(&g2, Some(&[0]), false)?)
             } else {
                 None
             });

@@ -70,7 +70,10 @@ impl Op for MseLossOp {
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         // d/dp mean((p - t)^2) = 2 (p - t) g / N; the target gets the negation.
         let dt = ctx.grad.dtype();
-        let (p, t) = (cast(&ctx.saved[0], dt)?, cast(&ctx.saved[1], dt)?);
+        let (p, t) = (
+            super::to_dtype(&ctx.saved[0], dt)?,
+            super::to_dtype(&ctx.saved[1], dt)?,
+        );
         let gp = mul(&scale(&sub(&p, &t)?, 2.0 / p.numel() as f64)?, ctx.grad)?;
         let gt = if ctx.needs_grad(1) {
             Some(neg(&gp)?)
@@ -188,7 +191,7 @@ impl Op for CrossEntropyOp {
             return Ok(vec![None]);
         }
         let x = &ctx.saved[0];
-        let g = cast(ctx.grad, x.dtype())?;
+        let g = super::to_dtype(ctx.grad, x.dtype())?;
         let op = CrossEntropyBackwardOp {
             target: self.target.clone(),
         };

@@ -49,7 +49,7 @@ fn batch_offsets(l: &Layout, batch: &[usize]) -> Result<Vec<usize>> {
 }
 
 /// The product of matrix stacks `a (..., m, k)` and `b (..., k, n)` (both at least 2-D).
-fn matmul_nd(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+fn matmul_nd(a: &Tensor, b: &Tensor, cuda: bool) -> Result<Tensor> {
     let (la, lb) = (a.layout(), b.layout());
     let (na, nb) = (la.ndim(), lb.ndim());
     let (m, k, k2, n) = (
@@ -70,7 +70,7 @@ fn matmul_nd(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         ));
     }
     let batch = broadcast_shapes("matmul", &la.shape[..na - 2], &lb.shape[..nb - 2])?;
-    if super::is_cuda(a) {
+    if cuda {
         return crate::cuda::launch::matmul_nd("matmul", a, b, &batch, None);
     }
     let oa = MatOperand {
@@ -91,11 +91,6 @@ fn matmul_nd(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     Ok(crate::dispatch!(a.dtype(), T => from_vec(batched_matmul::<T>(&oa, &ob, m, k, n), &shape)))
 }
 
-fn transpose_last(x: &Tensor) -> Tensor {
-    let nd = x.ndim();
-    view(x, x.layout().transpose(nd - 2, nd - 1))
-}
-
 /// The result shape after removing the axes that 1-D operands added.
 fn squeeze_shape(full: &[usize], a_1d: bool, b_1d: bool) -> Dims {
     let nd = full.len();
@@ -109,7 +104,7 @@ fn squeeze_shape(full: &[usize], a_1d: bool, b_1d: bool) -> Dims {
     s
 }
 
-fn matmul_forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+fn matmul_forward(a: &Tensor, b: &Tensor, cuda: bool) -> Result<Tensor> {
     check_same_device("matmul", &[a, b])?;
     if a.ndim() == 0 || b.ndim() == 0 {
         return Err(Error::shape(
@@ -123,7 +118,7 @@ fn matmul_forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
     let dt = a.dtype().promote(b.dtype());
     let (a, b) = (cast(a, dt)?, cast(b, dt)?);
-    let out = matmul_nd(&as_matrix(&a, true), &as_matrix(&b, false))?;
+    let out = matmul_nd(&as_matrix(&a, true), &as_matrix(&b, false), cuda)?;
     let shape = squeeze_shape(out.shape(), a.ndim() == 1, b.ndim() == 1);
     Ok(if shape.as_slice() == out.shape() {
         out
@@ -139,51 +134,53 @@ impl Op for MatmulOp {
         "matmul"
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        matmul_forward(inputs[0], inputs[1])
+        matmul_forward(inputs[0], inputs[1], false)
     }
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        self.cpu(inputs)
+        matmul_forward(inputs[0], inputs[1], true)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        // Batched: ga = g b^T and gb = a^T g with 1-D operands as matrices, reduced over
+        // broadcast batch axes; all with differentiable ops (transposes are views, so the
+        // GEMMs read the operands through strides as in the forward).
         let dt = ctx.grad.dtype();
-        let a = cast(&ctx.saved[0], dt)?;
-        let b = cast(&ctx.saved[1], dt)?;
-        let (a2, b2) = (as_matrix(&a, true), as_matrix(&b, false));
-        // The gradient with the 1-D axes restored: (..., m, n).
-        let (na, nb) = (a2.ndim(), b2.ndim());
-        let batch = broadcast_shapes("matmul", &a2.shape()[..na - 2], &b2.shape()[..nb - 2])?;
-        let mut gshape: Dims = batch;
-        gshape.push(a2.shape()[na - 2]);
-        gshape.push(b2.shape()[nb - 1]);
-        let g = super::contiguous(ctx.grad)?;
-        let g2 = view(
-            &g,
-            Layout {
-                offset: g.layout().offset,
-                ..Layout::contiguous(&gshape)
-            },
+        let (a, b) = (
+            super::to_dtype(&ctx.saved[0], dt)?,
+            super::to_dtype(&ctx.saved[1], dt)?,
         );
+        let (sa, sb) = (
+            matrix_shape(a.shape(), true),
+            matrix_shape(b.shape(), false),
+        );
+        let (a2, b2) = (super::reshape(&a, &sa)?, super::reshape(&b, &sb)?);
+        let (na, nb) = (sa.len(), sb.len());
+        let mut gshape = broadcast_shapes("matmul", &sa[..na - 2], &sb[..nb - 2])?;
+        gshape.push(sa[na - 2]);
+        gshape.push(sb[nb - 1]);
+        let g2 = super::reshape(ctx.grad, &gshape)?;
         let ga = if ctx.needs_grad(0) {
-            let full = matmul_nd(&g2, &transpose_last(&b2))?;
-            let r = sum_to(&full, a2.shape())?;
-            Some(view(
-                &super::contiguous(&r)?,
-                Layout::contiguous(&ctx.inputs[0].shape),
-            ))
+            let full = matmul(&g2, &super::transpose(&b2, -2, -1)?)?;
+            Some(super::reshape(&sum_to(&full, &sa)?, &ctx.inputs[0].shape)?)
         } else {
             None
         };
         let gb = if ctx.needs_grad(1) {
-            let full = matmul_nd(&transpose_last(&a2), &g2)?;
-            let r = sum_to(&full, b2.shape())?;
-            Some(view(
-                &super::contiguous(&r)?,
-                Layout::contiguous(&ctx.inputs[1].shape),
-            ))
+            let full = matmul(&super::transpose(&a2, -2, -1)?, &g2)?;
+            Some(super::reshape(&sum_to(&full, &sb)?, &ctx.inputs[1].shape)?)
         } else {
             None
         };
         Ok(vec![ga, gb])
+    }
+}
+
+/// The shape of an operand as a matrix: a 1-D left operand is a row `(1, k)`, a 1-D right
+/// one a column `(k, 1)`.
+fn matrix_shape(shape: &[usize], lhs: bool) -> Dims {
+    match (shape, lhs) {
+        ([k], true) => smallvec![1, *k],
+        ([k], false) => smallvec![*k, 1],
+        _ => shape.into(),
     }
 }
 

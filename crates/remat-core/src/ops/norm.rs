@@ -35,16 +35,10 @@ impl LayerNormOp {
     fn bias_index(&self) -> usize {
         1 + self.has_weight as usize
     }
-}
 
-impl Op for LayerNormOp {
-    fn name(&self) -> &'static str {
-        "layer_norm"
-    }
-    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        self.cpu(inputs)
-    }
-    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+    /// The input, weight and bias in their common dtype.
+    #[allow(clippy::type_complexity)]
+    fn operands(&self, inputs: &[&Tensor]) -> Result<(Tensor, Option<Tensor>, Option<Tensor>)> {
         let dt = inputs
             .iter()
             .fold(inputs[0].dtype(), |d, t| d.promote(t.dtype()));
@@ -54,16 +48,70 @@ impl Op for LayerNormOp {
             .has_bias
             .then(|| cast(inputs[self.bias_index()], dt))
             .transpose()?;
-        let n = *x.shape().last().unwrap_or(&1);
-        if super::is_cuda(&x) {
-            return crate::cuda::launch::layer_norm(
-                "layer_norm",
-                &x,
-                w.as_ref(),
-                b.as_ref(),
-                self.eps,
+        Ok((x, w, b))
+    }
+
+    /// The backward written with differentiable ops, for `create_graph` (the fused kernels
+    /// serve every other backward): with `xhat = (x - mean) rstd` and `gy = g w`,
+    /// `gx = rstd (gy - mean(gy) - xhat mean(gy xhat))`, `gw = sum(g xhat)`, `gb = sum(g)`
+    /// over the leading axes.
+    fn composite_backward(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        x: &Tensor,
+        w: Option<&Tensor>,
+    ) -> Result<Vec<Option<Tensor>>> {
+        use super::{add_scalar, mean, mul, pow_scalar, sub, sum};
+        let last: &[isize] = &[-1];
+        let g = ctx.grad;
+        let xc = sub(x, &mean(x, Some(last), true)?)?;
+        let var = mean(&mul(&xc, &xc)?, Some(last), true)?;
+        let rstd = pow_scalar(&add_scalar(&var, self.eps)?, -0.5)?;
+        let xhat = mul(&xc, &rstd)?;
+        let lead: Vec<isize> = (0..x.ndim() as isize - 1).collect();
+        let col = |t: &Tensor| sum(t, Some(&lead), false);
+        let gx = if ctx.needs_grad(0) {
+            let gy = match w {
+                Some(w) => mul(g, w)?,
+                None => g.clone(),
+            };
+            let m1 = mean(&gy, Some(last), true)?;
+            let m2 = mean(&mul(&gy, &xhat)?, Some(last), true)?;
+            Some(mul(&rstd, &sub(&sub(&gy, &m1)?, &mul(&xhat, &m2)?)?)?)
+        } else {
+            None
+        };
+        let mut grads = vec![gx];
+        if self.has_weight {
+            grads.push(
+                ctx.needs_grad(1)
+                    .then(|| col(&mul(g, &xhat)?))
+                    .transpose()?,
             );
         }
+        if self.has_bias {
+            grads.push(
+                ctx.needs_grad(self.bias_index())
+                    .then(|| col(g))
+                    .transpose()?,
+            );
+        }
+        Ok(grads)
+    }
+}
+
+impl Op for LayerNormOp {
+    fn name(&self) -> &'static str {
+        "layer_norm"
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (x, w, b) = self.operands(inputs)?;
+        crate::cuda::launch::layer_norm("layer_norm", &x, w.as_ref(), b.as_ref(), self.eps)
+    }
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (x, w, b) = self.operands(inputs)?;
+        let dt = x.dtype();
+        let n = *x.shape().last().unwrap_or(&1);
         Ok(crate::dispatch!(dt, T => {
             let xs = c_order::<T>(x.data());
             let ws = w.as_ref().map(|w| c_order::<T>(w.data()));
@@ -101,11 +149,15 @@ impl Op for LayerNormOp {
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let dt = ctx.grad.dtype();
-        let x = cast(&ctx.saved[0], dt)?;
+        let x = super::to_dtype(&ctx.saved[0], dt)?;
         let w = self
             .has_weight
-            .then(|| cast(&ctx.saved[1], dt))
+            .then(|| super::to_dtype(&ctx.saved[1], dt))
             .transpose()?;
+        if crate::grad_mode::is_grad_enabled() {
+            // `create_graph`: the backward must itself be differentiable.
+            return self.composite_backward(ctx, &x, w.as_ref());
+        }
         let shape = x.shape();
         let n = *shape.last().unwrap_or(&1);
         let rows = x.numel().checked_div(n).unwrap_or(0);
@@ -113,7 +165,7 @@ impl Op for LayerNormOp {
         let need_w = self.has_weight && ctx.needs_grad(1);
         let need_b = self.has_bias && ctx.needs_grad(self.bias_index());
         if super::is_cuda(&x) {
-            let g = cast(ctx.grad, dt)?;
+            let g = super::to_dtype(ctx.grad, dt)?;
             let (gx, gxhat) = crate::cuda::launch::layer_norm_backward(
                 "layer_norm",
                 &x,

@@ -119,7 +119,7 @@ impl Op for MaxOp {
         let mask = binary_forward(Binary::Equal, &x.detach(), &yb, 0.0)?;
         // Ties share the gradient evenly (PyTorch's amax): scale by 1 / count per output.
         let counts = sum_raw(&mask, &self.axes, self.keepdims)?;
-        let share = div(&super::cast(ctx.grad, x.dtype())?, &counts)?;
+        let share = div(&super::to_dtype(ctx.grad, x.dtype())?, &counts)?;
         Ok(vec![Some(mul(
             &mask,
             &broadcast_back(&share, &self.axes, shape)?,

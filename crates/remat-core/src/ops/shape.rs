@@ -56,8 +56,9 @@ struct ReshapeOp {
     shape: Dims,
 }
 
-fn reshape_raw(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    Ok(if x.is_contiguous() {
+/// `x` viewed with `shape` when it is contiguous (None: it needs a copy first).
+fn reshape_view(x: &Tensor, shape: &[usize]) -> Option<Tensor> {
+    x.is_contiguous().then(|| {
         view(
             x,
             Layout {
@@ -65,11 +66,6 @@ fn reshape_raw(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
                 ..Layout::contiguous(shape)
             },
         )
-    } else if super::is_cuda(x) {
-        let c = crate::cuda::launch::copy("reshape", x)?;
-        view(&c, Layout::contiguous(shape))
-    } else {
-        crate::dispatch!(x.dtype(), T => from_vec(cpu::gather::<T>(x.data()), shape))
     })
 }
 
@@ -78,13 +74,23 @@ impl Op for ReshapeOp {
         "reshape"
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        reshape_raw(inputs[0], &self.shape)
-    }
-    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
-        Ok(vec![Some(reshape_raw(ctx.grad, &ctx.inputs[0].shape)?)])
+        let x = inputs[0];
+        Ok(reshape_view(x, &self.shape).unwrap_or_else(
+            || crate::dispatch!(x.dtype(), T => from_vec(cpu::gather::<T>(x.data()), &self.shape)),
+        ))
     }
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        self.cpu(inputs)
+        let x = inputs[0];
+        match reshape_view(x, &self.shape) {
+            Some(v) => Ok(v),
+            None => {
+                let c = crate::cuda::launch::copy("reshape", x)?;
+                Ok(view(&c, Layout::contiguous(&self.shape)))
+            }
+        }
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(reshape(ctx.grad, &ctx.inputs[0].shape)?)])
     }
 }
 
@@ -154,13 +160,10 @@ impl Op for CopyOp {
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
-        if super::is_cuda(x) {
-            return crate::cuda::launch::copy("contiguous", x);
-        }
         Ok(crate::dispatch!(x.dtype(), T => from_vec(cpu::gather::<T>(x.data()), x.shape())))
     }
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        self.cpu(inputs)
+        crate::cuda::launch::copy("contiguous", inputs[0])
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![Some(ctx.grad.clone())])

@@ -177,14 +177,8 @@ impl Op for SoftmaxOp {
             "softmax"
         }
     }
-    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        self.cpu(inputs)
-    }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
-        if super::is_cuda(x) {
-            return crate::cuda::launch::softmax(self.name(), x, self.axis, self.log);
-        }
         let (_, n, inner) = split_at_axis(x.shape(), self.axis);
         let block = n * inner;
         let log = self.log;
@@ -197,21 +191,58 @@ impl Op for SoftmaxOp {
             from_vec(out, x.shape())
         }))
     }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        crate::cuda::launch::softmax(self.name(), inputs[0], self.axis, self.log)
+    }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         if !ctx.needs_grad(0) {
             return Ok(vec![None]);
         }
         let y = &ctx.saved[0];
-        let g = super::cast(ctx.grad, y.dtype())?;
-        if super::is_cuda(y) {
-            let gx =
-                crate::cuda::launch::softmax_backward(self.name(), &g, y, self.axis, self.log)?;
-            return Ok(vec![Some(gx)]);
+        let g = super::to_dtype(ctx.grad, y.dtype())?;
+        let back = SoftmaxBackwardOp {
+            axis: self.axis,
+            log: self.log,
+        };
+        Ok(vec![Some(apply(
+            back,
+            &[&g, y],
+            &[Save::Input(0), Save::Input(1)],
+        )?)])
+    }
+}
+
+/// The fused backward of (log_)softmax: inputs the output gradient `g` and the output `y`;
+/// `y (g - sum(g y))` for softmax, `g - e^y sum(g)` for log_softmax (sums along the axis).
+struct SoftmaxBackwardOp {
+    axis: usize,
+    log: bool,
+}
+
+impl SoftmaxBackwardOp {
+    /// `sum(t)` along the op's axis, kept for broadcasting (a 0-d tensor is its own sum).
+    fn sum_axis(&self, t: &Tensor) -> Result<Tensor> {
+        if t.ndim() == 0 {
+            return Ok(t.clone());
         }
+        super::sum(t, Some(&[self.axis as isize]), true)
+    }
+}
+
+impl Op for SoftmaxBackwardOp {
+    fn name(&self) -> &'static str {
+        if self.log {
+            "log_softmax_backward"
+        } else {
+            "softmax_backward"
+        }
+    }
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (g, y) = (inputs[0], inputs[1]);
         let (_, n, inner) = split_at_axis(y.shape(), self.axis);
         let block = n * inner;
         let log = self.log;
-        let gx = crate::dispatch!(y.dtype(), T => {
+        Ok(crate::dispatch!(y.dtype(), T => {
             let (gs, ys) = (c_order::<T>(g.data()), c_order::<T>(y.data()));
             let mut out = cpu::alloc::<T>(ys.len());
             for_blocks(&mut out, block, |b, o| {
@@ -219,8 +250,54 @@ impl Op for SoftmaxOp {
                 softmax_backward_block(&gs[r.clone()], &ys[r], o, n, inner, log)
             });
             from_vec(out, y.shape())
-        });
-        Ok(vec![Some(gx)])
+        }))
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        crate::cuda::launch::softmax_backward(
+            self.name(),
+            inputs[0],
+            inputs[1],
+            self.axis,
+            self.log,
+        )
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        use super::{exp, mul, neg, sub};
+        let (g, y) = (&ctx.saved[0], &ctx.saved[1]);
+        let gg = ctx.grad;
+        let (dg, dy) = if self.log {
+            // gx = g - e^y sum(g)
+            let ey = exp(y)?;
+            let dg = ctx
+                .needs_grad(0)
+                .then(|| sub(gg, &self.sum_axis(&mul(gg, &ey)?)?))
+                .transpose()?;
+            let dy = ctx
+                .needs_grad(1)
+                .then(|| neg(&mul(&mul(gg, &ey)?, &self.sum_axis(g)?)?))
+                .transpose()?;
+            (dg, dy)
+        } else {
+            // gx = y (g - sum(g y))
+            let dg = ctx
+                .needs_grad(0)
+                .then(|| {
+                    apply(
+                        SoftmaxBackwardOp { ..*self },
+                        &[gg, y],
+                        &[Save::Input(0), Save::Input(1)],
+                    )
+                })
+                .transpose()?;
+            let dy = if ctx.needs_grad(1) {
+                let a = mul(g, &sub(gg, &self.sum_axis(&mul(gg, y)?)?)?)?;
+                Some(sub(&a, &mul(gg, &self.sum_axis(&mul(g, y)?)?)?)?)
+            } else {
+                None
+            };
+            (dg, dy)
+        };
+        Ok(vec![dg, dy])
     }
 }
 

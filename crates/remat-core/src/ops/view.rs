@@ -58,7 +58,11 @@ impl Op for PermuteOp {
         for (i, &p) in self.perm.iter().enumerate() {
             inv[p] = i;
         }
-        Ok(vec![Some(view(ctx.grad, ctx.grad.layout().permute(&inv)))])
+        let back = PermuteOp {
+            perm: inv,
+            name: self.name,
+        };
+        Ok(vec![Some(apply(back, &[ctx.grad], &[])?)])
     }
 }
 
@@ -335,22 +339,55 @@ impl Op for IndexOp {
         self.cpu(inputs)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
-        let shape = &ctx.inputs[0].shape;
-        let target = self.plan.apply(&Layout::contiguous(shape));
-        let g = ctx.grad;
-        if super::is_cuda(g) {
-            use crate::cuda::launch as cu;
-            let out = cu::full("index", g.device(), shape, g.dtype(), 0.0)?;
-            cu::copy_into("index", g, &view(&out, target), true)?;
-            return Ok(vec![Some(out)]);
-        }
-        let out = crate::dispatch!(g.dtype(), T => {
+        let back = IndexBackwardOp {
+            plan: self.plan.clone(),
+            shape: ctx.inputs[0].shape.clone(),
+        };
+        Ok(vec![Some(apply(back, &[ctx.grad], &[])?)])
+    }
+}
+
+/// An index's backward: zeros of the input's shape with the gradient written into the
+/// indexed region (on CUDA a zero fill and the `strided_add` scatter kernel). Its own
+/// backward is the index again.
+struct IndexBackwardOp {
+    plan: IndexPlan,
+    shape: Dims,
+}
+
+impl IndexBackwardOp {
+    /// The region of the (contiguous) result that the gradient fills.
+    fn target(&self) -> Layout {
+        self.plan.apply(&Layout::contiguous(&self.shape))
+    }
+}
+
+impl Op for IndexBackwardOp {
+    fn name(&self) -> &'static str {
+        "index_backward"
+    }
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let g = inputs[0];
+        let target = self.target();
+        Ok(crate::dispatch!(g.dtype(), T => {
             let src = cpu::gather::<T>(g.data());
-            let mut dst = vec![T::from_f64(0.0); numel(shape)];
+            let mut dst = vec![T::from_f64(0.0); numel(&self.shape)];
             scatter(&mut dst, &target, &src);
-            from_vec(dst, shape)
-        });
-        Ok(vec![Some(out)])
+            from_vec(dst, &self.shape)
+        }))
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        use crate::cuda::launch as cu;
+        let g = inputs[0];
+        let out = cu::full("index", g.device(), &self.shape, g.dtype(), 0.0)?;
+        cu::copy_into("index", g, &view(&out, self.target()), true)?;
+        Ok(out)
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        let fwd = IndexOp {
+            plan: self.plan.clone(),
+        };
+        Ok(vec![Some(apply(fwd, &[ctx.grad], &[])?)])
     }
 }
 

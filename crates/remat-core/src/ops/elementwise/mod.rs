@@ -226,7 +226,7 @@ impl Op for UnaryOp {
             return Ok(vec![None]);
         }
         let s = ctx.saved.first().unwrap_or(ctx.grad);
-        let g = super::cast(ctx.grad, s.dtype())?;
+        let g = super::to_dtype(ctx.grad, s.dtype())?;
         Ok(vec![Some(self.f.grad(&g, s, self.p)?)])
     }
 }
@@ -262,7 +262,7 @@ impl Op for BinaryOp {
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let dt = ctx.grad.dtype();
         let (a, b) = match ctx.saved {
-            [a, b] => (super::cast(a, dt)?, super::cast(b, dt)?),
+            [a, b] => (super::to_dtype(a, dt)?, super::to_dtype(b, dt)?),
             _ => (ctx.grad.clone(), ctx.grad.clone()),
         };
         let g = ctx.grad;
