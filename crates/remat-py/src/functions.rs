@@ -1,12 +1,13 @@
-//! Module-level functions: tensor constructors and the functional form of every op
-//! (`remat.add`, `remat.softmax`, ...). Each converts its arguments and calls remat-core.
+//! Module-level functions that have no `Tensor` method: tensor constructors, joining
+//! (`concat`, `stack`, `where`), layers and losses. Each converts its arguments and calls
+//! remat-core. Ops that are also `Tensor` methods are declared once in `ops.rs`.
 
 use crate::args;
 use crate::call::{binary, heavy, run, unary};
 use crate::convert::{self, operand, operand_pair};
 use crate::dtype::parse_opt_dtype;
 use crate::errors::CoreResultExt;
-use crate::tensor::{gelu_mode, reduce, reshape_args, transpose_args, wrap, PyTensor};
+use crate::tensor::{wrap, PyTensor};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -206,183 +207,7 @@ fn ones_like(
     like(py, "ones_like", t, dtype, requires_grad, device, ops::ones)
 }
 
-// ---- elementwise and linear algebra ---------------------------------------------------------
-
-fn binary_fn(
-    py: Python<'_>,
-    op: &str,
-    a: &Bound<'_, PyAny>,
-    b: &Bound<'_, PyAny>,
-    f: fn(&Tensor, &Tensor) -> remat_core::Result<Tensor>,
-) -> PyResult<PyTensor> {
-    let (a, b) = operand_pair(op, a, b)?;
-    binary(py, &a, &b, f)
-}
-
-/// Matrix product with `np.matmul` rules.
-#[pyfunction]
-fn matmul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-    binary_fn(py, "matmul", a, b, ops::matmul)
-}
-/// `a + b` with broadcasting.
-#[pyfunction]
-fn add(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-    binary_fn(py, "add", a, b, ops::add)
-}
-/// `a - b` with broadcasting.
-#[pyfunction]
-fn sub(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-    binary_fn(py, "sub", a, b, ops::sub)
-}
-/// `a * b` with broadcasting.
-#[pyfunction]
-fn mul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-    binary_fn(py, "mul", a, b, ops::mul)
-}
-/// `a / b` with broadcasting.
-#[pyfunction]
-fn div(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-    binary_fn(py, "div", a, b, ops::div)
-}
-/// `a ** b` (a Python scalar exponent uses the scalar power).
-#[pyfunction]
-fn pow(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-    if let Some(p) = convert::python_scalar(b) {
-        let x = convert::extract_tensor("pow", a)?;
-        return unary(py, &x, |x| ops::pow_scalar(x, p));
-    }
-    binary_fn(py, "pow", a, b, ops::pow)
-}
-
-macro_rules! unary_fns {
-    ($($name:ident => $op:path, $doc:literal;)*) => {$(
-        #[doc = $doc]
-        #[pyfunction]
-        fn $name(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-            let x = convert::extract_tensor(stringify!($name), x)?;
-            unary(py, &x, $op)
-        }
-    )*};
-}
-
-unary_fns! {
-    neg => ops::neg, "`-x`.";
-    exp => ops::exp, "Elementwise `e**x`.";
-    log => ops::log, "Elementwise natural logarithm.";
-    sqrt => ops::sqrt, "Elementwise square root.";
-    tanh => ops::tanh, "Elementwise tanh.";
-    sigmoid => ops::sigmoid, "Elementwise logistic sigmoid.";
-    relu => ops::relu, "Elementwise `max(x, 0)`.";
-}
-
-/// GELU; `approximate="tanh"` uses the tanh approximation.
-#[pyfunction]
-#[pyo3(signature = (x, approximate="none"))]
-fn gelu(py: Python<'_>, x: &Bound<'_, PyAny>, approximate: &str) -> PyResult<PyTensor> {
-    let tanh = gelu_mode(approximate)?;
-    let x = convert::extract_tensor("gelu", x)?;
-    unary(py, &x, |x| ops::gelu(x, tanh))
-}
-
-/// Softmax along `axis`.
-#[pyfunction]
-#[pyo3(signature = (x, axis=-1))]
-fn softmax(py: Python<'_>, x: &Bound<'_, PyAny>, axis: isize) -> PyResult<PyTensor> {
-    let x = convert::extract_tensor("softmax", x)?;
-    unary(py, &x, |x| ops::softmax(x, axis))
-}
-
-/// Log-softmax along `axis`.
-#[pyfunction]
-#[pyo3(signature = (x, axis=-1))]
-fn log_softmax(py: Python<'_>, x: &Bound<'_, PyAny>, axis: isize) -> PyResult<PyTensor> {
-    let x = convert::extract_tensor("log_softmax", x)?;
-    unary(py, &x, |x| ops::log_softmax(x, axis))
-}
-
-// ---- reductions and shapes ----------------------------------------------------------------
-
-/// Sum over `axis` (None: all axes).
-#[pyfunction]
-#[pyo3(signature = (x, axis=None, keepdims=false))]
-fn sum(
-    py: Python<'_>,
-    x: &Bound<'_, PyAny>,
-    axis: Option<&Bound<'_, PyAny>>,
-    keepdims: bool,
-) -> PyResult<PyTensor> {
-    reduce(
-        py,
-        "sum",
-        &convert::extract_tensor("sum", x)?,
-        axis,
-        keepdims,
-        ops::sum,
-    )
-}
-
-/// Mean over `axis` (None: all axes).
-#[pyfunction]
-#[pyo3(signature = (x, axis=None, keepdims=false))]
-fn mean(
-    py: Python<'_>,
-    x: &Bound<'_, PyAny>,
-    axis: Option<&Bound<'_, PyAny>>,
-    keepdims: bool,
-) -> PyResult<PyTensor> {
-    reduce(
-        py,
-        "mean",
-        &convert::extract_tensor("mean", x)?,
-        axis,
-        keepdims,
-        ops::mean,
-    )
-}
-
-/// Maximum values over `axis` (None: all axes).
-#[pyfunction]
-#[pyo3(signature = (x, axis=None, keepdims=false))]
-fn max(
-    py: Python<'_>,
-    x: &Bound<'_, PyAny>,
-    axis: Option<&Bound<'_, PyAny>>,
-    keepdims: bool,
-) -> PyResult<PyTensor> {
-    reduce(
-        py,
-        "max",
-        &convert::extract_tensor("max", x)?,
-        axis,
-        keepdims,
-        ops::max,
-    )
-}
-
-/// `reshape(x, shape)` or `reshape(x, *shape)`; -1 infers one extent.
-#[pyfunction]
-#[pyo3(signature = (x, *shape))]
-fn reshape(py: Python<'_>, x: &Bound<'_, PyAny>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-    reshape_args(py, &convert::extract_tensor("reshape", x)?, shape).map(wrap)
-}
-
-/// `transpose(x, a, b)` swaps two axes; `transpose(x, axes)` permutes; `transpose(x)`
-/// reverses all axes.
-#[pyfunction]
-#[pyo3(signature = (x, *axes))]
-fn transpose(x: &Bound<'_, PyAny>, axes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-    transpose_args(&convert::extract_tensor("transpose", x)?, axes).map(wrap)
-}
-
-/// Reorder the axes.
-#[pyfunction]
-#[pyo3(signature = (x, *axes))]
-fn permute(x: &Bound<'_, PyAny>, axes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-    let axes = args::signed_dims("permute", axes)?;
-    ops::permute(&convert::extract_tensor("permute", x)?, &axes)
-        .py()
-        .map(wrap)
-}
+// ---- joining and selecting ---------------------------------------------------------------
 
 fn tensor_list(op: &str, tensors: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
     let it = tensors.try_iter().map_err(|_| {
@@ -481,7 +306,8 @@ fn mse_loss(
     pred: &Bound<'_, PyAny>,
     target: &Bound<'_, PyAny>,
 ) -> PyResult<PyTensor> {
-    binary_fn(py, "mse_loss", pred, target, ops::mse_loss)
+    let (pred, target) = operand_pair("mse_loss", pred, target)?;
+    binary(py, &pred, &target, ops::mse_loss)
 }
 
 /// Class indices from a NumPy int array, a list or a Tensor; non-integer values raise
@@ -546,29 +372,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rand, m)?)?;
     m.add_function(wrap_pyfunction!(zeros_like, m)?)?;
     m.add_function(wrap_pyfunction!(ones_like, m)?)?;
-    m.add_function(wrap_pyfunction!(matmul, m)?)?;
-    m.add_function(wrap_pyfunction!(add, m)?)?;
-    m.add_function(wrap_pyfunction!(sub, m)?)?;
-    m.add_function(wrap_pyfunction!(mul, m)?)?;
-    m.add_function(wrap_pyfunction!(div, m)?)?;
-    m.add_function(wrap_pyfunction!(pow, m)?)?;
-    m.add_function(wrap_pyfunction!(neg, m)?)?;
-    m.add_function(wrap_pyfunction!(exp, m)?)?;
-    m.add_function(wrap_pyfunction!(log, m)?)?;
-    m.add_function(wrap_pyfunction!(sqrt, m)?)?;
-    m.add_function(wrap_pyfunction!(tanh, m)?)?;
-    m.add_function(wrap_pyfunction!(sigmoid, m)?)?;
-    m.add_function(wrap_pyfunction!(relu, m)?)?;
-    m.add_function(wrap_pyfunction!(gelu, m)?)?;
     m.add_function(wrap_pyfunction!(linear, m)?)?;
-    m.add_function(wrap_pyfunction!(softmax, m)?)?;
-    m.add_function(wrap_pyfunction!(log_softmax, m)?)?;
-    m.add_function(wrap_pyfunction!(sum, m)?)?;
-    m.add_function(wrap_pyfunction!(mean, m)?)?;
-    m.add_function(wrap_pyfunction!(max, m)?)?;
-    m.add_function(wrap_pyfunction!(reshape, m)?)?;
-    m.add_function(wrap_pyfunction!(transpose, m)?)?;
-    m.add_function(wrap_pyfunction!(permute, m)?)?;
     m.add_function(wrap_pyfunction!(concat, m)?)?;
     m.add_function(wrap_pyfunction!(stack, m)?)?;
     m.add_function(wrap_pyfunction!(where_, m)?)?;

@@ -13,6 +13,7 @@ pub mod errors;
 pub mod functions;
 pub mod memory;
 pub mod numpy_bridge;
+pub mod ops;
 pub mod optim;
 pub mod repr;
 pub mod tensor;
@@ -30,6 +31,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<numpy_bridge::StorageOwner>()?;
     functions::register(m)?;
+    ops::register(m)?;
     autograd::register(m)?;
     memory::register(m)?;
     checkpoint::register(m)?;

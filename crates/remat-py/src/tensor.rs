@@ -3,7 +3,7 @@
 //! Python-level wrappers on the hot path). Behaviour lives in remat-core.
 
 use crate::args;
-use crate::call::{binary, heavy, run, unary};
+use crate::call::{binary, unary};
 use crate::convert::{self, operand, python_scalar};
 use crate::dtype::{dtype_object, parse_opt_dtype, try_parse, PyDType};
 use crate::errors::{to_index_pyerr, CoreResultExt};
@@ -78,51 +78,6 @@ fn power(py: Python<'_>, x: &Tensor, p: &Bound<'_, PyAny>) -> PyResult<PyObject>
         return Ok(Py::new(py, out)?.into_any());
     }
     binop(py, x, p, false, ops::pow)
-}
-
-/// Swap two axes, or permute with a full list of axes, or reverse all axes (no axes given):
-/// `x.transpose(0, 1)`, `x.transpose((2, 0, 1))`, `x.transpose()`.
-pub fn transpose_args(x: &Tensor, axes: &Bound<'_, PyTuple>) -> PyResult<Tensor> {
-    if axes.is_empty() {
-        return ops::reverse_axes(x).py();
-    }
-    let axes = args::signed_dims("transpose", axes)?;
-    // Two axes swap (PyTorch); on 2-D tensors that is also the permutation they spell.
-    if axes.len() == 2 {
-        return ops::transpose(x, axes[0], axes[1]).py();
-    }
-    ops::permute(x, &axes).py()
-}
-
-/// `x.reshape(*shape)` with -1 allowed.
-pub fn reshape_args(py: Python<'_>, x: &Tensor, shape: &Bound<'_, PyTuple>) -> PyResult<Tensor> {
-    let dims = args::signed_dims("reshape", shape)?;
-    let shape = ops::shape::infer_shape("reshape", x.shape(), &dims).py()?;
-    run(py, heavy(&[x]), || ops::reshape(x, &shape))
-}
-
-/// `approximate="none" | "tanh"` of gelu.
-pub fn gelu_mode(approximate: &str) -> PyResult<bool> {
-    match approximate {
-        "none" => Ok(false),
-        "tanh" => Ok(true),
-        other => Err(PyValueError::new_err(format!(
-            "gelu: approximate must be \"none\" or \"tanh\", got {other:?}"
-        ))),
-    }
-}
-
-/// Reduction helper: sum / mean / max over `axis`.
-pub fn reduce(
-    py: Python<'_>,
-    op: &str,
-    x: &Tensor,
-    axis: Option<&Bound<'_, PyAny>>,
-    keepdims: bool,
-    f: fn(&Tensor, Option<&[isize]>, bool) -> remat_core::Result<Tensor>,
-) -> PyResult<PyTensor> {
-    let axes = args::axes(op, axis)?;
-    unary(py, x, |x| f(x, axes.as_deref(), keepdims))
 }
 
 #[pymethods]
@@ -434,31 +389,15 @@ impl PyTensor {
 
     // ---- shape ------------------------------------------------------------------------
 
-    /// The same elements with another shape (`-1` infers one extent).
-    #[pyo3(signature = (*shape))]
-    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-        reshape_args(py, &self.inner, shape).map(wrap)
-    }
     /// Alias of `reshape` (PyTorch spelling).
     #[pyo3(signature = (*shape))]
     fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-        reshape_args(py, &self.inner, shape).map(wrap)
+        self.reshape(py, shape)
     }
     /// A flat view or copy.
     fn flatten(&self, py: Python<'_>) -> PyResult<PyTensor> {
         let n = self.inner.numel();
         unary(py, &self.inner, |x| ops::reshape(x, &[n]))
-    }
-    /// `transpose(a, b)` swaps two axes; `transpose(axes)` permutes; `transpose()` reverses.
-    #[pyo3(signature = (*axes))]
-    fn transpose(&self, axes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-        transpose_args(&self.inner, axes).map(wrap)
-    }
-    /// Reorder the axes.
-    #[pyo3(signature = (*axes))]
-    fn permute(&self, axes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-        let axes = args::signed_dims("permute", axes)?;
-        ops::permute(&self.inner, &axes).py().map(wrap)
     }
     /// All axes reversed.
     #[getter(T)]
@@ -475,77 +414,6 @@ impl PyTensor {
         ops::index(&self.inner, &items)
             .map(wrap)
             .map_err(|e| to_index_pyerr(key.py(), e))
-    }
-
-    // ---- reductions and elementwise ops ---------------------------------------------------
-
-    #[pyo3(signature = (axis=None, keepdims=false))]
-    fn sum(
-        &self,
-        py: Python<'_>,
-        axis: Option<&Bound<'_, PyAny>>,
-        keepdims: bool,
-    ) -> PyResult<PyTensor> {
-        reduce(py, "sum", &self.inner, axis, keepdims, ops::sum)
-    }
-    #[pyo3(signature = (axis=None, keepdims=false))]
-    fn mean(
-        &self,
-        py: Python<'_>,
-        axis: Option<&Bound<'_, PyAny>>,
-        keepdims: bool,
-    ) -> PyResult<PyTensor> {
-        reduce(py, "mean", &self.inner, axis, keepdims, ops::mean)
-    }
-    /// Maximum values (not indices).
-    #[pyo3(signature = (axis=None, keepdims=false))]
-    fn max(
-        &self,
-        py: Python<'_>,
-        axis: Option<&Bound<'_, PyAny>>,
-        keepdims: bool,
-    ) -> PyResult<PyTensor> {
-        reduce(py, "max", &self.inner, axis, keepdims, ops::max)
-    }
-    fn exp(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, ops::exp)
-    }
-    fn log(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, ops::log)
-    }
-    fn sqrt(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, ops::sqrt)
-    }
-    fn tanh(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, ops::tanh)
-    }
-    fn sigmoid(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, ops::sigmoid)
-    }
-    fn relu(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, ops::relu)
-    }
-    fn neg(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, ops::neg)
-    }
-    #[pyo3(signature = (approximate="none"))]
-    fn gelu(&self, py: Python<'_>, approximate: &str) -> PyResult<PyTensor> {
-        let tanh = gelu_mode(approximate)?;
-        unary(py, &self.inner, |x| ops::gelu(x, tanh))
-    }
-    #[pyo3(signature = (axis=-1))]
-    fn softmax(&self, py: Python<'_>, axis: isize) -> PyResult<PyTensor> {
-        unary(py, &self.inner, |x| ops::softmax(x, axis))
-    }
-    #[pyo3(signature = (axis=-1))]
-    fn log_softmax(&self, py: Python<'_>, axis: isize) -> PyResult<PyTensor> {
-        unary(py, &self.inner, |x| ops::log_softmax(x, axis))
-    }
-    fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, &self.inner, other, false, ops::matmul)
-    }
-    fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        power(py, &self.inner, exponent)
     }
 
     // ---- operators --------------------------------------------------------------------

@@ -1,0 +1,343 @@
+//! The op table: every op that is both a module function `remat.X(t, ...)` and a method
+//! `Tensor.X(...)` is declared once here, and `tensor_ops!` generates both bindings from that
+//! one row, so the two forms cannot drift apart (same name, parameters, defaults, doc, GIL
+//! handling and error messages).
+//!
+//! Design: the macro emits the `#[pyfunction]`s, extra `#[pymethods] impl PyTensor` blocks
+//! (PyO3's `multiple-pymethods` feature, which collects the blocks with `inventory` when the
+//! extension loads) and `register`. The alternatives were worse: generating the functions from
+//! the methods at import (a Python `lambda t, *a, **k: Tensor.X(t, *a, **k)`) loses the text
+//! signature that `help()`, IDEs and stubtest read, and costs a Python call per op; wrapping
+//! tensor.rs's whole `#[pymethods]` block in a callback macro avoids `inventory` but turns
+//! every hand-written method into a macro argument.
+//!
+//! In a row `fn name(py, x, args...) { body }`, `x` is the input tensor (`&Tensor`): the method
+//! passes its own, the function converts its first argument with `convert::extract_tensor`
+//! (so `remat.exp([1.0])` works and a bad argument is reported under the op's name). The
+//! methods are `pub(crate)` so hand-written methods can reuse them (`Tensor.view` is
+//! `reshape`).
+//!
+//! Ops that exist in only one form stay where they were: constructors and function-only ops
+//! (`concat`, `where`, `dropout`, losses, ...) in `functions.rs`, operators and method-only
+//! ops (`view`, `flatten`, `to`, ...) in `tensor.rs`. The stub `python/remat/_remat.pyi` and
+//! `remat.__all__` are checked against what this file registers by `tests/test_surface.py`
+//! (and by `python -m mypy.stubtest remat` in CI).
+
+use crate::args;
+use crate::call::{binary, heavy, run, unary};
+use crate::convert::{self, operand, operand_pair, python_scalar};
+use crate::errors::CoreResultExt;
+use crate::tensor::{wrap, PyTensor};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use remat_core::{ops, Tensor};
+
+/// Generates, from the four sections of the table below, each op's `#[pyfunction]`, its
+/// `Tensor` method and the `register` function that adds the functions to the module.
+///
+/// `variadic` rows (`*shape`) take a detour. PyO3 binds `*args` through a local variable
+/// that carries the hygiene of the `#[pyfunction]` / `#[pymethods]` attribute, then reads it
+/// with the hygiene of the parameter's name; a macro-written attribute and a row-written name
+/// never see each other. So the parameter's name must be spelled inside the macro, in the
+/// same expansion as the attribute: `@variadic` has one arm per name (`shape`, `axes`; a
+/// row with another name needs another arm), which passes that name and both attributes to
+/// `@emit_variadic`, and the body sees the row's own name bound to it.
+macro_rules! tensor_ops {
+    (
+        unary {
+            $( $(#[doc = $udoc:literal])* $uname:ident => $uop:path; )*
+        }
+        binary {
+            $(
+                $(#[doc = $bdoc:literal])*
+                $bname:ident($other:ident) => $bop:path $(, scalar $bscalar:path)?;
+            )*
+        }
+        other {
+            $(
+                $(#[doc = $odoc:literal])*
+                $(#[pyo3(signature = ($($sig:tt)*))])?
+                $(#[text_signatures($fts:literal, $mts:literal)])?
+                fn $oname:ident($py:ident, $x:ident $(, $arg:ident: $ty:ty)*) $body:block
+            )*
+        }
+        variadic {
+            $(
+                $(#[doc = $vdoc:literal])*
+                fn $vname:ident($vpy:ident, $vx:ident, *$var:ident) $vbody:block
+            )*
+        }
+    ) => {
+        // `x` of a unary op: the function's first argument, named as before (`remat.exp(x)`).
+        $(
+            $(#[doc = $udoc])*
+            #[pyfunction]
+            fn $uname(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+                let x = convert::extract_tensor(stringify!($uname), x)?;
+                unary(py, &x, $uop)
+            }
+        )*
+
+        // A binary function `remat.X(a, b)` takes a Python scalar on either side (it becomes
+        // a 0-d tensor of the other side's dtype); the method converts only `other`. With a
+        // `scalar` op, a Python-scalar right operand uses it instead (cheaper backward).
+        $(
+            $(#[doc = $bdoc])*
+            #[pyfunction]
+            fn $bname(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>)
+                -> PyResult<PyTensor>
+            {
+                $(
+                    if let Some(p) = python_scalar(b) {
+                        let x = convert::extract_tensor(stringify!($bname), a)?;
+                        return unary(py, &x, |x| $bscalar(x, p));
+                    }
+                )?
+                let (a, b) = operand_pair(stringify!($bname), a, b)?;
+                binary(py, &a, &b, $bop)
+            }
+        )*
+
+        $(
+            $(#[doc = $odoc])*
+            #[pyfunction]
+            $(#[pyo3(signature = ($x, $($sig)*))])?
+            $(#[pyo3(text_signature = $fts)])?
+            fn $oname(
+                $py: Python<'_>,
+                $x: &Bound<'_, PyAny>,
+                $($arg: $ty),*
+            ) -> PyResult<PyTensor> {
+                let $x = convert::extract_tensor(stringify!($oname), $x)?;
+                let $x = &$x;
+                $body
+            }
+        )*
+
+        #[pymethods]
+        impl PyTensor {
+            $(
+                $(#[doc = $udoc])*
+                pub(crate) fn $uname(&self, py: Python<'_>) -> PyResult<PyTensor> {
+                    unary(py, &self.inner, $uop)
+                }
+            )*
+            $(
+                $(#[doc = $bdoc])*
+                pub(crate) fn $bname(&self, py: Python<'_>, $other: &Bound<'_, PyAny>)
+                    -> PyResult<PyTensor>
+                {
+                    let a = &self.inner;
+                    $(
+                        if let Some(p) = python_scalar($other) {
+                            return unary(py, a, |x| $bscalar(x, p));
+                        }
+                    )?
+                    let b = operand(stringify!($bname), $other, a.dtype())?;
+                    binary(py, a, &b, $bop)
+                }
+            )*
+            $(
+                $(#[doc = $odoc])*
+                $(#[pyo3(signature = ($($sig)*))])?
+                $(#[pyo3(text_signature = $mts)])?
+                pub(crate) fn $oname(&self, $py: Python<'_>, $($arg: $ty),*)
+                    -> PyResult<PyTensor>
+                {
+                    let $x = &self.inner;
+                    $body
+                }
+            )*
+        }
+
+        $(
+            tensor_ops!(@variadic $var [$var] [$(#[doc = $vdoc])*] $vname $vpy $vx $vbody);
+        )*
+
+        /// Add the table's functions to the module (the methods come with the class).
+        pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            $( m.add_function(wrap_pyfunction!($uname, m)?)?; )*
+            $( m.add_function(wrap_pyfunction!($bname, m)?)?; )*
+            $( m.add_function(wrap_pyfunction!($oname, m)?)?; )*
+            $( m.add_function(wrap_pyfunction!($vname, m)?)?; )*
+            Ok(())
+        }
+    };
+
+    (@variadic shape $($rest:tt)*) => {
+        tensor_ops!(@emit_variadic [#[pyfunction]] [#[pymethods]] shape $($rest)*);
+    };
+    (@variadic axes $($rest:tt)*) => {
+        tensor_ops!(@emit_variadic [#[pyfunction]] [#[pymethods]] axes $($rest)*);
+    };
+    (
+        @emit_variadic [$($pyfunction:tt)*] [$($pymethods:tt)*] $param:ident [$var:ident]
+        [$($doc:tt)*] $name:ident $py:ident $x:ident $body:block
+    ) => {
+        $($doc)*
+        $($pyfunction)*
+        #[pyo3(signature = ($x, *$param))]
+        fn $name($py: Python<'_>, $x: &Bound<'_, PyAny>, $param: &Bound<'_, PyTuple>)
+            -> PyResult<PyTensor>
+        {
+            let $x = convert::extract_tensor(stringify!($name), $x)?;
+            let $x = &$x;
+            let $var = $param;
+            $body
+        }
+
+        $($pymethods)*
+        impl PyTensor {
+            $($doc)*
+            #[pyo3(signature = (*$param))]
+            pub(crate) fn $name(&self, $py: Python<'_>, $param: &Bound<'_, PyTuple>)
+                -> PyResult<PyTensor>
+            {
+                let $x = &self.inner;
+                let $var = $param;
+                $body
+            }
+        }
+    };
+}
+
+tensor_ops! {
+    // ---- unary elementwise ops ------------------------------------------------------------
+    // ADD A ROW HERE for a new `remat_core::ops::X(&Tensor) -> remat_core::Result<Tensor>`:
+    // `/// doc` then `X => ops::X;` gives `remat.X(x)` and `Tensor.X()`. Then add the two
+    // stub lines to `python/remat/_remat.pyi` and the re-export to `python/remat/__init__.py`
+    // (`tests/test_surface.py` fails until they are there).
+    unary {
+        /// `-x`.
+        neg => ops::neg;
+        /// Elementwise `e**x`.
+        exp => ops::exp;
+        /// Elementwise natural logarithm.
+        log => ops::log;
+        /// Elementwise square root.
+        sqrt => ops::sqrt;
+        /// Elementwise tanh.
+        tanh => ops::tanh;
+        /// Elementwise logistic sigmoid.
+        sigmoid => ops::sigmoid;
+        /// Elementwise `max(x, 0)`.
+        relu => ops::relu;
+    }
+
+    // ---- binary ops with broadcasting: `remat.X(a, b)` and `Tensor.X(other)` -------------
+    binary {
+        /// `a + b` with broadcasting.
+        add(other) => ops::add;
+        /// `a - b` with broadcasting.
+        sub(other) => ops::sub;
+        /// `a * b` with broadcasting.
+        mul(other) => ops::mul;
+        /// `a / b` with broadcasting.
+        div(other) => ops::div;
+        /// Matrix product with `np.matmul` rules.
+        matmul(other) => ops::matmul;
+        /// `a ** b` (a Python scalar exponent uses the scalar power).
+        pow(exponent) => ops::pow, scalar ops::pow_scalar;
+    }
+
+    // ---- ops with more arguments: `x` is the tensor (`self` of the method) ----------------
+    // `#[pyo3(signature = ...)]` is the method's; the function's gets `x, ` in front. PyO3
+    // 0.25 writes a default it cannot render (a negative number) as `...` in the
+    // `__text_signature__` that `inspect`, `help()` and stubtest read: such a row spells the
+    // function's and the method's text signatures with `#[text_signatures(fn, method)]`.
+    other {
+        /// GELU; `approximate="tanh"` uses the tanh approximation.
+        #[pyo3(signature = (approximate="none"))]
+        fn gelu(py, x, approximate: &str) {
+            let tanh = gelu_mode(approximate)?;
+            unary(py, x, |x| ops::gelu(x, tanh))
+        }
+        /// Softmax along `axis`.
+        #[pyo3(signature = (axis=-1))]
+        #[text_signatures("(x, axis=-1)", "($self, axis=-1)")]
+        fn softmax(py, x, axis: isize) {
+            unary(py, x, |x| ops::softmax(x, axis))
+        }
+        /// Log-softmax along `axis`.
+        #[pyo3(signature = (axis=-1))]
+        #[text_signatures("(x, axis=-1)", "($self, axis=-1)")]
+        fn log_softmax(py, x, axis: isize) {
+            unary(py, x, |x| ops::log_softmax(x, axis))
+        }
+        /// Sum over `axis` (None: all axes).
+        #[pyo3(signature = (axis=None, keepdims=false))]
+        fn sum(py, x, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) {
+            reduce(py, "sum", x, axis, keepdims, ops::sum)
+        }
+        /// Mean over `axis` (None: all axes).
+        #[pyo3(signature = (axis=None, keepdims=false))]
+        fn mean(py, x, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) {
+            reduce(py, "mean", x, axis, keepdims, ops::mean)
+        }
+        /// Maximum values over `axis` (None: all axes; values, not indices).
+        #[pyo3(signature = (axis=None, keepdims=false))]
+        fn max(py, x, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) {
+            reduce(py, "max", x, axis, keepdims, ops::max)
+        }
+    }
+
+    // ---- ops with `*args`: the name after `*` must be one `tensor_ops!` spells (see there)
+    variadic {
+        /// The same elements with another shape: `reshape(*shape)` or `reshape(shape)`; -1
+        /// infers one extent.
+        fn reshape(py, x, *shape) {
+            let dims = args::signed_dims("reshape", shape)?;
+            let shape = ops::shape::infer_shape("reshape", x.shape(), &dims).py()?;
+            run(py, heavy(&[x]), || ops::reshape(x, &shape)).map(wrap)
+        }
+        /// `transpose(a, b)` swaps two axes; `transpose(axes)` permutes; `transpose()`
+        /// reverses all axes.
+        fn transpose(_py, x, *axes) {
+            transpose_args(x, axes).map(wrap)
+        }
+        /// Reorder the axes: `permute(*axes)` or `permute(axes)`.
+        fn permute(_py, x, *axes) {
+            let axes = args::signed_dims("permute", axes)?;
+            ops::permute(x, &axes).py().map(wrap)
+        }
+    }
+}
+
+/// Swap two axes, or permute with a full list of axes, or reverse all axes (no axes given):
+/// `x.transpose(0, 1)`, `x.transpose((2, 0, 1))`, `x.transpose()`.
+fn transpose_args(x: &Tensor, axes: &Bound<'_, PyTuple>) -> PyResult<Tensor> {
+    if axes.is_empty() {
+        return ops::reverse_axes(x).py();
+    }
+    let axes = args::signed_dims("transpose", axes)?;
+    // Two axes swap (PyTorch); on 2-D tensors that is also the permutation they spell.
+    if axes.len() == 2 {
+        return ops::transpose(x, axes[0], axes[1]).py();
+    }
+    ops::permute(x, &axes).py()
+}
+
+/// `approximate="none" | "tanh"` of gelu.
+fn gelu_mode(approximate: &str) -> PyResult<bool> {
+    match approximate {
+        "none" => Ok(false),
+        "tanh" => Ok(true),
+        other => Err(PyValueError::new_err(format!(
+            "gelu: approximate must be \"none\" or \"tanh\", got {other:?}"
+        ))),
+    }
+}
+
+/// Reduction helper: sum / mean / max over `axis`.
+fn reduce(
+    py: Python<'_>,
+    op: &str,
+    x: &Tensor,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdims: bool,
+    f: fn(&Tensor, Option<&[isize]>, bool) -> remat_core::Result<Tensor>,
+) -> PyResult<PyTensor> {
+    let axes = args::axes(op, axis)?;
+    unary(py, x, |x| f(x, axes.as_deref(), keepdims))
+}

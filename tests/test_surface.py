@@ -1,0 +1,235 @@
+"""The binding surface cannot drift from the extension.
+
+- Every name ``remat._remat`` exports is declared in its stub ``_remat.pyi`` and the other way
+  round; for every function and ``Tensor`` method the stub's parameters (names, kinds, which
+  have defaults) match the runtime signature. ``python -m mypy.stubtest remat`` (CI) also
+  checks the types; these tests need no mypy.
+- Every public name of ``_remat`` is either re-exported by ``remat`` (the same object) and
+  listed in ``remat.__all__``, or is an engine helper that a Python module of the package wraps
+  (``WRAPPED``).
+- The ops declared once in ``crates/remat-py/src/ops.rs`` give a function and a method with
+  the same parameters, defaults and doc.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import pathlib
+
+import pytest
+
+import remat
+from remat import _remat
+
+STUB = pathlib.Path(remat.__file__).with_name("_remat.pyi")
+
+# Public `_remat` names that are not re-exported under their own name: a Python module of the
+# package wraps each (the value says which), and the wrapper is what users call.
+WRAPPED = {
+    "set_grad_enabled": "remat.set_grad_enabled (also a context manager)",
+    "cuda_is_available": "remat.cuda.is_available",
+    "cuda_device_count": "remat.cuda.device_count",
+    "cuda_synchronize": "remat.cuda.synchronize",
+    "cuda_empty_cache": "remat.cuda.empty_cache",
+    "checkpoint_tensor": "remat.checkpoint",
+    "scope_enter": "remat.checkpoint_scope",
+    "sequential_run": "remat.checkpoint_sequential",
+    "profiler_start_tracking": "remat.CheckpointProfiler",
+    "profiler_stop_tracking": "remat.CheckpointProfiler",
+    "profiler_reset": "remat.CheckpointProfiler",
+    "profiler_memory_saved": "remat.CheckpointProfiler",
+    "profiler_checkpoint_count": "remat.CheckpointProfiler",
+    "profiler_recompute_count": "remat.CheckpointProfiler",
+    "profiler_recompute_seconds": "remat.CheckpointProfiler",
+    "profiler_peak_bytes": "remat.CheckpointProfiler",
+    "profiler_report": "remat.CheckpointProfiler",
+    "profiler_records": "remat.CheckpointProfiler",
+    "checkpoint_segment": "remat.checkpoint_segment",
+    "adaptive_checkpoint": "remat.adaptive_checkpoint",
+    "sequential_plan": "remat.sequential_plan",
+    "sgd_step": "remat.optim.SGD",
+    "adam_step": "remat.optim.Adam / AdamW",
+    "zero_": "remat.nn.Module.zero_grad",
+    "copy_": "remat.nn.Module.load_state_dict",
+}
+# Re-exported, but kept out of `__all__` so `from remat import *` does not shadow builtins.
+BUILTIN_SHADOWS = {"max", "sum", "pow"}
+
+
+def _stub_tree() -> ast.Module:
+    return ast.parse(STUB.read_text(), filename=str(STUB))
+
+
+def _is_type_alias(node: ast.stmt) -> bool:
+    ann = getattr(node, "annotation", None)
+    return isinstance(node, ast.AnnAssign) and ast.unparse(ann) == "TypeAlias"
+
+
+def _declared(body: list[ast.stmt]) -> dict[str, ast.stmt]:
+    """Names a stub body declares (functions, classes, annotated values), type aliases left
+    out: those exist only for type checkers."""
+    out: dict[str, ast.stmt] = {}
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            out.setdefault(node.name, node)  # a property's setter repeats its name
+        elif isinstance(node, ast.AnnAssign) and not _is_type_alias(node):
+            assert isinstance(node.target, ast.Name)
+            out[node.target.id] = node
+    return out
+
+
+def _runtime_names() -> set[str]:
+    return {n for n in dir(_remat) if not (n.startswith("__") and n.endswith("__"))}
+
+
+def _stub_params(fn: ast.FunctionDef) -> list[tuple[str, str, bool]]:
+    """(name, kind, has_default) of each parameter, as `inspect.Parameter` spells kinds."""
+    a = fn.args
+    out: list[tuple[str, str, bool]] = []
+    positional = a.posonlyargs + a.args
+    first_default = len(positional) - len(a.defaults)
+    for i, p in enumerate(positional):
+        kind = "POSITIONAL_ONLY" if i < len(a.posonlyargs) else "POSITIONAL_OR_KEYWORD"
+        out.append((p.arg, kind, i >= first_default))
+    if a.vararg:
+        out.append((a.vararg.arg, "VAR_POSITIONAL", False))
+    for p, d in zip(a.kwonlyargs, a.kw_defaults):
+        out.append((p.arg, "KEYWORD_ONLY", d is not None))
+    if a.kwarg:
+        out.append((a.kwarg.arg, "VAR_KEYWORD", False))
+    return out
+
+
+def _runtime_params(obj: object) -> list[tuple[str, str, bool]] | None:
+    try:
+        sig = inspect.signature(obj)  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # no text signature (slot wrappers): nothing to compare
+        return None
+    return [
+        (p.name, p.kind.name, p.default is not inspect.Parameter.empty)
+        for p in sig.parameters.values()
+    ]
+
+
+def test_stub_declares_exactly_what_the_extension_exports():
+    declared = {n for n in _declared(_stub_tree().body) if not n.startswith("__")}
+    runtime = _runtime_names()
+    assert sorted(runtime - declared) == [], "exported by _remat but missing from _remat.pyi"
+    assert sorted(declared - runtime) == [], "in _remat.pyi but not exported"
+
+
+def test_stub_dunder_all_matches_the_runtime():
+    (node,) = [
+        n for n in _stub_tree().body
+        if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "__all__"
+    ]
+    assert sorted(ast.literal_eval(node.value)) == sorted(_remat.__all__)
+
+
+def test_stub_function_parameters_match_the_runtime():
+    mismatches = []
+    for name, node in _declared(_stub_tree().body).items():
+        if isinstance(node, ast.FunctionDef):
+            got = _runtime_params(getattr(_remat, name))
+            if got is not None and got != _stub_params(node):
+                mismatches.append((name, _stub_params(node), got))
+    assert mismatches == []
+
+
+@pytest.mark.parametrize("cls", ["Tensor", "DType", "_CheckpointGroup", "_Scope"])
+def test_stub_class_members_match_the_runtime(cls):
+    node = _declared(_stub_tree().body)[cls]
+    assert isinstance(node, ast.ClassDef)
+    members = _declared(node.body)
+    runtime_cls = getattr(_remat, cls)
+    public = {n for n in dir(runtime_cls) if not n.startswith("_")}
+    assert sorted(public - set(members)) == [], f"{cls}: at runtime, missing from the stub"
+    assert sorted({n for n in members if not n.startswith("_")} - public) == [], (
+        f"{cls}: in the stub, missing at runtime"
+    )
+    mismatches = []
+    for name, m in members.items():
+        if not isinstance(m, ast.FunctionDef) or not hasattr(runtime_cls, name):
+            continue
+        if any(ast.unparse(d).endswith(("property", "setter")) for d in m.decorator_list):
+            continue
+        if name.startswith("__"):
+            continue  # slot wrappers and `__new__`: stubtest checks these
+        got = _runtime_params(getattr(runtime_cls, name))
+        # PyO3 spells `self` positional-only (`$self`); stubs write a plain `self`.
+        if got is not None and got[1:] != _stub_params(m)[1:]:
+            mismatches.append((name, _stub_params(m), got))
+    assert mismatches == []
+
+
+def test_every_export_is_reexported_or_wrapped():
+    stale = sorted(set(WRAPPED) - _runtime_names())
+    assert stale == [], "WRAPPED names that _remat no longer exports"
+    problems = []
+    for name in sorted(_runtime_names()):
+        if name.startswith("_"):
+            continue
+        reexported = getattr(remat, name, None) is getattr(_remat, name)
+        if name in WRAPPED:
+            if reexported:
+                problems.append(f"{name}: re-exported as is, but listed in WRAPPED")
+        elif not reexported:
+            problems.append(f"{name}: not re-exported by remat/__init__.py")
+        elif name not in remat.__all__ and name not in BUILTIN_SHADOWS:
+            problems.append(f"{name}: re-exported but missing from remat.__all__")
+    assert problems == []
+
+
+def test_dunder_all_lists_existing_names_once():
+    assert len(remat.__all__) == len(set(remat.__all__))
+    assert [n for n in remat.__all__ if not hasattr(remat, n)] == []
+    assert [n for n in remat.__all__ if n in BUILTIN_SHADOWS] == []
+
+
+# A function and a method of the same name that are not one op: `remat.backward(tensors, ...)`
+# is the autograd entry point over several roots, `Tensor.backward(grad, ...)` its one-root form.
+NOT_FROM_TABLE = {"backward"}
+
+
+def _op_table_names() -> list[str]:
+    """Ops with a function and a method: the rows of the op table in ops.rs."""
+    return sorted(
+        n
+        for n in _runtime_names() - NOT_FROM_TABLE
+        if not n.startswith("_")
+        and inspect.isbuiltin(getattr(_remat, n))
+        and callable(getattr(_remat.Tensor, n, None))
+    )
+
+
+def test_op_table_covers_the_documented_ops():
+    expected = {
+        "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "add", "sub", "mul", "div",
+        "matmul", "pow", "gelu", "softmax", "log_softmax", "sum", "mean", "max", "reshape",
+        "transpose", "permute",
+    }
+    assert expected <= set(_op_table_names())
+
+
+@pytest.mark.parametrize("name", _op_table_names())
+def test_function_and_method_come_from_one_row(name):
+    fn, method = getattr(_remat, name), getattr(_remat.Tensor, name)
+    assert fn.__doc__ and fn.__doc__ == method.__doc__
+    f_params = _runtime_params(fn)
+    m_params = _runtime_params(method)
+    assert f_params is not None and m_params is not None
+    # The function's first parameter is the method's `self`; a binary function names its
+    # operands (a, b) where the method names its one operand (`other`, `exponent`).
+    assert m_params[0][0] == "self"
+    if [p[0] for p in f_params[:2]] == ["a", "b"]:
+        assert [p[1:] for p in f_params[1:]] == [p[1:] for p in m_params[1:]]
+    else:
+        assert f_params[1:] == m_params[1:]
+    x = remat.tensor([[0.5, 1.5], [2.0, 0.25]], dtype=remat.float64)
+    args = {"matmul": (x,), "add": (x,), "sub": (x,), "mul": (x,), "div": (x,), "pow": (2.0,),
+            "reshape": (4,), "permute": (1, 0), "softmax": (0,), "sum": (1, True)}
+    extra = args.get(name, ())
+    a, b = fn(x, *extra), getattr(x, name)(*extra)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    assert a.numpy().tolist() == b.numpy().tolist()
