@@ -103,14 +103,14 @@ def test_non_scalar_backward_raises():
     y = x * 2
     with pytest.raises(remat.GraphError):
         y.backward()
-    y.backward(grad=t64([1.0, 1.0, 1.0]))  # an explicit grad makes it fine
+    y.backward(gradient=t64([1.0, 1.0, 1.0]))  # an explicit grad makes it fine
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])
 
 
 def test_backward_with_explicit_grad():
     x = make_leaf()
     y = x * x
-    y.backward(grad=t64([1.0, 0.5, -1.0]))
+    y.backward(gradient=t64([1.0, 0.5, -1.0]))
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, -6.0])
     x2 = make_leaf()
     s = (x2 * 4).sum()
@@ -120,7 +120,7 @@ def test_backward_with_explicit_grad():
 
 def test_backward_grad_of_other_dtype_is_cast():
     x = remat.tensor([1.0, 2.0], requires_grad=True)
-    (x * 2).backward(grad=t64([1.0, 0.5]))
+    (x * 2).backward(gradient=t64([1.0, 0.5]))
     assert x.grad.dtype == remat.float32
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 1.0])
 

@@ -247,7 +247,7 @@ def _backward_non_scalar():
 
 
 def _backward_grad_shape():
-    (leaf(3) * 2).backward(grad=f32(4))
+    (leaf(3) * 2).backward(gradient=f32(4))
 
 
 def _backward_no_grad():

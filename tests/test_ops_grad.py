@@ -378,7 +378,7 @@ def test_large_matmul_grad_closed_form():
     b = rand_array((130, 70), np.float64, 2)
     g = rand_array((3, 65, 70), np.float64, 3)
     ta, tb = t64(a, requires_grad=True), t64(b, requires_grad=True)
-    (ta @ tb).backward(grad=t64(g))
+    (ta @ tb).backward(gradient=t64(g))
     np.testing.assert_allclose(ta.grad.numpy(), g @ b.T, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(tb.grad.numpy(), np.einsum("bik,bij->kj", a, g), rtol=1e-10,
                                atol=1e-10)
@@ -389,7 +389,7 @@ def test_large_broadcast_grad_closed_form():
     b = rand_array((1, 300), np.float64, 5)
     g = rand_array((200, 300), np.float64, 6)
     ta, tb = t64(a, requires_grad=True), t64(b, requires_grad=True)
-    (ta * tb).backward(grad=t64(g))
+    (ta * tb).backward(gradient=t64(g))
     np.testing.assert_allclose(ta.grad.numpy(), (g * b).sum(1, keepdims=True), rtol=1e-10)
     np.testing.assert_allclose(tb.grad.numpy(), (g * a).sum(0, keepdims=True), rtol=1e-10)
 

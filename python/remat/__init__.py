@@ -54,6 +54,8 @@ from ._remat import (
     rand,
     randn,
     relu,
+    sin,
+    cos,
     reset_peak_memory_stats,
     reshape,
     sigmoid,
@@ -162,7 +164,7 @@ __all__ = [
     "linear", "live_checkpoint_state", "sequential_plan",
     "load", "log", "log_softmax", "manual_seed", "matmul", "max_memory_allocated", "mean",
     "memory_allocated", "mse_loss", "mul", "neg", "nn", "no_grad", "ones", "ones_like", "optim",
-    "permute", "rand", "randn", "relu", "reset_peak_memory_stats", "reshape", "save",
+    "permute", "rand", "randn", "relu", "sin", "cos", "reset_peak_memory_stats", "reshape", "save",
     "set_grad_enabled", "sigmoid", "softmax", "sqrt", "stack", "sub", "tanh", "tensor",
     "transpose", "where", "zeros", "zeros_like",
 ]

@@ -8,6 +8,7 @@ use crate::tensor::{wrap, PyTensor};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
+use remat_core::autograd::GradOptions;
 use remat_core::Tensor;
 
 /// Whether ops on this thread record the autograd graph.
@@ -23,7 +24,7 @@ fn set_grad_enabled(flag: bool) -> bool {
 }
 
 /// One tensor or a sequence of tensors (no conversion: gradients only exist for Tensors).
-fn tensors(op: &str, what: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
+pub(crate) fn tensors(op: &str, what: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
     let one = |o: &Bound<'_, PyAny>| -> PyResult<Tensor> {
         o.downcast::<PyTensor>()
             .map(|t| t.get().inner.clone())
@@ -78,22 +79,30 @@ fn grad_outputs(
     Ok(Some(vec![Some(operand(op, obj, like(0))?)]))
 }
 
-/// Gradients of `outputs` with respect to `inputs`, as a tuple (None where an input gets no
-/// gradient); no `.grad` is touched.
+/// Gradients of `outputs` with respect to `inputs`, as a tuple; no `.grad` is touched.
+/// `retain_graph` defaults to `create_graph`; without `allow_unused` an input the outputs do
+/// not depend on is an error (as in PyTorch), with it its gradient is None.
 #[pyfunction]
-#[pyo3(signature = (outputs, inputs, grad_outputs=None, retain_graph=false))]
+#[pyo3(signature = (outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=false, allow_unused=false))]
 fn grad<'py>(
     py: Python<'py>,
     outputs: &Bound<'py, PyAny>,
     inputs: &Bound<'py, PyAny>,
     grad_outputs: Option<&Bound<'py, PyAny>>,
-    retain_graph: bool,
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    allow_unused: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let outs = tensors("grad", "outputs", outputs)?;
     let ins = tensors("grad", "inputs", inputs)?;
     let gos = self::grad_outputs("grad", grad_outputs, &outs)?;
+    let opts = GradOptions {
+        retain_graph,
+        create_graph,
+        allow_unused,
+    };
     let grads = py
-        .allow_threads(|| remat_core::autograd::grad(&outs, &ins, gos.as_deref(), retain_graph))
+        .allow_threads(|| remat_core::autograd::grad_with(&outs, &ins, gos.as_deref(), opts))
         .py()?;
     let items = grads
         .into_iter()
@@ -105,23 +114,35 @@ fn grad<'py>(
     PyTuple::new(py, items)
 }
 
-/// Back-propagate from `tensors` (each with its gradient) into the leaves' `.grad`.
+/// Back-propagate from `tensors` (each with its gradient) into the leaves' `.grad`, with
+/// PyTorch's keywords (see `Tensor.backward`).
 #[pyfunction]
-#[pyo3(signature = (tensors, grad_tensors=None, retain_graph=false))]
+#[pyo3(signature = (tensors, grad_tensors=None, retain_graph=None, create_graph=false, inputs=None))]
 fn backward(
     py: Python<'_>,
     tensors: &Bound<'_, PyAny>,
     grad_tensors: Option<&Bound<'_, PyAny>>,
-    retain_graph: bool,
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    inputs: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let outs = self::tensors("backward", "tensors", tensors)?;
     let gos = grad_outputs("backward", grad_tensors, &outs)?.unwrap_or_default();
+    let inputs = match inputs {
+        Some(i) if !i.is_none() => Some(self::tensors("backward", "inputs", i)?),
+        _ => None,
+    };
     let roots: Vec<(Tensor, Option<Tensor>)> = outs
         .into_iter()
         .enumerate()
         .map(|(i, t)| (t, gos.get(i).cloned().flatten()))
         .collect();
-    py.allow_threads(|| remat_core::autograd::backward(&roots, retain_graph))
+    let opts = GradOptions {
+        retain_graph,
+        create_graph,
+        allow_unused: true,
+    };
+    py.allow_threads(|| remat_core::autograd::backward_with(&roots, inputs.as_deref(), opts))
         .py()
 }
 

@@ -223,6 +223,10 @@ tensor_ops! {
         sigmoid => ops::sigmoid;
         /// Elementwise `max(x, 0)`.
         relu => ops::relu;
+        /// Elementwise sine.
+        sin => ops::sin;
+        /// Elementwise cosine.
+        cos => ops::cos;
     }
 
     // ---- binary ops with broadcasting: `remat.X(a, b)` and `Tensor.X(other)` -------------

@@ -280,19 +280,33 @@ impl PyTensor {
     // ---- autograd -----------------------------------------------------------------------
 
     /// Back-propagate from this tensor into the leaves' `.grad` (GIL released throughout).
-    #[pyo3(signature = (grad=None, retain_graph=false))]
+    /// PyTorch's keywords: `retain_graph` (default: `create_graph`), `create_graph` (record
+    /// the backward so gradients can be differentiated again), `inputs` (accumulate only
+    /// into these tensors' `.grad`).
+    #[pyo3(signature = (gradient=None, retain_graph=None, create_graph=false, inputs=None))]
     fn backward(
         &self,
         py: Python<'_>,
-        grad: Option<&Bound<'_, PyAny>>,
-        retain_graph: bool,
+        gradient: Option<&Bound<'_, PyAny>>,
+        retain_graph: Option<bool>,
+        create_graph: bool,
+        inputs: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let g = match grad {
+        let g = match gradient {
             Some(g) if !g.is_none() => Some(operand("backward", g, self.inner.dtype())?),
             _ => None,
         };
+        let inputs = match inputs {
+            Some(i) if !i.is_none() => Some(crate::autograd::tensors("backward", "inputs", i)?),
+            _ => None,
+        };
         let roots = [(self.inner.clone(), g)];
-        py.allow_threads(|| remat_core::autograd::backward(&roots, retain_graph))
+        let opts = remat_core::autograd::GradOptions {
+            retain_graph,
+            create_graph,
+            allow_unused: true,
+        };
+        py.allow_threads(|| remat_core::autograd::backward_with(&roots, inputs.as_deref(), opts))
             .py()
     }
     /// A new leaf sharing this tensor's storage, cut from the graph.
