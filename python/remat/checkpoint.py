@@ -177,72 +177,29 @@ def checkpoint_scope():
 
 gradient_checkpoint_scope = checkpoint_scope
 
-_PLAN_CACHE: dict = {}
-
-
-def _layers(functions: Any) -> list[Callable]:
-    layers = list(functions)
-    for f in layers:
-        if not callable(f):
-            raise TypeError(
-                f"checkpoint_sequential: every function must be callable, got {type(f).__name__}"
-            )
-    return layers
-
-
 def checkpoint_sequential(functions: Any, segments: Any, input: Tensor,
-                          preserve_rng_state: bool = True, *,
-                          budget_bytes: int | None = None, offload: bool = False) -> Tensor:
+                          preserve_rng_state: bool = True, use_reentrant: bool | None = None,
+                          *, budget_bytes: int | None = None, offload: bool = False) -> Tensor:
     """Run a chain of callables (a list or an ``nn.Sequential``) on ``input`` in checkpointed
     segments: ``segments`` an int (the last segment runs plainly, as in PyTorch), ``"sqrt"``
     (⌈√n⌉ segments), or ``None`` with ``budget_bytes=N`` for the least-recompute plan whose
     modelled activation memory fits N bytes (measured once per model and input shape).
     ``offload=True`` keeps each checkpointed segment's input in host memory until backward
-    when it lives on a GPU (CPU tensors: no effect)."""
-    layers = _layers(functions)
-    if not isinstance(input, Tensor):
-        raise TypeError(
-            f"checkpoint_sequential: input must be a Tensor, got {type(input).__name__}"
-        )
-    if not layers:
-        return input
-    if budget_bytes is not None:
-        if segments is not None:
-            raise ValueError("checkpoint_sequential: give either segments or budget_bytes")
-        if budget_bytes < 0:
-            raise ValueError(
-                f"checkpoint_sequential: budget_bytes must be >= 0, got {budget_bytes}"
-            )
-        key = (tuple(id(f) for f in layers), input.shape, str(input.dtype), int(budget_bytes))
-        plan = _PLAN_CACHE.get(key)
-        if plan is None:
-            plan = _remat.sequential_plan(layers, input, budget_bytes=int(budget_bytes))
-            if len(_PLAN_CACHE) > 256:
-                _PLAN_CACHE.clear()
-            _PLAN_CACHE[key] = plan
-    elif segments == "sqrt":
-        plan = _remat.sequential_plan(layers, input, sqrt=True)
-    elif isinstance(segments, int) and not isinstance(segments, bool):
-        if segments < 1:
-            raise ValueError(f"checkpoint_sequential: segments must be >= 1, got {segments}")
-        plan = _remat.sequential_plan(layers, input, segments=segments)
-    else:
-        raise ValueError(
-            'checkpoint_sequential: segments must be an int, "sqrt", or None with budget_bytes=N;'
-            f" got {segments!r}"
-        )
-    return _remat.sequential_run(layers, plan, input, preserve_rng_state, bool(offload))
+    when it lives on a GPU (CPU tensors: no effect). ``use_reentrant`` is accepted for
+    PyTorch compatibility and ignored (there is one implementation).
+
+    Validation, planning (one plan cache, in the engine) and running all happen in the
+    engine; this only turns ``functions`` into a list."""
+    del use_reentrant
+    return _remat.checkpoint_sequential(list(functions), segments, input,
+                                        preserve_rng_state=bool(preserve_rng_state),
+                                        budget_bytes=budget_bytes, offload=bool(offload))
 
 
 def sequential_plan(functions: Any, segments: Any, input: Tensor, *,
                     budget_bytes: int | None = None) -> list[tuple[int, int, bool]]:
     """The runs ``(start, end, checkpointed)`` that ``checkpoint_sequential`` would use."""
-    layers = _layers(functions)
-    if budget_bytes is not None:
-        return _remat.sequential_plan(layers, input, budget_bytes=int(budget_bytes))
-    if segments == "sqrt":
-        return _remat.sequential_plan(layers, input, sqrt=True)
-    return _remat.sequential_plan(layers, input, segments=int(segments))
+    return _remat.sequential_plan(list(functions), segments, input, budget_bytes=budget_bytes)
 
 
 def gradient_checkpoint_forward(model: Callable[..., Any], use_gradient_checkpointing: bool,

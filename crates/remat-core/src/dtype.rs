@@ -61,11 +61,11 @@ pub trait Element:
     fn from_f64(v: f64) -> Self;
     /// Widening conversion to f64.
     fn to_f64(self) -> f64;
-    /// The error function (for exact GELU). float32: the branch-free [`crate::cpu::erf::erf`]
+    /// The error function (for exact GELU). float32: the branch-free [`crate::fastmath::erf`]
     /// (within ~1 ulp), so loops using it vectorise; float64: `libm::erf`.
     fn erf(self) -> Self;
     /// `e^self` inside elementwise kernels (GELU's density). float32: the branch-free
-    /// [`crate::cpu::erf::exp`] (within ~1 ulp for `self <= 88`, flushing results below
+    /// [`crate::fastmath::exp`] (within ~1 ulp for `self <= 88`, flushing results below
     /// `2^-126` to 0), so loops using it vectorise; float64: exactly `exp`.
     fn kernel_exp(self) -> Self;
 }
@@ -82,11 +82,11 @@ impl Element for f32 {
     }
     #[inline(always)]
     fn erf(self) -> Self {
-        crate::cpu::erf::erf(self)
+        crate::fastmath::erf(self)
     }
     #[inline(always)]
     fn kernel_exp(self) -> Self {
-        crate::cpu::erf::exp(self)
+        crate::fastmath::exp(self)
     }
 }
 

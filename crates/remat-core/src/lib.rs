@@ -33,6 +33,7 @@ pub mod cuda;
 pub mod device;
 pub mod dtype;
 pub mod error;
+pub mod fastmath;
 pub mod grad_mode;
 pub mod layout;
 pub mod memory;

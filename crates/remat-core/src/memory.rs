@@ -1,8 +1,12 @@
 //! Per-device byte counters of live tensor storage (current and peak), PyTorch semantics:
 //! they count the bytes of tensors that are alive, not what an allocator holds in reserve.
+//!
+//! The counters depend on nothing above them: a module that wants to watch allocations (the
+//! checkpoint profiler records the peak while it tracks) installs an observer here.
 
 use crate::device::Device;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 const MAX_DEVICES: usize = 17;
 
@@ -16,6 +20,20 @@ static COUNTERS: Counters = Counters {
     peak: [const { AtomicUsize::new(0) }; MAX_DEVICES],
 };
 
+/// Called after every allocation with the device and its live bytes.
+pub(crate) type AllocObserver = fn(Device, usize);
+
+/// The installed observer. A `OnceLock` rather than a lock: reading it is one atomic load on
+/// every allocation, and the one observer (the profiler) is installed once and checks its own
+/// switch.
+static OBSERVER: OnceLock<AllocObserver> = OnceLock::new();
+
+/// Install the allocation observer. There is one per process (the profiler's): the first
+/// installation wins and later calls do nothing, so installing is idempotent.
+pub(crate) fn set_alloc_observer(f: AllocObserver) {
+    let _ = OBSERVER.set(f);
+}
+
 fn slot(device: Device) -> usize {
     device.slot().min(MAX_DEVICES - 1)
 }
@@ -25,7 +43,9 @@ pub(crate) fn on_alloc(device: Device, bytes: usize) {
     let i = slot(device);
     let now = COUNTERS.current[i].fetch_add(bytes, Ordering::Relaxed) + bytes;
     COUNTERS.peak[i].fetch_max(now, Ordering::Relaxed);
-    crate::checkpoint::profiler::observe_bytes(device, now);
+    if let Some(observe) = OBSERVER.get() {
+        observe(device, now);
+    }
 }
 
 /// Record that `bytes` of storage on `device` were freed.

@@ -1,14 +1,16 @@
 //! Python bindings of the checkpoint API: thin wrappers that turn Python callables into the
-//! core's segment and layer functions. Output structure, kwargs and non-tensor values are
-//! handled in `python/remat/checkpoint.py`.
+//! core's segment and layer functions (and, for `checkpoint_sequential`, into the layer
+//! identities of the core's one plan cache). Output structure, kwargs and non-tensor values
+//! are handled in `python/remat/checkpoint.py`.
 
 use crate::errors::{callback_error, to_pyerr};
 use crate::tensor::{wrap, PyTensor};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyBool, PyDict, PyInt, PyString, PyTuple, PyWeakrefReference};
 use remat_core::checkpoint::{
-    self, profiler, CheckpointGroup, LayerFn, PlanSegment, ScopeGuard, SegmentFn, SegmentOptions,
-    Segmentation,
+    self, profiler, CheckpointGroup, LayerFn, LayerId, LayerIdentity, ScopeGuard, SegmentFn,
+    SegmentOptions, Segmentation, SegmentsArg, SequentialOptions,
 };
 use remat_core::Tensor;
 use std::sync::Arc;
@@ -130,37 +132,132 @@ fn scope_enter() -> PyScope {
     PyScope(Some(checkpoint::checkpoint_scope()))
 }
 
-fn segmentation(
-    segments: Option<usize>,
-    sqrt: bool,
-    budget: Option<usize>,
-) -> PyResult<Segmentation> {
-    match (segments, sqrt, budget) {
-        (_, _, Some(b)) => Ok(Segmentation::Budget(b)),
-        (_, true, None) => Ok(Segmentation::Sqrt),
-        (Some(k), false, None) => Ok(Segmentation::Count(k)),
-        (None, false, None) => Err(pyo3::exceptions::PyValueError::new_err(
-            "checkpoint_sequential: give segments (an int or \"sqrt\") or budget_bytes",
-        )),
+/// The plan-cache identity of a Python layer: its `id()` together with a weak reference to
+/// it. The core uses a cached plan only while the weak reference is alive, so a layer that was
+/// freed and whose `id()` now belongs to a new object never gets the old layer's plan, and
+/// the cache keeps no layer (and none of its parameters) alive. Objects that cannot be
+/// weakly referenced (builtin functions, classes with `__slots__` and no `__weakref__`) are
+/// held strongly instead: their `id()` cannot be reused while the cache holds them.
+struct PyLayerIdentity {
+    addr: usize,
+    anchor: Anchor,
+}
+
+enum Anchor {
+    Weak(Py<PyWeakrefReference>),
+    Strong(#[allow(dead_code)] PyObject),
+}
+
+impl LayerIdentity for PyLayerIdentity {
+    fn addr(&self) -> usize {
+        self.addr
+    }
+    fn is_alive(&self) -> bool {
+        match &self.anchor {
+            Anchor::Strong(_) => true,
+            // The core calls this without holding its cache lock, so taking the GIL here
+            // cannot deadlock with a thread that holds the GIL and waits for that lock.
+            Anchor::Weak(w) => Python::with_gil(|py| w.bind(py).upgrade().is_some()),
+        }
     }
 }
 
-/// The runs `(start, end, checkpointed)` that `checkpoint_sequential` would use.
+/// The core layers and their plan-cache identities for Python callables (a TypeError for
+/// anything not callable).
+fn layers_of(functions: &[Bound<'_, PyAny>]) -> PyResult<(Vec<LayerFn>, Vec<LayerId>)> {
+    let mut layers = Vec::with_capacity(functions.len());
+    let mut ids: Vec<LayerId> = Vec::with_capacity(functions.len());
+    for f in functions {
+        if !f.is_callable() {
+            return Err(PyTypeError::new_err(format!(
+                "checkpoint_sequential: every function must be callable, got {}",
+                f.get_type().name()?
+            )));
+        }
+        let anchor = match PyWeakrefReference::new(f) {
+            Ok(w) => Anchor::Weak(w.unbind()),
+            Err(_) => Anchor::Strong(f.clone().unbind()),
+        };
+        ids.push(Arc::new(PyLayerIdentity {
+            addr: f.as_ptr() as usize,
+            anchor,
+        }));
+        layers.push(layer_fn(f.clone().unbind()));
+    }
+    Ok((layers, ids))
+}
+
+/// The segmentation asked for by Python's `segments` (an int, `"sqrt"` or None) and
+/// `budget_bytes`; the core validates the values and owns the messages.
+fn segmentation(segments: &Bound<'_, PyAny>, budget_bytes: Option<i64>) -> PyResult<Segmentation> {
+    let name;
+    let repr;
+    let arg = if segments.is_none() {
+        SegmentsArg::Absent
+    } else if let Ok(s) = segments.downcast::<PyString>() {
+        name = s.to_cow()?.into_owned();
+        SegmentsArg::Named(&name)
+    } else if segments.is_instance_of::<PyInt>() && !segments.is_instance_of::<PyBool>() {
+        // A count too large for i64 is certainly more segments than layers.
+        SegmentsArg::Count(segments.extract::<i64>().unwrap_or(i64::MAX))
+    } else {
+        repr = segments.repr()?.to_cow()?.into_owned();
+        SegmentsArg::Other(&repr)
+    };
+    Segmentation::from_args(arg, budget_bytes).map_err(to_pyerr)
+}
+
+fn input_tensor(input: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    match input.downcast::<PyTensor>() {
+        Ok(t) => Ok(t.borrow().inner.clone()),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "checkpoint_sequential: input must be a Tensor, got {}",
+            input.get_type().name()?
+        ))),
+    }
+}
+
+/// `checkpoint_sequential`: planned (with the core's plan cache) and run by the core; the
+/// layers are called back with the GIL.
 #[pyfunction]
-#[pyo3(signature = (functions, input, segments=None, sqrt=false, budget_bytes=None))]
+#[pyo3(signature = (functions, segments, input, preserve_rng_state=true, budget_bytes=None, offload=false))]
+fn checkpoint_sequential(
+    py: Python<'_>,
+    functions: Vec<Bound<'_, PyAny>>,
+    segments: &Bound<'_, PyAny>,
+    input: &Bound<'_, PyAny>,
+    preserve_rng_state: bool,
+    budget_bytes: Option<i64>,
+    offload: bool,
+) -> PyResult<PyTensor> {
+    let how = segmentation(segments, budget_bytes)?;
+    let x = input_tensor(input)?;
+    let (layers, ids) = layers_of(&functions)?;
+    let opts = SequentialOptions {
+        preserve_rng_state,
+        offload,
+    };
+    py.allow_threads(|| checkpoint::checkpoint_sequential_with(&layers, &ids, how, &x, &opts))
+        .map(wrap)
+        .map_err(to_pyerr)
+}
+
+/// The runs `(start, end, checkpointed)` that `checkpoint_sequential` would use (from the
+/// same plan cache).
+#[pyfunction]
+#[pyo3(signature = (functions, segments, input, budget_bytes=None))]
 fn sequential_plan(
     py: Python<'_>,
-    functions: Vec<PyObject>,
-    input: PyRef<'_, PyTensor>,
-    segments: Option<usize>,
-    sqrt: bool,
-    budget_bytes: Option<usize>,
+    functions: Vec<Bound<'_, PyAny>>,
+    segments: &Bound<'_, PyAny>,
+    input: &Bound<'_, PyAny>,
+    budget_bytes: Option<i64>,
 ) -> PyResult<Vec<(usize, usize, bool)>> {
-    let how = segmentation(segments, sqrt, budget_bytes)?;
-    let layers: Vec<LayerFn> = functions.into_iter().map(layer_fn).collect();
-    let x = input.inner.clone();
+    let how = segmentation(segments, budget_bytes)?;
+    let x = input_tensor(input)?;
+    let (layers, ids) = layers_of(&functions)?;
     let runs = py
-        .allow_threads(|| checkpoint::plan(&layers, how, &x))
+        .allow_threads(|| checkpoint::plan_with_ids(&layers, &ids, how, &x))
         .map_err(to_pyerr)?;
     Ok(runs
         .iter()
@@ -168,38 +265,15 @@ fn sequential_plan(
         .collect())
 }
 
-/// Run `functions` on `input` following `plan` (from `sequential_plan`).
+/// The core plan cache's counters: `{"hits", "misses", "entries"}` (budget plans).
 #[pyfunction]
-#[pyo3(signature = (functions, plan, input, preserve_rng_state=true, offload=false))]
-fn sequential_run(
-    functions: Vec<PyObject>,
-    plan: Vec<(usize, usize, bool)>,
-    input: PyRef<'_, PyTensor>,
-    preserve_rng_state: bool,
-    offload: bool,
-) -> PyResult<PyTensor> {
-    let n = functions.len();
-    let runs: Vec<PlanSegment> = plan
-        .iter()
-        .map(|&(start, end, checkpointed)| PlanSegment {
-            start,
-            end,
-            checkpointed,
-        })
-        .collect();
-    let covers = runs.first().is_none_or(|r| r.start == 0)
-        && runs.last().map_or(n == 0, |r| r.end == n)
-        && runs.windows(2).all(|w| w[0].end == w[1].start)
-        && runs.iter().all(|r| r.start < r.end);
-    if !covers {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "checkpoint_sequential: the plan {plan:?} does not cover the {n} layers in order"
-        )));
-    }
-    let layers: Vec<LayerFn> = functions.into_iter().map(layer_fn).collect();
-    checkpoint::run_plan_offload(&layers, &runs, &input.inner, preserve_rng_state, offload)
-        .map(wrap)
-        .map_err(to_pyerr)
+fn _plan_cache_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let s = checkpoint::plan_cache_stats();
+    let d = PyDict::new(py);
+    d.set_item("hits", s.hits)?;
+    d.set_item("misses", s.misses)?;
+    d.set_item("entries", s.entries)?;
+    Ok(d)
 }
 
 #[pyfunction]
@@ -269,8 +343,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(adaptive_checkpoint, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoint_segment, m)?)?;
     m.add_function(wrap_pyfunction!(scope_enter, m)?)?;
+    m.add_function(wrap_pyfunction!(checkpoint_sequential, m)?)?;
     m.add_function(wrap_pyfunction!(sequential_plan, m)?)?;
-    m.add_function(wrap_pyfunction!(sequential_run, m)?)?;
+    m.add_function(wrap_pyfunction!(_plan_cache_stats, m)?)?;
     m.add_function(wrap_pyfunction!(profiler_start_tracking, m)?)?;
     m.add_function(wrap_pyfunction!(profiler_stop_tracking, m)?)?;
     m.add_function(wrap_pyfunction!(profiler_reset, m)?)?;

@@ -17,12 +17,14 @@ pub(crate) mod touched;
 
 pub use group::CheckpointGroup;
 pub use live::{live_checkpoint_state, live_recompute_caches};
-pub use planner::{plan_budget, LayerCost, Plan, PlanSegment};
+pub use planner::{plan_budget, validate_segments, LayerCost, Plan, PlanSegment};
 pub use segment::{
     checkpoint_segment, checkpoint_segment_flex, checkpoint_segment_with, SegmentFn, SegmentOptions,
 };
 pub use sequential::{
-    checkpoint_sequential, measure_layers, plan, run_plan, run_plan_offload, LayerFn, Segmentation,
+    checkpoint_sequential, checkpoint_sequential_with, layer_id, measure_layers, plan,
+    plan_cache_stats, plan_with_ids, run_plan, run_plan_offload, LayerFn, LayerId, LayerIdentity,
+    PlanCacheStats, Segmentation, SegmentsArg, SequentialOptions,
 };
 
 use crate::autograd::node::NodeKind;

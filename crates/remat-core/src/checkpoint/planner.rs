@@ -46,6 +46,46 @@ pub struct Plan {
     pub recompute_bytes: usize,
 }
 
+/// Check that `runs` cover layers `[0, n)` in order, each layer exactly once, with no empty
+/// run: a plan from elsewhere (a caller, a cache) is checked before it is run, so a bad one
+/// is an [`Error::Value`] naming the offending run rather than a panic on an index.
+pub fn validate_segments(runs: &[PlanSegment], n: usize) -> Result<()> {
+    let bad = |message: String| {
+        Err(Error::value(
+            "checkpoint_sequential",
+            format!("invalid plan for {n} layers: {message}"),
+        ))
+    };
+    let mut next = 0;
+    for (i, r) in runs.iter().enumerate() {
+        if r.start != next {
+            let what = if r.start < next {
+                "overlaps"
+            } else {
+                "leaves a gap before"
+            };
+            return bad(format!(
+                "run {i} ({}..{}) {what} layer {next} (runs must follow each other)",
+                r.start, r.end
+            ));
+        }
+        if r.end <= r.start {
+            return bad(format!("run {i} ({}..{}) is empty", r.start, r.end));
+        }
+        if r.end > n {
+            return bad(format!(
+                "run {i} ({}..{}) goes past the last layer",
+                r.start, r.end
+            ));
+        }
+        next = r.end;
+    }
+    if next != n {
+        return bad(format!("the runs end at layer {next}, not {n}"));
+    }
+    Ok(())
+}
+
 const BUCKETS: usize = 96;
 
 /// Chains longer than this are planned over groups of consecutive layers (segment boundaries
@@ -258,6 +298,33 @@ mod tests {
             assert_eq!(w[0].end, w[1].start);
         }
         assert!(p.peak_bytes <= 20_000);
+    }
+
+    fn run(start: usize, end: usize, checkpointed: bool) -> PlanSegment {
+        PlanSegment {
+            start,
+            end,
+            checkpointed,
+        }
+    }
+
+    #[test]
+    fn plans_that_do_not_cover_the_layers_in_order_are_errors() {
+        assert!(validate_segments(&[run(0, 2, true), run(2, 5, false)], 5).is_ok());
+        assert!(validate_segments(&[], 0).is_ok());
+        let cases: [(&[PlanSegment], &str); 6] = [
+            (&[run(0, 3, true), run(2, 5, false)], "overlaps"),
+            (&[run(0, 2, true), run(3, 5, false)], "gap"),
+            (&[run(0, 2, true), run(2, 9, false)], "past the last layer"),
+            (&[run(0, 0, true), run(0, 5, false)], "empty"),
+            (&[run(0, 2, true)], "end at layer 2, not 5"),
+            (&[], "end at layer 0, not 5"),
+        ];
+        for (runs, needle) in cases {
+            let e = validate_segments(runs, 5).unwrap_err();
+            assert!(matches!(e, Error::Value { .. }), "{e:?}");
+            assert!(e.to_string().contains(needle), "{runs:?}: {e}");
+        }
     }
 
     #[test]

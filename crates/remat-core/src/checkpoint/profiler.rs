@@ -132,9 +132,9 @@ pub(crate) fn on_recompute(record: Option<&Record>, dt: Duration) {
     }
 }
 
-/// Called by the byte counters on every allocation.
-#[inline]
-pub(crate) fn observe_bytes(_device: Device, now: usize) {
+/// The byte counters' allocation observer (installed by `start_tracking`; the counters do
+/// not know about the profiler).
+fn observe_bytes(_device: Device, now: usize) {
     if TRACKING.load(Ordering::Relaxed) {
         PEAK.fetch_max(now, Ordering::Relaxed);
     }
@@ -142,6 +142,8 @@ pub(crate) fn observe_bytes(_device: Device, now: usize) {
 
 /// Start recording checkpoints, recomputes and the peak of live bytes.
 pub fn start_tracking() {
+    // Installed on first use (idempotent): the counters call out only to what subscribed.
+    memory::set_alloc_observer(observe_bytes);
     PEAK.store(memory::memory_allocated(Device::Cpu), Ordering::Relaxed);
     TRACKING.store(true, Ordering::Relaxed);
 }

@@ -1,18 +1,29 @@
 //! `checkpoint_sequential`: a chain of layers cut into segments, each run as a checkpoint
 //! segment: a fixed count, √n, or the planner's least-recompute plan under a memory budget.
+//!
+//! This is the one place that orchestrates it, for Rust and Python callers alike: argument
+//! validation ([`Segmentation::from_args`]), planning (with the one plan cache, keyed on
+//! [`LayerId`]s that cannot be confused when a layer is freed and its address reused), plan
+//! validation and running. The Python binding only turns Python callables into [`LayerFn`]s
+//! and [`LayerId`]s.
 
 use crate::checkpoint::context::{self, SaveMode};
-use crate::checkpoint::planner::{plan_budget, LayerCost, PlanSegment};
+use crate::checkpoint::planner::{plan_budget, validate_segments, LayerCost, PlanSegment};
 use crate::checkpoint::segment::{checkpoint_segment_with, SegmentOptions};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::grad_mode::{enable_grad, is_grad_enabled};
+use crate::layout::Dims;
 use crate::storage::next_storage_id;
 use crate::tensor::Tensor;
 use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+
+const OP: &str = "checkpoint_sequential";
 
 /// One layer of a chain.
 pub type LayerFn = Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
@@ -28,9 +39,77 @@ pub enum Segmentation {
     Budget(usize),
 }
 
-/// Equal runs for `k` segments over `n` layers, all but the last checkpointed.
+/// The `segments` argument as a caller gave it, before validation (so that bindings pass
+/// user input through and the messages live here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegmentsArg<'a> {
+    /// No segment count (a budget must be given).
+    Absent,
+    /// An integer count.
+    Count(i64),
+    /// A name; only `"sqrt"` is one.
+    Named(&'a str),
+    /// Anything else, described by its `repr`.
+    Other(&'a str),
+}
+
+impl Segmentation {
+    /// The segmentation the user-facing arguments ask for: `segments` (a count or `"sqrt"`)
+    /// or, with `segments` absent, `budget_bytes`. Bad combinations and values are
+    /// [`Error::Value`] (Python `ValueError`).
+    pub fn from_args(segments: SegmentsArg<'_>, budget_bytes: Option<i64>) -> Result<Segmentation> {
+        match (segments, budget_bytes) {
+            (SegmentsArg::Absent, Some(b)) if b < 0 => Err(Error::value(
+                OP,
+                format!("budget_bytes must be >= 0, got {b}"),
+            )),
+            (SegmentsArg::Absent, Some(b)) => Ok(Segmentation::Budget(b as usize)),
+            (_, Some(_)) => Err(Error::value(OP, "give either segments or budget_bytes")),
+            (SegmentsArg::Absent, None) => Err(Error::value(
+                OP,
+                "give segments (an int or \"sqrt\") or budget_bytes",
+            )),
+            (SegmentsArg::Count(k), None) if k < 1 => {
+                Err(Error::value(OP, format!("segments must be >= 1, got {k}")))
+            }
+            (SegmentsArg::Count(k), None) => Ok(Segmentation::Count(k as usize)),
+            (SegmentsArg::Named("sqrt"), None) => Ok(Segmentation::Sqrt),
+            (SegmentsArg::Named(s), None) => Err(Error::value(
+                OP,
+                format!(
+                    "segments must be an int, \"sqrt\", or None with budget_bytes=N; got '{s}'"
+                ),
+            )),
+            (SegmentsArg::Other(repr), None) => Err(Error::value(
+                OP,
+                format!(
+                    "segments must be an int, \"sqrt\", or None with budget_bytes=N; got {repr}"
+                ),
+            )),
+        }
+    }
+
+    /// Check this segmentation against a chain of `n` layers: a count must be at least 1
+    /// and (for a non-empty chain) at most `n`, as in PyTorch.
+    pub fn validate(self, n: usize) -> Result<()> {
+        match self {
+            Segmentation::Count(0) => Err(Error::value(OP, "segments must be at least 1")),
+            Segmentation::Count(k) if n > 0 && k > n => Err(Error::value(
+                OP,
+                format!("{k} segments for {n} layers: there cannot be more segments than layers"),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Equal runs for `k` segments over `n` layers, all but the last checkpointed (`k` already
+/// validated against `n`).
 fn equal_runs(n: usize, k: usize) -> Vec<PlanSegment> {
-    let k = k.clamp(1, n.max(1));
+    if n == 0 {
+        return Vec::new();
+    }
+    let k = k.clamp(1, n);
     let size = n / k;
     let mut out = Vec::with_capacity(k);
     let mut start = 0;
@@ -74,70 +153,220 @@ pub fn measure_layers(layers: &[LayerFn], input: &Tensor) -> Result<Vec<LayerCos
     Ok(costs)
 }
 
-/// What a budget plan depends on: the layers (by identity), the input's shape and dtype, and
-/// the budget. Measuring costs a forward, so plans are reused across training steps.
-#[derive(PartialEq, Eq)]
-struct PlanKey {
-    layers: Vec<usize>,
-    shape: crate::layout::Dims,
-    dtype: crate::dtype::DType,
-    budget: usize,
+/// How the plan cache recognises a layer across calls.
+///
+/// A layer's address alone is not enough: once a layer is freed, a new one can be allocated
+/// at the same address and would silently get the old layer's plan. So an identity pairs the
+/// address with a handle that tells whether the layer it was made for still exists: a cached
+/// plan is used only while every one of its layers' identities is alive, and a live layer's
+/// address belongs to no other live layer.
+pub trait LayerIdentity: Send + Sync {
+    /// The layer's address; unique among live layers.
+    fn addr(&self) -> usize;
+    /// Whether the layer this identity was made for still exists (so that `addr` still
+    /// names it). May be called often and from any thread.
+    fn is_alive(&self) -> bool;
 }
 
-const PLAN_CACHE_SIZE: usize = 32;
-static PLANS: Mutex<Vec<(PlanKey, Vec<PlanSegment>)>> = Mutex::new(Vec::new());
+/// A shared [`LayerIdentity`].
+pub type LayerId = Arc<dyn LayerIdentity>;
 
-fn cached_plan(key: &PlanKey) -> Option<Vec<PlanSegment>> {
-    PLANS
+/// The identity of a Rust layer: a weak reference to its `Arc`. The weak reference keeps
+/// the `Arc`'s allocation (not the closure, which is dropped with the last strong
+/// reference), so while a cache entry holds it no other layer can be allocated at that
+/// address; a dead one only marks the entry for pruning.
+struct ArcIdentity(Weak<LayerBody>);
+
+/// What a [`LayerFn`] points to.
+type LayerBody = dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync;
+
+impl LayerIdentity for ArcIdentity {
+    fn addr(&self) -> usize {
+        self.0.as_ptr() as *const () as usize
+    }
+    fn is_alive(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+}
+
+/// The plan-cache identity of a Rust layer (its `Arc`).
+pub fn layer_id(layer: &LayerFn) -> LayerId {
+    Arc::new(ArcIdentity(Arc::downgrade(layer)))
+}
+
+/// A budget plan and what it depends on: the layers (by identity), the input's shape and
+/// dtype, and the budget.
+struct CachedPlan {
+    addrs: Vec<usize>,
+    ids: Vec<LayerId>,
+    shape: Dims,
+    dtype: DType,
+    budget: usize,
+    runs: Vec<PlanSegment>,
+}
+
+impl CachedPlan {
+    fn matches(&self, addrs: &[usize], shape: &[usize], dtype: DType, budget: usize) -> bool {
+        self.addrs == addrs && *self.shape == *shape && self.dtype == dtype && self.budget == budget
+    }
+    fn alive(&self) -> bool {
+        self.ids.iter().all(|i| i.is_alive())
+    }
+}
+
+/// The plan cache: budget plans only, since measuring the layers costs a forward while the
+/// other segmentations are computed in no time. Most recently used last.
+///
+/// Liveness checks may call into a foreign runtime (the Python binding takes the GIL), and
+/// dropping an entry may release foreign objects, so neither happens while `PLANS` is
+/// locked: a thread holding the GIL and waiting for `PLANS` cannot deadlock with one holding
+/// `PLANS` and waiting for the GIL.
+static PLANS: Mutex<Vec<Arc<CachedPlan>>> = Mutex::new(Vec::new());
+const PLAN_CACHE_SIZE: usize = 32;
+static HITS: AtomicUsize = AtomicUsize::new(0);
+static MISSES: AtomicUsize = AtomicUsize::new(0);
+
+/// Counters of the plan cache (budget plans).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanCacheStats {
+    /// Budget plans served from the cache.
+    pub hits: usize,
+    /// Budget plans that had to be measured and planned.
+    pub misses: usize,
+    /// Plans held now.
+    pub entries: usize,
+}
+
+/// The plan cache's counters since the process started.
+pub fn plan_cache_stats() -> PlanCacheStats {
+    PlanCacheStats {
+        hits: HITS.load(Ordering::Relaxed),
+        misses: MISSES.load(Ordering::Relaxed),
+        entries: PLANS.lock().len(),
+    }
+}
+
+fn cached_plan(
+    addrs: &[usize],
+    shape: &[usize],
+    dtype: DType,
+    budget: usize,
+) -> Option<Vec<PlanSegment>> {
+    let found = PLANS
         .lock()
         .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, p)| p.clone())
+        .find(|e| e.matches(addrs, shape, dtype, budget))
+        .cloned()?;
+    // Outside the lock (see `PLANS`).
+    let alive = found.alive();
+    let removed = {
+        let mut plans = PLANS.lock();
+        let i = plans.iter().position(|e| Arc::ptr_eq(e, &found));
+        match i.map(|i| plans.remove(i)) {
+            // Most recently used goes last.
+            Some(e) if alive => {
+                plans.push(e);
+                None
+            }
+            // A layer it was made for is gone: the address now names another layer.
+            other => other,
+        }
+    };
+    drop(removed);
+    alive.then(|| found.runs.clone())
 }
 
-fn remember_plan(key: PlanKey, runs: Vec<PlanSegment>) {
-    let mut plans = PLANS.lock();
-    if plans.len() >= PLAN_CACHE_SIZE {
-        plans.remove(0);
+fn remember_plan(entry: CachedPlan) {
+    // Prune entries whose layers are gone, checking liveness outside the lock.
+    let snapshot: Vec<Arc<CachedPlan>> = PLANS.lock().clone();
+    let dead: Vec<Arc<CachedPlan>> = snapshot.into_iter().filter(|e| !e.alive()).collect();
+    let mut evicted = Vec::new();
+    {
+        let mut plans = PLANS.lock();
+        plans.retain(|e| {
+            let keep = !dead.iter().any(|d| Arc::ptr_eq(d, e));
+            if !keep {
+                evicted.push(e.clone());
+            }
+            keep
+        });
+        while plans.len() >= PLAN_CACHE_SIZE {
+            evicted.push(plans.remove(0));
+        }
+        plans.push(Arc::new(entry));
     }
-    plans.push((key, runs));
+    // `evicted` and `dead` are dropped here, after the lock.
 }
 
 /// Choose the runs for `how`: equal runs for a count or √n, the planner's least-recompute
 /// plan for a budget (measured by running each layer once, RNG state restored after; the plan
-/// is cached per layers, input shape, dtype and budget).
+/// is cached per layers, input shape, dtype and budget). The layers' identities are their
+/// `Arc`s.
 pub fn plan(layers: &[LayerFn], how: Segmentation, input: &Tensor) -> Result<Vec<PlanSegment>> {
+    let ids: Vec<LayerId> = layers.iter().map(layer_id).collect();
+    plan_with_ids(layers, &ids, how, input)
+}
+
+/// [`plan`] with the layers' identities given by the caller (one per layer), e.g. for layers
+/// that wrap foreign objects and are rebuilt on every call.
+pub fn plan_with_ids(
+    layers: &[LayerFn],
+    ids: &[LayerId],
+    how: Segmentation,
+    input: &Tensor,
+) -> Result<Vec<PlanSegment>> {
     let n = layers.len();
+    if ids.len() != n {
+        return Err(Error::value(
+            OP,
+            format!("{} layer identities for {n} layers", ids.len()),
+        ));
+    }
+    how.validate(n)?;
     Ok(match how {
-        Segmentation::Count(0) => {
-            return Err(Error::value(
-                "checkpoint_sequential",
-                "segments must be at least 1",
-            ))
-        }
         Segmentation::Count(k) => equal_runs(n, k),
         Segmentation::Sqrt => equal_runs(n, (n as f64).sqrt().ceil() as usize),
         Segmentation::Budget(bytes) => {
-            let key = PlanKey {
-                layers: layers
-                    .iter()
-                    .map(|l| Arc::as_ptr(l) as *const () as usize)
-                    .collect(),
-                shape: input.shape().into(),
-                dtype: input.dtype(),
-                budget: bytes,
-            };
-            if let Some(runs) = cached_plan(&key) {
+            let addrs: Vec<usize> = ids.iter().map(|i| i.addr()).collect();
+            if let Some(runs) = cached_plan(&addrs, input.shape(), input.dtype(), bytes) {
+                HITS.fetch_add(1, Ordering::Relaxed);
                 return Ok(runs);
             }
+            MISSES.fetch_add(1, Ordering::Relaxed);
             let state = crate::rng::get_state();
             let costs = measure_layers(layers, input);
             crate::rng::set_state(state);
             let runs = plan_budget(&costs?, input.nbytes(), bytes)?.segments;
-            remember_plan(key, runs.clone());
+            remember_plan(CachedPlan {
+                addrs,
+                ids: ids.to_vec(),
+                shape: input.shape().into(),
+                dtype: input.dtype(),
+                budget: bytes,
+                runs: runs.clone(),
+            });
             runs
         }
     })
+}
+
+/// Options of a `checkpoint_sequential` run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SequentialOptions {
+    /// Replay each segment's random draws on recompute.
+    pub preserve_rng_state: bool,
+    /// Keep the input of each checkpointed segment that lives on a device in host memory
+    /// until backward (see `cuda::offload`); no effect on CPU tensors.
+    pub offload: bool,
+}
+
+impl Default for SequentialOptions {
+    fn default() -> Self {
+        SequentialOptions {
+            preserve_rng_state: true,
+            offload: false,
+        }
+    }
 }
 
 /// Run `layers` on `input`, checkpointing segments chosen by `how`.
@@ -147,19 +376,37 @@ pub fn checkpoint_sequential(
     input: &Tensor,
     preserve_rng_state: bool,
 ) -> Result<Tensor> {
+    let ids: Vec<LayerId> = layers.iter().map(layer_id).collect();
+    let opts = SequentialOptions {
+        preserve_rng_state,
+        ..SequentialOptions::default()
+    };
+    checkpoint_sequential_with(layers, &ids, how, input, &opts)
+}
+
+/// Run `layers` (identified for the plan cache by `ids`, one per layer) on `input`,
+/// checkpointing segments chosen by `how`. An empty chain returns `input`; under `no_grad`
+/// the layers simply run (nothing to plan).
+pub fn checkpoint_sequential_with(
+    layers: &[LayerFn],
+    ids: &[LayerId],
+    how: Segmentation,
+    input: &Tensor,
+    opts: &SequentialOptions,
+) -> Result<Tensor> {
+    how.validate(layers.len())?;
     if layers.is_empty() {
         return Ok(input.clone());
     }
     if !is_grad_enabled() {
-        return run_plan(
-            layers,
-            &equal_runs(layers.len(), 1),
-            input,
-            preserve_rng_state,
-        );
+        let mut x = input.clone();
+        for l in layers {
+            x = l(&x)?;
+        }
+        return Ok(x);
     }
-    let runs = plan(layers, how, input)?;
-    run_plan(layers, &runs, input, preserve_rng_state)
+    let runs = plan_with_ids(layers, ids, how, input)?;
+    run_plan_offload(layers, &runs, input, opts.preserve_rng_state, opts.offload)
 }
 
 /// Run the layers following `runs`.
@@ -173,7 +420,8 @@ pub fn run_plan(
 }
 
 /// Run the layers following `runs`; with `offload`, the input of each checkpointed run that
-/// lives on a device is kept in host memory until backward (see `cuda::offload`).
+/// lives on a device is kept in host memory until backward (see `cuda::offload`). Runs that
+/// do not cover the layers in order, each once, are an [`Error::Value`].
 pub fn run_plan_offload(
     layers: &[LayerFn],
     runs: &[PlanSegment],
@@ -181,6 +429,7 @@ pub fn run_plan_offload(
     preserve_rng_state: bool,
     offload: bool,
 ) -> Result<Tensor> {
+    validate_segments(runs, layers.len())?;
     let mut x = input.clone();
     for run in runs {
         let chunk: Vec<LayerFn> = layers[run.start..run.end].to_vec();
