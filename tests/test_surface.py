@@ -34,7 +34,7 @@ WRAPPED = {
     "cuda_empty_cache": "remat.cuda.empty_cache",
     "checkpoint_tensor": "remat.checkpoint",
     "scope_enter": "remat.checkpoint_scope",
-    "sequential_run": "remat.checkpoint_sequential",
+    "checkpoint_sequential": "remat.checkpoint_sequential",
     "profiler_start_tracking": "remat.CheckpointProfiler",
     "profiler_stop_tracking": "remat.CheckpointProfiler",
     "profiler_reset": "remat.CheckpointProfiler",

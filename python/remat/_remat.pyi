@@ -18,7 +18,7 @@ __version__: str
 # What the extension module lists in its `__all__` (PyO3 adds every registered name).
 __all__ = [
     "adam_step", "adaptive_checkpoint", "add", "backward", "checkpoint_segment",
-    "checkpoint_tensor", "CheckpointError", "concat", "copy_", "cross_entropy",
+    "checkpoint_tensor", "CheckpointError", "checkpoint_sequential", "concat", "copy_", "cross_entropy",
     "cuda_device_count", "cuda_empty_cache", "cuda_is_available", "cuda_synchronize",
     "DeviceError", "div", "dropout", "DType", "DTypeError", "exp", "float32", "float64",
     "from_numpy", "full", "gelu", "grad", "GraphError", "IndexingError", "is_grad_enabled",
@@ -28,9 +28,9 @@ __all__ = [
     "profiler_peak_bytes", "profiler_recompute_count", "profiler_recompute_seconds",
     "profiler_records", "profiler_report", "profiler_reset", "profiler_start_tracking",
     "profiler_stop_tracking", "rand", "randn", "relu", "reset_peak_memory_stats", "reshape",
-    "scope_enter", "sequential_plan", "sequential_run", "set_grad_enabled", "sgd_step",
+    "scope_enter", "sequential_plan", "set_grad_enabled", "sgd_step",
     "ShapeError", "sigmoid", "sin", "softmax", "sqrt", "stack", "sub", "sum", "tanh", "Tensor", "tensor",
-    "transpose", "where", "zero_", "zeros", "zeros_like", "__version__", "_CheckpointGroup",
+    "transpose", "where", "zero_", "zeros", "zeros_like", "__version__", "_CheckpointGroup", "_plan_cache_stats",
     "_Scope", "_StorageOwner",
 ]
 
@@ -356,20 +356,21 @@ class _Scope:
     def close(self) -> None: ...
 
 def scope_enter() -> _Scope: ...
-def sequential_plan(
+def checkpoint_sequential(
     functions: Sequence[_LayerFn],
-    input: Tensor,
-    segments: int | None = None,
-    sqrt: bool = False,
-    budget_bytes: int | None = None,
-) -> list[tuple[int, int, bool]]: ...
-def sequential_run(
-    functions: Sequence[_LayerFn],
-    plan: Sequence[tuple[int, int, bool]],
+    segments: int | str | None,
     input: Tensor,
     preserve_rng_state: bool = True,
+    budget_bytes: int | None = None,
     offload: bool = False,
 ) -> Tensor: ...
+def sequential_plan(
+    functions: Sequence[_LayerFn],
+    segments: int | str | None,
+    input: Tensor,
+    budget_bytes: int | None = None,
+) -> list[tuple[int, int, bool]]: ...
+def _plan_cache_stats() -> dict[str, int]: ...
 def profiler_start_tracking() -> None: ...
 def profiler_stop_tracking() -> None: ...
 def profiler_reset() -> None: ...
