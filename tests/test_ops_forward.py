@@ -1,4 +1,5 @@
-"""Forward values of every op against NumPy references (hypothesis property tests)."""
+"""Forward values beyond the op registry's generated tests (test_op_registry.py): scalar
+operands, IEEE edge cases, empty and large inputs, strided operands, argument spellings."""
 
 import math
 
@@ -93,20 +94,6 @@ def binary_inputs(name, sa, sb, dtype, seed):
 
 
 @pytest.mark.parametrize("name", list(BINARY))
-@SOME
-@given(pair=broadcast_pairs(), dtype=dtypes, seed=seeds)
-def test_binary_broadcast(name, pair, dtype, seed):
-    fn, ref, op = BINARY[name]
-    sa, sb = pair
-    a, b = binary_inputs(name, sa, sb, dtype, seed)
-    expected = ref(a, b)
-    ta, tb = remat.tensor(a), remat.tensor(b)
-    for got in (fn(ta, tb), op(ta, tb)):
-        assert got.dtype == rdtype(dtype)
-        assert_close(got, expected, dtype)
-
-
-@pytest.mark.parametrize("name", list(BINARY))
 @FEW
 @given(shape=shapes(), dtype=dtypes, seed=seeds,
        scalar=st.floats(0.25, 3.0), side=st.sampled_from(["left", "right"]),
@@ -184,34 +171,6 @@ def test_binary_on_non_contiguous_views(pair, dtype, seed):
 # ---------------------------------------------------------------- unary ops
 
 
-UNARY = {
-    "neg": (remat.neg, lambda t: t.__neg__(), np.negative, "any"),
-    "exp": (remat.exp, lambda t: t.exp(), np.exp, "any"),
-    "log": (remat.log, lambda t: t.log(), np.log, "pos"),
-    "sqrt": (remat.sqrt, lambda t: t.sqrt(), np.sqrt, "pos"),
-    "tanh": (remat.tanh, lambda t: t.tanh(), np.tanh, "any"),
-    "sigmoid": (remat.sigmoid, lambda t: t.sigmoid(), np_sigmoid, "any"),
-    "relu": (remat.relu, lambda t: t.relu(), lambda x: np.maximum(x, 0), "any"),
-}
-
-
-@pytest.mark.parametrize("name", list(UNARY))
-@SOME
-@given(shape=shapes(), dtype=dtypes, seed=seeds)
-def test_unary(name, shape, dtype, seed):
-    fn, meth, ref, domain = UNARY[name]
-    if domain == "pos":
-        a = rand_array(shape, dtype, seed, 0.05, 5.0)
-    else:
-        a = rand_array(shape, dtype, seed, -5.0, 5.0)
-    expected = ref(a).astype(dtype)
-    t = remat.tensor(a)
-    for got in (fn(t), meth(t)):
-        assert got.dtype == rdtype(dtype)
-        assert_close(got, expected, dtype)
-    assert_close(-t, -a, dtype)
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_unary_extreme_values(dtype):
     a = np.array([-1000.0, -50.0, 0.0, 50.0, 1000.0], dtype=dtype)
@@ -243,19 +202,6 @@ def test_ops_on_device(devices):
     assert_close(ta.sum(axis=0).cpu(), a.sum(axis=0), np.float32)
 
 
-@pytest.mark.parametrize("approximate", ["none", "tanh"])
-@SOME
-@given(shape=shapes(), dtype=dtypes, seed=seeds)
-def test_gelu(approximate, shape, dtype, seed):
-    a = rand_array(shape, dtype, seed, -4.0, 4.0)
-    ref = np_gelu(a.astype(np.float64)) if approximate == "none" else np_gelu_tanh(
-        a.astype(np.float64))
-    got = remat.gelu(remat.tensor(a), approximate=approximate)
-    assert got.dtype == rdtype(dtype)
-    assert_close(got, ref.astype(dtype), dtype, rtol=1e-5 if dtype == np.float32 else 1e-10,
-                 atol=1e-6 if dtype == np.float32 else 1e-12)
-
-
 def test_gelu_default_is_exact():
     a = np.linspace(-3, 3, 13)
     got = remat.gelu(remat.tensor(a)).numpy()
@@ -267,21 +213,12 @@ def test_gelu_default_is_exact():
 # ---------------------------------------------------------------- matmul
 
 
+# The registry (op_registry.py) draws matmul shapes of size >= 1; these have empty axes.
 MATMUL_SHAPES = [
-    ((3,), (3,)),
-    ((3,), (3, 4)),
-    ((2, 3), (3,)),
-    ((2, 3), (3, 4)),
-    ((5, 2, 3), (3, 4)),
-    ((2, 3), (5, 3, 4)),
-    ((5, 2, 3), (5, 3, 4)),
-    ((2, 1, 2, 3), (4, 3, 2)),
-    ((3,), (2, 3, 4)),
-    ((2, 4, 3), (3,)),
-    ((1, 1), (1, 1)),
-    ((1,), (1,)),
     ((0, 3), (3, 2)),
     ((2, 0), (0, 3)),
+    ((0,), (0,)),
+    ((2, 0, 3), (3, 4)),
 ]
 
 
@@ -358,22 +295,6 @@ REDUCTIONS = {
 
 
 @pytest.mark.parametrize("name", list(REDUCTIONS))
-@SOME
-@given(sa=shape_and_axis(), keepdims=st.booleans(), dtype=dtypes, seed=seeds)
-def test_reductions(name, sa, keepdims, dtype, seed):
-    fn, ref = REDUCTIONS[name]
-    shape, axis = sa
-    a = rand_array(shape, dtype, seed)
-    expected = np.asarray(ref(a, axis=axis, keepdims=keepdims))
-    t = remat.tensor(a)
-    for got in (fn(t, axis=axis, keepdims=keepdims), getattr(t, name)(axis=axis,
-                                                                       keepdims=keepdims)):
-        assert got.dtype == rdtype(dtype)
-        assert_close(got, expected.astype(dtype), dtype, rtol=1e-5 if dtype == np.float32
-                     else 1e-12, atol=1e-5 if dtype == np.float32 else 1e-12)
-
-
-@pytest.mark.parametrize("name", list(REDUCTIONS))
 def test_reduction_defaults_and_positional_axis(name):
     fn, ref = REDUCTIONS[name]
     a = rand_array((3, 4), np.float64, 5)
@@ -406,24 +327,6 @@ def test_sum_large_is_accurate():
 # ---------------------------------------------------------------- softmax family
 
 
-@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
-@SOME
-@given(sa=shape_and_axis(min_dims=1), dtype=dtypes, seed=seeds)
-def test_softmax_family(name, sa, dtype, seed):
-    shape, axis = sa
-    if not isinstance(axis, int):
-        axis = -1
-    a = rand_array(shape, dtype, seed, -5, 5)
-    ref = np_softmax if name == "softmax" else np_log_softmax
-    expected = ref(a.astype(np.float64), axis=axis).astype(dtype)
-    fn = getattr(remat, name)
-    got = fn(remat.tensor(a), axis=axis)
-    assert got.dtype == rdtype(dtype)
-    assert_close(got, expected, dtype)
-    if axis == -1:
-        assert_close(fn(remat.tensor(a)), expected, dtype)
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_softmax_is_stable_for_large_logits(dtype):
     a = np.array([[1000.0, 1001.0, 1002.0], [-1000.0, 0.0, 1000.0]], dtype=dtype)
@@ -432,24 +335,6 @@ def test_softmax_is_stable_for_large_logits(dtype):
     assert np.all(np.isfinite(s)) and np.all(np.isfinite(ls))
     np.testing.assert_allclose(s, np_softmax(a.astype(np.float64)), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(ls, np_log_softmax(a.astype(np.float64)), rtol=1e-5, atol=1e-4)
-
-
-@SOME
-@given(shape=shapes(min_dims=1, max_dims=3, max_side=8), dtype=dtypes, seed=seeds,
-       affine=st.sampled_from(["none", "weight", "both", "bias"]),
-       eps=st.sampled_from([1e-5, 1e-3]))
-def test_layer_norm(shape, dtype, seed, affine, eps):
-    a = rand_array(shape, dtype, seed, -3, 3)
-    n = shape[-1]
-    w = rand_array((n,), dtype, seed + 1, 0.5, 1.5) if affine in ("weight", "both") else None
-    b = rand_array((n,), dtype, seed + 2) if affine in ("bias", "both") else None
-    expected = np_layer_norm(a.astype(np.float64), w, b, eps=eps).astype(dtype)
-    got = remat.layer_norm(remat.tensor(a),
-                           weight=None if w is None else remat.tensor(w),
-                           bias=None if b is None else remat.tensor(b), eps=eps)
-    assert got.dtype == rdtype(dtype)
-    assert_close(got, expected, dtype, rtol=1e-4 if dtype == np.float32 else 1e-9,
-                 atol=1e-4 if dtype == np.float32 else 1e-9)
 
 
 def test_layer_norm_default_eps_and_positional():
@@ -463,16 +348,6 @@ def test_layer_norm_default_eps_and_positional():
 
 
 # ---------------------------------------------------------------- losses
-
-
-@FEW
-@given(shape=shapes(min_dims=1, max_dims=3), dtype=dtypes, seed=seeds)
-def test_mse_loss(shape, dtype, seed):
-    p = rand_array(shape, dtype, seed)
-    y = rand_array(shape, dtype, seed + 1)
-    got = remat.mse_loss(remat.tensor(p), remat.tensor(y))
-    assert got.shape == () and got.dtype == rdtype(dtype)
-    assert_close(got, np.asarray(((p - y) ** 2).mean(), dtype=dtype), dtype)
 
 
 @pytest.mark.parametrize("kind", ["numpy", "list", "tensor", "numpy32"])
@@ -536,66 +411,11 @@ def test_dropout_masks_differ_between_calls():
 # ---------------------------------------------------------------- where / concat / stack
 
 
-@SOME
-@given(pair=broadcast_pairs(max_dims=3), dtype=dtypes, seed=seeds,
-       cond_kind=st.sampled_from(["tensor", "numpy_bool"]), data=st.data())
-def test_where(pair, dtype, seed, cond_kind, data):
-    sa, sb = pair
-    full = np.broadcast_shapes(sa, sb)
-    k = data.draw(st.integers(0, len(full)))
-    cshape = tuple(1 if data.draw(st.booleans()) else d for d in full[len(full) - k:])
-    cond = np.random.default_rng(seed).random(cshape) < 0.5
-    a = rand_array(sa, dtype, seed)
-    b = rand_array(sb, dtype, seed + 1)
-    expected = np.where(cond, a, b)
-    c = remat.tensor(cond.astype(np.float32)) if cond_kind == "tensor" else cond
-    got = remat.where(c, remat.tensor(a), remat.tensor(b))
-    assert got.dtype == rdtype(dtype)
-    assert_close(got, expected, dtype)
-
-
 def test_where_with_comparison_like_condition():
     a = np.array([-1.0, 2.0, -3.0, 4.0])
     t = remat.tensor(a)
     got = remat.where(a > 0, t, remat.zeros_like(t))
     np.testing.assert_array_equal(got.numpy(), np.where(a > 0, a, 0.0))
-
-
-@st.composite
-def cat_inputs(draw, same=False):
-    base = list(draw(shapes(min_dims=1, max_dims=3)))
-    nd = len(base)
-    axis = draw(st.integers(-nd, nd - 1))
-    k = draw(st.integers(1, 4))
-    out = []
-    for _ in range(k):
-        s = list(base)
-        if not same:
-            s[axis] = draw(st.integers(0 if k > 1 else 1, 4))
-        out.append(tuple(s))
-    return out, axis
-
-
-@SOME
-@given(ia=cat_inputs(), dtype=dtypes, seed=seeds)
-def test_concat(ia, dtype, seed):
-    ss, axis = ia
-    arrays = [rand_array(s, dtype, seed + i) for i, s in enumerate(ss)]
-    got = remat.concat([remat.tensor(a) for a in arrays], axis=axis)
-    assert got.dtype == rdtype(dtype)
-    assert_close(got, np.concatenate(arrays, axis=axis), dtype)
-
-
-@SOME
-@given(ia=cat_inputs(same=True), dtype=dtypes, seed=seeds, data=st.data())
-def test_stack(ia, dtype, seed, data):
-    ss, _ = ia
-    nd = len(ss[0])
-    axis = data.draw(st.integers(-nd - 1, nd))
-    arrays = [rand_array(s, dtype, seed + i) for i, s in enumerate(ss)]
-    got = remat.stack([remat.tensor(a) for a in arrays], axis=axis)
-    assert got.dtype == rdtype(dtype)
-    assert_close(got, np.stack(arrays, axis=axis), dtype)
 
 
 def test_concat_stack_defaults_and_tuples():
@@ -610,22 +430,6 @@ def test_concat_stack_defaults_and_tuples():
 
 
 # ---------------------------------------------------------------- shape functions
-
-
-@FEW
-@given(shape=shapes(max_dims=4), dtype=dtypes, seed=seeds, data=st.data())
-def test_reshape_transpose_functions(shape, dtype, seed, data):
-    a = rand_array(shape, dtype, seed)
-    t = remat.tensor(a)
-    perm = data.draw(st.permutations(range(len(shape))))
-    new_shape = tuple(shape[i] for i in perm)
-    assert_close(remat.reshape(t, new_shape), a.reshape(new_shape), dtype)
-    assert_close(t.reshape(new_shape), a.reshape(new_shape), dtype)
-    assert_close(t.reshape(-1), a.reshape(-1), dtype)
-    if len(shape) >= 2:
-        i, j = data.draw(st.integers(0, len(shape) - 1)), data.draw(st.integers(0, len(shape) - 1))
-        assert_close(remat.transpose(t, i, j), np.swapaxes(a, i, j), dtype)
-    assert_close(t.T, a.T, dtype)
 
 
 # ---------------------------------------------------------------- NaN propagation

@@ -1,10 +1,10 @@
-"""Gradients of every op against central finite differences in float64."""
+"""Gradients beyond the op registry's generated finite-difference checks
+(test_op_registry.py): scalar operands, aliasing, random reduction axes, closed forms,
+compositions, large and empty inputs, dtype conversion."""
 
 import numpy as np
 import pytest
 from conftest import (
-    away_from_zero,
-    broadcast_pairs,
     check_grad,
     distinct,
     rand_array,
@@ -20,37 +20,6 @@ import remat
 FEW = settings(deadline=None, max_examples=12)
 
 # ---------------------------------------------------------------- binary ops, broadcasting
-
-
-BINARY = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b,
-    "pow": lambda a, b: a**b,
-    "f_add": lambda a, b: remat.add(a, b),
-    "f_sub": lambda a, b: remat.sub(a, b),
-    "f_mul": lambda a, b: remat.mul(a, b),
-    "f_div": lambda a, b: remat.div(a, b),
-    "f_pow": lambda a, b: remat.pow(a, b),
-}
-
-
-@pytest.mark.parametrize("name", list(BINARY))
-@FEW
-@given(pair=broadcast_pairs(max_dims=3, max_side=3), seed=seeds)
-def test_binary_grad_broadcast(name, pair, seed):
-    sa, sb = pair
-    if name.endswith("pow"):
-        a = rand_array(sa, np.float64, seed, 0.3, 2.0)
-        b = rand_array(sb, np.float64, seed + 1, -2.0, 2.0)
-    elif name.endswith("div"):
-        a = rand_array(sa, np.float64, seed)
-        b = away_from_zero(sb, np.float64, seed + 1, 0.5, 2.0)
-    else:
-        a = rand_array(sa, np.float64, seed)
-        b = rand_array(sb, np.float64, seed + 1)
-    check_grad(BINARY[name], a, b, seed=seed % 1000)
 
 
 @pytest.mark.parametrize(
@@ -87,39 +56,6 @@ def test_broadcast_grad_shapes():
 # ---------------------------------------------------------------- unary ops
 
 
-UNARY = {
-    "neg": (lambda x: remat.neg(x), "any"),
-    "exp": (lambda x: remat.exp(x), "any"),
-    "log": (lambda x: remat.log(x), "pos"),
-    "sqrt": (lambda x: remat.sqrt(x), "pos"),
-    "tanh": (lambda x: remat.tanh(x), "any"),
-    "sigmoid": (lambda x: remat.sigmoid(x), "any"),
-    "relu": (lambda x: remat.relu(x), "nonzero"),
-    "gelu": (lambda x: remat.gelu(x), "any"),
-    "gelu_tanh": (lambda x: remat.gelu(x, approximate="tanh"), "any"),
-    "m_exp": (lambda x: x.exp(), "any"),
-    "m_log": (lambda x: x.log(), "pos"),
-    "m_sqrt": (lambda x: x.sqrt(), "pos"),
-    "m_tanh": (lambda x: x.tanh(), "any"),
-    "m_sigmoid": (lambda x: x.sigmoid(), "any"),
-    "m_relu": (lambda x: x.relu(), "nonzero"),
-}
-
-
-@pytest.mark.parametrize("name", list(UNARY))
-@FEW
-@given(shape=shapes(max_dims=3, max_side=4), seed=seeds)
-def test_unary_grad(name, shape, seed):
-    fn, domain = UNARY[name]
-    if domain == "pos":
-        a = rand_array(shape, np.float64, seed, 0.2, 3.0)
-    elif domain == "nonzero":
-        a = away_from_zero(shape, np.float64, seed, 0.1, 3.0)
-    else:
-        a = rand_array(shape, np.float64, seed, -3.0, 3.0)
-    check_grad(fn, a)
-
-
 def test_relu_grad_values():
     x = t64([-2.0, -0.5, 0.5, 3.0], requires_grad=True)
     remat.relu(x).sum().backward()
@@ -127,28 +63,6 @@ def test_relu_grad_values():
 
 
 # ---------------------------------------------------------------- matmul
-
-
-MATMUL_SHAPES = [
-    ((3,), (3,)),
-    ((3,), (3, 4)),
-    ((2, 3), (3,)),
-    ((2, 3), (3, 4)),
-    ((2, 2, 3), (3, 4)),
-    ((2, 3), (2, 3, 4)),
-    ((2, 2, 3), (2, 3, 4)),
-    ((2, 1, 2, 3), (3, 3, 2)),
-    ((3,), (2, 3, 2)),
-    ((2, 2, 3), (3,)),
-]
-
-
-@pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
-def test_matmul_grad(sa, sb):
-    a = rand_array(sa, np.float64, 1)
-    b = rand_array(sb, np.float64, 2)
-    check_grad(lambda x, y: x @ y, a, b)
-    check_grad(lambda x, y: remat.matmul(x, y), a, b)
 
 
 def test_matmul_grad_transposed_operands():
@@ -204,46 +118,7 @@ def test_max_grad_with_ties_sums_to_one():
 # ---------------------------------------------------------------- softmax family, layer norm
 
 
-@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
-@pytest.mark.parametrize("shape,axis", [((5,), -1), ((3, 4), -1), ((3, 4), 0),
-                                        ((2, 3, 4), 1), ((2, 3, 4), -3)])
-def test_softmax_grad(name, shape, axis):
-    fn = getattr(remat, name)
-    check_grad(lambda x: fn(x, axis=axis), rand_array(shape, np.float64, 3, -3, 3))
-
-
-@pytest.mark.parametrize("affine", ["none", "weight", "bias", "both"])
-@pytest.mark.parametrize("shape", [(6,), (3, 5), (2, 2, 4)])
-def test_layer_norm_grad(affine, shape):
-    n = shape[-1]
-    x = rand_array(shape, np.float64, 4, -2, 2)
-    w = rand_array((n,), np.float64, 5, 0.5, 1.5)
-    b = rand_array((n,), np.float64, 6)
-    if affine == "none":
-        check_grad(lambda x: remat.layer_norm(x), x, rtol=1e-4)
-    elif affine == "weight":
-        check_grad(lambda x, w: remat.layer_norm(x, weight=w), x, w, rtol=1e-4)
-    elif affine == "bias":
-        check_grad(lambda x, b: remat.layer_norm(x, bias=b), x, b, rtol=1e-4)
-    else:
-        check_grad(lambda x, w, b: remat.layer_norm(x, w, b, eps=1e-3), x, w, b, rtol=1e-4)
-
-
 # ---------------------------------------------------------------- losses
-
-
-@pytest.mark.parametrize("shape", [(4,), (3, 5), (2, 2, 3)])
-def test_mse_loss_grad(shape):
-    p = rand_array(shape, np.float64, 7)
-    y = rand_array(shape, np.float64, 8)
-    check_grad(lambda p, y: remat.mse_loss(p, y), p, y)
-
-
-@pytest.mark.parametrize("n,c", [(1, 3), (4, 5), (6, 2)])
-def test_cross_entropy_grad(n, c):
-    logits = rand_array((n, c), np.float64, 9, -3, 3)
-    target = np.random.default_rng(1).integers(0, c, size=n)
-    check_grad(lambda x: remat.cross_entropy(x, target), logits)
 
 
 def test_cross_entropy_grad_closed_form():
@@ -263,38 +138,14 @@ def test_cross_entropy_grad_closed_form():
 @pytest.mark.parametrize(
     "fn,shape",
     [
-        (lambda x: x.reshape(3, 4), (2, 6)),
-        (lambda x: x.reshape(-1), (2, 3, 2)),
-        (lambda x: remat.reshape(x, (4, 3)), (12,)),
-        (lambda x: x.transpose(0, 1), (3, 4)),
-        (lambda x: remat.transpose(x, 0, 2), (2, 3, 4)),
-        (lambda x: x.T, (2, 3, 4)),
         (lambda x: x.T.reshape(6, 4), (2, 3, 4)),
-        (lambda x: x[1], (3, 4)),
-        (lambda x: x[:, 1:3], (3, 4)),
-        (lambda x: x[::2, ..., None], (5, 3)),
-        (lambda x: x[-1, :, 0], (2, 3, 4)),
         (lambda x: x[1:] * x[:-1], (5,)),
         (lambda x: x[0] + x[0], (3, 2)),
+        (lambda x: x.transpose(0, 1)[::2].reshape(-1), (3, 4)),
     ],
 )
 def test_shape_op_grad(fn, shape):
     check_grad(fn, rand_array(shape, np.float64, 10))
-
-
-@pytest.mark.parametrize("axis", [0, 1, -1])
-def test_concat_grad(axis):
-    a = rand_array((2, 3), np.float64, 1)
-    b = rand_array((2, 3), np.float64, 2)
-    c = rand_array((2, 3), np.float64, 3)
-    check_grad(lambda x, y, z: remat.concat([x, y, z], axis=axis), a, b, c)
-
-
-@pytest.mark.parametrize("axis", [0, 1, 2, -1])
-def test_stack_grad(axis):
-    a = rand_array((2, 3), np.float64, 4)
-    b = rand_array((2, 3), np.float64, 5)
-    check_grad(lambda x, y: remat.stack([x, y], axis=axis), a, b)
 
 
 def test_concat_same_tensor_twice():

@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used)]
 
+pub mod reference;
+
 use remat_core::{DType, Tensor};
 
 /// A float64 tensor of `shape` with values from a fixed pseudo-random sequence in [-1, 1).

@@ -1,0 +1,548 @@
+//! One table of remat-core's public ops (`rows()`), and the checks generated from it for
+//! every row: the forward against a float64 reference (float64 and float32 inputs) and
+//! float64 gradients against central finite differences.
+//!
+//! A row is the op (a function of the input tensors), its inputs (shape and value domain),
+//! a float64 reference built from the small n-d helpers in `common::reference`, and the inputs
+//! it is differentiable in. Adding an op is one `row(...)` in `rows()`; e.g. the planned
+//! `ops::sin` / `ops::cos` are one line each in the "unary math" block.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+use common::reference::{self as r, Arr};
+use common::{check_grad, det};
+use remat_core::ops::{self, IndexItem};
+use remat_core::{DType, Result, Tensor};
+use std::sync::Mutex;
+
+/// Random ops reseed the global generator: rows run one at a time in this binary.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// How an input's values are drawn.
+#[derive(Clone, Copy, Debug)]
+enum Domain {
+    /// [-2, 2)
+    Any,
+    /// [0.2, 2.2): log, sqrt, pow bases
+    Pos,
+    /// |x| in [0.2, 2): relu's kink, divisors
+    NonZero,
+    /// distinct values 0.15 apart: max without ties
+    Distinct,
+    /// 0.0 or 1.0: where's condition
+    Mask,
+}
+
+type RunFn = fn(&[Tensor]) -> Result<Tensor>;
+type RefFn = fn(&[Arr]) -> Arr;
+
+struct Row {
+    name: &'static str,
+    /// (shape, domain) of every input.
+    inputs: Vec<(Vec<usize>, Domain)>,
+    run: RunFn,
+    reference: RefFn,
+    /// Inputs with gradients (empty: not differentiable).
+    diff: Vec<usize>,
+    /// Forward tolerance for float32 inputs (relative to 1 + |expected|).
+    tol32: f64,
+    /// Finite-difference tolerance.
+    grad_tol: f64,
+}
+
+/// A row with the default tolerances, differentiable in every input.
+fn row(name: &'static str, inputs: &[(&[usize], Domain)], run: RunFn, reference: RefFn) -> Row {
+    Row {
+        name,
+        inputs: inputs.iter().map(|(s, d)| (s.to_vec(), *d)).collect(),
+        run,
+        reference,
+        diff: (0..inputs.len()).collect(),
+        tol32: 2e-6,
+        grad_tol: 1e-6,
+    }
+}
+
+impl Row {
+    fn diff(mut self, d: &[usize]) -> Row {
+        self.diff = d.to_vec();
+        self
+    }
+    fn tol32(mut self, t: f64) -> Row {
+        self.tol32 = t;
+        self
+    }
+    fn grad_tol(mut self, t: f64) -> Row {
+        self.grad_tol = t;
+        self
+    }
+}
+
+use Domain::{Any, Distinct, Mask, NonZero, Pos};
+
+const SEED: u64 = 1234;
+const LABELS: [i64; 4] = [0, 3, 1, 4];
+
+fn sl(start: Option<isize>, stop: Option<isize>, step: isize) -> IndexItem {
+    IndexItem::Slice { start, stop, step }
+}
+
+fn dropout_seeded(x: &Tensor) -> Result<Tensor> {
+    remat_core::manual_seed(SEED);
+    ops::dropout(x, 0.4, true)
+}
+
+/// The mask `dropout_seeded` draws for `shape` (it depends on the seed and element index only).
+fn dropout_mask(shape: &[usize]) -> Arr {
+    let ones = ops::ones(shape, DType::F64, remat_core::Device::Cpu).unwrap();
+    let kept = dropout_seeded(&ones).unwrap();
+    Arr::new(shape, kept.to_vec::<f64>())
+}
+
+fn rows() -> Vec<Row> {
+    vec![
+        // ---- unary math
+        row(
+            "neg",
+            &[(&[2, 3], Any)],
+            |t| ops::neg(&t[0]),
+            |a| r::map(&a[0], |v| -v),
+        ),
+        row(
+            "exp",
+            &[(&[2, 3], Any)],
+            |t| ops::exp(&t[0]),
+            |a| r::map(&a[0], f64::exp),
+        ),
+        row(
+            "log",
+            &[(&[2, 3], Pos)],
+            |t| ops::log(&t[0]),
+            |a| r::map(&a[0], f64::ln),
+        ),
+        row(
+            "sqrt",
+            &[(&[2, 3], Pos)],
+            |t| ops::sqrt(&t[0]),
+            |a| r::map(&a[0], f64::sqrt),
+        ),
+        // row("sin", &[(&[2, 3], Any)], |t| ops::sin(&t[0]), |a| r::map(&a[0], f64::sin)),
+        // row("cos", &[(&[2, 3], Any)], |t| ops::cos(&t[0]), |a| r::map(&a[0], f64::cos)),
+        row(
+            "pow_scalar",
+            &[(&[2, 3], Pos)],
+            |t| ops::pow_scalar(&t[0], 1.7),
+            |a| r::map(&a[0], |v| v.powf(1.7)),
+        ),
+        row(
+            "pow_scalar_int",
+            &[(&[2, 3], NonZero)],
+            |t| ops::pow_scalar(&t[0], 3.0),
+            |a| r::map(&a[0], |v| v.powi(3)),
+        ),
+        // ---- activations
+        row(
+            "tanh",
+            &[(&[2, 3], Any)],
+            |t| ops::tanh(&t[0]),
+            |a| r::map(&a[0], f64::tanh),
+        ),
+        row(
+            "sigmoid",
+            &[(&[2, 3], Any)],
+            |t| ops::sigmoid(&t[0]),
+            |a| r::map(&a[0], |v| 1.0 / (1.0 + (-v).exp())),
+        ),
+        row(
+            "relu",
+            &[(&[2, 3], NonZero)],
+            |t| ops::relu(&t[0]),
+            |a| r::map(&a[0], |v| v.max(0.0)),
+        ),
+        row(
+            "gelu",
+            &[(&[2, 3], Any)],
+            |t| ops::gelu(&t[0], false),
+            |a| r::map(&a[0], r::gelu),
+        ),
+        row(
+            "gelu_tanh",
+            &[(&[2, 3], Any)],
+            |t| ops::gelu(&t[0], true),
+            |a| r::map(&a[0], r::gelu_tanh),
+        ),
+        // ---- binary arithmetic (broadcasting)
+        row(
+            "add",
+            &[(&[2, 1, 3], Any), (&[4, 1], Any)],
+            |t| ops::add(&t[0], &t[1]),
+            |a| r::zip(&a[0], &a[1], |x, y| x + y),
+        ),
+        row(
+            "sub",
+            &[(&[2, 3], Any), (&[3], Any)],
+            |t| ops::sub(&t[0], &t[1]),
+            |a| r::zip(&a[0], &a[1], |x, y| x - y),
+        ),
+        row(
+            "mul",
+            &[(&[3, 1], Any), (&[1, 4], Any)],
+            |t| ops::mul(&t[0], &t[1]),
+            |a| r::zip(&a[0], &a[1], |x, y| x * y),
+        ),
+        row(
+            "div",
+            &[(&[2, 3], Any), (&[2, 1], NonZero)],
+            |t| ops::div(&t[0], &t[1]),
+            |a| r::zip(&a[0], &a[1], |x, y| x / y),
+        ),
+        row(
+            "pow",
+            &[(&[2, 3], Pos), (&[3], Any)],
+            |t| ops::pow(&t[0], &t[1]),
+            |a| r::zip(&a[0], &a[1], f64::powf),
+        ),
+        // ---- linear algebra
+        row(
+            "matmul",
+            &[(&[2, 3], Any), (&[3, 4], Any)],
+            |t| ops::matmul(&t[0], &t[1]),
+            |a| r::matmul(&a[0], &a[1]),
+        )
+        .tol32(1e-5),
+        row(
+            "matmul_batched",
+            &[(&[2, 1, 2, 3], Any), (&[3, 3, 2], Any)],
+            |t| ops::matmul(&t[0], &t[1]),
+            |a| r::matmul(&a[0], &a[1]),
+        )
+        .tol32(1e-5),
+        row(
+            "matmul_vec",
+            &[(&[3], Any), (&[2, 3, 2], Any)],
+            |t| ops::matmul(&t[0], &t[1]),
+            |a| r::matmul(&a[0], &a[1]),
+        )
+        .tol32(1e-5),
+        row(
+            "matmul_dot",
+            &[(&[4], Any), (&[4], Any)],
+            |t| ops::matmul(&t[0], &t[1]),
+            |a| r::matmul(&a[0], &a[1]),
+        )
+        .tol32(1e-5),
+        row(
+            "linear",
+            &[(&[4, 3], Any), (&[2, 3], Any), (&[2], Any)],
+            |t| ops::linear(&t[0], &t[1], Some(&t[2])),
+            |a| {
+                r::zip(
+                    &r::matmul(&a[0], &r::permute(&a[1], &[1, 0])),
+                    &a[2],
+                    |x, y| x + y,
+                )
+            },
+        )
+        .tol32(1e-5),
+        row(
+            "linear_nobias",
+            &[(&[2, 2, 3], Any), (&[4, 3], Any)],
+            |t| ops::linear(&t[0], &t[1], None),
+            |a| r::matmul(&a[0], &r::permute(&a[1], &[1, 0])),
+        )
+        .tol32(1e-5),
+        // ---- softmax family, normalisation, dropout
+        row(
+            "softmax",
+            &[(&[3, 4], Any)],
+            |t| ops::softmax(&t[0], -1),
+            |a| r::softmax(&a[0], 1),
+        ),
+        row(
+            "softmax_axis0",
+            &[(&[2, 3, 2], Any)],
+            |t| ops::softmax(&t[0], 0),
+            |a| r::softmax(&a[0], 0),
+        ),
+        row(
+            "log_softmax",
+            &[(&[2, 3, 4], Any)],
+            |t| ops::log_softmax(&t[0], 1),
+            |a| r::map(&r::softmax(&a[0], 1), f64::ln),
+        ),
+        row(
+            "layer_norm",
+            &[(&[3, 5], Any)],
+            |t| ops::layer_norm(&t[0], None, None, 1e-5),
+            |a| r::layer_norm(&a[0], None, None, 1e-5),
+        )
+        .tol32(2e-5)
+        .grad_tol(1e-5),
+        row(
+            "layer_norm_affine",
+            &[(&[2, 2, 4], Any), (&[4], Any), (&[4], Any)],
+            |t| ops::layer_norm(&t[0], Some(&t[1]), Some(&t[2]), 1e-3),
+            |a| r::layer_norm(&a[0], Some(&a[1]), Some(&a[2]), 1e-3),
+        )
+        .tol32(2e-5)
+        .grad_tol(1e-5),
+        row(
+            "dropout",
+            &[(&[4, 5], NonZero)],
+            |t| dropout_seeded(&t[0]),
+            |a| r::zip(&a[0], &dropout_mask(&a[0].shape), |x, m| x * m),
+        ),
+        // ---- reductions
+        row(
+            "sum_all",
+            &[(&[2, 3], Any)],
+            |t| ops::sum(&t[0], None, false),
+            |a| r::reduce(&a[0], &[0, 1], false, r::Reduce::Sum),
+        ),
+        row(
+            "sum_axes",
+            &[(&[2, 3, 2], Any)],
+            |t| ops::sum(&t[0], Some(&[0, -1][..]), true),
+            |a| r::reduce(&a[0], &[0, 2], true, r::Reduce::Sum),
+        ),
+        // sum_to reduces a broadcast gradient inside backward passes and records no graph.
+        row(
+            "sum_to",
+            &[(&[2, 3, 4], Any)],
+            |t| ops::sum_to(&t[0], &[3, 1]),
+            |a| r::reshape(&r::reduce(&a[0], &[0, 2], true, r::Reduce::Sum), &[3, 1]),
+        )
+        .diff(&[]),
+        row(
+            "mean",
+            &[(&[2, 3, 2], Any)],
+            |t| ops::mean(&t[0], Some(&[1][..]), false),
+            |a| r::reduce(&a[0], &[1], false, r::Reduce::Mean),
+        ),
+        row(
+            "mean_all",
+            &[(&[3, 4], Any)],
+            |t| ops::mean(&t[0], None, true),
+            |a| r::reduce(&a[0], &[0, 1], true, r::Reduce::Mean),
+        ),
+        row(
+            "max",
+            &[(&[3, 4], Distinct)],
+            |t| ops::max(&t[0], Some(&[0][..]), true),
+            |a| r::reduce(&a[0], &[0], true, r::Reduce::Max),
+        ),
+        row(
+            "max_all",
+            &[(&[2, 3, 2], Distinct)],
+            |t| ops::max(&t[0], None, false),
+            |a| r::reduce(&a[0], &[0, 1, 2], false, r::Reduce::Max),
+        ),
+        // ---- shape and view ops
+        row(
+            "reshape",
+            &[(&[2, 6], Any)],
+            |t| ops::reshape(&t[0], &[3, 4]),
+            |a| r::reshape(&a[0], &[3, 4]),
+        ),
+        row(
+            "expand",
+            &[(&[3, 1], Any)],
+            |t| ops::expand(&t[0], &[2, 3, 4]),
+            |a| r::zip(&a[0], &Arr::new(&[2, 3, 4], vec![0.0; 24]), |x, _| x),
+        ),
+        row(
+            "transpose",
+            &[(&[2, 3, 4], Any)],
+            |t| ops::transpose(&t[0], 0, -1),
+            |a| r::permute(&a[0], &[2, 1, 0]),
+        ),
+        row(
+            "permute",
+            &[(&[2, 3, 4], Any)],
+            |t| ops::permute(&t[0], &[1, 2, 0]),
+            |a| r::permute(&a[0], &[1, 2, 0]),
+        ),
+        row(
+            "reverse_axes",
+            &[(&[2, 3, 4], Any)],
+            |t| ops::reverse_axes(&t[0]),
+            |a| r::permute(&a[0], &[2, 1, 0]),
+        ),
+        row(
+            "contiguous",
+            &[(&[3, 4], Any)],
+            |t| ops::contiguous(&ops::transpose(&t[0], 0, 1)?),
+            |a| r::permute(&a[0], &[1, 0]),
+        ),
+        row(
+            "index",
+            &[(&[4, 3], Any)],
+            |t| ops::index(&t[0], &[sl(Some(1), None, 2), IndexItem::Int(-1)]),
+            |a| r::take(&a[0], &[&[1, 3], &[2]], &[2]),
+        ),
+        row(
+            "index_newaxis",
+            &[(&[3, 4], Any)],
+            |t| {
+                ops::index(
+                    &t[0],
+                    &[IndexItem::Int(1), IndexItem::NewAxis, sl(None, Some(3), 1)],
+                )
+            },
+            |a| r::take(&a[0], &[&[1], &[0, 1, 2]], &[1, 3]),
+        ),
+        // ---- joins and selection
+        row(
+            "concat",
+            &[(&[2, 3], Any), (&[2, 1], Any), (&[2, 2], Any)],
+            |t| ops::concat(t, -1),
+            |a| r::concat(a, 1),
+        ),
+        row(
+            "stack",
+            &[(&[2, 3], Any), (&[2, 3], Any)],
+            |t| ops::stack(t, 1),
+            |a| {
+                let e: Vec<Arr> = a.iter().map(|x| r::reshape(x, &[2, 1, 3])).collect();
+                r::concat(&e, 1)
+            },
+        ),
+        row(
+            "where",
+            &[(&[2, 3], Mask), (&[2, 3], Any), (&[1, 3], Any)],
+            |t| ops::where_(&t[0], &t[1], &t[2]),
+            |a| {
+                let picked = r::zip(&a[0], &a[1], |c, x| if c != 0.0 { x } else { f64::NAN });
+                r::zip(&picked, &a[2], |x, y| if x.is_nan() { y } else { x })
+            },
+        )
+        .diff(&[1, 2]),
+        // ---- losses
+        row(
+            "mse_loss",
+            &[(&[3, 4], Any), (&[3, 4], Any)],
+            |t| ops::mse_loss(&t[0], &t[1]),
+            |a| {
+                let d = r::zip(&a[0], &a[1], |x, y| (x - y) * (x - y));
+                r::reduce(&d, &[0, 1], false, r::Reduce::Mean)
+            },
+        ),
+        row(
+            "cross_entropy",
+            &[(&[4, 5], Any)],
+            |t| ops::cross_entropy(&t[0], &LABELS),
+            |a| {
+                let lp = r::map(&r::softmax(&a[0], 1), f64::ln);
+                let n = LABELS.len();
+                let s: f64 = (0..n).map(|i| lp.data[i * 5 + LABELS[i] as usize]).sum();
+                Arr::new(&[], vec![-s / n as f64])
+            },
+        ),
+    ]
+}
+
+/// The inputs of a row in float64.
+fn inputs(row: &Row) -> Vec<Tensor> {
+    row.inputs
+        .iter()
+        .enumerate()
+        .map(|(k, (shape, domain))| {
+            let v = det(shape, 17 + k as u64).to_vec::<f64>();
+            let n = v.len();
+            let vals: Vec<f64> = match domain {
+                Any => v.iter().map(|x| 2.0 * x).collect(),
+                Pos => v.iter().map(|x| 1.2 + x).collect(),
+                NonZero => v
+                    .iter()
+                    .map(|&x| {
+                        if x < 0.0 {
+                            -0.2 + 1.8 * x
+                        } else {
+                            0.2 + 1.8 * x
+                        }
+                    })
+                    .collect(),
+                Distinct => {
+                    let mut order: Vec<usize> = (0..n).collect();
+                    order.sort_by(|&i, &j| v[i].total_cmp(&v[j]));
+                    let mut out = vec![0.0; n];
+                    for (rank, &i) in order.iter().enumerate() {
+                        out[i] = (rank as f64 - n as f64 / 2.0) * 0.15;
+                    }
+                    out
+                }
+                Mask => v.iter().map(|&x| if x < 0.0 { 0.0 } else { 1.0 }).collect(),
+            };
+            Tensor::from_vec(vals, shape).unwrap()
+        })
+        .collect()
+}
+
+fn assert_matches(name: &str, got: &Tensor, want: &Arr, tol: f64) {
+    assert_eq!(got.shape(), &want.shape[..], "{name}: shape");
+    for (i, (a, b)) in got.to_vec::<f64>().iter().zip(&want.data).enumerate() {
+        assert!(
+            (a - b).abs() <= tol * (1.0 + b.abs()),
+            "{name}: element {i}: got {a}, expected {b}"
+        );
+    }
+}
+
+#[test]
+fn registry_names_are_unique() {
+    let rows = rows();
+    let mut names: Vec<&str> = rows.iter().map(|r| r.name).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), rows.len());
+}
+
+#[test]
+fn every_op_matches_its_float64_reference_in_float64_and_float32() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for row in rows() {
+        let xs = inputs(&row);
+        let arrs: Vec<Arr> = xs.iter().map(Arr::of).collect();
+        let want = (row.reference)(&arrs);
+        let y = (row.run)(&xs).unwrap_or_else(|e| panic!("{}: {e}", row.name));
+        assert_eq!(y.dtype(), DType::F64, "{}", row.name);
+        assert_matches(row.name, &y, &want, 1e-12);
+        // float32 inputs (where's condition too): the reference of the rounded inputs.
+        let xs32: Vec<Tensor> = xs
+            .iter()
+            .map(|t| ops::cast(t, DType::F32).unwrap())
+            .collect();
+        let arrs32: Vec<Arr> = xs32.iter().map(Arr::of).collect();
+        let y32 = (row.run)(&xs32).unwrap_or_else(|e| panic!("{} (f32): {e}", row.name));
+        assert_eq!(y32.dtype(), DType::F32, "{}", row.name);
+        assert_matches(row.name, &y32, &(row.reference)(&arrs32), row.tol32);
+    }
+}
+
+#[test]
+fn every_differentiable_op_matches_finite_differences_in_float64() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut checked = 0;
+    for row in rows() {
+        if row.diff.is_empty() {
+            continue;
+        }
+        let xs = inputs(&row);
+        let diff: Vec<Tensor> = row.diff.iter().map(|&i| xs[i].clone()).collect();
+        let run = row.run;
+        let positions = row.diff.clone();
+        check_grad(
+            &diff,
+            |ts| {
+                let mut args = xs.clone();
+                for (&i, t) in positions.iter().zip(ts) {
+                    args[i] = t.clone();
+                }
+                run(&args).unwrap()
+            },
+            row.grad_tol,
+        );
+        checked += 1;
+    }
+    assert!(checked > 40, "only {checked} rows were differentiated");
+}

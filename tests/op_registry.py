@@ -1,0 +1,642 @@
+"""The one table of public ops that the generated tests in ``test_op_registry.py`` run over.
+
+Each ``Op`` row says how to call the op (``fn``: the ``remat.X`` function, ``methods``: Tensor
+method/operator/attribute names), what it should compute (``ref``: a NumPy reference, evaluated
+in float64), which inputs to draw (``domains``: one value domain per input; ``cases``: a
+hypothesis strategy of ``Case(shapes, params)`` for the forward property tests; ``examples``:
+a few fixed small cases for the gradient, second-order, CUDA and checkpoint tests), which inputs
+it is differentiable in (``diff``), and which bad calls must raise what (``errors``).
+
+Adding an op is one row in ``OPS`` below; every generated test then covers it. For example the
+planned ``remat.sin`` / ``remat.cos`` (functions and methods) are one ``unary(...)`` row each, in
+the "unary math" block (commented out until they exist).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import remat
+
+# ------------------------------------------------------------------------------ data model
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call of an op: the input shapes (one per input) and keyword parameters."""
+
+    shapes: tuple[tuple[int, ...], ...]
+    params: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        p = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"{list(self.shapes)}" + (f" {p}" if p else "")
+
+
+@dataclass(frozen=True)
+class Domain:
+    """How to draw one input: ``sample(rng, shape, case) -> float64 array``. ``tensor=False``
+    inputs (class labels) are passed to the op as NumPy int64 arrays, never as tensors."""
+
+    name: str
+    sample: Callable[[np.random.Generator, tuple, Case], np.ndarray]
+    tensor: bool = True
+
+
+def _uniform(low, high):
+    return lambda rng, shape, case: rng.uniform(low, high, size=shape)
+
+
+def _nonzero(rng, shape, case):
+    mag = rng.uniform(0.2, 2.0, size=shape)
+    return np.where(rng.random(size=shape) < 0.5, -mag, mag)
+
+
+def _distinct(rng, shape, case):
+    """No ties and gaps of at least 0.15 (max picks a unique element; finite differences with
+    eps = 1e-6 never cross a tie)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    return rng.permutation((np.arange(n) - n / 2) * 0.15).reshape(shape)
+
+
+def _mask(rng, shape, case):
+    return (rng.random(size=shape) < 0.5).astype(np.float64)
+
+
+def _labels(rng, shape, case):
+    """Class indices for cross_entropy: in [0, C) where C is the last axis of input 0."""
+    return rng.integers(0, case.shapes[0][-1], size=shape)
+
+
+ANY = Domain("any", _uniform(-2.0, 2.0))
+POS = Domain("pos", _uniform(0.2, 2.0))  # log, sqrt, pow bases
+NONZERO = Domain("nonzero", _nonzero)  # relu's kink, divisors
+DISTINCT = Domain("distinct", _distinct)  # max: away from ties
+MASK = Domain("mask", _mask)  # where's condition (0.0 / 1.0 float tensor)
+LABELS = Domain("labels", _labels, tensor=False)
+
+
+@dataclass(frozen=True)
+class Bad:
+    """A call that must fail: ``inputs`` are shapes (float32 ones tensors) or ``Raw`` values;
+    ``names``: substrings one of which the message must contain (default: the row's op name)."""
+
+    id: str
+    inputs: tuple
+    exc: type | tuple
+    params: dict = field(default_factory=dict)
+    names: tuple[str, ...] | None = ()
+    skip_forms: tuple[str, ...] = ()  # form labels not checked (each with a reason at the row)
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A non-tensor argument for a ``Bad`` call (None, a string, a NumPy array...)."""
+
+    value: Any
+
+
+def default_call(f, inputs, params):
+    return f(*inputs, **params)
+
+
+SEED = 1234  # what random ops (dropout) are reseeded with before each call
+
+F32_TOL = (2e-5, 2e-5)
+F64_TOL = (1e-11, 1e-11)
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str  # unique row id
+    fn: Callable | None  # the remat.X function (None: Tensor-only op)
+    methods: tuple[str, ...]  # Tensor methods / operators / attributes computing the same
+    ref: Callable  # NumPy reference: ref(*float64 arrays, **params)
+    domains: tuple[Domain, ...] | Domain  # one per input (one Domain: every input)
+    cases: st.SearchStrategy  # of Case, for the hypothesis forward tests
+    examples: tuple[Case, ...]  # small fixed cases for grad / 2nd order / CUDA / checkpoint
+    diff: tuple[int, ...] | None = None  # inputs with gradients (None: every tensor input)
+    call: Callable = default_call  # call(f, inputs, params) -> Tensor
+    op: str | None = None  # name error messages use (default: name)
+    errors: tuple[Bad, ...] = ()
+    random: bool = False  # draws random numbers: reseed before every call
+    dtypes: tuple = (np.float32, np.float64)
+    tol32: tuple[float, float] = F32_TOL  # forward (rtol, atol) in float32
+    tol64: tuple[float, float] = F64_TOL
+    grad_tol: tuple[float, float] = (1e-5, 1e-6)  # finite differences (rtol, atol)
+
+    @property
+    def differentiable(self) -> bool:
+        return self.diff != ()
+
+    @property
+    def op_name(self) -> str:
+        return self.op or self.name
+
+    def domain(self, i: int) -> Domain:
+        return self.domains if isinstance(self.domains, Domain) else self.domains[i]
+
+    def diff_inputs(self, case: Case) -> list[int]:
+        """Indices of the inputs gradients are checked for."""
+        tensors = [i for i in range(len(case.shapes)) if self.domain(i).tensor]
+        return tensors if self.diff is None else [i for i in self.diff if i in tensors]
+
+    def forms(self) -> list[tuple[str, Callable]]:
+        """(label, callable) for the function form and every method form."""
+        out = [] if self.fn is None else [(f"remat.{self.name}", self.fn)]
+        for m in self.methods:
+            out.append((f"Tensor.{m}", _method(m)))
+        return out
+
+    def __call__(self, *inputs, form: Callable | None = None, seed: int | None = SEED,
+                 **params):
+        """Run the op (function form unless ``form`` is given) on ``inputs``. A random op is
+        reseeded with ``seed`` first (``seed=None``: not reseeded, e.g. inside a checkpoint,
+        whose recompute replays the draws itself)."""
+        f = form if form is not None else self.forms()[0][1]
+        if self.random and seed is not None:
+            remat.manual_seed(seed)
+        return self.call(f, list(inputs), params)
+
+
+# Operators are called through the `operator` module (as `a + b` would be), so an unsupported
+# operand raises TypeError instead of returning NotImplemented.
+_OPERATORS = {
+    "__add__": operator.add, "__sub__": operator.sub, "__mul__": operator.mul,
+    "__truediv__": operator.truediv, "__pow__": operator.pow, "__matmul__": operator.matmul,
+    "__neg__": operator.neg, "__getitem__": operator.getitem,
+}
+
+
+def _method(name: str) -> Callable:
+    if name in _OPERATORS:
+        return _OPERATORS[name]
+
+    def run(x, *rest, **params):
+        attr = getattr(x, name)
+        return attr(*rest, **params) if callable(attr) else attr
+
+    run.__name__ = f"Tensor.{name}"
+    return run
+
+
+# ------------------------------------------------------------------------------ strategies
+
+
+def shapes(min_dims=0, max_dims=4, min_side=1, max_side=5):
+    return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side,
+                            max_side=max_side)
+
+
+def one(shape_st=None, **params):
+    """Cases of one input of a drawn shape; ``params`` values are strategies."""
+    return st.builds(lambda s, p: Case((s,), p), shape_st if shape_st is not None else shapes(),
+                     st.fixed_dictionaries(params))
+
+
+def broadcast(n=2, max_dims=4):
+    return hnp.mutually_broadcastable_shapes(num_shapes=n, min_dims=0, max_dims=max_dims,
+                                             min_side=1, max_side=4).map(
+        lambda bs: Case(tuple(bs.input_shapes)))
+
+
+@st.composite
+def with_axes(draw, min_dims=0, tuple_axes=True):
+    """(shape, axis): axis None, an int (either sign), or a tuple of distinct axes."""
+    shape = draw(shapes(min_dims=min_dims))
+    nd = len(shape)
+    kinds = ["int"] if min_dims >= 1 and not tuple_axes else ["none", "int", "tuple"]
+    kind = draw(st.sampled_from(kinds))
+    if nd == 0 or kind == "none":
+        return shape, None
+    if kind == "int":
+        return shape, draw(st.integers(-nd, nd - 1))
+    axes = draw(st.lists(st.integers(0, nd - 1), min_size=1, max_size=nd, unique=True))
+    return shape, tuple(a - nd if draw(st.booleans()) else a for a in axes)
+
+
+def reductions():
+    return st.builds(lambda sa, k: Case((sa[0],), {"axis": sa[1], "keepdims": k}),
+                     with_axes(), st.booleans())
+
+
+def along_axis(**params):
+    """One input of >= 1 dims and an int ``axis`` of it."""
+    return st.builds(lambda sa, p: Case((sa[0],), {"axis": sa[1], **p}),
+                     with_axes(min_dims=1, tuple_axes=False), st.fixed_dictionaries(params))
+
+
+@st.composite
+def reshapes(draw):
+    shape = draw(shapes())
+    perm = draw(st.permutations(range(len(shape))))
+    target = [shape[i] for i in perm]
+    if target and draw(st.booleans()):
+        target[draw(st.integers(0, len(target) - 1))] = -1
+    return Case((shape,), {"shape": tuple(target)})
+
+
+@st.composite
+def transposes(draw):
+    shape = draw(shapes(min_dims=1))
+    nd = len(shape)
+    axis = st.integers(-nd, nd - 1)
+    return Case((shape,), {"a": draw(axis), "b": draw(axis)})
+
+
+@st.composite
+def permutes(draw):
+    shape = draw(shapes())
+    return Case((shape,), {"perm": tuple(draw(st.permutations(range(len(shape)))))})
+
+
+INDEX_CASES = [
+    ((3, 4), (1,)),
+    ((3, 4), (slice(1, 3),)),
+    ((3, 4), (slice(None), -1)),
+    ((5, 3), (slice(None, None, 2), Ellipsis, None)),
+    ((2, 3, 4), (-1, slice(None), 0)),
+    ((2, 3, 4), (Ellipsis, slice(0, 4, 2))),
+    ((4,), (slice(-3, None),)),
+    ((2, 3), (None, 1)),
+    ((3, 2, 2), (slice(-10, 10), 0)),
+]
+
+
+@st.composite
+def joins(draw, same):
+    """k >= 1 shapes equal except (for concat) along ``axis``."""
+    base = list(draw(shapes(min_dims=1, max_dims=3)))
+    nd = len(base)
+    axis = draw(st.integers(-nd - 1, nd) if same else st.integers(-nd, nd - 1))
+    k = draw(st.integers(1, 4))
+    out = []
+    for _ in range(k):
+        s = list(base)
+        if not same:
+            s[axis] = draw(st.integers(0 if k > 1 else 1, 4))
+        out.append(tuple(s))
+    return Case(tuple(out), {"axis": axis})
+
+
+@st.composite
+def matmuls(draw):
+    n, k, m = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    batch = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=2,
+                                                   max_side=3)).input_shapes
+    kind = draw(st.sampled_from(["mm", "vec_left", "vec_right", "dot"]))
+    a = (k,) if kind in ("vec_left", "dot") else (*batch[0], n, k)
+    b = (k,) if kind in ("vec_right", "dot") else (*batch[1], k, m)
+    return Case((a, b))
+
+
+@st.composite
+def linears(draw, bias=True):
+    batch = draw(shapes(min_dims=0, max_dims=2, max_side=4))
+    i, o = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    return Case(((*batch, i), (o, i), (o,)) if bias else ((*batch, i), (o, i)))
+
+
+def where_cases():
+    return broadcast(3, max_dims=3)
+
+
+def mse_cases():
+    return shapes(max_dims=3).map(lambda s: Case((s, s)))
+
+
+def ce_cases():
+    return st.builds(lambda n, c: Case(((n, c), (n,))), st.integers(1, 6), st.integers(1, 6))
+
+
+# ------------------------------------------------------------------------------ references
+
+
+def np_sigmoid(x):
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def np_gelu(x):
+    return 0.5 * x * (1.0 + np.vectorize(math.erf, otypes=[np.float64])(x / math.sqrt(2.0)))
+
+
+def np_gelu_tanh(x):
+    c = math.sqrt(2.0 / math.pi)
+    return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x**3)))
+
+
+def np_softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def np_log_softmax(x, axis=-1):
+    m = x.max(axis=axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def np_layer_norm(x, w=None, b=None, eps=1e-5):
+    mu = x.mean(axis=-1, keepdims=True)
+    y = (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + eps)
+    if w is not None:
+        y = y * w
+    if b is not None:
+        y = y + b
+    return y
+
+
+def np_cross_entropy(logits, target):
+    lp = np_log_softmax(logits, axis=-1)
+    return -lp[np.arange(len(target)), np.asarray(target)].mean()
+
+
+def np_dropout(x, p, training=True):
+    """Inverted dropout with the engine's mask for seed SEED (the mask is a function of
+    (seed, element index) only, the same for every dtype and device)."""
+    if not training or p == 0.0:
+        return x
+    remat.manual_seed(SEED)
+    with remat.no_grad():
+        kept = remat.dropout(remat.ones(*x.shape, dtype=remat.float64), p=p).numpy() != 0
+    return np.where(kept, x / (1.0 - p), 0.0)
+
+
+# ------------------------------------------------------------------------------ row helpers
+
+UNARY_EXAMPLES = (Case(((2, 3),)), Case(((),)))
+BINARY_EXAMPLES = (Case(((2, 3), (2, 3))), Case(((2, 1, 3), (4, 1))), Case(((), (3,))))
+S = remat.ShapeError
+
+
+def unary(name, fn, methods, ref, domain=ANY, **kw):
+    """An elementwise op of one tensor."""
+    errors = (
+        Bad("none", (Raw(None),), TypeError, names=None),
+        Bad("str", (Raw("x"),), TypeError, names=None),
+    )
+    return Op(name, fn, methods, ref, domain, one(), UNARY_EXAMPLES,
+              errors=errors + kw.pop("errors", ()), **kw)
+
+
+def binary(name, fn, methods, ref, domains=(ANY, ANY), symbol=None, type_skip=(), **kw):
+    """A broadcasting elementwise op of two tensors. ``type_skip``: forms whose non-numeric
+    operand check is known broken (see the row)."""
+    names = (name,) if symbol is None else (name, symbol)
+    errors = (
+        Bad("shape", ((2, 3), (4,)), S, names=names),
+        Bad("shape_3d", ((3, 1, 2), (4, 3)), S, names=names),
+        Bad("str", ((2,), Raw("a")), TypeError, names=None, skip_forms=type_skip),
+        Bad("none", ((2,), Raw(None)), TypeError, names=None, skip_forms=type_skip),
+    )
+    return Op(name, fn, methods, ref, domains, broadcast(), BINARY_EXAMPLES, errors=errors,
+              **kw)
+
+
+def _seq(f, inputs, params):
+    return f(list(inputs), **params)
+
+
+# ------------------------------------------------------------------------------ the registry
+
+OPS: list[Op] = [
+    # ---- unary math
+    unary("neg", remat.neg, ("neg", "__neg__"), np.negative),
+    unary("exp", remat.exp, ("exp",), np.exp),
+    unary("log", remat.log, ("log",), np.log, POS),
+    unary("sqrt", remat.sqrt, ("sqrt",), np.sqrt, POS),
+    # unary("sin", remat.sin, ("sin",), np.sin),
+    # unary("cos", remat.cos, ("cos",), np.cos),
+    # ---- activations
+    unary("tanh", remat.tanh, ("tanh",), np.tanh),
+    unary("sigmoid", remat.sigmoid, ("sigmoid",), np_sigmoid),
+    unary("relu", remat.relu, ("relu",), lambda x: np.maximum(x, 0.0), NONZERO),
+    unary("gelu", remat.gelu, ("gelu",), np_gelu, tol32=(1e-5, 1e-6), tol64=(1e-10, 1e-12),
+          errors=(Bad("mode", ((2,),), ValueError, {"approximate": "fast"}),)),
+    unary("gelu_tanh", lambda x: remat.gelu(x, approximate="tanh"), (), np_gelu_tanh,
+          op="gelu", tol32=(1e-5, 1e-6), tol64=(1e-10, 1e-12)),
+    # ---- binary arithmetic (Tensor operators are the method forms)
+    binary("add", remat.add, ("__add__",), np.add, symbol="+"),
+    binary("sub", remat.sub, ("__sub__",), np.subtract, symbol="-"),
+    binary("mul", remat.mul, ("__mul__",), np.multiply, symbol="*"),
+    binary("div", remat.div, ("__truediv__",), np.divide, (ANY, NONZERO), symbol="/"),
+    # Known binding bug: Tensor.pow("a") / Tensor.matmul("x") return NotImplemented instead of
+    # raising TypeError, so those two method forms are left out of the non-numeric cases.
+    binary("pow", remat.pow, ("pow", "__pow__"), np.power, (POS, ANY), symbol="**",
+           type_skip=("Tensor.pow",)),
+    Op("pow_scalar", remat.pow, ("pow", "__pow__"), lambda x, exponent: np.power(x, exponent),
+       POS, one(exponent=st.sampled_from([2, 3, 0.5, -1.5, 1.7, 0.0])),
+       (Case(((2, 3),), {"exponent": 2}), Case(((2, 3),), {"exponent": -1.5}),
+        Case(((3,),), {"exponent": 1.7})),
+       call=lambda f, ins, p: f(ins[0], p["exponent"]), op="pow"),
+    # ---- linear algebra
+    Op("matmul", remat.matmul, ("matmul", "__matmul__"), np.matmul, ANY, matmuls(),
+       (Case(((2, 3), (3, 4))), Case(((3,), (3,))), Case(((3,), (2, 3, 2))),
+        Case(((2, 2, 3), (3,))), Case(((2, 3), (2, 3, 4))), Case(((2, 1, 2, 3), (3, 3, 2)))),
+       tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12),
+       errors=(Bad("inner", ((2, 3), (4, 5)), S, names=("matmul", "@")),
+               Bad("batch", ((2, 2, 3), (3, 3, 4)), S, names=("matmul", "@")),
+               Bad("vec_mat", ((3,), (4, 5)), S, names=("matmul", "@")),
+               Bad("0d", ((), (3,)), S, names=("matmul", "@")),
+               Bad("str", ((2, 2), Raw("x")), TypeError, names=None,
+                   skip_forms=("Tensor.matmul",)))),
+    Op("linear", remat.linear, (), lambda x, w, b: x @ w.T + b, ANY, linears(),
+       (Case(((4, 3), (2, 3), (2,))), Case(((2, 2, 3), (4, 3), (4,))), Case(((3,), (2, 3), (2,)))),
+       tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12),
+       errors=(Bad("in_features", ((4, 3), (2, 5), (2,)), S),
+               Bad("bias", ((4, 3), (2, 3), (3,)), S))),
+    Op("linear_nobias", remat.linear, (), lambda x, w: x @ w.T, ANY, linears(bias=False),
+       (Case(((4, 3), (2, 3))),), op="linear", tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12),
+       errors=(Bad("weight_1d", ((4, 3), (3,)), S),)),
+    # ---- softmax family, normalisation, dropout
+    Op("softmax", remat.softmax, ("softmax",), np_softmax, ANY, along_axis(),
+       (Case(((3, 4),), {"axis": -1}), Case(((2, 3, 4),), {"axis": 1}), Case(((5,),), {"axis": 0})),
+       errors=(Bad("axis", ((2, 3),), S, {"axis": 2}),)),
+    Op("log_softmax", remat.log_softmax, ("log_softmax",), np_log_softmax, ANY, along_axis(),
+       (Case(((3, 4),), {"axis": -1}), Case(((2, 3, 4),), {"axis": 0})),
+       errors=(Bad("axis", ((2, 3),), S, {"axis": -3}),)),
+    Op("layer_norm", remat.layer_norm, (), np_layer_norm, ANY,
+       one(shapes(min_dims=1, max_dims=3, max_side=6), eps=st.sampled_from([1e-5, 1e-3])),
+       (Case(((3, 5),), {"eps": 1e-5}), Case(((2, 2, 4),), {"eps": 1e-3})),
+       tol32=(1e-4, 1e-4), tol64=(1e-9, 1e-9), grad_tol=(1e-4, 1e-6),
+       errors=(Bad("0d", ((),), S), Bad("eps", ((2, 3),), ValueError, {"eps": -1.0}))),
+    Op("layer_norm_affine", remat.layer_norm, (),
+       lambda x, w, b, eps: np_layer_norm(x, w, b, eps), ANY,
+       st.builds(lambda s, eps: Case((s, s[-1:], s[-1:]), {"eps": eps}),
+                 shapes(min_dims=1, max_dims=3, max_side=6), st.sampled_from([1e-5, 1e-3])),
+       (Case(((3, 5), (5,), (5,)), {"eps": 1e-5}), Case(((2, 2, 4), (4,), (4,)), {"eps": 1e-3})),
+       call=lambda f, ins, p: f(ins[0], weight=ins[1], bias=ins[2], **p), op="layer_norm",
+       tol32=(1e-4, 1e-4), tol64=(1e-9, 1e-9), grad_tol=(1e-4, 1e-6),
+       errors=(Bad("weight", ((2, 3), (2,), (3,)), S, {"eps": 1e-5}),
+               Bad("bias", ((2, 3), (3,), (3, 1)), S, {"eps": 1e-5}),
+               Bad("weight_type", ((2, 3), Raw("w"), (3,)), TypeError, {"eps": 1e-5},
+                   names=None))),
+    Op("layer_norm_weight", remat.layer_norm, (), lambda x, w: np_layer_norm(x, w), ANY,
+       shapes(min_dims=1, max_dims=3, max_side=6).map(lambda s: Case((s, s[-1:]))),
+       (Case(((3, 5), (5,))),), call=lambda f, ins, p: f(ins[0], weight=ins[1]),
+       op="layer_norm", tol32=(1e-4, 1e-4), tol64=(1e-9, 1e-9), grad_tol=(1e-4, 1e-6)),
+    Op("layer_norm_bias", remat.layer_norm, (), lambda x, b: np_layer_norm(x, None, b), ANY,
+       shapes(min_dims=1, max_dims=3, max_side=6).map(lambda s: Case((s, s[-1:]))),
+       (Case(((2, 2, 4), (4,))),), call=lambda f, ins, p: f(ins[0], bias=ins[1]),
+       op="layer_norm", tol32=(1e-4, 1e-4), tol64=(1e-9, 1e-9), grad_tol=(1e-4, 1e-6)),
+    Op("dropout", remat.dropout, (), np_dropout, NONZERO,
+       one(p=st.sampled_from([0.0, 0.2, 0.5, 0.9]), training=st.booleans()),
+       (Case(((4, 5),), {"p": 0.4, "training": True}), Case(((3,),), {"p": 0.5, "training": True})),
+       random=True,
+       errors=(Bad("p_high", ((3,),), ValueError, {"p": 1.5}),
+               Bad("p_negative", ((3,),), ValueError, {"p": -0.1}),
+               Bad("p_nan", ((3,),), ValueError, {"p": float("nan")}),
+               Bad("p_str", ((3,),), TypeError, {"p": "half"}, names=None))),
+    # ---- reductions
+    Op("sum", remat.sum, ("sum",), np.sum, ANY, reductions(),
+       (Case(((2, 3),), {"axis": None, "keepdims": False}),
+        Case(((2, 3, 2),), {"axis": 1, "keepdims": True}),
+        Case(((2, 3, 2),), {"axis": (0, -1), "keepdims": False})),
+       tol32=(1e-5, 1e-5), tol64=(1e-12, 1e-12),
+       errors=(Bad("axis", ((2, 3),), S, {"axis": 2}), Bad("neg_axis", ((2, 3),), S, {"axis": -3}),
+               Bad("dup_axis", ((2, 3),), S, {"axis": (0, 0)}),
+               Bad("axis_0d", ((),), S, {"axis": 0}),
+               Bad("axis_str", ((2, 3),), TypeError, {"axis": "0"}, names=None))),
+    Op("mean", remat.mean, ("mean",), np.mean, ANY, reductions(),
+       (Case(((2, 3),), {"axis": None, "keepdims": False}),
+        Case(((2, 3, 2),), {"axis": (1, 2), "keepdims": True})),
+       tol32=(1e-5, 1e-5), tol64=(1e-12, 1e-12),
+       errors=(Bad("axis", ((2, 3),), S, {"axis": (0, 5)}),
+               Bad("axis_float", ((2, 3),), TypeError, {"axis": 1.5}, names=None))),
+    Op("max", remat.max, ("max",), np.max, DISTINCT, reductions(),
+       (Case(((2, 3),), {"axis": None, "keepdims": False}),
+        Case(((2, 3, 2),), {"axis": -1, "keepdims": False}),
+        Case(((3, 4),), {"axis": 0, "keepdims": True})),
+       errors=(Bad("axis", ((2, 3),), S, {"axis": -4}), Bad("empty", ((0,),), S),
+               Bad("empty_axis", ((2, 0),), S, {"axis": 1}))),
+    # ---- shape and view ops
+    Op("reshape", remat.reshape, ("reshape",), lambda x, shape: x.reshape(shape), ANY,
+       reshapes(), (Case(((2, 6),), {"shape": (3, 4)}), Case(((2, 3, 2),), {"shape": (-1,)})),
+       call=lambda f, ins, p: f(ins[0], p["shape"]),
+       errors=(Bad("size", ((2, 3),), S, {"shape": (4, 2)}),
+               Bad("two_neg", ((2, 3),), S, {"shape": (-1, -1)}),
+               Bad("neg_bad", ((2, 3),), S, {"shape": (-1, 4)}),
+               Bad("float", ((6,),), TypeError, {"shape": 2.5}, names=None))),
+    Op("view", None, ("view",), lambda x, shape: x.reshape(shape), ANY, reshapes(),
+       (Case(((2, 6),), {"shape": (4, 3)}),), call=lambda f, ins, p: f(ins[0], p["shape"]),
+       op="reshape",
+       errors=(Bad("size", ((2, 3),), S, {"shape": (5,)}, names=("view", "reshape")),)),
+    Op("flatten", None, ("flatten",), lambda x: x.reshape(-1), ANY, one(),
+       (Case(((2, 3, 2),)),)),
+    Op("transpose", remat.transpose, ("transpose",), lambda x, a, b: np.swapaxes(x, a, b), ANY,
+       transposes(), (Case(((3, 4),), {"a": 0, "b": 1}), Case(((2, 3, 4),), {"a": 0, "b": -1})),
+       call=lambda f, ins, p: f(ins[0], p["a"], p["b"]),
+       errors=(Bad("axis", ((2, 3),), S, {"a": 0, "b": 2}),
+               Bad("neg_axis", ((2, 3),), S, {"a": -3, "b": 0}),
+               Bad("type", ((2, 3),), TypeError, {"a": "a", "b": 0}, names=None))),
+    Op("permute", remat.permute, ("permute",), lambda x, perm: np.transpose(x, perm), ANY,
+       permutes(), (Case(((2, 3, 4),), {"perm": (2, 0, 1)}), Case(((3, 2),), {"perm": (1, 0)})),
+       call=lambda f, ins, p: f(ins[0], *p["perm"]),
+       errors=(Bad("dup", ((2, 3),), S, {"perm": (0, 0)}),
+               Bad("count", ((2, 3),), S, {"perm": (0, 1, 2)}))),
+    Op("T", None, ("T",), lambda x: x.T, ANY, one(), (Case(((2, 3, 4),)), Case(((3,),))),
+       op="transpose"),
+    Op("index", None, ("__getitem__",), lambda x, key: x[key], ANY,
+       st.sampled_from(INDEX_CASES).map(lambda sk: Case((sk[0],), {"key": sk[1]})),
+       tuple(Case((s,), {"key": k}) for s, k in INDEX_CASES[:6]),
+       call=lambda f, ins, p: f(ins[0], p["key"]),
+       errors=(Bad("range", ((3,),), IndexError, {"key": 3}, names=None),
+               Bad("neg_range", ((3, 2),), IndexError, {"key": (slice(None), -3)}, names=None),
+               Bad("too_many", ((3,),), IndexError, {"key": (0, 0)}, names=None),
+               Bad("0d", ((),), IndexError, {"key": 0}, names=None),
+               Bad("two_ellipsis", ((2, 2),), IndexError, {"key": (..., ...)}, names=None),
+               Bad("step_zero", ((3,),), ValueError, {"key": slice(None, None, 0)},
+                   names=None))),
+    # ---- joins and selection
+    Op("concat", remat.concat, (), lambda *xs, axis: np.concatenate(xs, axis=axis), ANY,
+       joins(same=False),
+       (Case(((2, 3), (2, 3), (2, 3)), {"axis": 0}), Case(((2, 3), (2, 1)), {"axis": -1})),
+       call=_seq,
+       errors=(Bad("shape", ((2, 3), (3, 2)), S, {"axis": 0}),
+               Bad("ndim", ((2, 3), (3,)), S, {"axis": 0}),
+               Bad("axis", ((2,), (2,)), S, {"axis": 1}),
+               Bad("0d", ((), ()), S, {"axis": 0}),
+               Bad("empty", (), ValueError, {"axis": 0}))),
+    Op("stack", remat.stack, (), lambda *xs, axis: np.stack(xs, axis=axis), ANY,
+       joins(same=True),
+       (Case(((2, 3), (2, 3)), {"axis": 0}), Case(((2, 3), (2, 3), (2, 3)), {"axis": -1})),
+       call=_seq,
+       errors=(Bad("shape", ((2,), (3,)), S, {"axis": 0}),
+               Bad("axis", ((2,), (2,)), S, {"axis": 3}),
+               Bad("empty", (), ValueError, {"axis": 0}))),
+    Op("where", remat.where, (), lambda c, a, b: np.where(c != 0, a, b), (MASK, ANY, ANY),
+       where_cases(),
+       (Case(((2, 3), (2, 3), (1, 3))), Case(((3,), (2, 1), ()))), diff=(1, 2),
+       errors=(Bad("shape", ((2,), (3,), (3,)), S), Bad("ab_shape", ((1,), (2,), (3,)), S),
+               Bad("cond_str", (Raw("x"), (2,), (2,)), TypeError))),
+    # ---- losses
+    Op("mse_loss", remat.mse_loss, (), lambda p, y: np.mean((p - y) ** 2), ANY, mse_cases(),
+       (Case(((3, 4), (3, 4))), Case(((5,), (5,)))),
+       errors=(Bad("shape", ((3,), (4,)), S),)),
+    Op("cross_entropy", remat.cross_entropy, (), np_cross_entropy, (ANY, LABELS), ce_cases(),
+       (Case(((4, 5), (4,))), Case(((1, 3), (1,)))),
+       errors=(Bad("target_range", ((2, 3), Raw(np.array([0, 3]))), ValueError),
+               Bad("target_negative", ((2, 3), Raw([0, -1])), ValueError),
+               Bad("target_len", ((2, 3), Raw([0, 1, 2])), S),
+               Bad("logits_3d", ((2, 3, 4), Raw([0, 1])), S))),
+]
+
+BY_NAME = {op.name: op for op in OPS}
+assert len(BY_NAME) == len(OPS), "row names must be unique"
+
+DIFFERENTIABLE = [op for op in OPS if op.differentiable]
+
+
+# ------------------------------------------------------------------------------ inputs
+
+
+def arrays_for(op: Op, case: Case, dtype=np.float64, seed: int = 0) -> list[np.ndarray]:
+    """Reproducible inputs for ``case``: float arrays in ``dtype`` (labels stay int64)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, shape in enumerate(case.shapes):
+        d = op.domain(i)
+        a = d.sample(rng, tuple(shape), case)
+        out.append(a.astype(dtype) if d.tensor else np.asarray(a, dtype=np.int64))
+    return out
+
+
+def tensors_for(op: Op, arrays: Sequence[np.ndarray], device: str = "cpu",
+                requires_grad: Sequence[int] = ()) -> list[Any]:
+    """The op's arguments: remat tensors on ``device`` (``requires_grad`` for the given input
+    indices) and label arrays unchanged."""
+    out = []
+    for i, a in enumerate(arrays):
+        if op.domain(i).tensor:
+            out.append(remat.tensor(a, requires_grad=i in requires_grad, device=device))
+        else:
+            out.append(a)
+    return out
+
+
+def reference(op: Op, arrays: Sequence[np.ndarray], case: Case) -> np.ndarray:
+    """The NumPy reference in float64 (on float64 copies of the inputs)."""
+    xs = [a.astype(np.float64) if op.domain(i).tensor else a for i, a in enumerate(arrays)]
+    with np.errstate(all="ignore"):
+        return np.asarray(op.ref(*xs, **case.params), dtype=np.float64)
+
+
+def ids(rows: Sequence[Op]) -> list[str]:
+    return [r.name for r in rows]
+
+
+def example_params(rows: Sequence[Op]) -> list[tuple[Op, int]]:
+    """(row, example index) pairs, for parametrizing over every fixed example."""
+    return [(r, i) for r in rows for i in range(len(r.examples))]
+
+
+def example_ids(rows: Sequence[Op]) -> list[str]:
+    return [f"{r.name}-{i}" for r, i in example_params(rows)]
