@@ -8,8 +8,8 @@ a few fixed small cases for the gradient, second-order, CUDA and checkpoint test
 it is differentiable in (``diff``), and which bad calls must raise what (``errors``).
 
 Adding an op is one row in ``OPS`` below; every generated test then covers it. For example the
-planned ``remat.sin`` / ``remat.cos`` (functions and methods) are one ``unary(...)`` row each, in
-the "unary math" block (commented out until they exist).
+``remat.sin`` / ``remat.cos`` (functions and methods) are one ``unary(...)`` row each, in
+the "unary math" block.
 """
 
 from __future__ import annotations
@@ -413,8 +413,8 @@ OPS: list[Op] = [
     unary("exp", remat.exp, ("exp",), np.exp),
     unary("log", remat.log, ("log",), np.log, POS),
     unary("sqrt", remat.sqrt, ("sqrt",), np.sqrt, POS),
-    # unary("sin", remat.sin, ("sin",), np.sin),
-    # unary("cos", remat.cos, ("cos",), np.cos),
+    unary("sin", remat.sin, ("sin",), np.sin),
+    unary("cos", remat.cos, ("cos",), np.cos),
     # ---- activations
     unary("tanh", remat.tanh, ("tanh",), np.tanh),
     unary("sigmoid", remat.sigmoid, ("sigmoid",), np_sigmoid),

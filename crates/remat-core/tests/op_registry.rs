@@ -126,8 +126,8 @@ fn rows() -> Vec<Row> {
             |t| ops::sqrt(&t[0]),
             |a| r::map(&a[0], f64::sqrt),
         ),
-        // row("sin", &[(&[2, 3], Any)], |t| ops::sin(&t[0]), |a| r::map(&a[0], f64::sin)),
-        // row("cos", &[(&[2, 3], Any)], |t| ops::cos(&t[0]), |a| r::map(&a[0], f64::cos)),
+        row("sin", &[(&[2, 3], Any)], |t| ops::sin(&t[0]), |a| r::map(&a[0], f64::sin)),
+        row("cos", &[(&[2, 3], Any)], |t| ops::cos(&t[0]), |a| r::map(&a[0], f64::cos)),
         row(
             "pow_scalar",
             &[(&[2, 3], Pos)],
