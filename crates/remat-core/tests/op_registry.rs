@@ -1,6 +1,7 @@
 //! One table of remat-core's public ops (`rows()`), and the checks generated from it for
 //! every row: the forward against a float64 reference (float64 and float32 inputs) and
-//! float64 gradients against central finite differences.
+//! float64 gradients against central finite differences, and second-order gradients
+//! (`create_graph`) against finite differences of the first-order ones.
 //!
 //! A row is the op (a function of the input tensors), its inputs (shape and value domain),
 //! a float64 reference built from the small n-d helpers in `common::reference`, and the inputs
@@ -126,8 +127,18 @@ fn rows() -> Vec<Row> {
             |t| ops::sqrt(&t[0]),
             |a| r::map(&a[0], f64::sqrt),
         ),
-        row("sin", &[(&[2, 3], Any)], |t| ops::sin(&t[0]), |a| r::map(&a[0], f64::sin)),
-        row("cos", &[(&[2, 3], Any)], |t| ops::cos(&t[0]), |a| r::map(&a[0], f64::cos)),
+        row(
+            "sin",
+            &[(&[2, 3], Any)],
+            |t| ops::sin(&t[0]),
+            |a| r::map(&a[0], f64::sin),
+        ),
+        row(
+            "cos",
+            &[(&[2, 3], Any)],
+            |t| ops::cos(&t[0]),
+            |a| r::map(&a[0], f64::cos),
+        ),
         row(
             "pow_scalar",
             &[(&[2, 3], Pos)],
@@ -545,4 +556,127 @@ fn every_differentiable_op_matches_finite_differences_in_float64() {
         checked += 1;
     }
     assert!(checked > 40, "only {checked} rows were differentiated");
+}
+
+/// `sum(out * w)` for fixed weights `w`, so every output element matters.
+fn weighted_sum(out: &Tensor, w: &Tensor) -> Tensor {
+    ops::sum(&ops::mul(out, w).unwrap(), None, false).unwrap()
+}
+
+/// First-order gradients of `sum(run(args) * w)` with respect to the inputs at `positions`
+/// (optionally with their graph, for differentiating again).
+fn first_grads(
+    row: &Row,
+    args: &[Tensor],
+    w: &Tensor,
+    create_graph: bool,
+) -> (Vec<Tensor>, Vec<Option<Tensor>>) {
+    let leaves: Vec<Tensor> = row
+        .diff
+        .iter()
+        .map(|&i| {
+            let l = args[i].detach();
+            l.set_requires_grad(true).unwrap();
+            l
+        })
+        .collect();
+    let mut full = args.to_vec();
+    for (&i, l) in row.diff.iter().zip(&leaves) {
+        full[i] = l.clone();
+    }
+    let loss = weighted_sum(&(row.run)(&full).unwrap(), w);
+    let opts = remat_core::autograd::GradOptions {
+        create_graph,
+        allow_unused: true,
+        ..Default::default()
+    };
+    let g = remat_core::autograd::grad_with(&[loss], &leaves, None, opts).unwrap();
+    (leaves, g)
+}
+
+#[test]
+fn every_differentiable_op_has_second_order_gradients_matching_finite_differences() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut checked = 0;
+    for row in rows() {
+        if row.diff.is_empty() {
+            continue;
+        }
+        let xs = inputs(&row);
+        let w = det((row.run)(&xs).unwrap().shape(), 99);
+        let vs: Vec<Tensor> = row
+            .diff
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| det(xs[i].shape(), 300 + k as u64))
+            .collect();
+        // Analytic: the gradient of sum(g_k * v_k) (a Hessian-vector product).
+        let (leaves, gs) = first_grads(&row, &xs, &w, true);
+        let terms: Vec<Tensor> = gs
+            .iter()
+            .zip(&vs)
+            .filter_map(|(g, v)| g.as_ref().map(|g| weighted_sum(g, v)))
+            .collect();
+        let Some(first) = terms.first() else { continue };
+        if !terms.iter().any(|t| t.requires_grad()) {
+            // The gradient does not depend on the inputs (linear ops): the Hessian is 0.
+            continue;
+        }
+        let s = terms[1..]
+            .iter()
+            .fold(first.clone(), |a, t| ops::add(&a, t).unwrap());
+        let opts = remat_core::autograd::GradOptions {
+            allow_unused: true,
+            ..Default::default()
+        };
+        let hv = remat_core::autograd::grad_with(&[s], &leaves, None, opts)
+            .unwrap_or_else(|e| panic!("{}: {e}", row.name));
+        // Numeric: central differences of the directional first-order gradient.
+        let directional = |args: &[Tensor]| -> f64 {
+            let (_, gs) = first_grads(&row, args, &w, false);
+            gs.iter()
+                .zip(&vs)
+                .filter_map(|(g, v)| {
+                    g.as_ref().map(|g| {
+                        g.to_vec::<f64>()
+                            .iter()
+                            .zip(v.to_vec::<f64>())
+                            .map(|(a, b)| a * b)
+                            .sum::<f64>()
+                    })
+                })
+                .sum()
+        };
+        let eps = 1e-5;
+        for (k, &i) in row.diff.iter().enumerate() {
+            let base = xs[i].to_vec::<f64>();
+            let got = hv[k]
+                .as_ref()
+                .map(|h| h.to_vec::<f64>())
+                .unwrap_or_else(|| vec![0.0; base.len()]);
+            for j in 0..base.len() {
+                let mut args = xs.clone();
+                let mut p = base.clone();
+                p[j] += eps;
+                args[i] = Tensor::from_vec(p, xs[i].shape()).unwrap();
+                let plus = directional(&args);
+                let mut m = base.clone();
+                m[j] -= eps;
+                args[i] = Tensor::from_vec(m, xs[i].shape()).unwrap();
+                let minus = directional(&args);
+                let fd = (plus - minus) / (2.0 * eps);
+                assert!(
+                    (fd - got[j]).abs() <= 1e-4 * (1.0 + fd.abs()),
+                    "{}: input {i} element {j}: Hessian-vector product {} vs finite difference {fd}",
+                    row.name,
+                    got[j]
+                );
+            }
+        }
+        checked += 1;
+    }
+    assert!(
+        checked > 25,
+        "only {checked} rows were differentiated twice"
+    );
 }
