@@ -171,21 +171,6 @@ def test_second_order_grad_matches_finite_differences(op, k):
                                    err_msg=f"{op.name}: Hessian-vector product, input {di[i]}")
 
 
-@pytest.mark.parametrize("op", DIFFERENTIABLE, ids=ids(DIFFERENTIABLE))
-def test_second_order_grad_inside_checkpoint_is_bit_identical(op):
-    """create_graph=True through a checkpoint segment gives the plain run's Hessian-vector
-    product bit for bit (API.md: higher-order gradients work inside checkpoints)."""
-    case, arrays, di, xs, w, vs = _second_order_setup(op, 0)
-    plain = _hvp(op, case, arrays, di, xs, w, vs)
-    for name, wrap in (("checkpoint_segment", remat.checkpoint_segment),
-                       ("checkpoint(tensor)", lambda f, *ls: remat.checkpoint(f(*ls)))):
-        got = _hvp(op, case, arrays, di, xs, w, vs, wrap=wrap)
-        for i, (a, b) in enumerate(zip(plain, got)):
-            assert np.array_equal(a, b), f"{op.name} under {name}: input {di[i]}"
-    gc.collect()
-    assert remat.live_checkpoint_state() == 0
-
-
 # ---------------------------------------------------------------------------- CUDA
 
 
@@ -312,3 +297,19 @@ def test_checkpoint_gradients_bit_identical(op, entry, devices):
                 assert np.array_equal(a, b), \
                     f"{what}: gradient of input {i}, max diff {np.abs(a - b).max()}"
             assert _live_state() == 0, f"{what}: checkpoint state left"
+
+
+@pytest.mark.parametrize("entry", list(ENTRY_POINTS))
+@pytest.mark.parametrize("op", DIFFERENTIABLE, ids=ids(DIFFERENTIABLE))
+def test_second_order_grad_inside_checkpoint_is_bit_identical(op, entry):
+    """create_graph=True through every checkpoint entry point gives the plain run's
+    Hessian-vector product bit for bit (API.md: higher-order gradients work inside
+    checkpoints), and leaves no checkpoint state behind."""
+    case, arrays, di, xs, w, vs = _second_order_setup(op, 0)
+    plain = _hvp(op, case, arrays, di, xs, w, vs, wrap=lambda f, *ls: _post(f(*ls)))
+    got = _hvp(op, case, arrays, di, xs, w, vs,
+               wrap=lambda f, *ls: ENTRY_POINTS[entry](f, list(ls), list(range(len(ls)))))
+    for i, (a, b) in enumerate(zip(plain, got)):
+        assert np.array_equal(a, b), f"{op.name} under {entry}: input {di[i]}"
+    gc.collect()
+    assert remat.live_checkpoint_state() == 0

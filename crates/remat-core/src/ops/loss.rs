@@ -184,7 +184,14 @@ impl Op for CrossEntropyOp {
         let x = inputs[0];
         let (rows, c) = Self::dims(x.shape());
         Self::check_replay(x, rows, &self.target)?;
-        crate::cuda::launch::cross_entropy(self.name(), x, &self.target_i64(), rows, c)
+        let total =
+            crate::cuda::launch::cross_entropy(self.name(), x, &self.target_i64(), rows, c)?;
+        // An empty batch gives 0 * inf = NaN, as on the CPU.
+        super::elementwise::unary_forward(
+            super::elementwise::Unary::Scale,
+            &total,
+            1.0 / rows as f64,
+        )
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         if !ctx.needs_grad(0) {

@@ -2,7 +2,7 @@
 //! mean cross-entropy, with the backward kernels of each.
 
 use super::common::{buffer, contig, grid, kernel_name, launch, opt_ptr, plan, row_grid, tensor};
-use super::elementwise::{cast, copy, full, unary};
+use super::elementwise::{cast, copy, full};
 use super::reduce::sum_rows;
 use crate::cuda::storage::CudaBuffer;
 use crate::error::Result;
@@ -212,9 +212,9 @@ pub fn dropout(op: &str, x: &Tensor, key: crate::rng::RngState, p: f64) -> Resul
     Ok(tensor(out, shape))
 }
 
-/// Mean cross-entropy of contiguous-or-not `(rows, c)` logits `x` against class indices
+/// Summed cross-entropy of contiguous-or-not `(rows, c)` logits `x` against class indices
 /// (validated, `rows` of them) as a 0-d tensor: a per-row fused log-sum-exp loss, then the
-/// chunked sum divided by `rows`.
+/// chunked sum (the caller divides by `rows`).
 pub fn cross_entropy(
     op: &str,
     x: &Tensor,
@@ -242,13 +242,8 @@ pub fn cross_entropy(
     );
     // `ce_fwd_*`: reads rows * c logits and rows indices, writes rows losses.
     launch!(op, ctx, f, row_grid(rows), r, nn, xp, tp, lp)?;
-    let total = sum_rows(op, &tensor(losses, &[rows]), 1, rows, &[])?;
-    unary(
-        op,
-        crate::ops::elementwise::Unary::Scale.code(),
-        &total,
-        1.0 / rows as f64,
-    )
+    // The sum of the losses; the op divides by the batch size.
+    sum_rows(op, &tensor(losses, &[rows]), 1, rows, &[])
 }
 
 /// The logits' gradient of [`cross_entropy`]: `(softmax(x) - onehot(target)) * g / rows`

@@ -23,7 +23,9 @@ pub fn to_host_vec<T: Element>(op: &str, t: &Tensor) -> Result<Vec<T>> {
 /// `t` copied to `device` as a new contiguous tensor (no graph).
 pub fn transfer(op: &str, t: &Tensor, device: Device) -> Result<Tensor> {
     match (t.device(), device) {
-        (Device::Cpu, Device::Cpu) => crate::ops::contiguous_copy(t, t.dtype()),
+        (Device::Cpu, Device::Cpu) => crate::dispatch!(t.dtype(), T => {
+            Tensor::from_vec(crate::cpu::gather::<T>(t.data()), t.shape())
+        }),
         (Device::Cpu, Device::Cuda(_)) => {
             let ctx = context::get(op, device)?;
             crate::dispatch!(t.dtype(), T => {
@@ -32,8 +34,7 @@ pub fn transfer(op: &str, t: &Tensor, device: Device) -> Result<Tensor> {
             })
         }
         (Device::Cuda(_), Device::Cpu) => crate::dispatch!(t.dtype(), T => {
-            let v = to_host_vec::<T>(op, t)?;
-            Ok(crate::ops::from_vec(v, t.shape()))
+            Tensor::from_vec(to_host_vec::<T>(op, t)?, t.shape())
         }),
         (Device::Cuda(a), Device::Cuda(b)) if a == b => copy(op, t),
         // Between GPUs through the host: simple and rare.
