@@ -50,3 +50,13 @@ impl fmt::Display for Device {
         }
     }
 }
+
+/// Run `cpu` or `cuda` for in-place work on a tensor of `device`: the one place where work
+/// that makes no new tensor (optimizer updates, gradient accumulation, zeroing, copies) picks
+/// its device, as `Op::forward` does for ops.
+pub(crate) fn on_device<R>(device: Device, cpu: impl FnOnce() -> R, cuda: impl FnOnce() -> R) -> R {
+    match device {
+        Device::Cpu => cpu(),
+        Device::Cuda(_) => cuda(),
+    }
+}

@@ -169,71 +169,76 @@ pub fn sgd_step(
     validate(OP, param, grad, &state)?;
     let mut mutated = vec![param];
     mutated.extend(buf);
-    if crate::ops::is_cuda(param) {
-        let g = cuda_grad(OP, grad, &mutated)?;
-        return crate::cuda::launch::sgd_step(
-            OP,
-            param,
-            &g,
-            buf,
-            first_step,
-            lr,
-            momentum,
-            weight_decay,
-            dampening,
-            nesterov,
-        );
-    }
-    crate::dispatch!(param.dtype(), T => {
-        let g = grad_values::<T>(grad, &mutated);
-        // SAFETY: the parameter and its momentum buffer are distinct storages (checked in
-        // `validate`) that no kernel reads during the step: optimizer steps run between
-        // backward passes; the gradient was copied out above if it aliases either.
-        let p = unsafe { elems_mut::<T>(OP, param)? };
-        let (lr, mom, wd, damp) = (
-            T::from_f64(lr),
-            T::from_f64(momentum),
-            T::from_f64(weight_decay),
-            T::from_f64(1.0 - dampening),
-        );
-        let use_wd = weight_decay != 0.0;
-        match buf {
-            None => {
-                let f = |p: &mut [T], g: &[T]| {
-                    for (p, &g) in p.iter_mut().zip(g) {
-                        let d = if use_wd { g + wd * *p } else { g };
-                        *p -= lr * d;
+    crate::device::on_device(
+        param.device(),
+        || -> Result<_> {
+            crate::dispatch!(param.dtype(), T => {
+                let g = grad_values::<T>(grad, &mutated);
+                // SAFETY: the parameter and its momentum buffer are distinct storages (checked in
+                // `validate`) that no kernel reads during the step: optimizer steps run between
+                // backward passes; the gradient was copied out above if it aliases either.
+                let p = unsafe { elems_mut::<T>(OP, param)? };
+                let (lr, mom, wd, damp) = (
+                    T::from_f64(lr),
+                    T::from_f64(momentum),
+                    T::from_f64(weight_decay),
+                    T::from_f64(1.0 - dampening),
+                );
+                let use_wd = weight_decay != 0.0;
+                match buf {
+                    None => {
+                        let f = |p: &mut [T], g: &[T]| {
+                            for (p, &g) in p.iter_mut().zip(g) {
+                                let d = if use_wd { g + wd * *p } else { g };
+                                *p -= lr * d;
+                            }
+                        };
+                        if p.len() >= cpu::PAR_MIN {
+                            p.par_chunks_mut(CHUNK).zip(g.par_chunks(CHUNK)).for_each(|(p, g)| f(p, g));
+                        } else {
+                            f(p, &g);
+                        }
                     }
-                };
-                if p.len() >= cpu::PAR_MIN {
-                    p.par_chunks_mut(CHUNK).zip(g.par_chunks(CHUNK)).for_each(|(p, g)| f(p, g));
-                } else {
-                    f(p, &g);
-                }
-            }
-            Some(b) => {
-                // SAFETY: as above; the buffer is only ever touched by this optimizer.
-                let b = unsafe { elems_mut::<T>(OP, b)? };
-                let f = |p: &mut [T], b: &mut [T], g: &[T]| {
-                    for ((p, b), &g) in p.iter_mut().zip(b.iter_mut()).zip(g) {
-                        let d = if use_wd { g + wd * *p } else { g };
-                        *b = if first_step { d } else { mom * *b + damp * d };
-                        let d = if nesterov { d + mom * *b } else { *b };
-                        *p -= lr * d;
+                    Some(b) => {
+                        // SAFETY: as above; the buffer is only ever touched by this optimizer.
+                        let b = unsafe { elems_mut::<T>(OP, b)? };
+                        let f = |p: &mut [T], b: &mut [T], g: &[T]| {
+                            for ((p, b), &g) in p.iter_mut().zip(b.iter_mut()).zip(g) {
+                                let d = if use_wd { g + wd * *p } else { g };
+                                *b = if first_step { d } else { mom * *b + damp * d };
+                                let d = if nesterov { d + mom * *b } else { *b };
+                                *p -= lr * d;
+                            }
+                        };
+                        if p.len() >= cpu::PAR_MIN {
+                            p.par_chunks_mut(CHUNK)
+                                .zip(b.par_chunks_mut(CHUNK))
+                                .zip(g.par_chunks(CHUNK))
+                                .for_each(|((p, b), g)| f(p, b, g));
+                        } else {
+                            f(p, b, &g);
+                        }
                     }
-                };
-                if p.len() >= cpu::PAR_MIN {
-                    p.par_chunks_mut(CHUNK)
-                        .zip(b.par_chunks_mut(CHUNK))
-                        .zip(g.par_chunks(CHUNK))
-                        .for_each(|((p, b), g)| f(p, b, g));
-                } else {
-                    f(p, b, &g);
                 }
-            }
-        }
-    });
-    Ok(())
+            });
+            Ok(())
+        },
+        || {
+            let g = cuda_grad(OP, grad, &mutated)?;
+            crate::cuda::launch::sgd_step(
+                OP,
+                param,
+                &g,
+                buf,
+                first_step,
+                lr,
+                momentum,
+                weight_decay,
+                dampening,
+                nesterov,
+            )
+        },
+    )
 }
 
 /// One Adam (or, with `decoupled`, AdamW) step on `param` in place, as `torch.optim.Adam` /
@@ -287,79 +292,84 @@ pub fn adam_step(
     let bias_correction2 = 1.0 - beta2.powi(step.min(i32::MAX as u64) as i32);
     let step_size = lr / bias_correction1;
     let bias_correction2_sqrt = bias_correction2.sqrt();
-    if crate::ops::is_cuda(param) {
-        let g = cuda_grad(op, grad, &[param, exp_avg, exp_avg_sq])?;
-        return crate::cuda::launch::adam_step(
-            op,
-            param,
-            &g,
-            exp_avg,
-            exp_avg_sq,
-            decoupled,
-            lr,
-            weight_decay,
-            beta1,
-            beta2,
-            step_size,
-            bias_correction2_sqrt,
-            eps,
-        );
-    }
-    crate::dispatch!(param.dtype(), T => {
-        let g = grad_values::<T>(grad, &[param, exp_avg, exp_avg_sq]);
-        // SAFETY: the parameter and its two moment buffers are distinct storages (checked in
-        // `validate`) that no kernel reads during the step: optimizer steps run between
-        // backward passes; the gradient was copied out above if it aliases any of them.
-        let (p, m, v) = unsafe {
-            (
-                elems_mut::<T>(op, param)?,
-                elems_mut::<T>(op, exp_avg)?,
-                elems_mut::<T>(op, exp_avg_sq)?,
+    crate::device::on_device(
+        param.device(),
+        || -> Result<_> {
+            crate::dispatch!(param.dtype(), T => {
+                let g = grad_values::<T>(grad, &[param, exp_avg, exp_avg_sq]);
+                // SAFETY: the parameter and its two moment buffers are distinct storages (checked in
+                // `validate`) that no kernel reads during the step: optimizer steps run between
+                // backward passes; the gradient was copied out above if it aliases any of them.
+                let (p, m, v) = unsafe {
+                    (
+                        elems_mut::<T>(op, param)?,
+                        elems_mut::<T>(op, exp_avg)?,
+                        elems_mut::<T>(op, exp_avg_sq)?,
+                    )
+                };
+                let decay = T::from_f64(1.0 - lr * weight_decay);
+                let wd = T::from_f64(weight_decay);
+                let use_wd = weight_decay != 0.0;
+                let w1 = T::from_f64(1.0 - beta1);
+                let b2 = T::from_f64(beta2);
+                let w2 = T::from_f64(1.0 - beta2);
+                let neg_step = T::from_f64(-step_size);
+                let bc2s = T::from_f64(bias_correction2_sqrt);
+                let eps = T::from_f64(eps);
+                let half = T::from_f64(0.5);
+                let one = T::from_f64(1.0);
+                let f = |p: &mut [T], m: &mut [T], v: &mut [T], g: &[T]| {
+                    for (((p, m), v), &g) in p.iter_mut().zip(m.iter_mut()).zip(v.iter_mut()).zip(g) {
+                        let g = if !use_wd {
+                            g
+                        } else if decoupled {
+                            *p *= decay;
+                            g
+                        } else {
+                            g + wd * *p
+                        };
+                        // torch.lerp: start + w * (end - start) for w < 0.5, else end - (end - start) * (1 - w)
+                        *m = if w1 < half {
+                            *m + w1 * (g - *m)
+                        } else {
+                            g - (g - *m) * (one - w1)
+                        };
+                        *v = *v * b2 + w2 * g * g;
+                        let denom = v.sqrt() / bc2s + eps;
+                        *p += neg_step * (*m / denom);
+                    }
+                };
+                if p.len() >= cpu::PAR_MIN {
+                    p.par_chunks_mut(CHUNK)
+                        .zip(m.par_chunks_mut(CHUNK))
+                        .zip(v.par_chunks_mut(CHUNK))
+                        .zip(g.par_chunks(CHUNK))
+                        .for_each(|(((p, m), v), g)| f(p, m, v, g));
+                } else {
+                    f(p, m, v, &g);
+                }
+            });
+            Ok(())
+        },
+        || {
+            let g = cuda_grad(op, grad, &[param, exp_avg, exp_avg_sq])?;
+            crate::cuda::launch::adam_step(
+                op,
+                param,
+                &g,
+                exp_avg,
+                exp_avg_sq,
+                decoupled,
+                lr,
+                weight_decay,
+                beta1,
+                beta2,
+                step_size,
+                bias_correction2_sqrt,
+                eps,
             )
-        };
-        let decay = T::from_f64(1.0 - lr * weight_decay);
-        let wd = T::from_f64(weight_decay);
-        let use_wd = weight_decay != 0.0;
-        let w1 = T::from_f64(1.0 - beta1);
-        let b2 = T::from_f64(beta2);
-        let w2 = T::from_f64(1.0 - beta2);
-        let neg_step = T::from_f64(-step_size);
-        let bc2s = T::from_f64(bias_correction2_sqrt);
-        let eps = T::from_f64(eps);
-        let half = T::from_f64(0.5);
-        let one = T::from_f64(1.0);
-        let f = |p: &mut [T], m: &mut [T], v: &mut [T], g: &[T]| {
-            for (((p, m), v), &g) in p.iter_mut().zip(m.iter_mut()).zip(v.iter_mut()).zip(g) {
-                let g = if !use_wd {
-                    g
-                } else if decoupled {
-                    *p *= decay;
-                    g
-                } else {
-                    g + wd * *p
-                };
-                // torch.lerp: start + w * (end - start) for w < 0.5, else end - (end - start) * (1 - w)
-                *m = if w1 < half {
-                    *m + w1 * (g - *m)
-                } else {
-                    g - (g - *m) * (one - w1)
-                };
-                *v = *v * b2 + w2 * g * g;
-                let denom = v.sqrt() / bc2s + eps;
-                *p += neg_step * (*m / denom);
-            }
-        };
-        if p.len() >= cpu::PAR_MIN {
-            p.par_chunks_mut(CHUNK)
-                .zip(m.par_chunks_mut(CHUNK))
-                .zip(v.par_chunks_mut(CHUNK))
-                .zip(g.par_chunks(CHUNK))
-                .for_each(|(((p, m), v), g)| f(p, m, v, g));
-        } else {
-            f(p, m, v, &g);
-        }
-    });
-    Ok(())
+        },
+    )
 }
 
 /// Set every element of `t` to zero in place (`zero_grad(set_to_none=False)`). `t` must be
@@ -375,16 +385,19 @@ pub fn zero_(t: &Tensor) -> Result<()> {
             ),
         ));
     }
-    if crate::ops::is_cuda(t) {
-        return crate::cuda::launch::fill_inplace(OP, t, 0.0);
-    }
-    crate::dispatch!(t.dtype(), T => {
-        // SAFETY: gradients and parameters are only zeroed between backward passes, when no
-        // kernel reads their storage.
-        let s = unsafe { elems_mut::<T>(OP, t)? };
-        s.fill(T::from_f64(0.0));
-    });
-    Ok(())
+    crate::device::on_device(
+        t.device(),
+        || -> Result<_> {
+            crate::dispatch!(t.dtype(), T => {
+                // SAFETY: gradients and parameters are only zeroed between backward passes, when no
+                // kernel reads their storage.
+                let s = unsafe { elems_mut::<T>(OP, t)? };
+                s.fill(T::from_f64(0.0));
+            });
+            Ok(())
+        },
+        || crate::cuda::launch::fill_inplace(OP, t, 0.0),
+    )
 }
 
 /// Copy `src`'s elements into `dst` in place (`load_state_dict`), casting to `dst`'s dtype.
@@ -412,16 +425,21 @@ pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
         ));
     }
     let src = crate::ops::cast(src, dst.dtype())?;
-    if crate::ops::is_cuda(dst) {
-        let src = cuda_grad(OP, &src, &[dst])?;
-        return crate::cuda::launch::copy_into(OP, &src, dst, false);
-    }
-    crate::dispatch!(dst.dtype(), T => {
-        let vals = grad_values::<T>(&src, &[dst]);
-        // SAFETY: parameters are only loaded between steps, when no kernel reads them; the
-        // source was copied out above if it shares the destination's storage.
-        let d = unsafe { elems_mut::<T>(OP, dst)? };
-        d.copy_from_slice(&vals);
-    });
-    Ok(())
+    crate::device::on_device(
+        dst.device(),
+        || -> Result<_> {
+            crate::dispatch!(dst.dtype(), T => {
+                let vals = grad_values::<T>(&src, &[dst]);
+                // SAFETY: parameters are only loaded between steps, when no kernel reads them; the
+                // source was copied out above if it shares the destination's storage.
+                let d = unsafe { elems_mut::<T>(OP, dst)? };
+                d.copy_from_slice(&vals);
+            });
+            Ok(())
+        },
+        || {
+            let src = cuda_grad(OP, &src, &[dst])?;
+            crate::cuda::launch::copy_into(OP, &src, dst, false)
+        },
+    )
 }

@@ -20,12 +20,17 @@ fn check_device(op: &str, device: Device) -> Result<()> {
 pub fn full(shape: &[usize], value: f64, dtype: DType, device: Device) -> Result<Tensor> {
     check_device("full", device)?;
     let n = checked_numel("full", shape, dtype)?;
-    if device != Device::Cpu {
-        return crate::cuda::launch::full("full", device, shape, dtype, value);
-    }
-    crate::cpu::catch_oom("full", || {
-        Ok(crate::dispatch!(dtype, T => from_vec(crate::cpu::filled(n, T::from_f64(value)), shape)))
-    })
+    crate::device::on_device(
+        device,
+        || {
+            crate::cpu::catch_oom("full", || {
+                Ok(
+                    crate::dispatch!(dtype, T => from_vec(crate::cpu::filled(n, T::from_f64(value)), shape)),
+                )
+            })
+        },
+        || crate::cuda::launch::full("full", device, shape, dtype, value),
+    )
 }
 
 /// Zeros.
@@ -49,9 +54,9 @@ fn random<F: Fn(rng::RngState, u64) -> f64 + Sync>(
     let n = checked_numel(op, shape, dtype)?;
     if device != Device::Cpu {
         // Drawn on the host (the same counter-based stream as on the CPU, so a seed gives
-        // the same values on every device), then copied over.
+        // the same values on every device), then copied over: `to_device` picks the device.
         let host = random(op, shape, dtype, Device::Cpu, f)?;
-        return crate::cuda::launch::transfer(op, &host, device);
+        return super::to_device(&host, device).map(|t| t.detach());
     }
     crate::cpu::catch_oom(op, || {
         let key = rng::reserve(n as u64);

@@ -34,42 +34,47 @@ pub fn axpy_inplace(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
         ));
     }
     let src = cast(src, dst.dtype())?;
-    if dst.device() != crate::device::Device::Cpu {
-        // A source sharing the destination's storage is copied first (the kernel reads and
-        // writes in one pass).
-        let src = if std::sync::Arc::ptr_eq(src.storage(), dst.storage()) {
-            crate::cuda::launch::copy("add_", &src)?
-        } else {
-            src
-        };
-        return crate::cuda::launch::axpy_inplace("add_", dst, &src, alpha);
-    }
-    crate::dispatch!(dst.dtype(), T => {
-        let aliased = std::sync::Arc::ptr_eq(src.storage(), dst.storage());
-        let vals: std::borrow::Cow<'_, [T]> = if src.shape() == dst.shape() && !aliased {
-            match cpu::contiguous_slice::<T>(src.data()) {
-                Some(s) => std::borrow::Cow::Borrowed(s),
-                None => std::borrow::Cow::Owned(cpu::gather::<T>(src.data())),
+    crate::device::on_device(
+        dst.device(),
+        || -> Result<_> {
+            crate::dispatch!(dst.dtype(), T => {
+                let aliased = std::sync::Arc::ptr_eq(src.storage(), dst.storage());
+                let vals: std::borrow::Cow<'_, [T]> = if src.shape() == dst.shape() && !aliased {
+                    match cpu::contiguous_slice::<T>(src.data()) {
+                        Some(s) => std::borrow::Cow::Borrowed(s),
+                        None => std::borrow::Cow::Owned(cpu::gather::<T>(src.data())),
+                    }
+                } else {
+                    let b = src.layout().broadcast_to("add_", dst.shape())?;
+                    std::borrow::Cow::Owned(cpu::gather::<T>(&crate::tensor::TensorData { storage: src.storage().clone(), layout: b }))
+                };
+                let off = dst.layout().offset;
+                let n = dst.numel();
+                // SAFETY: the engine only updates gradients and parameters in place, never while a
+                // kernel reads the same storage; `vals` was copied out if it aliased.
+                let d = unsafe { dst.storage().as_mut_slice::<T>() }.ok_or_else(|| Error::dtype("add_", "dtype"))?;
+                let a = T::from_f64(alpha);
+                if alpha == 1.0 {
+                    for (o, &v) in d[off..off + n].iter_mut().zip(vals.iter()) {
+                        *o += v;
+                    }
+                } else {
+                    for (o, &v) in d[off..off + n].iter_mut().zip(vals.iter()) {
+                        *o += a * v;
+                    }
+                }
+            });
+            Ok(())
+        },
+        || {
+            // A source sharing the destination's storage is copied first (the kernel reads and
+            // writes in one pass).
+            if std::sync::Arc::ptr_eq(src.storage(), dst.storage()) {
+                let copied = crate::cuda::launch::copy("add_", &src)?;
+                crate::cuda::launch::axpy_inplace("add_", dst, &copied, alpha)
+            } else {
+                crate::cuda::launch::axpy_inplace("add_", dst, &src, alpha)
             }
-        } else {
-            let b = src.layout().broadcast_to("add_", dst.shape())?;
-            std::borrow::Cow::Owned(cpu::gather::<T>(&crate::tensor::TensorData { storage: src.storage().clone(), layout: b }))
-        };
-        let off = dst.layout().offset;
-        let n = dst.numel();
-        // SAFETY: the engine only updates gradients and parameters in place, never while a
-        // kernel reads the same storage; `vals` was copied out if it aliased.
-        let d = unsafe { dst.storage().as_mut_slice::<T>() }.ok_or_else(|| Error::dtype("add_", "dtype"))?;
-        let a = T::from_f64(alpha);
-        if alpha == 1.0 {
-            for (o, &v) in d[off..off + n].iter_mut().zip(vals.iter()) {
-                *o += v;
-            }
-        } else {
-            for (o, &v) in d[off..off + n].iter_mut().zip(vals.iter()) {
-                *o += a * v;
-            }
-        }
-    });
-    Ok(())
+        },
+    )
 }

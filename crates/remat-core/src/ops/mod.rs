@@ -115,23 +115,21 @@ pub fn check_same_dtype(op: &str, ts: &[&Tensor]) -> Result<DType> {
     Ok(d)
 }
 
-/// Whether `t` lives on a GPU (its op must take the CUDA path).
-pub(crate) fn is_cuda(t: &Tensor) -> bool {
-    t.device() != Device::Cpu
-}
-
 /// A contiguous copy of `t` in `dtype` (no graph).
 pub fn contiguous_copy(t: &Tensor, dtype: DType) -> Result<Tensor> {
-    if is_cuda(t) {
-        return crate::cuda::launch::cast("contiguous", t, dtype);
-    }
-    Ok(dispatch!(t.dtype(), S => {
-        let v = crate::cpu::gather::<S>(t.data());
-        dispatch!(dtype, D => {
-            let out: Vec<D> = v.into_iter().map(|x| <D as crate::dtype::Element>::from_f64(crate::dtype::Element::to_f64(x))).collect();
-            from_vec(out, t.shape())
-        })
-    }))
+    crate::device::on_device(
+        t.device(),
+        || -> Result<_> {
+            Ok(dispatch!(t.dtype(), S => {
+                let v = crate::cpu::gather::<S>(t.data());
+                dispatch!(dtype, D => {
+                    let out: Vec<D> = v.into_iter().map(|x| <D as crate::dtype::Element>::from_f64(crate::dtype::Element::to_f64(x))).collect();
+                    from_vec(out, t.shape())
+                })
+            }))
+        },
+        || crate::cuda::launch::cast("contiguous", t, dtype),
+    )
 }
 
 /// `t` as `dtype` (no graph; returns `t` itself when the dtype already matches).

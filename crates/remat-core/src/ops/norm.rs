@@ -164,122 +164,127 @@ impl Op for LayerNormOp {
         let need_x = ctx.needs_grad(0);
         let need_w = self.has_weight && ctx.needs_grad(1);
         let need_b = self.has_bias && ctx.needs_grad(self.bias_index());
-        if super::is_cuda(&x) {
-            let g = super::to_dtype(ctx.grad, dt)?;
-            let (gx, gxhat) = crate::cuda::launch::layer_norm_backward(
-                "layer_norm",
-                &x,
-                &g,
-                w.as_ref(),
-                self.eps,
-                need_x,
-                need_w,
-            )?;
-            // Weight and bias gradients: column sums over every leading axis.
-            let lead: Vec<usize> = (0..shape.len() - 1).collect();
-            let col = |t: &Tensor| super::reduce::sum_raw(t, &lead, false);
-            let mut grads = vec![gx];
-            if self.has_weight {
-                grads.push(gxhat.as_ref().map(col).transpose()?);
-            }
-            if self.has_bias {
-                grads.push(need_b.then(|| col(&g)).transpose()?);
-            }
-            return Ok(grads);
-        }
-        let (gx, gw, gb) = crate::dispatch!(dt, T => {
-            let xs = c_order::<T>(x.data());
-            let gs = c_order::<T>(ctx.grad.data());
-            let ws = w.as_ref().map(|w| c_order::<T>(w.data()));
-            let eps = T::from_f64(self.eps);
-            let zero = T::from_f64(0.0);
-            let inv_n = T::from_f64(1.0 / n.max(1) as f64);
-            // Rows are processed in fixed chunks, each with its own weight/bias partial sums,
-            // and the partials are added in chunk order: the result does not depend on the
-            // thread count.
-            let chunk_rows = (16_384 / n.max(1)).max(1);
-            let chunk = |c: usize, mut dx: Option<&mut [T]>| -> (Vec<T>, Vec<T>) {
-                let mut dw = vec![zero; if need_w { n } else { 0 }];
-                let mut db = vec![zero; if need_b { n } else { 0 }];
-                let r_end = ((c + 1) * chunk_rows).min(rows);
-                for (k, r) in (c * chunk_rows..r_end).enumerate() {
-                    let row = &xs[r * n..(r + 1) * n];
-                    let g = &gs[r * n..(r + 1) * n];
-                    let (mean, rstd) = row_stats(row, eps);
-                    if need_b {
-                        for (d, &g) in db.iter_mut().zip(g) {
-                            *d += g;
+        crate::device::on_device(
+            x.device(),
+            || -> Result<_> {
+                let (gx, gw, gb) = crate::dispatch!(dt, T => {
+                    let xs = c_order::<T>(x.data());
+                    let gs = c_order::<T>(ctx.grad.data());
+                    let ws = w.as_ref().map(|w| c_order::<T>(w.data()));
+                    let eps = T::from_f64(self.eps);
+                    let zero = T::from_f64(0.0);
+                    let inv_n = T::from_f64(1.0 / n.max(1) as f64);
+                    // Rows are processed in fixed chunks, each with its own weight/bias partial sums,
+                    // and the partials are added in chunk order: the result does not depend on the
+                    // thread count.
+                    let chunk_rows = (16_384 / n.max(1)).max(1);
+                    let chunk = |c: usize, mut dx: Option<&mut [T]>| -> (Vec<T>, Vec<T>) {
+                        let mut dw = vec![zero; if need_w { n } else { 0 }];
+                        let mut db = vec![zero; if need_b { n } else { 0 }];
+                        let r_end = ((c + 1) * chunk_rows).min(rows);
+                        for (k, r) in (c * chunk_rows..r_end).enumerate() {
+                            let row = &xs[r * n..(r + 1) * n];
+                            let g = &gs[r * n..(r + 1) * n];
+                            let (mean, rstd) = row_stats(row, eps);
+                            if need_b {
+                                for (d, &g) in db.iter_mut().zip(g) {
+                                    *d += g;
+                                }
+                            }
+                            if need_w {
+                                for ((d, &g), &v) in dw.iter_mut().zip(g).zip(row) {
+                                    *d += g * (v - mean) * rstd;
+                                }
+                            }
+                            if let Some(dx) = dx.as_deref_mut() {
+                                // dx = rstd (gy - mean(gy) - xhat mean(gy xhat)), gy = g w.
+                                let gy = |j: usize| match &ws {
+                                    Some(w) => g[j] * w[j],
+                                    None => g[j],
+                                };
+                                let (mut s1, mut s2) = (zero, zero);
+                                for (j, &v) in row.iter().enumerate() {
+                                    let gyj = gy(j);
+                                    s1 += gyj;
+                                    s2 += gyj * (v - mean) * rstd;
+                                }
+                                let (m1, m2) = (s1 * inv_n, s2 * inv_n);
+                                let out = &mut dx[k * n..(k + 1) * n];
+                                for (j, (o, &v)) in out.iter_mut().zip(row).enumerate() {
+                                    *o = rstd * (gy(j) - m1 - (v - mean) * rstd * m2);
+                                }
+                            }
+                        }
+                        (dw, db)
+                    };
+                    let nchunks = rows.div_ceil(chunk_rows);
+                    let parallel = x.numel() >= cpu::PAR_MIN && nchunks > 1;
+                    let mut dx = if need_x { Some(cpu::alloc::<T>(x.numel())) } else { None };
+                    let partials: Vec<(Vec<T>, Vec<T>)> = match dx.as_mut() {
+                        Some(dx) if n > 0 => {
+                            if parallel {
+                                dx.par_chunks_mut(chunk_rows * n).enumerate().map(|(c, d)| chunk(c, Some(d))).collect()
+                            } else {
+                                dx.chunks_mut(chunk_rows * n).enumerate().map(|(c, d)| chunk(c, Some(d))).collect()
+                            }
+                        }
+                        _ => {
+                            if parallel {
+                                (0..nchunks).into_par_iter().map(|c| chunk(c, None)).collect()
+                            } else {
+                                (0..nchunks).map(|c| chunk(c, None)).collect()
+                            }
+                        }
+                    };
+                    let mut dw = vec![zero; if need_w { n } else { 0 }];
+                    let mut db = vec![zero; if need_b { n } else { 0 }];
+                    for (pw, pb) in &partials {
+                        for (d, &p) in dw.iter_mut().zip(pw) {
+                            *d += p;
+                        }
+                        for (d, &p) in db.iter_mut().zip(pb) {
+                            *d += p;
                         }
                     }
-                    if need_w {
-                        for ((d, &g), &v) in dw.iter_mut().zip(g).zip(row) {
-                            *d += g * (v - mean) * rstd;
-                        }
-                    }
-                    if let Some(dx) = dx.as_deref_mut() {
-                        // dx = rstd (gy - mean(gy) - xhat mean(gy xhat)), gy = g w.
-                        let gy = |j: usize| match &ws {
-                            Some(w) => g[j] * w[j],
-                            None => g[j],
-                        };
-                        let (mut s1, mut s2) = (zero, zero);
-                        for (j, &v) in row.iter().enumerate() {
-                            let gyj = gy(j);
-                            s1 += gyj;
-                            s2 += gyj * (v - mean) * rstd;
-                        }
-                        let (m1, m2) = (s1 * inv_n, s2 * inv_n);
-                        let out = &mut dx[k * n..(k + 1) * n];
-                        for (j, (o, &v)) in out.iter_mut().zip(row).enumerate() {
-                            *o = rstd * (gy(j) - m1 - (v - mean) * rstd * m2);
-                        }
-                    }
+                    (
+                        dx.map(|v| from_vec(v, shape)),
+                        need_w.then(|| from_vec(dw, &[n])),
+                        need_b.then(|| from_vec(db, &[n])),
+                    )
+                });
+                let mut grads = vec![gx];
+                if self.has_weight {
+                    grads.push(gw);
                 }
-                (dw, db)
-            };
-            let nchunks = rows.div_ceil(chunk_rows);
-            let parallel = x.numel() >= cpu::PAR_MIN && nchunks > 1;
-            let mut dx = if need_x { Some(cpu::alloc::<T>(x.numel())) } else { None };
-            let partials: Vec<(Vec<T>, Vec<T>)> = match dx.as_mut() {
-                Some(dx) if n > 0 => {
-                    if parallel {
-                        dx.par_chunks_mut(chunk_rows * n).enumerate().map(|(c, d)| chunk(c, Some(d))).collect()
-                    } else {
-                        dx.chunks_mut(chunk_rows * n).enumerate().map(|(c, d)| chunk(c, Some(d))).collect()
-                    }
+                if self.has_bias {
+                    grads.push(gb);
                 }
-                _ => {
-                    if parallel {
-                        (0..nchunks).into_par_iter().map(|c| chunk(c, None)).collect()
-                    } else {
-                        (0..nchunks).map(|c| chunk(c, None)).collect()
-                    }
+                Ok(grads)
+            },
+            || {
+                let g = super::to_dtype(ctx.grad, dt)?;
+                let (gx, gxhat) = crate::cuda::launch::layer_norm_backward(
+                    "layer_norm",
+                    &x,
+                    &g,
+                    w.as_ref(),
+                    self.eps,
+                    need_x,
+                    need_w,
+                )?;
+                // Weight and bias gradients: column sums over every leading axis.
+                let lead: Vec<usize> = (0..shape.len() - 1).collect();
+                let col = |t: &Tensor| super::reduce::sum_raw(t, &lead, false);
+                let mut grads = vec![gx];
+                if self.has_weight {
+                    grads.push(gxhat.as_ref().map(col).transpose()?);
                 }
-            };
-            let mut dw = vec![zero; if need_w { n } else { 0 }];
-            let mut db = vec![zero; if need_b { n } else { 0 }];
-            for (pw, pb) in &partials {
-                for (d, &p) in dw.iter_mut().zip(pw) {
-                    *d += p;
+                if self.has_bias {
+                    grads.push(need_b.then(|| col(&g)).transpose()?);
                 }
-                for (d, &p) in db.iter_mut().zip(pb) {
-                    *d += p;
-                }
-            }
-            (
-                dx.map(|v| from_vec(v, shape)),
-                need_w.then(|| from_vec(dw, &[n])),
-                need_b.then(|| from_vec(db, &[n])),
-            )
-        });
-        let mut grads = vec![gx];
-        if self.has_weight {
-            grads.push(gw);
-        }
-        if self.has_bias {
-            grads.push(gb);
-        }
-        Ok(grads)
+                Ok(grads)
+            },
+        )
     }
 }
 

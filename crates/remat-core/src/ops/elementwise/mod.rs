@@ -196,8 +196,14 @@ macro_rules! binary_table {
     (@grad $g0:ident $a0:ident $b0:ident $p0:ident) => { None };
     (@grad $g0:ident $a0:ident $b0:ident $p0:ident |$g:ident, $a:ident, $b:ident, $p:ident| $e:expr) => {{
         let ($g, $a, $b, $p) = ($g0, $a0, $b0, $p0);
-        Some((|| -> $crate::error::Result<$crate::tensor::Tensor> { $e })())
+        Some($crate::ops::elementwise::eval(|| $e))
     }};
+}
+
+/// Runs a gradient formula (lets the formulas use `?` inside the generated `Option`).
+#[inline(always)]
+pub(crate) fn eval(f: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
+    f()
 }
 
 pub mod scalar;

@@ -124,7 +124,7 @@ binary_table! {
         db(|g, a, b, p| scale(&binary(Binary::PowScalarBackward, &mul(g, a)?, b, p - 1.0)?, p));
     /// `1` where `a == b` (NaN matches NaN), else `0`; a mask, not differentiable
     Equal "eq" save(Nothing)
-        cpu(|a, b, p| if a == b || (a != a && b != b) { T::from_f64(1.0) } else { T::from_f64(0.0) })
+        cpu(|a, b, p| if a == b || (a.is_nan() && b.is_nan()) { T::from_f64(1.0) } else { T::from_f64(0.0) })
         cuda("(a == b || (a != a && b != b)) ? T(1) : T(0)");
 }
 
