@@ -1,4 +1,4 @@
-//! Elementwise ops from one table. Each row of [`table`] names an op, what it saves for
+//! Elementwise ops from one table. Each row of the table (`table.rs`) names an op, what it saves for
 //! backward, its forward formula for the CPU (a Rust closure over one element) and for CUDA
 //! (a C expression), and its backward formula written with differentiable tensor ops, so
 //! `create_graph` works through every row. From the rows the macros below generate:
