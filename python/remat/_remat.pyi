@@ -15,6 +15,8 @@ import numpy.typing as npt
 from typing_extensions import TypeAlias, disjoint_base
 
 __version__: str
+# The parameterless unary ops in the core table's order (not in `__all__`).
+_unary_ops: tuple[str, ...]
 # What the extension module lists in its `__all__` (PyO3 adds every registered name).
 __all__ = [
     "adam_step", "adaptive_checkpoint", "add", "backward", "checkpoint_segment",
