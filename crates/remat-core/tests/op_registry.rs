@@ -508,6 +508,27 @@ fn registry_names_are_unique() {
     assert_eq!(names.len(), rows.len());
 }
 
+/// The names of the table's parameterless unary ops (its rows written `fn(name)`).
+macro_rules! names {
+    ($($(#[doc = $doc:literal])* $f:ident;)*) => {
+        &[$(stringify!($f)),*]
+    };
+}
+const UNARY_FNS: &[&str] = remat_core::for_each_unary_fn!(names);
+
+/// A unary row written `fn(name)` is a public op without a line elsewhere; this makes sure it
+/// also gets its row here (and so every check below).
+#[test]
+fn every_parameterless_unary_op_has_a_row() {
+    let rows = rows();
+    let missing: Vec<_> = UNARY_FNS
+        .iter()
+        .filter(|f| !rows.iter().any(|r| r.name == **f))
+        .collect();
+    assert!(missing.is_empty(), "no registry row for {missing:?}");
+    assert!(UNARY_FNS.contains(&"sin") && UNARY_FNS.contains(&"relu"));
+}
+
 #[test]
 fn every_op_matches_its_float64_reference_in_float64_and_float32() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
