@@ -71,6 +71,7 @@ from ._remat import (
     sqrt,
     sin,
     cos,
+    tan,
     tanh,
     sigmoid,
     relu,
@@ -173,7 +174,7 @@ __all__ = [
     "set_grad_enabled", "softmax", "stack", "sub", "tensor",
     "transpose", "where", "zeros", "zeros_like",
     # BEGIN GENERATED: unary ops __all__ (tools/gen_bindings.py)
-    "neg", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu",
+    "neg", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
     # END GENERATED: unary ops __all__
 ]
 

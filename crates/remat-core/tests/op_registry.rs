@@ -140,6 +140,12 @@ fn rows() -> Vec<Row> {
             |a| r::map(&a[0], f64::cos),
         ),
         row(
+            "tan",
+            &[(&[2, 3], Any)],
+            |t| ops::tan(&ops::scale(&t[0], 0.5)?), // [-1, 1): away from the poles at ±pi/2
+            |a| r::map(&a[0], |v| (0.5 * v).tan()),
+        ),
+        row(
             "pow_scalar",
             &[(&[2, 3], Pos)],
             |t| ops::pow_scalar(&t[0], 1.7),

@@ -63,6 +63,9 @@ unary_table! {
     /// Cosine elementwise.
     Cos fn(cos) save(Input) cpu(|x, p| x.cos()) cuda("cos(x)")
         grad(|g, x, p| neg(&mul(g, &sin(x)?)?));
+    /// Tangent elementwise.
+    Tan fn(tan) save(Input) cpu(|x, p| x.tan()) cuda("tan(x)")
+        grad(|g, x, p| div(g, &mul(&cos(x)?, &cos(x)?)?));
     /// Hyperbolic tangent elementwise.
     Tanh fn(tanh) save(Output) cpu(|x, p| x.tanh()) cuda("tanh(x)")
         grad(|g, y, p| binary(Binary::TanhBackward, g, y, 0.0));
