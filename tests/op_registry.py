@@ -415,6 +415,7 @@ OPS: list[Op] = [
     unary("sqrt", remat.sqrt, ("sqrt",), np.sqrt, POS),
     unary("sin", remat.sin, ("sin",), np.sin),
     unary("cos", remat.cos, ("cos",), np.cos),
+    unary("tan", remat.tan, ("tan",), np.tan, Domain("tan", _uniform(-1.2, 1.2))),  # poles: ±pi/2
     # ---- activations
     unary("tanh", remat.tanh, ("tanh",), np.tanh),
     unary("sigmoid", remat.sigmoid, ("sigmoid",), np_sigmoid),

@@ -45,6 +45,16 @@ def _with(op, case, arrays, replace):
     return ins
 
 
+# ---------------------------------------------------------------------------- coverage
+
+
+def test_every_parameterless_unary_op_has_a_row():
+    """The core's unary rows written ``fn(name)`` become ``remat.name`` without a line in the
+    bindings; this makes sure each also gets its registry row (and so every test below)."""
+    missing = sorted(set(remat._remat._unary_ops) - {op.name for op in OPS})
+    assert missing == [], "add a unary(...) row to tests/op_registry.py"
+
+
 # ---------------------------------------------------------------------------- forward
 
 

@@ -9,11 +9,15 @@
   (``WRAPPED``).
 - The ops declared once in ``crates/remat-py/src/ops.rs`` give a function and a method with
   the same parameters, defaults and doc.
+- The generated regions of ``_remat.pyi`` and ``remat/__init__.py`` (the parameterless unary
+  ops of the core's elementwise table) are what ``tools/gen_bindings.py`` writes from the
+  extension.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import inspect
 import pathlib
 
@@ -233,3 +237,33 @@ def test_function_and_method_come_from_one_row(name):
     a, b = fn(x, *extra), getattr(x, name)(*extra)
     assert a.shape == b.shape and a.dtype == b.dtype
     assert a.numpy().tolist() == b.numpy().tolist()
+
+
+# ---------------------------------------------------------------- generated regions
+
+
+def _gen_bindings():
+    path = pathlib.Path(__file__).resolve().parents[1] / "tools" / "gen_bindings.py"
+    spec = importlib.util.spec_from_file_location("gen_bindings", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_generated_regions_are_up_to_date():
+    gen = _gen_bindings()
+    stale = [str(p.relative_to(gen.ROOT)) for p in gen.stale()]
+    assert stale == [], f"stale generated regions in {stale}: run tools/gen_bindings.py"
+
+
+def test_unary_ops_are_bound_from_the_core_table():
+    """Every parameterless unary row is a function and a method with one doc (the row's),
+    re-exported by ``remat`` and listed in ``remat.__all__``."""
+    ops = _remat._unary_ops
+    assert {"neg", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu"} <= set(ops)
+    assert len(ops) == len(set(ops))
+    for name in ops:
+        fn = getattr(_remat, name)
+        assert fn.__doc__ and fn.__doc__ == getattr(_remat.Tensor, name).__doc__
+        assert getattr(remat, name) is fn and name in remat.__all__

@@ -26,7 +26,6 @@ from ._remat import (
     cross_entropy,
     div,
     dropout,
-    exp,
     float32,
     float64,
     from_numpy,
@@ -36,7 +35,6 @@ from ._remat import (
     is_grad_enabled,
     layer_norm,
     linear,
-    log,
     log_softmax,
     manual_seed,
     matmul,
@@ -46,31 +44,39 @@ from ._remat import (
     memory_allocated,
     mse_loss,
     mul,
-    neg,
     ones,
     ones_like,
     permute,
     pow as pow,
     rand,
     randn,
-    relu,
-    sin,
-    cos,
     reset_peak_memory_stats,
     reshape,
-    sigmoid,
     softmax,
-    sqrt,
     stack,
     sub,
     sum as sum,
-    tanh,
     tensor,
     transpose,
     where,
     zeros,
     zeros_like,
 )
+# The parameterless unary ops (`_remat._unary_ops`, from the core's elementwise table).
+# BEGIN GENERATED: unary ops imports (tools/gen_bindings.py)
+from ._remat import (
+    neg,
+    exp,
+    log,
+    sqrt,
+    sin,
+    cos,
+    tan,
+    tanh,
+    sigmoid,
+    relu,
+)
+# END GENERATED: unary ops imports
 
 __version__: str = _remat.__version__
 
@@ -159,14 +165,17 @@ __all__ = [
     "DeviceError", "GraphError", "IndexingError", "ShapeError", "Tensor", "adaptive_checkpoint",
     "add", "backward", "checkpoint", "checkpoint_scope", "checkpoint_segment",
     "checkpoint_sequential", "concat", "cross_entropy", "cuda", "div", "dropout", "enable_grad",
-    "exp", "float32", "float64", "from_numpy", "full", "gelu", "grad",
+    "float32", "float64", "from_numpy", "full", "gelu", "grad",
     "gradient_checkpoint_forward", "gradient_checkpoint_scope", "is_grad_enabled", "layer_norm",
     "linear", "live_checkpoint_state", "sequential_plan",
-    "load", "log", "log_softmax", "manual_seed", "matmul", "max_memory_allocated", "mean",
-    "memory_allocated", "mse_loss", "mul", "neg", "nn", "no_grad", "ones", "ones_like", "optim",
-    "permute", "rand", "randn", "relu", "sin", "cos", "reset_peak_memory_stats", "reshape", "save",
-    "set_grad_enabled", "sigmoid", "softmax", "sqrt", "stack", "sub", "tanh", "tensor",
+    "load", "log_softmax", "manual_seed", "matmul", "max_memory_allocated", "mean",
+    "memory_allocated", "mse_loss", "mul", "nn", "no_grad", "ones", "ones_like", "optim",
+    "permute", "rand", "randn", "reset_peak_memory_stats", "reshape", "save",
+    "set_grad_enabled", "softmax", "stack", "sub", "tensor",
     "transpose", "where", "zeros", "zeros_like",
+    # BEGIN GENERATED: unary ops __all__ (tools/gen_bindings.py)
+    "neg", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
+    # END GENERATED: unary ops __all__
 ]
 
 from .checkpoint import (  # noqa: E402

@@ -140,6 +140,12 @@ fn rows() -> Vec<Row> {
             |a| r::map(&a[0], f64::cos),
         ),
         row(
+            "tan",
+            &[(&[2, 3], Any)],
+            |t| ops::tan(&ops::scale(&t[0], 0.5)?), // [-1, 1): away from the poles at ±pi/2
+            |a| r::map(&a[0], |v| (0.5 * v).tan()),
+        ),
+        row(
             "pow_scalar",
             &[(&[2, 3], Pos)],
             |t| ops::pow_scalar(&t[0], 1.7),
@@ -506,6 +512,27 @@ fn registry_names_are_unique() {
     names.sort_unstable();
     names.dedup();
     assert_eq!(names.len(), rows.len());
+}
+
+/// The names of the table's parameterless unary ops (its rows written `fn(name)`).
+macro_rules! names {
+    ($($(#[doc = $doc:literal])* $f:ident;)*) => {
+        &[$(stringify!($f)),*]
+    };
+}
+const UNARY_FNS: &[&str] = remat_core::for_each_unary_fn!(names);
+
+/// A unary row written `fn(name)` is a public op without a line elsewhere; this makes sure it
+/// also gets its row here (and so every check below).
+#[test]
+fn every_parameterless_unary_op_has_a_row() {
+    let rows = rows();
+    let missing: Vec<_> = UNARY_FNS
+        .iter()
+        .filter(|f| !rows.iter().any(|r| r.name == **f))
+        .collect();
+    assert!(missing.is_empty(), "no registry row for {missing:?}");
+    assert!(UNARY_FNS.contains(&"sin") && UNARY_FNS.contains(&"relu"));
 }
 
 #[test]

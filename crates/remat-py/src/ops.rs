@@ -17,6 +17,13 @@
 //! methods are `pub(crate)` so hand-written methods can reuse them (`Tensor.view` is
 //! `reshape`).
 //!
+//! The parameterless unary ops are not listed here: `unary_ops!` below binds every row of
+//! remat-core's elementwise table written `fn(name)`, from the list the core generates from
+//! those rows (`remat_core::for_each_unary_fn!`), with the row's doc as the docstring. A new
+//! such row in `crates/remat-core/src/ops/elementwise/table.rs` is `remat.name(x)` and
+//! `Tensor.name()` without a line here; its stub lines and re-exports are generated from
+//! `_remat._unary_ops` (the same list) by `tools/gen_bindings.py`.
+//!
 //! Ops that exist in only one form stay where they were: constructors and function-only ops
 //! (`concat`, `where`, `dropout`, losses, ...) in `functions.rs`, operators and method-only
 //! ops (`view`, `flatten`, `to`, ...) in `tensor.rs`. The stub `python/remat/_remat.pyi` and
@@ -33,7 +40,45 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use remat_core::{ops, Tensor};
 
-/// Generates, from the four sections of the table below, each op's `#[pyfunction]`, its
+/// Binds the parameterless unary ops of the core table, given by
+/// `remat_core::for_each_unary_fn!` as `/// doc` + `name;` rows: each op's `#[pyfunction]`
+/// `remat.name(x)` (`x` converted like any other op's first argument, so `remat.exp([1.0])`
+/// works), its `Tensor.name()` method (`pub(crate)`, like the table's below), and
+/// `register_unary`, which adds the functions and `_remat._unary_ops` (the names, in table
+/// order: what `tools/gen_bindings.py` writes the stub and re-exports from).
+macro_rules! unary_ops {
+    ($( $(#[doc = $doc:literal])* $name:ident; )*) => {
+        $(
+            $(#[doc = $doc])*
+            #[pyfunction]
+            fn $name(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+                let x = convert::extract_tensor(stringify!($name), x)?;
+                unary(py, &x, ops::$name)
+            }
+        )*
+
+        #[pymethods]
+        impl PyTensor {
+            $(
+                $(#[doc = $doc])*
+                pub(crate) fn $name(&self, py: Python<'_>) -> PyResult<PyTensor> {
+                    unary(py, &self.inner, ops::$name)
+                }
+            )*
+        }
+
+        /// Add the unary functions and their list `_unary_ops` to the module (`setattr`, so
+        /// the list stays out of `__all__`).
+        fn register_unary(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            $( m.add_function(wrap_pyfunction!($name, m)?)?; )*
+            m.setattr("_unary_ops", PyTuple::new(m.py(), [$(stringify!($name)),*])?)
+        }
+    };
+}
+
+remat_core::for_each_unary_fn!(unary_ops);
+
+/// Generates, from the three sections of the table below, each op's `#[pyfunction]`, its
 /// `Tensor` method and the `register` function that adds the functions to the module.
 ///
 /// `variadic` rows (`*shape`) take a detour. PyO3 binds `*args` through a local variable
@@ -45,9 +90,6 @@ use remat_core::{ops, Tensor};
 /// `@emit_variadic`, and the body sees the row's own name bound to it.
 macro_rules! tensor_ops {
     (
-        unary {
-            $( $(#[doc = $udoc:literal])* $uname:ident => $uop:path; )*
-        }
         binary {
             $(
                 $(#[doc = $bdoc:literal])*
@@ -69,16 +111,6 @@ macro_rules! tensor_ops {
             )*
         }
     ) => {
-        // `x` of a unary op: the function's first argument, named as before (`remat.exp(x)`).
-        $(
-            $(#[doc = $udoc])*
-            #[pyfunction]
-            fn $uname(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-                let x = convert::extract_tensor(stringify!($uname), x)?;
-                unary(py, &x, $uop)
-            }
-        )*
-
         // A binary function `remat.X(a, b)` takes a Python scalar on either side (it becomes
         // a 0-d tensor of the other side's dtype); the method converts only `other`. With a
         // `scalar` op, a Python-scalar right operand uses it instead (cheaper backward).
@@ -118,12 +150,6 @@ macro_rules! tensor_ops {
         #[pymethods]
         impl PyTensor {
             $(
-                $(#[doc = $udoc])*
-                pub(crate) fn $uname(&self, py: Python<'_>) -> PyResult<PyTensor> {
-                    unary(py, &self.inner, $uop)
-                }
-            )*
-            $(
                 $(#[doc = $bdoc])*
                 pub(crate) fn $bname(&self, py: Python<'_>, $other: &Bound<'_, PyAny>)
                     -> PyResult<PyTensor>
@@ -157,7 +183,7 @@ macro_rules! tensor_ops {
 
         /// Add the table's functions to the module (the methods come with the class).
         pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-            $( m.add_function(wrap_pyfunction!($uname, m)?)?; )*
+            register_unary(m)?;
             $( m.add_function(wrap_pyfunction!($bname, m)?)?; )*
             $( m.add_function(wrap_pyfunction!($oname, m)?)?; )*
             $( m.add_function(wrap_pyfunction!($vname, m)?)?; )*
@@ -203,32 +229,6 @@ macro_rules! tensor_ops {
 }
 
 tensor_ops! {
-    // ---- unary elementwise ops ------------------------------------------------------------
-    // ADD A ROW HERE for a new `remat_core::ops::X(&Tensor) -> remat_core::Result<Tensor>`:
-    // `/// doc` then `X => ops::X;` gives `remat.X(x)` and `Tensor.X()`. Then add the two
-    // stub lines to `python/remat/_remat.pyi` and the re-export to `python/remat/__init__.py`
-    // (`tests/test_surface.py` fails until they are there).
-    unary {
-        /// `-x`.
-        neg => ops::neg;
-        /// Elementwise `e**x`.
-        exp => ops::exp;
-        /// Elementwise natural logarithm.
-        log => ops::log;
-        /// Elementwise square root.
-        sqrt => ops::sqrt;
-        /// Elementwise tanh.
-        tanh => ops::tanh;
-        /// Elementwise logistic sigmoid.
-        sigmoid => ops::sigmoid;
-        /// Elementwise `max(x, 0)`.
-        relu => ops::relu;
-        /// Elementwise sine.
-        sin => ops::sin;
-        /// Elementwise cosine.
-        cos => ops::cos;
-    }
-
     // ---- binary ops with broadcasting: `remat.X(a, b)` and `Tensor.X(other)` -------------
     binary {
         /// `a + b` with broadcasting.

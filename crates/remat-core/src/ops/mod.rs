@@ -21,10 +21,8 @@ pub mod view;
 pub use convert::{to_device, to_dtype};
 pub use creation::{full, ones, rand, randn, zeros};
 pub use dropout::dropout;
-pub use elementwise::{
-    add, add_scalar, cos, div, exp, gelu, log, mul, neg, pow, pow_scalar, relu, scale, sigmoid,
-    sin, sqrt, sub, tanh,
-};
+pub use elementwise::unary_fns::*;
+pub use elementwise::{add, add_scalar, div, gelu, mul, pow, pow_scalar, scale, sub};
 pub use inplace::{add_inplace, axpy_inplace};
 pub use join::{concat, stack};
 pub use linear::linear;

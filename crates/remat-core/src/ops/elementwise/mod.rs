@@ -1,12 +1,15 @@
-//! Elementwise ops from one table. Each row of the table (`table.rs`) names an op, what it saves for
-//! backward, its forward formula for the CPU (a Rust closure over one element) and for CUDA
-//! (a C expression), and its backward formula written with differentiable tensor ops, so
-//! `create_graph` works through every row. From the rows the macros below generate:
+//! Elementwise ops from one table. Each row of the table (`table.rs`) names an op, what it
+//! saves for backward, its forward formula for the CPU (a Rust closure over one element) and
+//! for CUDA (a C expression), and its backward formula written with differentiable tensor
+//! ops, so `create_graph` works through every row. From the rows the macros below generate:
 //! - the enums [`Unary`] / [`Binary`] (one variant per row; the variant's code is the `case`
 //!   of the generated CUDA `switch`, so a row without a kernel cannot exist);
 //! - the CPU kernels (one monomorphised loop per row, on the widest vectors the CPU has);
 //! - the CUDA source of the `unary_op` / `binary_op` device functions ([`cuda_source`]);
-//! - the backward of every row.
+//! - the backward of every row;
+//! - for each unary row written `fn(name)` (the parameterless ops): the public function
+//!   `name(&Tensor)` and method `Tensor::name`, and its entry in the exported
+//!   [`for_each_unary_fn!`](crate::for_each_unary_fn), which the Python bindings expand.
 //!
 //! Device dispatch is not here: `Op::forward` chooses between each row's CPU loop and its
 //! CUDA kernel.
@@ -40,18 +43,25 @@ impl Saves {
     }
 }
 
-/// Generates [`Unary`] from the unary rows of the table.
+/// Generates [`Unary`] from the unary rows of the table, the public function and `Tensor`
+/// method of every row written `fn(name)`, and the exported
+/// [`for_each_unary_fn!`](crate::for_each_unary_fn) that hands those rows (doc and name) to
+/// other crates.
+///
+/// A macro that writes a `macro_rules!` needs a `$` the outer macro does not interpret: the
+/// entry arm passes one in as `$d` (the usual `$` escape), and `@rows` writes `$d cb` where the
+/// generated macro has its own `$cb`.
 macro_rules! unary_table {
-    ($(
-        $(#[$doc:meta])*
-        $V:ident $name:literal save($save:ident)
+    (@rows ($d:tt) $(
+        $(#[doc = $doc:literal])*
+        $V:ident $($name:literal)? $(fn($f:ident))? save($save:ident)
             cpu(|$x:ident, $p:ident| $cpu:expr)
             cuda($cuda:literal)
             grad(|$g:ident, $s:ident, $gp:ident| $grad:expr);
     )*) => {
         /// A unary elementwise row of the op table.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub enum Unary { $($(#[$doc])* $V,)* }
+        pub enum Unary { $($(#[doc = $doc])* $V,)* }
 
         impl Unary {
             /// Every row, in table order.
@@ -59,7 +69,7 @@ macro_rules! unary_table {
 
             /// The op's public name.
             pub fn name(self) -> &'static str {
-                match self { $(Unary::$V => $name,)* }
+                match self { $(Unary::$V => unary_table!(@name $($name)? $(fn($f))?),)* }
             }
             /// What the row saves for backward.
             pub fn saves(self) -> $crate::ops::elementwise::Saves {
@@ -100,6 +110,57 @@ macro_rules! unary_table {
                 }
             }
         }
+
+        $(unary_table!(@fn [$(#[doc = $doc])*] $V $($f)?);)*
+
+        /// The public functions of the rows written `fn(name)` (re-exported by `ops`).
+        pub mod unary_fns {
+            pub use super::{$($($f,)?)*};
+        }
+
+        /// Calls `$cb! { $(#[doc = "..."])* name; ... }` with the rows of remat-core's unary op
+        /// table that are written `fn(name)`: the parameterless unary ops, each
+        /// `remat_core::ops::name(&Tensor) -> Result<Tensor>` and `Tensor::name(&self)`, in
+        /// table order with the row's doc. Generated from the table, so a binding that expands
+        /// its ops from this list gets every new row without a line of its own.
+        #[macro_export]
+        macro_rules! for_each_unary_fn {
+            ($d cb:ident) => {
+                $d crate::__unary_fn_rows! { $d cb [] $([$(#[doc = $doc])*] [$($f)?])* }
+            };
+        }
+    };
+    // The op's name: the row's `"name"`, or its `fn(name)` spelled as a string.
+    (@name $name:literal) => { $name };
+    (@name fn($f:ident)) => { stringify!($f) };
+    // A row written `fn(name)`: its public function and `Tensor` method.
+    (@fn [$($doc:tt)*] $V:ident) => {};
+    (@fn [$($doc:tt)*] $V:ident $f:ident) => {
+        $($doc)*
+        pub fn $f(x: &$crate::tensor::Tensor) -> $crate::error::Result<$crate::tensor::Tensor> {
+            $crate::ops::elementwise::unary(Unary::$V, x, 0.0)
+        }
+        impl $crate::tensor::Tensor {
+            $($doc)*
+            pub fn $f(&self) -> $crate::error::Result<$crate::tensor::Tensor> {
+                $f(self)
+            }
+        }
+    };
+    ($($rows:tt)*) => { unary_table!(@rows ($) $($rows)*); };
+}
+
+/// `for_each_unary_fn!`'s filter: drops the rows without `fn(name)` and calls the callback with
+/// the rest (`[docs] [name]` in, `docs name;` out). Not public API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __unary_fn_rows {
+    ($cb:ident [$($out:tt)*]) => { $cb! { $($out)* } };
+    ($cb:ident [$($out:tt)*] [$($doc:tt)*] [] $($rest:tt)*) => {
+        $crate::__unary_fn_rows! { $cb [$($out)*] $($rest)* }
+    };
+    ($cb:ident [$($out:tt)*] [$($doc:tt)*] [$f:ident] $($rest:tt)*) => {
+        $crate::__unary_fn_rows! { $cb [$($out)* $($doc)* $f;] $($rest)* }
     };
 }
 
@@ -196,18 +257,17 @@ macro_rules! binary_table {
     (@grad $g0:ident $a0:ident $b0:ident $p0:ident) => { None };
     (@grad $g0:ident $a0:ident $b0:ident $p0:ident |$g:ident, $a:ident, $b:ident, $p:ident| $e:expr) => {{
         let ($g, $a, $b, $p) = ($g0, $a0, $b0, $p0);
-        Some($crate::ops::elementwise::eval(|| $e))
+        Some($crate::ops::elementwise::grad_expr(|| $e))
     }};
-}
-
-/// Runs a gradient formula (lets the formulas use `?` inside the generated `Option`).
-#[inline(always)]
-pub(crate) fn eval(f: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
-    f()
 }
 
 pub mod scalar;
 mod table;
+
+/// Evaluates a binary row's gradient expression inside a closure, so that its `?` stops there.
+pub(crate) fn grad_expr(f: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
+    f()
+}
 
 pub use table::*;
 

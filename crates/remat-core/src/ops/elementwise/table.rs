@@ -1,12 +1,44 @@
-//! The elementwise op table: **adding an elementwise op is one row here** (plus its public
-//! function below when it takes no parameter). A row is
-//! `Variant "name" save(Nothing|Input|Output|Both) cpu(|x, p| ...) cuda("...") grad(...)`:
-//! the CPU formula over one element (`T: Element`, `p` the row's scalar parameter), the same
-//! formula as a CUDA C expression (`x`/`a`/`b`, `p`, element type `T`; helpers from
-//! [`super::scalar::cuda_prelude`]), and the backward written with differentiable ops, so
-//! every row supports `create_graph`. Rows whose derivative needs a fused kernel get a
-//! `*_backward` binary row of their own (as PyTorch's `*_backward` functions), itself
-//! differentiable.
+//! The elementwise op table: every elementwise op is one row here, and **adding a
+//! parameterless unary op is one row here plus one row in each test registry** (below). A
+//! unary row is
+//! `Variant "name" save(Nothing|Input|Output) cpu(|x, p| ...) cuda("...") grad(|g, s, p| ...)`,
+//! a binary row `Variant "name" save(Nothing|Both) cpu(|a, b, p| ...) cuda("...")
+//! da(|g, a, b, p| ...) db(...)`: the CPU formula over one element (`T: Element`, `p` the row's
+//! scalar parameter), the same formula as a CUDA C expression (`x`/`a`/`b`, `p`, element type
+//! `T`; helpers from [`super::scalar::cuda_prelude`]), and the backward written with
+//! differentiable ops, so every row supports `create_graph`. Rows whose derivative needs a
+//! fused kernel get a `*_backward` binary row of their own (as PyTorch's `*_backward`
+//! functions), itself differentiable.
+//!
+//! # Adding a parameterless unary op (`tan`, say)
+//! 1. Here, in `unary_table!`: a doc comment (it becomes the Rust docs *and* the Python
+//!    docstring) and the row, written `fn(tan)` in place of `"name"`:
+//!    ```text
+//!    /// Tangent elementwise.
+//!    Tan fn(tan) save(Input) cpu(|x, p| x.tan()) cuda("tan(x)")
+//!        grad(|g, x, p| div(g, &mul(&cos(x)?, &cos(x)?)?));
+//!    ```
+//!    `fn(tan)` makes the row's name `"tan"` and generates `ops::tan(&Tensor)` (re-exported
+//!    through `ops::unary_fns`) and `Tensor::tan(&self)`. It also puts the row in the exported
+//!    [`for_each_unary_fn!`](crate::for_each_unary_fn), from which remat-py generates
+//!    `remat.tan(x)`, `Tensor.tan()` and `_remat._unary_ops`: nothing to write there.
+//! 2. One row in each test registry: `unary("tan", remat.tan, ("tan",), np.tan, <domain>)` in
+//!    `tests/op_registry.py` and `row("tan", ...)` in `crates/remat-core/tests/op_registry.rs`
+//!    (forward, gradient, second-order, CUDA and checkpoint tests are generated from them).
+//! 3. Build the extension (`maturin develop`) and run `python tools/gen_bindings.py`: it
+//!    rewrites the generated regions of `python/remat/_remat.pyi` (stub lines, `__all__`) and
+//!    `python/remat/__init__.py` (re-export, `__all__`). `tests/test_surface.py` fails until
+//!    they are current.
+//!
+//! A row that takes a parameter (`pow_scalar`, `scale`, `add_scalar`) or shares a name
+//! (`gelu`'s two rows) keeps the `"name"` form and a hand-written wrapper at the end of this
+//! file; its Python binding is a row of `tensor_ops!` in remat-py (or a function there).
+//!
+//! Why a generated macro and not the rows themselves in an exported callback macro: remat-py
+//! needs only each parameterless row's name and doc, while the rows' closures name this
+//! crate's private helpers; `for_each_unary_fn!` exports exactly the needed facts, and the
+//! table stays ordinary macro input here (see `unary_table!` in the parent module for the
+//! `$`-escape that writes it).
 
 use super::scalar::{
     gelu_erf, gelu_erf_grad, gelu_tanh, gelu_tanh_grad, pow_fast, pow_fast_grad, FRAC_1_SQRT_2PI,
@@ -17,29 +49,36 @@ use crate::error::Result;
 use crate::tensor::Tensor;
 
 unary_table! {
-    /// `-x`
-    Neg "neg" save(Nothing) cpu(|x, p| -x) cuda("-x") grad(|g, s, p| neg(g));
-    /// `e^x`
-    Exp "exp" save(Output) cpu(|x, p| x.exp()) cuda("exp(x)") grad(|g, y, p| mul(g, y));
-    /// natural logarithm
-    Log "log" save(Input) cpu(|x, p| x.ln()) cuda("log(x)") grad(|g, x, p| div(g, x));
-    /// square root
-    Sqrt "sqrt" save(Output) cpu(|x, p| x.sqrt()) cuda("sqrt(x)")
+    /// `-x` elementwise.
+    Neg fn(neg) save(Nothing) cpu(|x, p| -x) cuda("-x") grad(|g, s, p| neg(g));
+    /// `e^x` elementwise.
+    Exp fn(exp) save(Output) cpu(|x, p| x.exp()) cuda("exp(x)") grad(|g, y, p| mul(g, y));
+    /// Natural logarithm elementwise (NaN below 0, -inf at 0, as in NumPy).
+    Log fn(log) save(Input) cpu(|x, p| x.ln()) cuda("log(x)") grad(|g, x, p| div(g, x));
+    /// Square root elementwise (NaN below 0).
+    Sqrt fn(sqrt) save(Output) cpu(|x, p| x.sqrt()) cuda("sqrt(x)")
         grad(|g, y, p| binary(Binary::SqrtBackward, g, y, 0.0));
-    /// sine
-    Sin "sin" save(Input) cpu(|x, p| x.sin()) cuda("sin(x)") grad(|g, x, p| mul(g, &cos(x)?));
-    /// cosine
-    Cos "cos" save(Input) cpu(|x, p| x.cos()) cuda("cos(x)")
+    /// Sine elementwise.
+    Sin fn(sin) save(Input) cpu(|x, p| x.sin()) cuda("sin(x)") grad(|g, x, p| mul(g, &cos(x)?));
+    /// Cosine elementwise.
+    Cos fn(cos) save(Input) cpu(|x, p| x.cos()) cuda("cos(x)")
         grad(|g, x, p| neg(&mul(g, &sin(x)?)?));
-    /// hyperbolic tangent
-    Tanh "tanh" save(Output) cpu(|x, p| x.tanh()) cuda("tanh(x)")
+    /// Tangent elementwise.
+    Tan fn(tan) save(Input) cpu(|x, p| x.tan()) cuda("tan(x)")
+        grad(|g, x, p| div(g, &mul(&cos(x)?, &cos(x)?)?));
+    /// Hyperbolic tangent elementwise.
+    Tanh fn(tanh) save(Output) cpu(|x, p| x.tanh()) cuda("tanh(x)")
         grad(|g, y, p| binary(Binary::TanhBackward, g, y, 0.0));
-    /// logistic sigmoid; `1 / (1 + e^-x)` saturates cleanly at both ends
-    Sigmoid "sigmoid" save(Output) cpu(|x, p| T::from_f64(1.0) / (T::from_f64(1.0) + (-x).exp()))
+    /// Logistic sigmoid `1 / (1 + e^-x)` elementwise.
+    // This form saturates cleanly at both ends.
+    Sigmoid fn(sigmoid) save(Output)
+        cpu(|x, p| T::from_f64(1.0) / (T::from_f64(1.0) + (-x).exp()))
         cuda("T(1) / (T(1) + exp(-x))")
         grad(|g, y, p| binary(Binary::SigmoidBackward, g, y, 0.0));
-    /// `max(x, 0)`; `<` keeps NaN as NaN, as PyTorch does
-    Relu "relu" save(Output) cpu(|x, p| if x < T::from_f64(0.0) { T::from_f64(0.0) } else { x })
+    /// `max(x, 0)` elementwise (gradient 0 at 0, as in PyTorch).
+    // `<` keeps NaN as NaN, as PyTorch does.
+    Relu fn(relu) save(Output)
+        cpu(|x, p| if x < T::from_f64(0.0) { T::from_f64(0.0) } else { x })
         cuda("x < T(0) ? T(0) : x")
         grad(|g, y, p| binary(Binary::ReluBackward, g, y, 0.0));
     /// exact GELU `x Phi(x)`
@@ -148,26 +187,6 @@ fn gelu_tanh_second(x: &Tensor) -> Result<Tensor> {
     mul(&sech2, &inner)
 }
 
-/// Public functions (and Tensor methods) of the rows without a parameter.
-macro_rules! unary_fns {
-    ($($(#[$doc:meta])* $f:ident => $V:ident;)*) => {
-        $(
-            $(#[$doc])*
-            pub fn $f(x: &Tensor) -> Result<Tensor> {
-                unary(Unary::$V, x, 0.0)
-            }
-        )*
-        impl Tensor {
-            $(
-                $(#[$doc])*
-                pub fn $f(&self) -> Result<Tensor> {
-                    $f(self)
-                }
-            )*
-        }
-    };
-}
-
 /// Public functions (and Tensor methods) of the broadcasting binary rows.
 macro_rules! binary_fns {
     ($($(#[$doc:meta])* $f:ident => $V:ident;)*) => {
@@ -178,27 +197,6 @@ macro_rules! binary_fns {
             }
         )*
     };
-}
-
-unary_fns! {
-    /// `-x` elementwise.
-    neg => Neg;
-    /// `e^x` elementwise.
-    exp => Exp;
-    /// Natural logarithm elementwise (NaN below 0, -inf at 0, as in NumPy).
-    log => Log;
-    /// Square root elementwise (NaN below 0).
-    sqrt => Sqrt;
-    /// Sine elementwise.
-    sin => Sin;
-    /// Cosine elementwise.
-    cos => Cos;
-    /// Hyperbolic tangent elementwise.
-    tanh => Tanh;
-    /// Logistic sigmoid `1 / (1 + e^-x)` elementwise.
-    sigmoid => Sigmoid;
-    /// `max(x, 0)` elementwise (gradient 0 at 0, as in PyTorch).
-    relu => Relu;
 }
 
 binary_fns! {
