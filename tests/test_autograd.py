@@ -352,3 +352,48 @@ def test_long_graphs_do_not_overflow_the_stack():
                          timeout=300)
     assert res.returncode == 0, f"process died with {res.returncode}: {res.stderr[-1000:]}"
     assert res.stdout.split() == ["backward", "[1.0]", "dropped", "6.0"]
+
+
+def test_grad_keeps_the_saved_tensors_of_the_part_it_did_not_run():
+    # grad(c, b) stops at b: tanh's saved output must survive for a later grad(b, a).
+    a = remat.tensor(np.array([0.5, -0.3]), requires_grad=True)
+    b = a.tanh()
+    c = b.sigmoid()
+    (gb,) = remat.grad(c.sum(), b)
+    s = 1 / (1 + np.exp(-np.tanh([0.5, -0.3])))
+    np.testing.assert_allclose(gb.numpy(), s * (1 - s))
+    (ga,) = remat.grad(b.sum(), a)
+    np.testing.assert_allclose(ga.numpy(), 1 - np.tanh([0.5, -0.3]) ** 2)
+
+
+def test_create_graph_gives_a_differentiable_gradient_and_backward_inputs_limits_accumulation():
+    x = remat.tensor(np.array([0.3, -1.2, 2.0]), requires_grad=True)
+    w = remat.tensor(np.array([1.5, 0.5, -1.0]), requires_grad=True)
+    y = (x.sin() * w).sum()
+    (gx,) = remat.grad(y, x, create_graph=True)
+    assert gx.requires_grad
+    np.testing.assert_allclose(gx.detach().numpy(), np.cos([0.3, -1.2, 2.0]) * [1.5, 0.5, -1.0])
+    # A gradient penalty: d/dw sum(gx^2) = 2 cos(x)^2 w.
+    (gx * gx).sum().backward(inputs=[w])
+    assert x.grad is None
+    np.testing.assert_allclose(w.grad.numpy(), 2 * np.cos([0.3, -1.2, 2.0]) ** 2 * [1.5, 0.5, -1.0])
+
+
+def test_allow_unused():
+    x = remat.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    z = remat.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    y = (x * x).sum()
+    with pytest.raises(remat.GraphError, match="allow_unused=True"):
+        remat.grad(y, [x, z], retain_graph=True)
+    gx, gz = remat.grad(y, [x, z], allow_unused=True)
+    np.testing.assert_allclose(gx.numpy(), [2.0, 4.0])
+    assert gz is None
+
+
+def test_backward_create_graph_accumulates_a_graph_into_grad():
+    x = remat.tensor(np.array([0.5, 1.5]), requires_grad=True)
+    (x ** 3).sum().backward(create_graph=True)
+    g = x.grad
+    assert g.requires_grad
+    (h,) = remat.grad(g.sum(), x)
+    np.testing.assert_allclose(h.numpy(), 6 * np.array([0.5, 1.5]))
