@@ -568,3 +568,32 @@ def test_offload_is_accepted_and_changes_nothing_on_the_cpu():
 
     ref, got = run_plain_and(lambda: run(False), lambda: run(True), m.params)
     assert_bitwise_equal(ref, got)
+
+
+def test_pytorch_keywords_are_consumed_and_other_keywords_reach_the_function():
+    # Hugging Face / Diffusers call sites: checkpoint(block, h, use_reentrant=False).
+    w = remat.tensor(np.array([[0.5, -1.0], [2.0, 0.25]]), requires_grad=True)
+    h = remat.tensor(np.array([[1.0, 2.0]]))
+
+    def block(h, x=None, scale=1.0):
+        out = (h @ w).tanh() * scale
+        return out if x is None else out + x
+
+    def grads(run):
+        w.grad = None
+        run().sum().backward()
+        return w.grad.numpy().copy()
+
+    plain = grads(lambda: block(h, x=h, scale=2.0))
+    for kw in ({"use_reentrant": False}, {"use_reentrant": True},
+               {"determinism_check": "none"}, {"determinism_check": "default"},
+               {"debug": False}, {"preserve_rng_state": False}):
+        got = grads(lambda kw=kw: remat.checkpoint(block, h, x=h, scale=2.0, **kw))
+        assert np.array_equal(got, plain), kw
+    # A keyword named like checkpoint's first parameter goes to the function too.
+    got = grads(lambda: remat.checkpoint(lambda x: block(h, x=x), x=h))
+    assert np.array_equal(got, grads(lambda: block(h, x=h)))
+    with pytest.raises(ValueError, match="determinism_check"):
+        remat.checkpoint(block, h, determinism_check="sometimes")
+    with pytest.raises(NotImplementedError, match="context_fn"):
+        remat.checkpoint(block, h, context_fn=lambda: None)

@@ -531,3 +531,13 @@ def test_numpy_dtypes_accepted_as_dtype_argument():
     assert remat.ones(2, dtype=remat.float64).to(np.float32).dtype == remat.float32
     assert np.dtype(remat.float32) == np.float32
     assert np.zeros(2, dtype=remat.float64).dtype == np.float64
+
+
+def test_slice_bounds_beyond_the_machine_range_clamp_like_python():
+    a = np.arange(12.0).reshape(3, 4)
+    t = remat.tensor(a)
+    np.testing.assert_array_equal(t[0:10**30].numpy(), a[0:10**30])
+    np.testing.assert_array_equal(t[-10**30:2].numpy(), a[-10**30:2])
+    np.testing.assert_array_equal(t[:, 1:10**40:10**30].numpy(), a[:, 1:10**40:10**30])
+    with pytest.raises(TypeError, match="slice"):
+        t[0:"a"]

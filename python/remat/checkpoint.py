@@ -77,19 +77,35 @@ def _runner(fn: Callable[..., Any], inputs: Sequence[Any], kwargs: dict, structu
     return run
 
 
+def _determinism(op: str, value: bool | str) -> bool:
+    """PyTorch's ``determinism_check`` ("default" | "none") or a bool."""
+    if isinstance(value, bool):
+        return value
+    if value == "default":
+        return True
+    if value == "none":
+        return False
+    raise ValueError(
+        f'{op}: determinism_check must be "default", "none" or a bool, got {value!r}'
+    )
+
+
 def checkpoint_segment(
     fn: Callable[..., Any],
+    /,
     *inputs: Any,
     preserve_rng_state: bool = True,
     offload: bool = False,
-    determinism_check: bool = True,
+    determinism_check: bool | str = True,
     name: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """Run ``fn(*inputs, **kwargs)`` keeping only its inputs for backward; backward re-runs
     ``fn`` once. ``fn`` may return a Tensor or a tuple/list mixing Tensors and other values.
     Parameters captured by ``fn`` receive gradients. ``offload`` keeps saved inputs of device
-    tensors in host memory (no effect on CPU tensors)."""
+    tensors in host memory (no effect on CPU tensors). ``determinism_check``: a bool, or
+    PyTorch's ``"default"`` (check) / ``"none"`` (do not check) that the recompute saves
+    tensors of the forward's shapes and dtypes. Any other keyword goes to ``fn``."""
     if not callable(fn):
         raise TypeError(f"checkpoint_segment: fn must be callable, got {type(fn).__name__}")
     structure = _Structure()
@@ -100,21 +116,47 @@ def checkpoint_segment(
         name=name or getattr(fn, "__name__", None),
         preserve_rng_state=preserve_rng_state,
         offload=offload,
-        determinism_check=determinism_check,
+        determinism_check=_determinism("checkpoint_segment", determinism_check),
     )
     return structure.rebuild(outs)
 
 
-def checkpoint(x: Any, *args: Any, **kwargs: Any) -> Any:
+def checkpoint(
+    x: Any,
+    /,
+    *args: Any,
+    use_reentrant: bool | None = None,
+    context_fn: Callable[[], Any] | None = None,
+    determinism_check: bool | str = "default",
+    debug: bool = False,
+    preserve_rng_state: bool = True,
+    policy: Any = None,
+    **kwargs: Any,
+) -> Any:
     """``checkpoint(tensor)``: a tensor with the same value whose storage is not kept for
     backward (recomputed from the inputs of the op that produced it).
-    ``checkpoint(fn, *args, **kwargs)``: the same as ``checkpoint_segment``."""
+    ``checkpoint(fn, *args, **kwargs)``: the same as ``checkpoint_segment(fn, *args,
+    **kwargs)``. PyTorch's keywords are consumed here and never reach ``fn``:
+    ``use_reentrant`` (either value: remat has one, non-reentrant, mechanism),
+    ``determinism_check`` (``"default"`` | ``"none"``), ``debug``, ``preserve_rng_state``;
+    ``context_fn`` and ``policy`` (selective checkpointing) are not supported yet and raise.
+    Every other keyword, even one named ``x`` or ``fn``, goes to ``fn``."""
+    if context_fn is not None or policy is not None:
+        raise NotImplementedError(
+            "checkpoint: selective checkpointing (context_fn=, policy=) is not supported yet"
+        )
     if isinstance(x, Tensor):
         if args or kwargs:
             raise TypeError("checkpoint(tensor) takes no further arguments")
         return _remat.checkpoint_tensor(x)
     if callable(x):
-        return checkpoint_segment(x, *args, **kwargs)
+        return checkpoint_segment(
+            x,
+            *args,
+            preserve_rng_state=preserve_rng_state,
+            determinism_check=_determinism("checkpoint", determinism_check),
+            **kwargs,
+        )
     raise TypeError(f"checkpoint: expected a Tensor or a callable, got {type(x).__name__}")
 
 

@@ -572,3 +572,16 @@ fn checkpointed_replays_give_identical_gradients() {
     remat_core::autograd::backward(&[(loss, None)], false).unwrap();
     assert_eq!(run(2), (vals(&a.grad().unwrap()), vals(&b.grad().unwrap())));
 }
+
+#[test]
+fn slices_with_huge_bounds_and_steps_clamp_like_python() {
+    use remat_core::ops::index;
+    let x = Tensor::from_vec((0..12).map(|v| v as f64).collect::<Vec<_>>(), &[3, 4]).unwrap();
+    let s = |start, stop, step| IndexItem::Slice { start, stop, step };
+    let all = s(None, None, 1);
+    let y = index(&x, &[all, s(Some(1), Some(isize::MAX / 2), isize::MAX / 2)]).unwrap();
+    assert_eq!(y.shape(), &[3, 1]);
+    assert_eq!(y.to_vec::<f64>(), vec![1.0, 5.0, 9.0]);
+    let y = index(&x, &[s(Some(isize::MIN / 2), Some(isize::MAX / 2), 2)]).unwrap();
+    assert_eq!(y.shape(), &[2, 4]);
+}

@@ -103,9 +103,18 @@ fn index_item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         let part = |name: &str| -> PyResult<Option<isize>> {
             let v = s.getattr(name)?;
             if v.is_none() {
-                Ok(None)
-            } else {
-                index_int("__getitem__", "slice bounds", &v).map(Some)
+                return Ok(None);
+            }
+            match index_int("__getitem__", "slice bounds", &v) {
+                Ok(i) => Ok(Some(i)),
+                // Python clamps slice bounds: an integer beyond the machine range means "past
+                // the end" (or "before the start"). Half the range keeps the core's bound
+                // arithmetic from overflowing.
+                Err(e) => match v.call_method0("__index__") {
+                    Ok(i) if i.lt(0)? => Ok(Some(isize::MIN / 2)),
+                    Ok(_) => Ok(Some(isize::MAX / 2)),
+                    Err(_) => Err(e),
+                },
             }
         };
         return Ok(IndexItem::Slice {

@@ -285,11 +285,15 @@ fn plan_index(shape: &[usize], items: &[IndexItem]) -> Result<IndexPlan> {
                     Some(v) => v.min(d),
                 };
                 let (b, e) = (clamp(start, 0), clamp(stop, d));
-                let len = if e > b { (e - b + step - 1) / step } else { 0 };
+                // `e - b` is at most the extent, and dividing first keeps a huge step (Python
+                // allows any) from overflowing.
+                let len = if e > b { (e - b - 1) / step + 1 } else { 0 };
                 plan.out.push(OutAxis::Range {
                     axis,
                     start: b as usize,
-                    step: step as usize,
+                    // With at most one element the step is never used: 1 keeps the view's
+                    // stride arithmetic in range.
+                    step: if len <= 1 { 1 } else { step as usize },
                     len: len as usize,
                 });
                 axis += 1;
