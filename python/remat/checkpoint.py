@@ -38,6 +38,7 @@ class _Structure:
         self.items: list[Any] = []
 
     def flatten(self, out: Any) -> list[Tensor]:
+        kind: type
         if isinstance(out, Tensor):
             kind, items = Tensor, [None]
         elif isinstance(out, (tuple, list)):
@@ -262,15 +263,50 @@ class CheckpointProfiler:
     (``CheckpointProfiler.memory_saved()``) and also work on an instance used as a context
     manager (``with CheckpointProfiler() as prof:`` resets and tracks inside the block)."""
 
-    start_tracking = staticmethod(_remat.profiler_start_tracking)
-    stop_tracking = staticmethod(_remat.profiler_stop_tracking)
-    reset = staticmethod(_remat.profiler_reset)
-    memory_saved = staticmethod(_remat.profiler_memory_saved)
-    checkpoint_count = staticmethod(_remat.profiler_checkpoint_count)
-    recompute_count = staticmethod(_remat.profiler_recompute_count)
-    recompute_seconds = staticmethod(_remat.profiler_recompute_seconds)
-    peak_bytes = staticmethod(_remat.profiler_peak_bytes)
-    report = staticmethod(_remat.profiler_report)
+    @staticmethod
+    def start_tracking() -> None:
+        """Start recording checkpoints, recomputes and the peak of live bytes."""
+        _remat.profiler_start_tracking()
+
+    @staticmethod
+    def stop_tracking() -> None:
+        """Stop recording (the figures so far stay readable)."""
+        _remat.profiler_stop_tracking()
+
+    @staticmethod
+    def reset() -> None:
+        """Clear every figure and record."""
+        _remat.profiler_reset()
+
+    @staticmethod
+    def memory_saved() -> int:
+        """Bytes that checkpoints did not keep and that were really freed."""
+        return _remat.profiler_memory_saved()
+
+    @staticmethod
+    def checkpoint_count() -> int:
+        """Checkpoints made while tracking."""
+        return _remat.profiler_checkpoint_count()
+
+    @staticmethod
+    def recompute_count() -> int:
+        """Recomputes run while tracking."""
+        return _remat.profiler_recompute_count()
+
+    @staticmethod
+    def recompute_seconds() -> float:
+        """Time spent recomputing while tracking."""
+        return _remat.profiler_recompute_seconds()
+
+    @staticmethod
+    def peak_bytes() -> int:
+        """Peak of live tensor bytes while tracking."""
+        return _remat.profiler_peak_bytes()
+
+    @staticmethod
+    def report() -> str:
+        """A human-readable summary of the figures."""
+        return _remat.profiler_report()
 
     @staticmethod
     def records() -> list[dict]:

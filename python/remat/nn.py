@@ -600,8 +600,9 @@ class LayerNorm(Module):
                     "LayerNorm normalises over the last axis only: normalized_shape must be an "
                     f"int or a 1-tuple, got {tuple(normalized_shape)}"
                 )
-            normalized_shape = normalized_shape[0]
-        n = int(normalized_shape)
+            n = int(normalized_shape[0])
+        else:
+            n = int(normalized_shape)
         self.normalized_shape = (n,)
         self.eps = float(eps)
         self.elementwise_affine = elementwise_affine
@@ -676,6 +677,15 @@ class CrossEntropyLoss(Module):
 # -- containers ---------------------------------------------------------------------------
 
 
+def _child_index(container: Module, idx: int) -> int:
+    """``idx`` (negative counts from the end) as the position of a child of ``container``."""
+    n = len(container._modules)
+    idx = int(idx)
+    if not -n <= idx < n:
+        raise IndexError(f"index {idx} is out of range for {type(container).__name__} of {n}")
+    return idx % n
+
+
 class Sequential(Module):
     """Runs its modules in order. Indexable (int → module, slice → Sequential), iterable,
     ``len``-able and extendable with :meth:`append`; can be passed to
@@ -694,25 +704,18 @@ class Sequential(Module):
                     )
                 self.add_module(str(i), m)
 
-    def _index(self, idx: int) -> int:
-        n = len(self._modules)
-        idx = int(idx)
-        if not -n <= idx < n:
-            raise IndexError(f"index {idx} is out of range for {type(self).__name__} of {n}")
-        return idx % n
-
     def __getitem__(self, idx: int | slice) -> Any:
         if isinstance(idx, slice):
             return type(self)(OrderedDict(list(self._modules.items())[idx]))
-        return list(self._modules.values())[self._index(idx)]
+        return list(self._modules.values())[_child_index(self, idx)]
 
     def __setitem__(self, idx: int, module: Module) -> None:
-        key = list(self._modules.keys())[self._index(idx)]
+        key = list(self._modules.keys())[_child_index(self, idx)]
         self.add_module(key, module)
 
     def __delitem__(self, idx: int | slice) -> None:
         keys = list(self._modules.keys())
-        doomed = keys[idx] if isinstance(idx, slice) else [keys[self._index(idx)]]
+        doomed = keys[idx] if isinstance(idx, slice) else [keys[_child_index(self, idx)]]
         for k in doomed:
             del self._modules[k]
         # keep keys "0".."n-1" as torch does
@@ -755,10 +758,10 @@ class ModuleList(Module):
     def __getitem__(self, idx: int | slice) -> Any:
         if isinstance(idx, slice):
             return ModuleList(list(self._modules.values())[idx])
-        return list(self._modules.values())[Sequential._index(self, idx)]
+        return list(self._modules.values())[_child_index(self, idx)]
 
     def __setitem__(self, idx: int, module: Module) -> None:
-        key = list(self._modules.keys())[Sequential._index(self, idx)]
+        key = list(self._modules.keys())[_child_index(self, idx)]
         self.add_module(key, module)
 
     def __len__(self) -> int:

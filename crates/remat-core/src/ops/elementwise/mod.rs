@@ -226,30 +226,22 @@ macro_rules! binary_table {
                     }),)*
                 }
             }
-            /// Gradient of the first operand (before broadcasting is undone), or None.
+            /// Gradient of operand `i` (0: `a`, 1: `b`) before broadcasting is undone, or
+            /// None where the row passes it none.
             #[allow(unused_variables)]
-            pub(crate) fn grad_a(
+            pub(crate) fn grad(
                 self,
+                i: usize,
                 g: &$crate::tensor::Tensor,
                 a: &$crate::tensor::Tensor,
                 b: &$crate::tensor::Tensor,
                 p: f64,
             ) -> Option<$crate::error::Result<$crate::tensor::Tensor>> {
-                match self {
-                    $(Binary::$V => binary_table!(@grad g a b p $(|$ga, $aa, $ab, $ap| $da)?),)*
-                }
-            }
-            /// Gradient of the second operand (before broadcasting is undone), or None.
-            #[allow(unused_variables)]
-            pub(crate) fn grad_b(
-                self,
-                g: &$crate::tensor::Tensor,
-                a: &$crate::tensor::Tensor,
-                b: &$crate::tensor::Tensor,
-                p: f64,
-            ) -> Option<$crate::error::Result<$crate::tensor::Tensor>> {
-                match self {
-                    $(Binary::$V => binary_table!(@grad g a b p $(|$gb, $ba, $bb, $bp| $db)?),)*
+                match (self, i) {
+                    $(
+                        (Binary::$V, 0) => binary_table!(@grad g a b p $(|$ga, $aa, $ab, $ap| $da)?),
+                        (Binary::$V, _) => binary_table!(@grad g a b p $(|$gb, $ba, $bb, $bp| $db)?),
+                    )*
                 }
             }
         }
@@ -331,22 +323,16 @@ impl Op for BinaryOp {
             [a, b] => (super::to_dtype(a, dt)?, super::to_dtype(b, dt)?),
             _ => (ctx.grad.clone(), ctx.grad.clone()),
         };
-        let g = ctx.grad;
-        let ga = match ctx.needs_grad(0) {
-            true => match self.f.grad_a(g, &a, &b, self.p) {
-                Some(r) => Some(super::sum_to(&r?, &ctx.inputs[0].shape)?),
-                None => None,
-            },
-            false => None,
-        };
-        let gb = match ctx.needs_grad(1) {
-            true => match self.f.grad_b(g, &a, &b, self.p) {
-                Some(r) => Some(super::sum_to(&r?, &ctx.inputs[1].shape)?),
-                None => None,
-            },
-            false => None,
-        };
-        Ok(vec![ga, gb])
+        (0..2)
+            .map(|i| {
+                if !ctx.needs_grad(i) {
+                    return Ok(None);
+                }
+                let gi = self.f.grad(i, ctx.grad, &a, &b, self.p);
+                gi.map(|r| super::sum_to(&r?, &ctx.inputs[i].shape))
+                    .transpose()
+            })
+            .collect()
     }
 }
 
