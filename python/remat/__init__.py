@@ -172,7 +172,7 @@ __all__ = [
     "memory_allocated", "mse_loss", "mul", "nn", "no_grad", "ones", "ones_like", "optim",
     "permute", "rand", "randn", "reset_peak_memory_stats", "reshape", "save",
     "set_grad_enabled", "softmax", "stack", "sub", "tensor",
-    "transpose", "where", "zeros", "zeros_like",
+    "transpose", "utils", "where", "zeros", "zeros_like",
     # BEGIN GENERATED: unary ops __all__ (tools/gen_bindings.py)
     "neg", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
     # END GENERATED: unary ops __all__
@@ -191,5 +191,5 @@ from .checkpoint import (  # noqa: E402
     live_checkpoint_state,
     sequential_plan,
 )
-from . import nn, optim, cuda  # noqa: E402
+from . import nn, optim, cuda, utils  # noqa: E402
 from .serialization import save, load  # noqa: E402

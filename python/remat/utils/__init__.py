@@ -1,0 +1,9 @@
+"""Utilities in the layout of ``torch.utils``: :mod:`remat.utils.checkpoint` mirrors
+``torch.utils.checkpoint``, so ``from remat.utils.checkpoint import checkpoint`` ports a
+PyTorch script unchanged."""
+
+from __future__ import annotations
+
+from . import checkpoint
+
+__all__ = ["checkpoint"]
