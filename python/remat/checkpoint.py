@@ -10,7 +10,7 @@ import contextlib
 from typing import Any, Callable
 from collections.abc import Sequence
 
-from . import _remat
+from . import _pytree, _remat
 from ._remat import Tensor
 
 __all__ = [
@@ -29,53 +29,55 @@ __all__ = [
 live_checkpoint_state = _remat.live_checkpoint_state
 
 
-class _Structure:
-    """Remembers how a function's return value interleaves Tensors and other values, so the
-    engine sees only a list of Tensors and the caller gets the original structure back."""
+class _Outputs:
+    """The structure of what a checkpointed function returns (any nesting of tuples, lists,
+    dicts, namedtuples, Tensors, ``None`` and other values): the engine sees only the Tensor
+    leaves, and the caller gets the original structure back with the segment's outputs in
+    place of the Tensors.
+
+    The spec is taken from the forward call only and handed over by :meth:`rebuild`, so the
+    runner (which the segment keeps until backward, and calls again to recompute) holds
+    nothing of the forward's return value."""
 
     def __init__(self) -> None:
-        self.kind: Any = None
-        self.items: list[Any] = []
+        self._spec: _pytree.TreeSpec | None = None
+        self._recorded = False
 
     def flatten(self, out: Any) -> list[Tensor]:
-        kind: type
-        if isinstance(out, Tensor):
-            kind, items = Tensor, [None]
-        elif isinstance(out, (tuple, list)):
-            kind = type(out)
-            items = [None if isinstance(o, Tensor) else o for o in out]
-        else:
-            raise TypeError(
-                "checkpoint_segment: the function must return a Tensor or a tuple/list of "
-                f"Tensors, got {type(out).__name__}"
-            )
-        if self.kind is None:
-            self.kind, self.items = kind, items
-        return [o for o in ([out] if kind is Tensor else out) if isinstance(o, Tensor)]
+        leaves, spec = _pytree.flatten(out)
+        if not self._recorded:
+            self._spec, self._recorded = spec, True
+        return leaves
 
     def rebuild(self, tensors: list[Tensor]) -> Any:
-        if self.kind is Tensor:
-            return tensors[0]
-        it = iter(tensors)
-        values = [next(it) if item is None else item for item in self.items]
-        return self.kind(values) if self.kind is list else tuple(values)
+        spec, self._spec = self._spec, None
+        if spec is None:
+            raise RuntimeError("checkpoint: the function's result was not recorded")
+        return _pytree.unflatten(spec, tensors)
 
 
-def _split_inputs(inputs: Sequence[Any]) -> tuple[list[int], list[Tensor]]:
-    idx = [i for i, a in enumerate(inputs) if isinstance(a, Tensor)]
-    return idx, [inputs[i] for i in idx]
+def _flatten_inputs(args: Sequence[Any], kwargs: dict) -> tuple[list[Tensor], _pytree.TreeSpec]:
+    """Every Tensor in the positional and keyword arguments, at any depth of tuples, lists and
+    dicts, becomes a segment input (so gradients flow to it); the spec holds the rest."""
+    return _pytree.flatten((tuple(args), dict(kwargs)))
 
 
-def _runner(fn: Callable[..., Any], inputs: Sequence[Any], kwargs: dict, structure: _Structure):
-    idx, _ = _split_inputs(inputs)
+def _runner(fn: Callable[..., Any], spec: _pytree.TreeSpec, outputs: _Outputs):
+    """The function the engine runs (forward, then once more to recompute): the inputs put
+    back into the call's structure, the result flattened to its Tensors."""
 
     def run(*tensors: Tensor) -> list[Tensor]:
-        args = list(inputs)
-        for i, t in zip(idx, tensors):
-            args[i] = t
-        return structure.flatten(fn(*args, **kwargs))
+        args, kwargs = _pytree.unflatten(spec, tensors)
+        return outputs.flatten(fn(*args, **kwargs))
 
     return run
+
+
+def _apply(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """``fn(*args, **kwargs)``: lets callers that forward arbitrary keywords (a module's call,
+    ``gradient_checkpoint_forward``) checkpoint without their keywords being taken for
+    ``checkpoint_segment``'s own options."""
+    return fn(*args, **kwargs)
 
 
 def _determinism(op: str, value: bool | str) -> bool:
@@ -102,24 +104,27 @@ def checkpoint_segment(
     **kwargs: Any,
 ) -> Any:
     """Run ``fn(*inputs, **kwargs)`` keeping only its inputs for backward; backward re-runs
-    ``fn`` once. ``fn`` may return a Tensor or a tuple/list mixing Tensors and other values.
-    Parameters captured by ``fn`` receive gradients. ``offload`` keeps saved inputs of device
+    ``fn`` once. ``fn`` may return any nesting of tuples, lists, dicts and namedtuples holding
+    Tensors, ``None`` and other values; it comes back with the same structure, every Tensor in
+    it an output of the segment. Tensors among the inputs, also inside lists, tuples and dicts
+    and passed as keywords, are the segment's inputs (they receive gradients), as are
+    parameters captured by ``fn``. ``offload`` keeps saved inputs of device
     tensors in host memory (no effect on CPU tensors). ``determinism_check``: a bool, or
     PyTorch's ``"default"`` (check) / ``"none"`` (do not check) that the recompute saves
     tensors of the forward's shapes and dtypes. Any other keyword goes to ``fn``."""
     if not callable(fn):
         raise TypeError(f"checkpoint_segment: fn must be callable, got {type(fn).__name__}")
-    structure = _Structure()
-    _, tensors = _split_inputs(inputs)
+    outputs = _Outputs()
+    tensors, spec = _flatten_inputs(inputs, kwargs)
     outs = _remat.checkpoint_segment(
-        _runner(fn, inputs, kwargs, structure),
+        _runner(fn, spec, outputs),
         tensors,
         name=name or getattr(fn, "__name__", None),
         preserve_rng_state=preserve_rng_state,
         offload=offload,
         determinism_check=_determinism("checkpoint_segment", determinism_check),
     )
-    return structure.rebuild(outs)
+    return outputs.rebuild(outs)
 
 
 def checkpoint(
@@ -182,13 +187,17 @@ class CheckpointGroup:
         self.name = name
 
     def checkpoint_fn(self, fn: Callable[..., Any], *inputs: Any, **kwargs: Any) -> tuple:
-        """Run ``fn(*inputs)`` checkpointed; returns a tuple of its outputs, which share one
-        recompute (the first output's backward recomputes all of them)."""
-        structure = _Structure()
-        _, tensors = _split_inputs(inputs)
-        outs = self._group.checkpoint_fn(_runner(fn, inputs, kwargs, structure), tensors)
-        result = structure.rebuild(outs)
-        return tuple(result) if isinstance(result, (tuple, list)) else (result,)
+        """Run ``fn(*inputs, **kwargs)`` checkpointed; returns a tuple of its outputs (its
+        tuple result, or a 1-tuple of any other result, in ``checkpoint_segment``'s
+        structures), which share one recompute (the first output's backward recomputes all of
+        them)."""
+        outputs = _Outputs()
+        tensors, spec = _flatten_inputs(inputs, kwargs)
+        outs = self._group.checkpoint_fn(_runner(fn, spec, outputs), tensors)
+        result = outputs.rebuild(outs)
+        if isinstance(result, tuple):
+            return result
+        return tuple(result) if isinstance(result, list) else (result,)
 
     @property
     def checkpoint_count(self) -> int:
@@ -251,8 +260,10 @@ def gradient_checkpoint_forward(model: Callable[..., Any], use_gradient_checkpoi
     """Seed-compatible entry point: ``model(*args, **kwargs)``, checkpointed when either flag
     is set (offload also keeps the saved inputs of device tensors in host memory)."""
     if use_gradient_checkpointing or use_gradient_checkpointing_offload:
-        return checkpoint_segment(model, *args, offload=bool(use_gradient_checkpointing_offload),
-                                  **kwargs)
+        # Through `_apply`, so that every keyword reaches the model.
+        name = getattr(model, "__name__", None) or type(model).__name__
+        return checkpoint_segment(_apply, model, args, kwargs, name=name,
+                                  offload=bool(use_gradient_checkpointing_offload))
     return model(*args, **kwargs)
 
 

@@ -23,6 +23,7 @@ import remat
 
 from . import _remat
 from ._remat import Tensor
+from .checkpoint import _apply as _checkpoint_apply
 
 __all__ = [
     "Parameter",
@@ -205,7 +206,11 @@ class Module:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.activation_checkpointing:
-            return remat.checkpoint_segment(self.forward, *args, name=type(self).__name__, **kwargs)
+            # Arguments travel packed, so every keyword reaches forward (none is taken for
+            # checkpoint_segment's own options) and every Tensor in them is a segment input.
+            return remat.checkpoint_segment(
+                _checkpoint_apply, self.forward, args, kwargs, name=type(self).__name__
+            )
         return self.forward(*args, **kwargs)
 
     # -- traversal --------------------------------------------------------------------------
