@@ -407,19 +407,6 @@ class Module:
         own_names = [n for n, _ in own]
         missing = [n for n in own_names if n not in state_dict]
         unexpected = [k for k in state_dict.keys() if k not in set(own_names)]
-        updates = []
-        for name, t in own:
-            if name not in state_dict:
-                continue
-            value = state_dict[name]
-            shape = tuple(value.shape) if isinstance(value, Tensor) else np.shape(value)
-            if tuple(shape) != tuple(t.shape):
-                raise remat.ShapeError(
-                    f"load_state_dict: size mismatch for '{name}': the state dict has shape "
-                    f"{_fmt_shape(shape)} but the model's parameter has shape "
-                    f"{_fmt_shape(t.shape)}"
-                )
-            updates.append((t, value))
         if strict and (missing or unexpected):
             parts = []
             if missing:
@@ -427,13 +414,12 @@ class Module:
             if unexpected:
                 parts.append("unexpected keys: " + ", ".join(repr(k) for k in unexpected))
             raise KeyError(f"load_state_dict for {type(self).__name__}: " + "; ".join(parts))
-        for t, value in updates:
-            if isinstance(value, Tensor):
-                src = value.detach()
-                if str(src.device) != str(t.device):
-                    src = src.to(t.device)
-            else:
-                src = remat.tensor(np.asarray(value), dtype=t.dtype, device=t.device)
+        # Every entry is checked and converted before the first one is copied, so an error
+        # leaves the model as it was.
+        updates = [
+            (t, _state_source(name, state_dict[name], t)) for name, t in own if name in state_dict
+        ]
+        for t, src in updates:
             _remat.copy_(t, src)
         return _IncompatibleKeys(missing, unexpected)
 
@@ -452,6 +438,32 @@ class Module:
         if not self._modules and len(lines) <= 1:
             return f"{name}({extra})"
         return name + "(\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _state_source(name: str, value: Any, t: Tensor) -> Tensor:
+    """``value`` (a Tensor, NumPy array or nested list) as a tensor to copy into the parameter
+    or buffer ``t``: checked for shape and converted to ``t``'s dtype and device; errors name
+    the key."""
+    if isinstance(value, Tensor):
+        src = value.detach()
+    else:
+        try:
+            src = remat.tensor(np.asarray(value), dtype=t.dtype)
+        except (TypeError, ValueError) as e:
+            kind = remat.DTypeError if isinstance(e, TypeError) else remat.ShapeError
+            raise kind(
+                f"load_state_dict: cannot load '{name}' into a parameter of dtype {t.dtype}: {e}"
+            ) from e
+    if tuple(src.shape) != tuple(t.shape):
+        raise remat.ShapeError(
+            f"load_state_dict: size mismatch for '{name}': the state dict has shape "
+            f"{_fmt_shape(src.shape)} but the model's parameter has shape {_fmt_shape(t.shape)}"
+        )
+    if src.dtype != t.dtype:
+        src = src.to(t.dtype)
+    if str(src.device) != str(t.device):
+        src = src.to(t.device)
+    return src
 
 
 def _zero_grads(params: Iterable[Tensor], set_to_none: bool) -> None:

@@ -6,9 +6,10 @@ use crate::tensor::PyTensor;
 use numpy::npyffi::{NPY_ARRAY_ALIGNED, NPY_ARRAY_WRITEABLE};
 use numpy::{Element, PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
+use pyo3::types::{PyBool, PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple};
 use remat_core::layout::Layout;
 use remat_core::storage::Storage;
 use remat_core::tensor::TensorData;
@@ -44,12 +45,24 @@ pub fn python_scalar(obj: &Bound<'_, PyAny>) -> Option<f64> {
 }
 
 /// The dtype a NumPy array becomes by default: float32/float64 stay, everything else float32.
+/// Judged by kind and size, never by byte order: a big-endian float64 array (`">f8"`) is
+/// float64 too (the copy made for it is in native order).
 fn default_dtype(descr: &Bound<'_, PyArrayDescr>) -> DType {
-    if descr.is_equiv_to(&np_descr(descr.py(), DType::F64)) {
+    if descr.kind() == b'f' && descr.itemsize() == DType::F64.size() {
         DType::F64
     } else {
         DType::F32
     }
+}
+
+/// Whether `obj` is a NumPy array, a NumPy scalar or a Python complex: values whose dtype
+/// decides whether remat can take them (an unsupported one is an error, not another type).
+pub fn is_numpy_value(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if obj.downcast::<PyUntypedArray>().is_ok() || obj.is_instance_of::<PyComplex>() {
+        return Ok(true);
+    }
+    let generic = numpy(obj.py())?.getattr(intern!(obj.py(), "generic"))?;
+    obj.is_instance(&generic)
 }
 
 /// Error unless the array holds numbers (bool, int, float).

@@ -6,7 +6,7 @@ use crate::args;
 use crate::call::{binary, unary};
 use crate::convert::{self, operand, python_scalar};
 use crate::dtype::{dtype_object, parse_opt_dtype, try_parse, PyDType};
-use crate::errors::{to_index_pyerr, CoreResultExt};
+use crate::errors::{to_index_pyerr, CoreResultExt, DTypeError};
 use crate::numpy_bridge::to_numpy;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -39,28 +39,33 @@ pub fn extract_tensor(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     convert::extract_tensor("tensor", obj)
 }
 
-/// Either operand of an operator, or None when Python should try the other operand's
-/// reflected method (`NotImplemented`): a type remat cannot convert.
+/// Either operand of operator `op`, or None when Python should try the other operand's
+/// reflected method (`NotImplemented`): a type remat cannot convert. A NumPy array or scalar
+/// (or a Python complex) of a dtype remat lacks raises `DTypeError` naming `op` and the dtype
+/// instead: handing it to NumPy's reflected operator would return an ndarray without the graph.
 #[inline]
-fn op_operand(other: &Bound<'_, PyAny>, like: DType) -> PyResult<Option<Tensor>> {
-    match operand("operator", other, like) {
+fn op_operand(op: &str, other: &Bound<'_, PyAny>, like: DType) -> PyResult<Option<Tensor>> {
+    let py = other.py();
+    match operand(op, other, like) {
         Ok(t) => Ok(Some(t)),
-        Err(e) if e.is_instance_of::<PyTypeError>(other.py()) => Ok(None),
+        Err(e) if e.is_instance_of::<DTypeError>(py) && convert::is_numpy_value(other)? => Err(e),
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => Ok(None),
         Err(e) => Err(e),
     }
 }
 
 /// `self (op) other` (or `other (op) self` when `reflected`), returning NotImplemented for
-/// operand types remat does not know.
+/// operand types remat does not know; `op` names the operator in errors.
 #[inline]
 fn binop(
     py: Python<'_>,
+    op: &str,
     this: &Tensor,
     other: &Bound<'_, PyAny>,
     reflected: bool,
     f: fn(&Tensor, &Tensor) -> remat_core::Result<Tensor>,
 ) -> PyResult<PyObject> {
-    let Some(o) = op_operand(other, this.dtype())? else {
+    let Some(o) = op_operand(op, other, this.dtype())? else {
         return Ok(py.NotImplemented());
     };
     let out = if reflected {
@@ -77,7 +82,7 @@ fn power(py: Python<'_>, x: &Tensor, p: &Bound<'_, PyAny>) -> PyResult<PyObject>
         let out = unary(py, x, |x| ops::pow_scalar(x, v))?;
         return Ok(Py::new(py, out)?.into_any());
     }
-    binop(py, x, p, false, ops::pow)
+    binop(py, "pow", x, p, false, ops::pow)
 }
 
 #[pymethods]
@@ -433,34 +438,34 @@ impl PyTensor {
     // ---- operators --------------------------------------------------------------------
 
     fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, &self.inner, other, false, ops::add)
+        binop(py, "add", &self.inner, other, false, ops::add)
     }
     fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, &self.inner, other, true, ops::add)
+        binop(py, "add", &self.inner, other, true, ops::add)
     }
     fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, &self.inner, other, false, ops::sub)
+        binop(py, "sub", &self.inner, other, false, ops::sub)
     }
     fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, &self.inner, other, true, ops::sub)
+        binop(py, "sub", &self.inner, other, true, ops::sub)
     }
     fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, &self.inner, other, false, ops::mul)
+        binop(py, "mul", &self.inner, other, false, ops::mul)
     }
     fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, &self.inner, other, true, ops::mul)
+        binop(py, "mul", &self.inner, other, true, ops::mul)
     }
     fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, &self.inner, other, false, ops::div)
+        binop(py, "div", &self.inner, other, false, ops::div)
     }
     fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, &self.inner, other, true, ops::div)
+        binop(py, "div", &self.inner, other, true, ops::div)
     }
     fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, &self.inner, other, false, ops::matmul)
+        binop(py, "matmul", &self.inner, other, false, ops::matmul)
     }
     fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, &self.inner, other, true, ops::matmul)
+        binop(py, "matmul", &self.inner, other, true, ops::matmul)
     }
     fn __pow__(
         &self,
@@ -476,7 +481,7 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         _modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyObject> {
-        binop(py, &self.inner, other, true, ops::pow)
+        binop(py, "pow", &self.inner, other, true, ops::pow)
     }
     fn __neg__(&self, py: Python<'_>) -> PyResult<PyTensor> {
         unary(py, &self.inner, ops::neg)
