@@ -1,15 +1,17 @@
-"""Silent wrong values (issue #11, item 12): byte order keeps the dtype, NumPy operands of
-unsupported dtypes never take over an operator, and state dicts load all or nothing."""
+"""Silent wrong values and unclear errors (issue #11, items 12 and 14): byte order keeps the
+dtype, NumPy operands of unsupported dtypes never take over an operator, state dicts load all
+or nothing, and every error names the op, class or argument."""
 
 from __future__ import annotations
 
 import operator
+import zipfile
 
 import numpy as np
 import pytest
 
 import remat
-from remat import nn
+from remat import nn, optim
 
 # ---- byte order ---------------------------------------------------------------------------
 
@@ -156,3 +158,158 @@ def test_load_state_dict_casts_tensors_and_arrays():
           m.state_dict().items()}
     m.load_state_dict(sd)
     assert all(p.dtype == remat.float32 for p in m.parameters())
+
+
+# ---- unclear errors ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn,name", [
+    (lambda: remat.zeros(2**63), "zeros"),
+    (lambda: remat.ones(3, 2**64), "ones"),
+    (lambda: remat.randn((2**63,)), "randn"),
+    (lambda: remat.full((2**70,), 1.0), "full"),
+    (lambda: remat.zeros(-(2**63) - 1), "zeros"),
+    (lambda: remat.ones(4).reshape(2**63), "reshape"),
+], ids=["zeros", "ones", "randn", "full", "zeros_negative", "reshape"])
+def test_huge_dimension_is_out_of_range(fn, name):
+    with pytest.raises(ValueError) as info:
+        fn()
+    msg = str(info.value)
+    assert name in msg and "out of range" in msg, msg
+    assert "must be integers" not in msg
+
+
+@pytest.mark.parametrize("make,name", [
+    (lambda: remat.zeros(2**40, 2**40), "zeros"),
+    (lambda: remat.ones(2**40, 2**40), "ones"),
+    (lambda: remat.full((2**40, 2**40), 1.0), "full"),
+], ids=["zeros", "ones", "full"])
+def test_constructors_label_errors_with_their_own_name(make, name):
+    with pytest.raises(remat.ShapeError) as info:
+        make()
+    assert str(info.value).startswith(f"{name}:"), str(info.value)
+
+
+def test_to_dtype_strings():
+    t = remat.ones(2)
+    assert t.to("float64").dtype == remat.float64
+    assert t.to("float32") is t
+    for name in ("int32", "int64", "bool", "complex64", "float16"):
+        with pytest.raises(TypeError) as info:
+            t.to(name)
+        msg = str(info.value)
+        assert isinstance(info.value, remat.DTypeError)
+        assert "to" in msg and "not a supported dtype" in msg, msg
+    with pytest.raises(remat.DTypeError, match="int32"):
+        t.to(np.int32)
+    with pytest.raises(remat.DeviceError, match="tpu"):
+        t.to("tpu")
+
+
+@pytest.mark.parametrize("device", [-1, -(2**70), 2**70])
+def test_cuda_bad_index_names_it(device):
+    with pytest.raises(remat.DeviceError) as info:
+        remat.ones(2).cuda(device)
+    assert str(device) in str(info.value)
+    assert "cuda" in str(info.value)
+
+
+def test_cuda_device_argument_type():
+    with pytest.raises(TypeError, match="cuda"):
+        remat.ones(2).cuda(1.5)
+
+
+@pytest.mark.parametrize("fn,exc,words", [
+    (lambda: nn.Linear("a", 3), TypeError, ("Linear", "in_features")),
+    (lambda: nn.Linear(3, None), TypeError, ("Linear", "out_features")),
+    (lambda: nn.Linear(3, -2), ValueError, ("Linear", "out_features")),
+    (lambda: nn.Linear(2.5, 3), TypeError, ("Linear", "in_features")),
+    (lambda: nn.Dropout("a"), TypeError, ("Dropout", "p")),
+    (lambda: nn.Dropout(1.5), ValueError, ("Dropout", "p")),
+    (lambda: nn.Dropout(float("nan")), ValueError, ("Dropout", "p")),
+    (lambda: nn.LayerNorm("a"), TypeError, ("LayerNorm", "normalized_shape")),
+    (lambda: nn.LayerNorm(4, eps="x"), TypeError, ("LayerNorm", "eps")),
+    (lambda: nn.Flatten("a"), TypeError, ("Flatten", "start_dim")),
+    (lambda: optim.SGD([remat.ones(2, requires_grad=True)], lr="a"), TypeError, ("SGD", "lr")),
+    (lambda: optim.SGD([remat.ones(2, requires_grad=True)], lr=-1.0), ValueError,
+     ("SGD", "lr")),
+    (lambda: optim.SGD([remat.ones(2, requires_grad=True)], lr=0.1, momentum="m"), TypeError,
+     ("SGD", "momentum")),
+    (lambda: optim.Adam([remat.ones(2, requires_grad=True)], betas=0.9), TypeError,
+     ("Adam", "betas")),
+    (lambda: optim.Adam([remat.ones(2, requires_grad=True)], betas=(0.9,)), TypeError,
+     ("Adam", "betas")),
+    (lambda: optim.Adam([remat.ones(2, requires_grad=True)], betas=(0.9, "x")), TypeError,
+     ("Adam", "betas")),
+    (lambda: optim.Adam([remat.ones(2, requires_grad=True)], betas=(0.9, 1.0)), ValueError,
+     ("Adam", "betas")),
+    (lambda: optim.AdamW([remat.ones(2, requires_grad=True)], eps=None), TypeError,
+     ("AdamW", "eps")),
+    (lambda: optim.SGD([{"params": [remat.ones(2, requires_grad=True)], "lr": "x"}]),
+     TypeError, ("SGD", "lr")),
+], ids=["linear_str", "linear_none", "linear_negative", "linear_float", "dropout_str",
+        "dropout_range", "dropout_nan", "layernorm_str", "layernorm_eps", "flatten_str",
+        "sgd_lr_str", "sgd_lr_negative", "sgd_momentum", "adam_betas_float", "adam_betas_short",
+        "adam_betas_str", "adam_betas_range", "adamw_eps", "sgd_group_lr"])
+def test_constructor_arguments_named(fn, exc, words):
+    with pytest.raises(exc) as info:
+        fn()
+    msg = str(info.value)
+    for w in words:
+        assert w in msg, (w, msg)
+    assert "not supported between" not in msg and "unpack" not in msg
+
+
+def test_optimizer_accepts_numbers_of_every_kind():
+    p = remat.ones(2, requires_grad=True)
+    optim.SGD([p], lr=np.float32(0.1), momentum=1)
+    optim.Adam([p], lr=1, betas=[0.8, np.float64(0.9)])
+
+
+@pytest.mark.parametrize("a,b,shown", [
+    ((3,), (4,), ("(3,)", "(4,)")),
+    ((2, 3), (4,), ("(2, 3)", "(4,)")),
+    ((5,), (4, 2), ("(5,)", "(4, 2)")),
+    ((2, 3, 4), (5, 4, 2), ("(2, 3, 4)", "(5, 4, 2)")),
+])
+def test_matmul_errors_show_the_users_shapes(a, b, shown):
+    with pytest.raises(remat.ShapeError) as info:
+        remat.ones(*a) @ remat.ones(*b)
+    msg = str(info.value)
+    assert msg.startswith("matmul:")
+    for s in shown:
+        assert s in msg, msg
+    assert "(1, " not in msg and ", 1)" not in msg, msg
+
+
+def _corrupt_header(path):
+    """An archive whose one member has a header that is no valid Python literal."""
+    with zipfile.ZipFile(path, "w") as zf:
+        header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), \"\"\" }"
+        header = header + b" " * (63 - len(header) % 64) + b"\n"
+        magic = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little")
+        zf.writestr("a.npy", magic + header + b"\x00" * 8)
+
+
+@pytest.mark.parametrize("content", ["header", "garbage", "npy", "truncated"])
+def test_load_of_corrupt_file_is_a_value_error_naming_it(tmp_path, content):
+    path = tmp_path / f"bad_{content}.npz"
+    if content == "header":
+        _corrupt_header(path)
+    elif content == "garbage":
+        path.write_bytes(b"this is not an archive at all")
+    elif content == "npy":
+        np.save(open(path, "wb"), np.ones(3))
+    else:
+        remat.save({"a": remat.ones(100)}, path)
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError) as info:
+        remat.load(path)
+    assert str(path) in str(info.value)
+    assert "remat.load" in str(info.value)
+
+
+def test_load_missing_file_is_os_error(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        remat.load(tmp_path / "missing.npz")

@@ -21,7 +21,7 @@ import numpy as np
 
 import remat
 
-from . import _remat
+from . import _remat, _validate
 from ._remat import Tensor
 from .checkpoint import _apply as _checkpoint_apply
 
@@ -511,13 +511,10 @@ class Linear(Module):
         dtype: Any = None,
     ) -> None:
         super().__init__()
-        if in_features < 0 or out_features < 0:
-            raise ValueError(
-                f"Linear: in_features and out_features must be >= 0, got {in_features}, "
-                f"{out_features}"
-            )
-        self.in_features = int(in_features)
-        self.out_features = int(out_features)
+        in_features = _validate.integer("Linear", "in_features", in_features, minimum=0)
+        out_features = _validate.integer("Linear", "out_features", out_features, minimum=0)
+        self.in_features = in_features
+        self.out_features = out_features
         bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
         self.weight = _uniform((out_features, in_features), bound, dtype, device)
         if bias:
@@ -586,9 +583,7 @@ class Dropout(Module):
 
     def __init__(self, p: float = 0.5) -> None:
         super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"Dropout: probability must be between 0 and 1, got {p}")
-        self.p = float(p)
+        self.p = _validate.in_range("Dropout", "p", p, 0.0, 1.0)
 
     def forward(self, x: Tensor) -> Tensor:
         return remat.dropout(x, p=self.p, training=self.training)
@@ -617,11 +612,10 @@ class LayerNorm(Module):
                     "LayerNorm normalises over the last axis only: normalized_shape must be an "
                     f"int or a 1-tuple, got {tuple(normalized_shape)}"
                 )
-            n = int(normalized_shape[0])
-        else:
-            n = int(normalized_shape)
+            normalized_shape = normalized_shape[0]
+        n = _validate.integer("LayerNorm", "normalized_shape", normalized_shape, minimum=0)
         self.normalized_shape = (n,)
-        self.eps = float(eps)
+        self.eps = _validate.nonnegative("LayerNorm", "eps", eps)
         self.elementwise_affine = elementwise_affine
         kw = {} if dtype is None else {"dtype": dtype}
         if device is not None:
@@ -655,8 +649,8 @@ class Flatten(Module):
 
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
-        self.start_dim = start_dim
-        self.end_dim = end_dim
+        self.start_dim = _validate.integer("Flatten", "start_dim", start_dim)
+        self.end_dim = _validate.integer("Flatten", "end_dim", end_dim)
 
     def forward(self, x: Tensor) -> Tensor:
         shape = tuple(x.shape)

@@ -17,15 +17,10 @@ import numpy as np
 
 import remat
 
-from . import _remat
+from . import _remat, _validate
 from ._remat import Tensor
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
-
-
-def _check_nonneg(name: str, value: float) -> None:
-    if not value >= 0.0:  # also catches NaN
-        raise ValueError(f"Invalid {name}: {value}")
 
 
 class Optimizer:
@@ -73,7 +68,9 @@ class Optimizer:
         self.param_groups.append(group)
 
     def _validate(self, group: dict) -> None:
-        _check_nonneg("learning rate", group["lr"])
+        """Check a group's hyperparameters (TypeError/ValueError naming the optimizer and the
+        argument); subclasses add theirs."""
+        _validate.nonnegative(type(self).__name__, "lr", group["lr"])
 
     @property
     def state(self) -> dict:
@@ -190,10 +187,12 @@ class SGD(Optimizer):
 
     def _validate(self, group: dict) -> None:
         super()._validate(group)
-        _check_nonneg("momentum value", group["momentum"])
-        _check_nonneg("weight_decay value", group["weight_decay"])
-        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
-            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        name = type(self).__name__
+        momentum = _validate.nonnegative(name, "momentum", group["momentum"])
+        dampening = _validate.real(name, "dampening", group["dampening"])
+        _validate.nonnegative(name, "weight_decay", group["weight_decay"])
+        if group["nesterov"] and (momentum <= 0 or dampening != 0):
+            raise ValueError(f"{name}: Nesterov momentum requires a momentum and zero dampening")
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
         momentum = float(group["momentum"])
@@ -235,17 +234,22 @@ class Adam(Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 0.0,
     ) -> None:
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
         super().__init__(params, defaults)
 
     def _validate(self, group: dict) -> None:
         super()._validate(group)
-        _check_nonneg("epsilon value", group["eps"])
-        _check_nonneg("weight_decay value", group["weight_decay"])
-        b1, b2 = group["betas"]
-        for i, b in enumerate((b1, b2)):
-            if not 0.0 <= b < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+        name = type(self).__name__
+        _validate.nonnegative(name, "eps", group["eps"])
+        _validate.nonnegative(name, "weight_decay", group["weight_decay"])
+        betas = group["betas"]
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise TypeError(
+                f"{name}: betas must be a pair of numbers (beta1, beta2), got {betas!r}"
+            )
+        for i, b in enumerate(betas):
+            _validate.in_range(name, f"betas[{i}]", b, 0.0, 1.0, high_open=True)
+        group["betas"] = tuple(betas)
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
         if not state:

@@ -60,6 +60,21 @@ def save(obj: Any, path: PathLike) -> None:
 
 def load(path: PathLike) -> OrderedDict:
     """Read an ``.npz`` archive written by :func:`save` (or ``np.savez``) into an
-    ``OrderedDict`` of name → NumPy array, in the saved order."""
-    with np.load(os.fspath(path), allow_pickle=False) as z:
-        return OrderedDict((k, z[k]) for k in z.files)
+    ``OrderedDict`` of name → NumPy array, in the saved order.
+
+    A file that cannot be opened raises ``OSError`` (``FileNotFoundError``, ...); a file that
+    is not such an archive, or whose contents are corrupt, raises ``ValueError`` naming it."""
+    file = os.fspath(path)
+    try:
+        z = np.load(file, allow_pickle=False)
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise ValueError("it holds a single array, not an archive of named arrays")
+        with z:
+            return OrderedDict((k, z[k]) for k in z.files)
+    except (OSError, MemoryError):
+        raise
+    except Exception as e:  # NumPy's parser leaks ValueError, SyntaxError, TokenError, ...
+        raise ValueError(
+            f"remat.load: {file!r} is not a valid archive written by remat.save "
+            f"({type(e).__name__}: {e})"
+        ) from e

@@ -2,21 +2,29 @@
 //! tuple), axes (an int or a tuple), devices, and index expressions for `__getitem__`.
 
 use crate::convert::type_name;
-use crate::errors::{CoreResultExt, ShapeError};
+use crate::errors::{CoreResultExt, DeviceError, ShapeError};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyEllipsis, PyList, PySlice, PyTuple};
+use pyo3::types::{PyEllipsis, PyList, PySlice, PyString, PyTuple};
 use remat_core::ops::IndexItem;
 use remat_core::Device;
 
-/// An int-like argument (anything with `__index__`), or a TypeError naming `what`.
+/// An int-like argument (anything with `__index__`): a TypeError naming `what` for anything
+/// else, and a ShapeError naming `op` for an integer beyond the machine range (`2**63`), which
+/// is no shape, axis or index of any tensor.
 fn index_int(op: &str, what: &str, obj: &Bound<'_, PyAny>) -> PyResult<isize> {
-    obj.extract::<isize>().map_err(|_| {
-        PyTypeError::new_err(format!(
+    if let Ok(v) = obj.extract::<isize>() {
+        return Ok(v);
+    }
+    match obj.call_method0("__index__") {
+        Ok(i) => Err(ShapeError::new_err(format!(
+            "{op}: {what} out of range: {i} does not fit in a signed 64-bit integer"
+        ))),
+        Err(_) => Err(PyTypeError::new_err(format!(
             "{op}: {what} must be integers, got {}",
             type_name(obj)
-        ))
-    })
+        ))),
+    }
 }
 
 /// Signed dims from `*shape` arguments: several ints, or one tuple/list of ints.
@@ -88,6 +96,37 @@ pub fn device(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Device> {
             let s = o.str()?;
             Device::parse(&s.to_cow()?).py()
         }
+    }
+}
+
+/// The device of `t.cuda(device)`: None (GPU 0), an index `N` (`"cuda:N"`) or a device string
+/// naming a GPU. A negative index or a non-CUDA device raises `DeviceError` naming it.
+pub fn cuda_device(op: &str, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Device> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(Device::Cuda(0));
+    };
+    if obj.downcast::<PyString>().is_ok() {
+        return match device(Some(obj))? {
+            d @ Device::Cuda(_) => Ok(d),
+            d => Err(DeviceError::new_err(format!(
+                "{op}: expected a CUDA device, got \"{d}\""
+            ))),
+        };
+    }
+    let invalid = || {
+        DeviceError::new_err(format!(
+            "{op}: invalid device index {}: CUDA device indices are integers >= 0",
+            obj.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))
+    };
+    match index_int(op, "device index", obj) {
+        Ok(i) => usize::try_from(i).map(Device::Cuda).map_err(|_| invalid()),
+        // An integer beyond the machine range (index_int's ShapeError) is no device either.
+        Err(e) if e.is_instance_of::<ShapeError>(obj.py()) => Err(invalid()),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "{op}: device must be an index or a device string, got {}",
+            type_name(obj)
+        ))),
     }
 }
 

@@ -59,6 +59,24 @@ pub fn try_parse(obj: &Bound<'_, PyAny>) -> Option<DType> {
     DType::parse(&name.downcast::<PyString>().ok()?.to_cow().ok()?)
 }
 
+/// The name of the NumPy dtype `obj` denotes (`"int32"` for `"int32"`, `np.int32`,
+/// `np.dtype("<i4")`), or None when it denotes none (never raises). `None` denotes no dtype
+/// here, although NumPy reads it as float64.
+pub fn numpy_dtype_name(obj: &Bound<'_, PyAny>) -> Option<String> {
+    if obj.is_none() {
+        return None;
+    }
+    let d = np_dtype_fn(obj.py()).ok()?.call1((obj,)).ok()?;
+    Some(d.getattr("name").ok()?.str().ok()?.to_string())
+}
+
+/// The `DTypeError` of `op` for a dtype that NumPy knows and remat does not support.
+pub fn unsupported_dtype(op: &str, name: &str) -> PyErr {
+    DTypeError::new_err(format!(
+        "{op}: {name} is not a supported dtype; remat supports float32 and float64"
+    ))
+}
+
 /// Parse a `dtype=` argument: a DType, `"float32"`/`"float64"`, a NumPy dtype or scalar type.
 /// Anything else raises `DTypeError`.
 pub fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {

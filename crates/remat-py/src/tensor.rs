@@ -5,8 +5,10 @@
 use crate::args;
 use crate::call::{binary, unary};
 use crate::convert::{self, operand, python_scalar};
-use crate::dtype::{dtype_object, parse_opt_dtype, try_parse, PyDType};
-use crate::errors::{to_index_pyerr, CoreResultExt, DTypeError};
+use crate::dtype::{
+    dtype_object, numpy_dtype_name, parse_opt_dtype, try_parse, unsupported_dtype, PyDType,
+};
+use crate::errors::{to_index_pyerr, to_pyerr, CoreResultExt, DTypeError};
 use crate::numpy_bridge::to_numpy;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -353,9 +355,19 @@ impl PyTensor {
                 continue;
             }
             if let Ok(s) = a.downcast::<PyString>() {
-                // Not a dtype name, so a device: unknown names raise DeviceError.
-                want_device = Some(Device::parse(&s.to_cow()?).py()?);
+                // Not a dtype remat has: a device, or else a dtype remat lacks ("int32") or an
+                // unknown device.
+                match Device::parse(&s.to_cow()?) {
+                    Ok(d) => want_device = Some(d),
+                    Err(e) => match numpy_dtype_name(&a) {
+                        Some(name) => return Err(unsupported_dtype("to", &name)),
+                        None => return Err(to_pyerr(e)),
+                    },
+                }
                 continue;
+            }
+            if let Some(name) = numpy_dtype_name(&a) {
+                return Err(unsupported_dtype("to", &name));
             }
             return Err(PyTypeError::new_err(format!(
                 "to: expected a dtype, a device string or a tensor, got {}",
@@ -389,11 +401,12 @@ impl PyTensor {
         let out = unary(py, &slf.get().inner, |x| ops::to_device(x, Device::Cpu))?;
         Bound::new(py, out)
     }
-    /// This tensor on a CUDA device (differentiable): raises `DeviceError` with the reason
-    /// where none is usable.
+    /// This tensor on a CUDA device (differentiable): `device` is None (GPU 0), an index or a
+    /// `"cuda:N"` string. Raises `DeviceError` naming a bad index, or with the reason where no
+    /// GPU is usable.
     #[pyo3(signature = (device=None))]
-    fn cuda(&self, py: Python<'_>, device: Option<usize>) -> PyResult<PyTensor> {
-        let dev = Device::Cuda(device.unwrap_or(0));
+    fn cuda(&self, py: Python<'_>, device: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let dev = args::cuda_device("cuda", device)?;
         remat_core::cuda::ensure_available("cuda", dev).py()?;
         unary(py, &self.inner, |x| ops::to_device(x, dev))
     }

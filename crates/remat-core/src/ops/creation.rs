@@ -16,31 +16,43 @@ fn check_device(op: &str, device: Device) -> Result<()> {
     }
 }
 
-/// A tensor of `shape` filled with `value`.
-pub fn full(shape: &[usize], value: f64, dtype: DType, device: Device) -> Result<Tensor> {
-    check_device("full", device)?;
-    let n = checked_numel("full", shape, dtype)?;
+/// A tensor of `shape` filled with `value`; errors are labelled `op` (the public constructor
+/// the user called, so `zeros` never reports itself as `full`).
+fn fill_with(
+    op: &str,
+    shape: &[usize],
+    value: f64,
+    dtype: DType,
+    device: Device,
+) -> Result<Tensor> {
+    check_device(op, device)?;
+    let n = checked_numel(op, shape, dtype)?;
     crate::device::on_device(
         device,
         || {
-            crate::cpu::catch_oom("full", || {
+            crate::cpu::catch_oom(op, || {
                 Ok(
                     crate::dispatch!(dtype, T => from_vec(crate::cpu::filled(n, T::from_f64(value)), shape)),
                 )
             })
         },
-        || crate::cuda::launch::full("full", device, shape, dtype, value),
+        || crate::cuda::launch::full(op, device, shape, dtype, value),
     )
+}
+
+/// A tensor of `shape` filled with `value`.
+pub fn full(shape: &[usize], value: f64, dtype: DType, device: Device) -> Result<Tensor> {
+    fill_with("full", shape, value, dtype, device)
 }
 
 /// Zeros.
 pub fn zeros(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
-    full(shape, 0.0, dtype, device)
+    fill_with("zeros", shape, 0.0, dtype, device)
 }
 
 /// Ones.
 pub fn ones(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
-    full(shape, 1.0, dtype, device)
+    fill_with("ones", shape, 1.0, dtype, device)
 }
 
 fn random<F: Fn(rng::RngState, u64) -> f64 + Sync>(

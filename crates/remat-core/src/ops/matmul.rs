@@ -104,18 +104,59 @@ fn squeeze_shape(full: &[usize], a_1d: bool, b_1d: bool) -> Dims {
     s
 }
 
-fn matmul_forward(a: &Tensor, b: &Tensor, cuda: bool) -> Result<Tensor> {
-    check_same_device("matmul", &[a, b])?;
-    if a.ndim() == 0 || b.ndim() == 0 {
+/// Check that `a @ b` is defined, in terms of the shapes the caller passed: the checks after
+/// 1-D operands are promoted to matrices would report the promoted shapes instead.
+fn check_shapes(a: &[usize], b: &[usize]) -> Result<()> {
+    let shapes = || format!("{} and {}", fmt_shape(a), fmt_shape(b));
+    if a.is_empty() || b.is_empty() {
         return Err(Error::shape(
             "matmul",
             format!(
-                "both operands need at least one dimension, got {} and {}",
-                fmt_shape(a.shape()),
-                fmt_shape(b.shape())
+                "both operands need at least one dimension, got {}",
+                shapes()
             ),
         ));
     }
+    let k = a[a.len() - 1];
+    let (k2, which) = if b.len() == 1 {
+        (b[0], "only axis")
+    } else {
+        (b[b.len() - 2], "second-to-last axis")
+    };
+    if k != k2 {
+        return Err(Error::shape(
+            "matmul",
+            format!(
+                "shapes {} are not aligned: {k} (last axis of the first) != {k2} ({which} of \
+                 the second)",
+                shapes()
+            ),
+        ));
+    }
+    let (ba, bb) = (
+        &a[..a.len().saturating_sub(2)],
+        &b[..b.len().saturating_sub(2)],
+    );
+    let clash = ba
+        .iter()
+        .rev()
+        .zip(bb.iter().rev())
+        .any(|(&x, &y)| x != y && x != 1 && y != 1);
+    if clash {
+        return Err(Error::shape(
+            "matmul",
+            format!(
+                "the batch axes of shapes {} cannot be broadcast together",
+                shapes()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn matmul_forward(a: &Tensor, b: &Tensor, cuda: bool) -> Result<Tensor> {
+    check_same_device("matmul", &[a, b])?;
+    check_shapes(a.shape(), b.shape())?;
     let dt = a.dtype().promote(b.dtype());
     let (a, b) = (cast(a, dt)?, cast(b, dt)?);
     let out = matmul_nd(&as_matrix(&a, true), &as_matrix(&b, false), cuda)?;
