@@ -99,6 +99,7 @@ def checkpoint_segment(
     offload: bool = False,
     determinism_check: bool | str = True,
     name: str | None = None,
+    early_stop: bool | None = None,
     **kwargs: Any,
 ) -> Any:
     """Run ``fn(*inputs, **kwargs)`` keeping only its inputs for backward; backward re-runs
@@ -106,7 +107,9 @@ def checkpoint_segment(
     Parameters captured by ``fn`` receive gradients. ``offload`` keeps saved inputs of device
     tensors in host memory (no effect on CPU tensors). ``determinism_check``: a bool, or
     PyTorch's ``"default"`` (check) / ``"none"`` (do not check) that the recompute saves
-    tensors of the forward's shapes and dtypes. Any other keyword goes to ``fn``."""
+    tensors of the forward's shapes and dtypes. ``early_stop``: the recompute stops as soon as
+    every tensor backward needs is recomputed (None: ``set_checkpoint_early_stop``'s setting,
+    on by default). Any other keyword goes to ``fn``."""
     if not callable(fn):
         raise TypeError(f"checkpoint_segment: fn must be callable, got {type(fn).__name__}")
     structure = _Structure()
@@ -118,6 +121,7 @@ def checkpoint_segment(
         preserve_rng_state=preserve_rng_state,
         offload=offload,
         determinism_check=_determinism("checkpoint_segment", determinism_check),
+        early_stop=early_stop,
     )
     return structure.rebuild(outs)
 
@@ -324,3 +328,21 @@ class CheckpointProfiler:
 
     def __exit__(self, *exc: object) -> None:
         _remat.profiler_stop_tracking()
+
+
+class set_checkpoint_early_stop:
+    """Whether checkpoint segments made from now on stop their recompute as soon as every
+    tensor backward needs is recomputed (on by default), as PyTorch's
+    ``torch.utils.checkpoint.set_checkpoint_early_stop``. A plain call sets it
+    (``remat.set_checkpoint_early_stop(False)``); as a context manager
+    (``with remat.set_checkpoint_early_stop(False): ...``) it restores the previous setting on
+    exit. An explicit ``early_stop=`` on ``checkpoint_segment`` takes precedence."""
+
+    def __init__(self, enable: bool) -> None:
+        self._prev = _remat._set_checkpoint_early_stop(bool(enable))
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        _remat._set_checkpoint_early_stop(self._prev)
