@@ -314,8 +314,9 @@ class CheckpointProfiler:
 
     @staticmethod
     def records() -> list[dict]:
-        """One dict per checkpointed segment or tensor: name, kind, bytes_saved,
-        recompute_seconds, recompute_count."""
+        """One dict per distinct (name, kind) of checkpointed segment or tensor, with the
+        figures of all its checkpoints summed: name, kind, bytes_saved, recompute_seconds,
+        recompute_count."""
         return [
             {"name": n, "kind": k, "bytes_saved": b, "recompute_seconds": s, "recompute_count": c}
             for (n, k, b, s, c) in _remat.profiler_records()
