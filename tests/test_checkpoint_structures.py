@@ -392,12 +392,14 @@ def test_recompute_sees_rebuilt_inputs_each_time():
 def test_utils_checkpoint_mirrors_torch_layout():
     import remat.utils
     import remat.utils.checkpoint as uc
-    from remat.utils.checkpoint import checkpoint, checkpoint_sequential
+    from remat.utils.checkpoint import (checkpoint, checkpoint_sequential,
+                                        set_checkpoint_early_stop)
 
     assert checkpoint is remat.checkpoint
     assert checkpoint_sequential is remat.checkpoint_sequential
+    assert set_checkpoint_early_stop is remat.set_checkpoint_early_stop
     assert remat.utils.checkpoint is uc
-    assert {"checkpoint", "checkpoint_sequential"} <= set(uc.__all__)
+    assert {"checkpoint", "checkpoint_sequential", "set_checkpoint_early_stop"} <= set(uc.__all__)
     for name in uc.__all__:
         assert hasattr(uc, name)
 

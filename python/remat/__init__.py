@@ -171,7 +171,7 @@ __all__ = [
     "load", "log_softmax", "manual_seed", "matmul", "max_memory_allocated", "mean",
     "memory_allocated", "mse_loss", "mul", "nn", "no_grad", "ones", "ones_like", "optim",
     "permute", "rand", "randn", "reset_peak_memory_stats", "reshape", "save",
-    "set_grad_enabled", "softmax", "stack", "sub", "tensor",
+    "set_checkpoint_early_stop", "set_grad_enabled", "softmax", "stack", "sub", "tensor",
     "transpose", "utils", "where", "zeros", "zeros_like",
     # BEGIN GENERATED: unary ops __all__ (tools/gen_bindings.py)
     "neg", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
@@ -190,6 +190,7 @@ from .checkpoint import (  # noqa: E402
     gradient_checkpoint_scope,
     live_checkpoint_state,
     sequential_plan,
+    set_checkpoint_early_stop,
 )
 from . import nn, optim, cuda, utils  # noqa: E402
 from .serialization import save, load  # noqa: E402

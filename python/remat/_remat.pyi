@@ -35,7 +35,7 @@ __all__ = [
     "scope_enter", "sequential_plan", "set_grad_enabled", "sgd_step",
     "ShapeError", "softmax", "stack", "sub", "sum", "Tensor", "tensor",
     "transpose", "where", "zero_", "zeros", "zeros_like", "__version__", "_CheckpointGroup",
-    "_plan_cache_stats",
+    "_plan_cache_stats", "_set_checkpoint_early_stop", "_checkpoint_early_stop",
     "_Scope", "_StorageOwner",
     # BEGIN GENERATED: unary ops __all__ (tools/gen_bindings.py)
     "neg", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
@@ -348,7 +348,10 @@ def checkpoint_segment(
     preserve_rng_state: bool = True,
     offload: bool = False,
     determinism_check: bool = True,
+    early_stop: bool | None = None,
 ) -> list[Tensor]: ...
+def _set_checkpoint_early_stop(enable: bool) -> bool: ...
+def _checkpoint_early_stop() -> bool: ...
 
 @final
 class _CheckpointGroup:

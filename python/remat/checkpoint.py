@@ -101,6 +101,7 @@ def checkpoint_segment(
     offload: bool = False,
     determinism_check: bool | str = True,
     name: str | None = None,
+    early_stop: bool | None = None,
     **kwargs: Any,
 ) -> Any:
     """Run ``fn(*inputs, **kwargs)`` keeping only its inputs for backward; backward re-runs
@@ -111,7 +112,9 @@ def checkpoint_segment(
     parameters captured by ``fn``. ``offload`` keeps saved inputs of device
     tensors in host memory (no effect on CPU tensors). ``determinism_check``: a bool, or
     PyTorch's ``"default"`` (check) / ``"none"`` (do not check) that the recompute saves
-    tensors of the forward's shapes and dtypes. Any other keyword goes to ``fn``."""
+    tensors of the forward's shapes and dtypes. ``early_stop``: the recompute stops as soon as
+    every tensor backward needs is recomputed (None: ``set_checkpoint_early_stop``'s setting,
+    on by default). Any other keyword goes to ``fn``."""
     if not callable(fn):
         raise TypeError(f"checkpoint_segment: fn must be callable, got {type(fn).__name__}")
     outputs = _Outputs()
@@ -123,6 +126,7 @@ def checkpoint_segment(
         preserve_rng_state=preserve_rng_state,
         offload=offload,
         determinism_check=_determinism("checkpoint_segment", determinism_check),
+        early_stop=early_stop,
     )
     return outputs.rebuild(outs)
 
@@ -321,8 +325,9 @@ class CheckpointProfiler:
 
     @staticmethod
     def records() -> list[dict]:
-        """One dict per checkpointed segment or tensor: name, kind, bytes_saved,
-        recompute_seconds, recompute_count."""
+        """One dict per distinct (name, kind) of checkpointed segment or tensor, with the
+        figures of all its checkpoints summed: name, kind, bytes_saved, recompute_seconds,
+        recompute_count."""
         return [
             {"name": n, "kind": k, "bytes_saved": b, "recompute_seconds": s, "recompute_count": c}
             for (n, k, b, s, c) in _remat.profiler_records()
@@ -335,3 +340,21 @@ class CheckpointProfiler:
 
     def __exit__(self, *exc: object) -> None:
         _remat.profiler_stop_tracking()
+
+
+class set_checkpoint_early_stop:
+    """Whether checkpoint segments made from now on stop their recompute as soon as every
+    tensor backward needs is recomputed (on by default), as PyTorch's
+    ``torch.utils.checkpoint.set_checkpoint_early_stop``. A plain call sets it
+    (``remat.set_checkpoint_early_stop(False)``); as a context manager
+    (``with remat.set_checkpoint_early_stop(False): ...``) it restores the previous setting on
+    exit. An explicit ``early_stop=`` on ``checkpoint_segment`` takes precedence."""
+
+    def __init__(self, enable: bool) -> None:
+        self._prev = _remat._set_checkpoint_early_stop(bool(enable))
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        _remat._set_checkpoint_early_stop(self._prev)

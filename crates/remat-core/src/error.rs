@@ -29,6 +29,11 @@ pub enum Error {
     /// An error raised by user code called back from the engine (a checkpointed function).
     /// The binding layer re-raises the original exception where it can.
     Callback { message: String },
+    /// Internal: a segment's recompute (with early stop) has every tensor its backward needs,
+    /// so the rest of the function is skipped by unwinding out of it with this error. The
+    /// recompute treats it as success; it never reaches users. The binding layer turns it
+    /// into a private Python exception and back, so it unwinds through Python code too.
+    EarlyStop,
 }
 
 /// Result alias used across the engine.
@@ -95,6 +100,10 @@ impl fmt::Display for Error {
                 )
             }
             Error::Callback { message } => write!(f, "{message}"),
+            Error::EarlyStop => write!(
+                f,
+                "checkpoint_segment: recompute stopped early (every saved tensor was recomputed)"
+            ),
         }
     }
 }

@@ -1,8 +1,14 @@
 //! A counter-based random generator: every draw is a pure function of (seed, counter), so a
 //! recompute that restores the counter replays exactly the same numbers, and kernels can fill
 //! large buffers in parallel.
+//!
+//! A checkpoint's recompute replays its draws from its own stream: a thread-local override
+//! of the generator state, active only while that thread recomputes. The global generator is
+//! never rewound, so draws made meanwhile by other threads neither shift a replayed mask nor
+//! repeat numbers already handed out.
 
 use parking_lot::Mutex;
+use std::cell::Cell;
 
 /// A position in the random stream: the seed and the next unused counter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,27 +24,60 @@ static GLOBAL: Mutex<RngState> = Mutex::new(RngState {
     offset: 0,
 });
 
-/// Seed every random source (randn, rand, dropout, initialisation).
+thread_local! {
+    /// This thread's replay stream, while it recomputes a checkpoint.
+    static REPLAY: Cell<Option<RngState>> = const { Cell::new(None) };
+}
+
+/// Seed every random source (randn, rand, dropout, initialisation). During a replay (a
+/// function that seeds itself being recomputed) it seeds the replay stream instead.
 pub fn manual_seed(seed: u64) {
-    *GLOBAL.lock() = RngState { seed, offset: 0 };
+    set_state(RngState { seed, offset: 0 });
 }
 
-/// The current state (checkpoint segments save it to replay their draws).
+/// The current state of this thread's stream: the replay stream during a recompute, else
+/// the global generator (checkpoint segments save it to replay their draws).
 pub fn get_state() -> RngState {
-    *GLOBAL.lock()
+    REPLAY.get().unwrap_or_else(|| *GLOBAL.lock())
 }
 
-/// Restore a state saved with `get_state`.
+/// Restore a state saved with `get_state` (into the replay stream during a replay).
 pub fn set_state(state: RngState) {
-    *GLOBAL.lock() = state;
+    if REPLAY.get().is_some() {
+        REPLAY.set(Some(state));
+    } else {
+        *GLOBAL.lock() = state;
+    }
 }
 
-/// Reserve `n` counters and return the key of the first.
+/// Reserve `n` counters of this thread's stream and return the key of the first.
 pub fn reserve(n: u64) -> RngState {
+    if let Some(key) = REPLAY.get() {
+        REPLAY.set(Some(RngState {
+            offset: key.offset.wrapping_add(n),
+            ..key
+        }));
+        return key;
+    }
     let mut g = GLOBAL.lock();
     let key = *g;
     g.offset = g.offset.wrapping_add(n);
     key
+}
+
+/// Until the guard drops, this thread draws from a private stream starting at `state`; the
+/// global generator is left alone. Nests (the previous stream comes back on drop).
+pub fn replay(state: RngState) -> ReplayGuard {
+    ReplayGuard(REPLAY.replace(Some(state)))
+}
+
+/// Ends a [`replay`] when dropped.
+pub struct ReplayGuard(Option<RngState>);
+
+impl Drop for ReplayGuard {
+    fn drop(&mut self) {
+        REPLAY.set(self.0);
+    }
 }
 
 #[inline(always)]
@@ -84,5 +123,25 @@ mod tests {
         assert_ne!(uniform(k, 3), uniform(k, 4));
         let mean: f64 = (0..10_000).map(|i| normal(k, i)).sum::<f64>() / 10_000.0;
         assert!(mean.abs() < 0.05);
+    }
+
+    #[test]
+    fn a_replay_draws_from_its_own_stream_and_leaves_the_global_one_alone() {
+        let start = get_state();
+        let other = RngState {
+            seed: 1,
+            offset: 40,
+        };
+        {
+            let _r = replay(other);
+            assert_eq!(reserve(8), other);
+            assert_eq!(get_state().offset, 48);
+            {
+                let _nested = replay(start);
+                assert_eq!(reserve(1), start);
+            }
+            assert_eq!(get_state().offset, 48);
+        }
+        assert!(REPLAY.get().is_none());
     }
 }

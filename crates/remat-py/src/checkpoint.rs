@@ -13,7 +13,7 @@ use remat_core::checkpoint::{
     SegmentOptions, Segmentation, SegmentsArg, SequentialOptions,
 };
 use remat_core::Tensor;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// A core segment function that calls the Python callable `f(*tensors)`, which must return a
 /// list of Tensors.
@@ -58,9 +58,10 @@ fn adaptive_checkpoint(x: PyRef<'_, PyTensor>, threshold_bytes: usize) -> PyResu
         .map_err(to_pyerr)
 }
 
-/// Run `f(*inputs)` (returning a list of Tensors) as a checkpoint segment.
+/// Run `f(*inputs)` (returning a list of Tensors) as a checkpoint segment. `early_stop`
+/// None: the global setting (`_set_checkpoint_early_stop`).
 #[pyfunction]
-#[pyo3(signature = (f, inputs, name=None, preserve_rng_state=true, offload=false, determinism_check=true))]
+#[pyo3(signature = (f, inputs, name=None, preserve_rng_state=true, offload=false, determinism_check=true, early_stop=None))]
 fn checkpoint_segment(
     f: PyObject,
     inputs: Vec<PyRef<'_, PyTensor>>,
@@ -68,8 +69,12 @@ fn checkpoint_segment(
     preserve_rng_state: bool,
     offload: bool,
     determinism_check: bool,
+    early_stop: Option<bool>,
 ) -> PyResult<Vec<PyTensor>> {
-    let opts = SegmentOptions::new(name, preserve_rng_state, offload, determinism_check);
+    let mut opts = SegmentOptions::new(name, preserve_rng_state, offload, determinism_check);
+    if let Some(e) = early_stop {
+        opts.early_stop = e;
+    }
     checkpoint::checkpoint_segment_with(segment_fn(f), &tensors(&inputs), &opts)
         .map(|v| v.into_iter().map(wrap).collect())
         .map_err(to_pyerr)
@@ -115,21 +120,35 @@ impl PyCheckpointGroup {
     }
 }
 
-/// An open `checkpoint_scope`; closing it (or dropping it) ends the scope.
-#[pyclass(name = "_Scope", module = "remat", unsendable)]
-struct PyScope(Option<ScopeGuard>);
+/// The default of `early_stop` for segments made from now on; returns the previous one.
+#[pyfunction]
+fn _set_checkpoint_early_stop(enable: bool) -> bool {
+    checkpoint::set_checkpoint_early_stop(enable)
+}
+
+/// The current default of `early_stop`.
+#[pyfunction]
+fn _checkpoint_early_stop() -> bool {
+    checkpoint::checkpoint_early_stop()
+}
+
+/// An open `checkpoint_scope`; closing it (or dropping it) ends the scope, from any thread:
+/// closed elsewhere, it ends for the thread that entered it.
+#[pyclass(name = "_Scope", module = "remat")]
+struct PyScope(Mutex<Option<ScopeGuard>>);
 
 #[pymethods]
 impl PyScope {
-    fn close(&mut self) {
-        self.0.take();
+    fn close(&self) {
+        let guard = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(guard);
     }
 }
 
 /// Enter a checkpoint scope on this thread.
 #[pyfunction]
 fn scope_enter() -> PyScope {
-    PyScope(Some(checkpoint::checkpoint_scope()))
+    PyScope(Mutex::new(Some(checkpoint::checkpoint_scope())))
 }
 
 /// The plan-cache identity of a Python layer: its `id()` together with a weak reference to
@@ -343,6 +362,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(adaptive_checkpoint, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoint_segment, m)?)?;
     m.add_function(wrap_pyfunction!(scope_enter, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_checkpoint_early_stop, m)?)?;
+    m.add_function(wrap_pyfunction!(_checkpoint_early_stop, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoint_sequential, m)?)?;
     m.add_function(wrap_pyfunction!(sequential_plan, m)?)?;
     m.add_function(wrap_pyfunction!(_plan_cache_stats, m)?)?;

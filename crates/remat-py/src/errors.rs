@@ -6,7 +6,9 @@
 //! Python exception is parked in a thread-local so it can be re-raised unchanged.
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyIndexError, PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyBaseException, PyIndexError, PyMemoryError, PyRuntimeError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyTuple, PyType};
@@ -42,6 +44,16 @@ create_exception!(
     CheckpointError,
     PyRuntimeError,
     "A checkpoint whose recompute does not match its forward, or a failed recompute."
+);
+// Internal (not exported): the engine's `Error::EarlyStop` on its way through Python code.
+// A segment's recompute raises it from the op that recomputed the last saved tensor, so it
+// unwinds out of the checkpointed function; the engine catches it when the function
+// returns. A BaseException, so that `except Exception` in user code does not swallow it.
+create_exception!(
+    remat,
+    _StopRecomputation,
+    PyBaseException,
+    "Internal: a checkpoint recompute has every tensor it needs and stops early."
 );
 
 static INDEXING_ERROR: GILOnceCell<Py<PyType>> = GILOnceCell::new();
@@ -92,6 +104,9 @@ thread_local! {
 /// Turn a Python exception raised inside an engine callback into an engine error. The
 /// exception itself is kept so that `to_pyerr` re-raises it unchanged.
 pub fn callback_error(err: PyErr) -> Error {
+    if Python::with_gil(|py| err.is_instance_of::<_StopRecomputation>(py)) {
+        return Error::EarlyStop;
+    }
     let message = Python::with_gil(|py| {
         let ty = err
             .get_type(py)
@@ -115,6 +130,7 @@ pub fn to_pyerr(e: Error) -> PyErr {
         Error::Checkpoint { .. } => CheckpointError::new_err(msg),
         Error::OutOfMemory { .. } => PyMemoryError::new_err(msg),
         Error::Value { .. } => PyValueError::new_err(msg),
+        Error::EarlyStop => _StopRecomputation::new_err(msg),
         Error::Callback { message } => {
             let stashed = STASHED.with(|s| s.borrow_mut().take());
             match stashed {

@@ -327,6 +327,7 @@ fn run(
         }
     }
     let mut captured: HashMap<Key, Tensor> = HashMap::new();
+    let touched_mark = touched::mark();
     let result = (|| -> Result<()> {
         while let Some(Ready(_, i)) = heap.pop() {
             let node = nodes[i].clone();
@@ -423,7 +424,7 @@ fn run(
         }
         Ok(())
     })();
-    touched::clear_all();
+    touched::clear_since(touched_mark);
     result.map(|_| captured)
 }
 

@@ -192,36 +192,68 @@ impl Tensor {
 }
 
 /// Run `op` forward on `inputs` and record it in the graph when a gradient is needed.
+/// During a segment's recompute with early stop, the op that saves the last tensor the
+/// backward needs ends the recompute (`Error::EarlyStop` unwinds out of the function).
 pub fn apply<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor> {
     let out = crate::cpu::catch_oom(op.name(), || op.forward(inputs))?;
-    Ok(record(op, inputs, out, saves))
+    if !recorded(inputs) {
+        return Ok(untracked(op, inputs, out));
+    }
+    let mode = context::current();
+    let t = record_in(op, inputs, out, saves, &mode);
+    context::check_early_stop(&mode)?;
+    Ok(t)
 }
 
 /// Record an already computed `out` as the result of `op` on `inputs`.
 pub fn record<O: Op>(op: O, inputs: &[&Tensor], out: Tensor, saves: &[Save]) -> Tensor {
-    if !is_grad_enabled() || !inputs.iter().any(|t| t.requires_grad()) {
+    if !recorded(inputs) {
+        return untracked(op, inputs, out);
+    }
+    record_in(op, inputs, out, saves, &context::current())
+}
+
+/// Whether an op on `inputs` is recorded in the graph.
+fn recorded(inputs: &[&Tensor]) -> bool {
+    is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
+}
+
+/// An op that is not recorded. In a checkpoint scope it still gets a recipe when one of its
+/// inputs has one (say, noise made in the scope and scaled): a consumer that saves it then
+/// keeps the recipe, not the data.
+fn untracked<O: Op>(op: O, inputs: &[&Tensor], out: Tensor) -> Tensor {
+    if inputs.is_empty()
+        || !is_grad_enabled()
+        || !matches!(context::current(), SaveMode::Scope)
+        || !inputs.iter().any(|t| t.recipe().is_some())
+    {
         return out;
     }
-    let mode = context::current();
+    crate::checkpoint::scope_recipe(Arc::new(op), inputs, out)
+}
+
+fn record_in<O: Op>(
+    op: O,
+    inputs: &[&Tensor],
+    out: Tensor,
+    saves: &[Save],
+    mode: &SaveMode,
+) -> Tensor {
     let out_data = out.0.data.clone();
     drop(out);
-    match &mode {
-        SaveMode::Capture(buf) => {
-            let mut b = buf.borrow_mut();
-            for s in saves {
-                b.push(match s {
-                    Save::Input(i) => inputs[*i].0.data.clone(),
-                    Save::Output => out_data.clone(),
-                });
-            }
-            return Tensor::flagged(out_data, true);
+    if let SaveMode::Capture(capture) = mode {
+        // A segment's recompute: collect the saved tensors in order (the graph is still
+        // built, as in a plain run, so the function may differentiate it itself).
+        for s in saves {
+            capture.push(match s {
+                Save::Input(i) => inputs[*i].0.data.clone(),
+                Save::Output => out_data.clone(),
+            });
         }
-        SaveMode::Discard => return Tensor::flagged(out_data, true),
-        SaveMode::Normal | SaveMode::Scope | SaveMode::Segment(_) => {}
     }
     let op: Arc<dyn Op> = Arc::new(op);
     let recipe = if matches!(mode, SaveMode::Scope) {
-        let input_slots = inputs.iter().map(|t| context::slot_for(t, &mode)).collect();
+        let input_slots = inputs.iter().map(|t| context::recipe_input(t)).collect();
         Some(Recipe::new(op.clone(), input_slots, &out_data, "scope"))
     } else {
         None
@@ -229,10 +261,10 @@ pub fn record<O: Op>(op: O, inputs: &[&Tensor], out: Tensor, saves: &[Save]) -> 
     let slots: SmallVec<[Slot; 2]> = saves
         .iter()
         .map(|s| match s {
-            Save::Input(i) => context::slot_for(inputs[*i], &mode),
+            Save::Input(i) => context::slot_for(inputs[*i], mode),
             Save::Output => match &recipe {
                 Some(r) => Slot::recompute(r.clone()),
-                None => context::slot_for_data(&out_data, &mode),
+                None => context::slot_for_data(&out_data, mode),
             },
         })
         .collect();

@@ -1,12 +1,50 @@
 //! The thread-local checkpoint context: which kind of slot a saved tensor gets, depending on
 //! whether we are inside a checkpoint scope, a segment's forward, or a segment's recompute.
+//!
+//! Every entry of a thread's stack is removed by its own guard, by identity (not simply the
+//! top), so guards may end out of order. A scope's guard may even end on another thread: it
+//! then only marks its entry closed, and the owning thread skips and drops closed entries the
+//! next time it looks at its stack.
 
 use crate::checkpoint::segment::Segment;
 use crate::checkpoint::slot::Slot;
+use crate::error::{Error, Result};
 use crate::tensor::{Tensor, TensorData};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// What a segment's recompute collects: the saved tensors in order, and (with early stop) how
+/// many the backward needs, so the recompute can stop once it has them all.
+pub(crate) struct Capture {
+    saved: RefCell<Vec<TensorData>>,
+    stop_at: Option<usize>,
+}
+
+impl Capture {
+    /// A capture that runs the function to its end (`stop_at` None) or stops as soon as
+    /// `stop_at` tensors are saved.
+    pub(crate) fn new(stop_at: Option<usize>) -> Rc<Capture> {
+        Rc::new(Capture {
+            saved: RefCell::new(Vec::new()),
+            stop_at,
+        })
+    }
+
+    pub(crate) fn push(&self, d: TensorData) {
+        self.saved.borrow_mut().push(d);
+    }
+
+    /// Whether early stop is on and every needed tensor has been captured.
+    pub(crate) fn is_full(&self) -> bool {
+        self.stop_at.is_some_and(|n| self.saved.borrow().len() >= n)
+    }
+
+    pub(crate) fn take(&self) -> Vec<TensorData> {
+        std::mem::take(&mut *self.saved.borrow_mut())
+    }
+}
 
 /// The innermost checkpoint context.
 #[derive(Clone)]
@@ -17,15 +55,50 @@ pub(crate) enum SaveMode {
     Scope,
     /// Inside a segment's forward: saved tensors become slots of the segment.
     Segment(Arc<Segment>),
-    /// Inside a segment's recompute: saved tensors are collected in order, no graph is built.
-    Capture(Rc<RefCell<Vec<TensorData>>>),
-    /// Inside a nested segment during an outer recompute: nothing is saved.
-    Discard,
+    /// Inside a segment's recompute: saved tensors are collected in order. The graph is
+    /// built as in a plain run (slots keep the data), so the function may call `grad` itself.
+    Capture(Rc<Capture>),
+    /// Inside a nested segment during an outer recompute: nothing is collected (the outer
+    /// capture is carried only to honour its early stop).
+    Discard(Rc<Capture>),
 }
 
+struct Entry {
+    id: u64,
+    mode: SaveMode,
+    /// Set when a scope guard ended on another thread.
+    closed: Option<Arc<AtomicBool>>,
+}
+
+impl Entry {
+    fn is_closed(&self) -> bool {
+        self.closed
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Acquire))
+    }
+}
+
+static NEXT_THREAD_TAG: AtomicU64 = AtomicU64::new(1);
+
 thread_local! {
-    static STACK: RefCell<Vec<SaveMode>> = const { RefCell::new(Vec::new()) };
+    static STACK: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
     static DEPTH: Cell<usize> = const { Cell::new(0) };
+    static NEXT_ID: Cell<u64> = const { Cell::new(1) };
+    static THREAD_TAG: u64 = NEXT_THREAD_TAG.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A nonzero number naming the calling thread (0 while its locals are being destroyed).
+pub(crate) fn thread_tag() -> u64 {
+    THREAD_TAG.try_with(|t| *t).unwrap_or(0)
+}
+
+/// Drop closed entries at the top of this thread's stack (below an open entry they are only
+/// skipped until that entry ends).
+fn purge(stack: &mut Vec<Entry>) {
+    while stack.last().is_some_and(Entry::is_closed) {
+        stack.pop();
+    }
+    DEPTH.with(|d| d.set(stack.len()));
 }
 
 /// The innermost context (cheap when no checkpointing is active).
@@ -33,34 +106,105 @@ pub(crate) fn current() -> SaveMode {
     if DEPTH.with(|d| d.get()) == 0 {
         return SaveMode::Normal;
     }
-    STACK.with(|s| s.borrow().last().cloned().unwrap_or(SaveMode::Normal))
+    STACK.with(|s| {
+        let mut s = s.borrow_mut();
+        purge(&mut s);
+        s.iter()
+            .rev()
+            .find(|e| !e.is_closed())
+            .map(|e| e.mode.clone())
+            .unwrap_or(SaveMode::Normal)
+    })
 }
 
-/// Pops the context it pushed when dropped.
-pub(crate) struct ContextGuard(());
+fn push(mode: SaveMode, closed: Option<Arc<AtomicBool>>) -> u64 {
+    let id = NEXT_ID.with(|n| {
+        let id = n.get();
+        n.set(id + 1);
+        id
+    });
+    STACK.with(|s| {
+        let mut s = s.borrow_mut();
+        purge(&mut s);
+        s.push(Entry { id, mode, closed });
+        DEPTH.with(|d| d.set(s.len()));
+    });
+    id
+}
+
+fn remove(id: u64) {
+    // `try_with`: a guard may end while the thread's locals are being destroyed.
+    let _ = STACK.try_with(|s| {
+        let mut s = s.borrow_mut();
+        if let Some(k) = s.iter().rposition(|e| e.id == id) {
+            s.remove(k);
+        }
+        purge(&mut s);
+    });
+}
+
+/// Removes the context it pushed when dropped (on the thread that pushed it).
+pub(crate) struct ContextGuard(u64);
 
 impl Drop for ContextGuard {
     fn drop(&mut self) {
-        STACK.with(|s| s.borrow_mut().pop());
-        DEPTH.with(|d| d.set(d.get() - 1));
+        remove(self.0);
     }
 }
 
 /// Enter a context until the guard drops.
 pub(crate) fn enter(mode: SaveMode) -> ContextGuard {
-    STACK.with(|s| s.borrow_mut().push(mode));
-    DEPTH.with(|d| d.set(d.get() + 1));
-    ContextGuard(())
+    ContextGuard(push(mode, None))
 }
 
-/// The slot for saving tensor `t` in context `mode`.
+/// A checkpoint scope entered on one thread that may be ended from any thread.
+pub(crate) struct ScopeEntry {
+    id: u64,
+    owner: u64,
+    closed: Arc<AtomicBool>,
+}
+
+impl ScopeEntry {
+    /// Enter a scope on this thread.
+    pub(crate) fn enter() -> ScopeEntry {
+        let closed = Arc::new(AtomicBool::new(false));
+        let id = push(SaveMode::Scope, Some(closed.clone()));
+        ScopeEntry {
+            id,
+            owner: thread_tag(),
+            closed,
+        }
+    }
+}
+
+impl Drop for ScopeEntry {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::Release);
+        if thread_tag() == self.owner {
+            remove(self.id);
+        }
+    }
+}
+
+/// The slot for saving tensor `t` in context `mode` (a node's or a segment's saved tensor).
 pub(crate) fn slot_for(t: &Tensor, mode: &SaveMode) -> Slot {
     match mode {
         SaveMode::Segment(seg) => Slot::Segment(seg.clone(), seg.save(t.data())),
+        // A recompute keeps what it computed: its graph lives only until it returns.
+        SaveMode::Capture(_) | SaveMode::Discard(_) => Slot::Stored(t.data().clone()),
         _ => match t.recipe() {
             Some(r) => Slot::recompute(r),
             None => Slot::Stored(t.data().clone()),
         },
+    }
+}
+
+/// The slot for an input of a recipe: the input's own recipe (chains replay in order) or
+/// its data. Unlike [`slot_for`], this does not count as keeping the value for a backward.
+pub(crate) fn recipe_input(t: &Tensor) -> Slot {
+    match t.recipe() {
+        Some(r) => Slot::recipe_input(r),
+        None => Slot::Stored(t.data().clone()),
     }
 }
 
@@ -69,5 +213,14 @@ pub(crate) fn slot_for_data(d: &TensorData, mode: &SaveMode) -> Slot {
     match mode {
         SaveMode::Segment(seg) => Slot::Segment(seg.clone(), seg.save(d)),
         _ => Slot::Stored(d.clone()),
+    }
+}
+
+/// `Err(Error::EarlyStop)` when this thread is recomputing a segment with early stop and
+/// every tensor its backward needs has been captured: the rest of the function is skipped.
+pub(crate) fn check_early_stop(mode: &SaveMode) -> Result<()> {
+    match mode {
+        SaveMode::Capture(c) | SaveMode::Discard(c) if c.is_full() => Err(Error::EarlyStop),
+        _ => Ok(()),
     }
 }

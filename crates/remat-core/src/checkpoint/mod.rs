@@ -19,7 +19,8 @@ pub use group::CheckpointGroup;
 pub use live::{live_checkpoint_state, live_recompute_caches};
 pub use planner::{plan_budget, validate_segments, LayerCost, Plan, PlanSegment};
 pub use segment::{
-    checkpoint_segment, checkpoint_segment_flex, checkpoint_segment_with, SegmentFn, SegmentOptions,
+    checkpoint_early_stop, checkpoint_segment, checkpoint_segment_flex, checkpoint_segment_with,
+    set_checkpoint_early_stop, SegmentFn, SegmentOptions,
 };
 pub use sequential::{
     checkpoint_sequential, checkpoint_sequential_with, layer_id, measure_layers, plan,
@@ -27,12 +28,14 @@ pub use sequential::{
     PlanCacheStats, Segmentation, SegmentsArg, SequentialOptions,
 };
 
-use crate::autograd::node::NodeKind;
+use crate::autograd::node::{NodeKind, Op};
 use crate::error::Result;
+use crate::grad_mode::is_grad_enabled;
 use crate::tensor::{Tensor, TensorState};
 use context::SaveMode;
 use recipe::Recipe;
 use slot::Slot;
+use std::sync::Arc;
 
 /// A tensor with `x`'s value whose storage is not kept for backward: consumers save a recipe
 /// that recomputes it from the inputs of the op that produced it. Leaves, tensors that need
@@ -57,7 +60,7 @@ pub fn checkpoint(x: &Tensor) -> Result<Tensor> {
         .into_iter()
         .zip(creation.inputs.iter().zip(&creation.recipes))
         .map(|(storage, ((_, layout), r))| match (r, storage) {
-            (Some(r), _) => Slot::recompute(r.clone()),
+            (Some(r), _) => Slot::recipe_input(r.clone()),
             (None, Some(storage)) => Slot::Stored(crate::tensor::TensorData {
                 storage,
                 layout: layout.clone(),
@@ -103,8 +106,30 @@ pub fn adaptive_checkpoint(x: &Tensor, threshold_bytes: usize) -> Result<Tensor>
 /// While the guard lives, every tensor created on this thread is recomputed for backward
 /// instead of kept, even when it is consumed after the scope ends.
 pub fn checkpoint_scope() -> ScopeGuard {
-    ScopeGuard(context::enter(SaveMode::Scope))
+    ScopeGuard(context::ScopeEntry::enter())
 }
 
-/// Ends a `checkpoint_scope` when dropped.
-pub struct ScopeGuard(#[allow(dead_code)] context::ContextGuard);
+/// Ends a `checkpoint_scope` when dropped, on any thread: dropped on another thread, it ends
+/// the scope for the thread that entered it.
+pub struct ScopeGuard(#[allow(dead_code)] context::ScopeEntry);
+
+/// Inside a `checkpoint_scope` (with grad mode on), a tensor that no graph node records still
+/// gets a recipe: a random draw (the op holds its generator key, so the replay draws the same
+/// numbers), or an op on tensors that need no gradient but were themselves made in the scope.
+/// Consumers then keep the recipe, not the data. Elsewhere `out` comes back unchanged.
+pub(crate) fn scope_recipe(op: Arc<dyn Op>, inputs: &[&Tensor], out: Tensor) -> Tensor {
+    if !is_grad_enabled() || !matches!(context::current(), SaveMode::Scope) {
+        return out;
+    }
+    let slots = inputs.iter().map(|t| context::recipe_input(t)).collect();
+    let recipe = Recipe::new(op, slots, out.data(), "scope");
+    Tensor::with_grad_fn(
+        out.data().clone(),
+        None,
+        out.requires_grad(),
+        TensorState {
+            recipe: Some(recipe),
+            ..Default::default()
+        },
+    )
+}

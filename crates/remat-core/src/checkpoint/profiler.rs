@@ -1,14 +1,17 @@
 //! The checkpoint profiler: real figures from the engine's byte counters. Bytes saved are the
 //! bytes of storages that a checkpoint kept out of the graph and that were really freed, each
 //! storage counted once.
+//!
+//! Memory held while tracking is bounded: a record lives only as long as its checkpoint;
+//! when the checkpoint goes, its figures are folded into one total per (name, kind).
 
 use crate::device::Device;
 use crate::memory;
 use crate::storage::Storage;
 use parking_lot::Mutex;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, LazyLock, Weak};
 use std::time::Duration;
 
 /// A storage a checkpoint did not keep: its id and size, and whether it is still alive.
@@ -37,19 +40,31 @@ pub(crate) fn dead_storages(refs: &[StorageRef]) -> Vec<(u64, usize)> {
         .collect()
 }
 
-/// One checkpointed tensor or segment, as the profiler saw it.
+/// One checkpointed tensor or segment, as the profiler saw it while it lives.
 pub(crate) struct Record {
+    id: u64,
     name: String,
     kind: &'static str,
+    /// Whether a node or segment would have kept the value in a plain run (a scope tensor
+    /// read only by other recipes frees nothing that a plain run would have kept).
+    kept: AtomicBool,
     tracked: Mutex<Vec<StorageRef>>,
     frozen: Mutex<Option<Vec<(u64, usize)>>>,
+    /// The smallest storage id this record may count (storage ids only grow), so ids below
+    /// every live record's can be forgotten.
+    min_id: AtomicU64,
     recompute_ns: AtomicU64,
     recomputes: AtomicUsize,
 }
 
 impl Record {
     pub(crate) fn track_storage(&self, s: &Arc<Storage>) {
+        self.min_id.fetch_min(s.id(), Ordering::Relaxed);
         self.tracked.lock().push(StorageRef::new(s));
+    }
+    /// A plain run would have kept this value.
+    pub(crate) fn mark_kept(&self) {
+        self.kept.store(true, Ordering::Relaxed);
     }
     /// Fix the saved bytes now (at the first backward read): what is dead now was not kept.
     pub(crate) fn freeze(&self) {
@@ -59,13 +74,37 @@ impl Record {
         }
     }
     pub(crate) fn set_frozen(&self, v: Vec<(u64, usize)>) {
+        if let Some(min) = v.iter().map(|(id, _)| *id).min() {
+            self.min_id.fetch_min(min, Ordering::Relaxed);
+        }
         *self.frozen.lock() = Some(v);
     }
     fn saved(&self) -> Vec<(u64, usize)> {
+        if !self.kept.load(Ordering::Relaxed) {
+            return Vec::new();
+        }
         match &*self.frozen.lock() {
             Some(v) => v.clone(),
             None => dead_storages(&self.tracked.lock()),
         }
+    }
+}
+
+/// The owner's handle of a [`Record`] (held by its recipe or segment). When the checkpoint
+/// goes, its figures are folded into the totals of its name and kind and the record itself
+/// is forgotten, so tracking holds memory for live checkpoints only.
+pub(crate) struct RecordHandle(Arc<Record>);
+
+impl std::ops::Deref for RecordHandle {
+    type Target = Record;
+    fn deref(&self) -> &Record {
+        &self.0
+    }
+}
+
+impl Drop for RecordHandle {
+    fn drop(&mut self) {
+        fold(&self.0);
     }
 }
 
@@ -84,39 +123,114 @@ pub struct RecordInfo {
     pub recompute_count: usize,
 }
 
+/// The summed figures of every finished checkpoint of one name and kind.
+struct Totals {
+    name: String,
+    kind: &'static str,
+    bytes_saved: usize,
+    recompute_ns: u64,
+    recomputes: usize,
+}
+
 #[derive(Default)]
 struct State {
-    records: Vec<Arc<Record>>,
+    /// One entry per (name, kind), in order of first appearance.
+    totals: Vec<Totals>,
+    index: HashMap<(String, &'static str), usize>,
+    /// Records of live checkpoints, by id.
+    live: HashMap<u64, Arc<Record>>,
+    /// Storages already counted by finished records (each storage is counted once), kept
+    /// only while a live record could still name them.
+    counted: HashSet<u64>,
     checkpoints: usize,
     recomputes: usize,
     recompute_ns: u64,
 }
 
+impl State {
+    fn totals_of(&mut self, name: &str, kind: &'static str) -> &mut Totals {
+        let k = match self.index.get(&(name.to_string(), kind)) {
+            Some(&k) => k,
+            None => {
+                self.index
+                    .insert((name.to_string(), kind), self.totals.len());
+                self.totals.push(Totals {
+                    name: name.to_string(),
+                    kind,
+                    bytes_saved: 0,
+                    recompute_ns: 0,
+                    recomputes: 0,
+                });
+                self.totals.len() - 1
+            }
+        };
+        &mut self.totals[k]
+    }
+
+    /// Forget counted storages that no live record can name any more.
+    fn prune_counted(&mut self) {
+        if self.live.is_empty() {
+            self.counted.clear();
+            return;
+        }
+        if self.counted.len() <= 1024 + 4 * self.live.len() {
+            return;
+        }
+        let min = self
+            .live
+            .values()
+            .map(|r| r.min_id.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(u64::MAX);
+        self.counted.retain(|id| *id >= min);
+    }
+}
+
 static TRACKING: AtomicBool = AtomicBool::new(false);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
-static STATE: Mutex<State> = Mutex::new(State {
-    records: Vec::new(),
-    checkpoints: 0,
-    recomputes: 0,
-    recompute_ns: 0,
-});
+static NEXT_RECORD: AtomicU64 = AtomicU64::new(1);
+static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| Mutex::new(State::default()));
 
-pub(crate) fn new_record(name: String, kind: &'static str) -> Option<Arc<Record>> {
+pub(crate) fn new_record(name: String, kind: &'static str) -> Option<RecordHandle> {
     if !TRACKING.load(Ordering::Relaxed) {
         return None;
     }
     let r = Arc::new(Record {
+        id: NEXT_RECORD.fetch_add(1, Ordering::Relaxed),
         name,
         kind,
+        kept: AtomicBool::new(kind != "tensor" && kind != "scope"),
         tracked: Mutex::new(Vec::new()),
         frozen: Mutex::new(None),
+        min_id: AtomicU64::new(u64::MAX),
         recompute_ns: AtomicU64::new(0),
         recomputes: AtomicUsize::new(0),
     });
     let mut st = STATE.lock();
     st.checkpoints += 1;
-    st.records.push(r.clone());
-    Some(r)
+    st.totals_of(&r.name, kind);
+    st.live.insert(r.id, r.clone());
+    Some(RecordHandle(r))
+}
+
+/// A checkpoint ended: add its figures to its totals (storages counted once) and forget it.
+fn fold(r: &Record) {
+    let mut st = STATE.lock();
+    // Records made before a `reset` are not part of the figures any more.
+    if st.live.remove(&r.id).is_none() {
+        return;
+    }
+    let mut bytes = 0;
+    for (id, b) in r.saved() {
+        if st.counted.insert(id) {
+            bytes += b;
+        }
+    }
+    let t = st.totals_of(&r.name, r.kind);
+    t.bytes_saved += bytes;
+    t.recompute_ns += r.recompute_ns.load(Ordering::Relaxed);
+    t.recomputes += r.recomputes.load(Ordering::Relaxed);
+    st.prune_counted();
 }
 
 pub(crate) fn on_recompute(record: Option<&Record>, dt: Duration) {
@@ -160,6 +274,7 @@ pub fn is_tracking() -> bool {
 
 /// Forget all records and counts.
 pub fn reset() {
+    // Records of checkpoints still alive are forgotten: their handles find nothing to fold.
     *STATE.lock() = State::default();
     PEAK.store(memory::memory_allocated(Device::Cpu), Ordering::Relaxed);
 }
@@ -168,12 +283,14 @@ pub fn reset() {
 pub fn memory_saved() -> usize {
     let st = STATE.lock();
     let mut seen = HashSet::new();
-    st.records
-        .iter()
+    let live: usize = st
+        .live
+        .values()
         .flat_map(|r| r.saved())
-        .filter(|(id, _)| seen.insert(*id))
+        .filter(|(id, _)| !st.counted.contains(id) && seen.insert(*id))
         .map(|(_, b)| b)
-        .sum()
+        .sum();
+    live + st.totals.iter().map(|t| t.bytes_saved).sum::<usize>()
 }
 
 /// Checkpoints created while tracking (segments and checkpointed tensors).
@@ -196,20 +313,42 @@ pub fn peak_bytes() -> usize {
     PEAK.load(Ordering::Relaxed)
 }
 
-/// One entry per checkpointed segment or tensor.
+/// One entry per distinct (name, kind) of checkpointed segment or tensor, with the figures
+/// of all its checkpoints summed (finished ones and live ones).
 pub fn records() -> Vec<RecordInfo> {
-    STATE
-        .lock()
-        .records
+    let st = STATE.lock();
+    let mut out: Vec<RecordInfo> = st
+        .totals
         .iter()
-        .map(|r| RecordInfo {
-            name: r.name.clone(),
-            kind: r.kind,
-            bytes_saved: r.saved().iter().map(|(_, b)| b).sum(),
-            recompute_seconds: r.recompute_ns.load(Ordering::Relaxed) as f64 * 1e-9,
-            recompute_count: r.recomputes.load(Ordering::Relaxed),
+        .map(|t| RecordInfo {
+            name: t.name.clone(),
+            kind: t.kind,
+            bytes_saved: t.bytes_saved,
+            recompute_seconds: t.recompute_ns as f64 * 1e-9,
+            recompute_count: t.recomputes,
         })
-        .collect()
+        .collect();
+    for r in st.live.values() {
+        if let Some(&k) = st.index.get(&(r.name.clone(), r.kind)) {
+            let o = &mut out[k];
+            o.bytes_saved += r
+                .saved()
+                .iter()
+                .filter(|(id, _)| !st.counted.contains(id))
+                .map(|(_, b)| b)
+                .sum::<usize>();
+            o.recompute_seconds += r.recompute_ns.load(Ordering::Relaxed) as f64 * 1e-9;
+            o.recompute_count += r.recomputes.load(Ordering::Relaxed);
+        }
+    }
+    out
+}
+
+/// Bookkeeping entries the profiler holds (totals, live records, counted storages): bounded
+/// by the distinct names and the live checkpoints, however long tracking runs.
+pub fn held_entries() -> usize {
+    let st = STATE.lock();
+    st.totals.len() + st.live.len() + st.counted.len()
 }
 
 fn human(bytes: usize) -> String {

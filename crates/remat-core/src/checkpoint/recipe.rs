@@ -3,8 +3,8 @@
 
 use crate::autograd::node::Op;
 use crate::checkpoint::live::LiveToken;
-use crate::checkpoint::profiler::{self, Record};
-use crate::checkpoint::slot::Slot;
+use crate::checkpoint::profiler::{self, RecordHandle};
+use crate::checkpoint::slot::{self, Slot};
 use crate::checkpoint::touched;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -29,7 +29,7 @@ pub(crate) struct Recipe {
     /// The recomputed value, shared while more than one reader still needs it.
     cache: Mutex<Option<TensorData>>,
     readers: AtomicUsize,
-    record: Option<Arc<Record>>,
+    record: Option<RecordHandle>,
     _live: LiveToken,
 }
 
@@ -57,8 +57,15 @@ impl Recipe {
         })
     }
 
-    pub(crate) fn add_reader(&self) {
+    /// One more reader of the recomputed value; `keeps` when the reader is a node or a
+    /// segment (a plain run would have kept the value), not another recipe.
+    pub(crate) fn add_reader(&self, keeps: bool) {
         self.readers.fetch_add(1, Ordering::Relaxed);
+        if keeps {
+            if let Some(r) = &self.record {
+                r.mark_kept();
+            }
+        }
     }
 
     pub(crate) fn release_reader(&self) {
@@ -75,28 +82,71 @@ impl Recipe {
         }
     }
 
-    /// The tensor's value: cached, still alive, or recomputed.
-    pub(crate) fn materialize(self: &Arc<Self>) -> Result<TensorData> {
+    /// The inputs, taken out (for dropping chains iteratively).
+    pub(crate) fn take_inputs(&mut self) -> Vec<Slot> {
+        std::mem::take(&mut self.inputs)
+    }
+
+    /// The value without recomputing: cached, or the forward's storage still alive.
+    fn available(&self) -> Option<TensorData> {
         if let Some(c) = self.cache.lock().clone() {
-            return Ok(c);
+            return Some(c);
         }
-        if let Some(storage) = self.original.upgrade() {
-            if let Some(r) = &self.record {
-                r.freeze();
-            }
-            return Ok(TensorData {
-                storage,
-                layout: self.layout.clone(),
-            });
-        }
+        let storage = self.original.upgrade()?;
         if let Some(r) = &self.record {
             r.freeze();
         }
-        let inputs: Vec<Tensor> = self
-            .inputs
-            .iter()
-            .map(|s| s.materialize())
-            .collect::<Result<_>>()?;
+        Some(TensorData {
+            storage,
+            layout: self.layout.clone(),
+        })
+    }
+
+    /// The tensor's value: cached, still alive, or recomputed. Chains of recipes (a scope of
+    /// any length) are replayed with an explicit work stack, oldest first, never by recursion.
+    pub(crate) fn materialize(self: &Arc<Self>) -> Result<TensorData> {
+        if let Some(d) = self.available() {
+            return Ok(d);
+        }
+        // Each frame: a recipe to recompute and the values of its first inputs.
+        let mut stack: Vec<(Arc<Recipe>, Vec<Tensor>)> = vec![(self.clone(), Vec::new())];
+        loop {
+            let Some((recipe, done)) = stack.last_mut() else {
+                unreachable!("the loop returns when the last frame is computed")
+            };
+            if let Some(slot) = recipe.inputs.get(done.len()) {
+                let value = match slot {
+                    Slot::Recompute(r) => match r.available() {
+                        Some(d) => Tensor::from_data(d),
+                        None => {
+                            let r = r.clone();
+                            stack.push((r, Vec::new()));
+                            continue;
+                        }
+                    },
+                    other => other.materialize()?,
+                };
+                done.push(value);
+                continue;
+            }
+            let Some((recipe, inputs)) = stack.pop() else {
+                unreachable!("a frame was just inspected")
+            };
+            let data = recipe.recompute(&inputs)?;
+            drop(inputs);
+            match stack.last_mut() {
+                Some((_, done)) => done.push(Tensor::from_data(data)),
+                None => return Ok(data),
+            }
+        }
+    }
+
+    /// Run the op again on its (materialised) inputs, check the result against the forward
+    /// and cache it while more than one reader needs it.
+    fn recompute(self: &Arc<Self>, inputs: &[Tensor]) -> Result<TensorData> {
+        if let Some(r) = &self.record {
+            r.freeze();
+        }
         let refs: Vec<&Tensor> = inputs.iter().collect();
         let start = Instant::now();
         let out = {
@@ -139,19 +189,6 @@ impl Drop for Recipe {
     fn drop(&mut self) {
         self.clear_cache();
         // Scope chains can be long: unlink the recipes they point to iteratively.
-        let mut stack: Vec<Arc<Recipe>> = Vec::new();
-        let take = |slots: &mut Vec<Slot>, stack: &mut Vec<Arc<Recipe>>| {
-            for s in slots.drain(..) {
-                if let Slot::Recompute(r) = s {
-                    stack.push(r);
-                }
-            }
-        };
-        take(&mut self.inputs, &mut stack);
-        while let Some(r) = stack.pop() {
-            if let Ok(mut r) = Arc::try_unwrap(r) {
-                take(&mut r.inputs, &mut stack);
-            }
-        }
+        slot::drop_iteratively(std::mem::take(&mut self.inputs));
     }
 }

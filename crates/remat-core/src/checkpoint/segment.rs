@@ -1,13 +1,19 @@
 //! Checkpoint segments: a function run keeping only its inputs. Inside it, every saved tensor
-//! becomes a slot of the segment; the first backward read re-runs the function once (with the
-//! RNG state of the forward) and each recomputed tensor is freed as soon as its one reader has
-//! used it.
+//! becomes a slot of the segment; the first backward read re-runs the function once (drawing
+//! from a private replay of the forward's random stream) and each recomputed tensor is freed
+//! as soon as its one reader has used it.
+//!
+//! Until the forward returns, the saved tensors stay with the segment, so the function may
+//! differentiate its own graph (`grad` inside a checkpoint). The recompute builds its graph as
+//! a plain run does, for the same reason. With early stop the recompute ends as soon as every
+//! saved tensor has been recomputed. One thread recomputes a segment at a time; others that
+//! need it meanwhile wait for the result.
 
-use crate::checkpoint::context::{self, SaveMode};
+use crate::checkpoint::context::{self, Capture, SaveMode};
 use crate::checkpoint::group::GroupStats;
 use crate::checkpoint::live::{self, LiveToken};
-use crate::checkpoint::profiler::{self, Record, StorageRef};
-use crate::checkpoint::slot::Slot;
+use crate::checkpoint::profiler::{self, RecordHandle, StorageRef};
+use crate::checkpoint::slot::{self, Slot};
 use crate::checkpoint::touched;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -16,11 +22,23 @@ use crate::layout::{fmt_shape, Dims};
 use crate::rng::{self, RngState};
 use crate::tensor::{Tensor, TensorData};
 use parking_lot::Mutex;
-use std::cell::RefCell;
-use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+
+/// Whether new segments stop their recompute early (PyTorch's default: yes).
+static EARLY_STOP: AtomicBool = AtomicBool::new(true);
+
+/// Set the default of [`SegmentOptions::early_stop`] for segments made from now on; returns
+/// the previous setting (PyTorch's `set_checkpoint_early_stop`).
+pub fn set_checkpoint_early_stop(enable: bool) -> bool {
+    EARLY_STOP.swap(enable, Ordering::Relaxed)
+}
+
+/// The current default of [`SegmentOptions::early_stop`].
+pub fn checkpoint_early_stop() -> bool {
+    EARLY_STOP.load(Ordering::Relaxed)
+}
 
 /// A checkpointed function: tensors in, tensors out.
 pub type SegmentFn = Arc<dyn Fn(&[Tensor]) -> Result<Vec<Tensor>> + Send + Sync>;
@@ -35,14 +53,18 @@ pub struct SegmentOptions {
     /// Keep the saved inputs of device tensors in host memory until backward copies them
     /// back (no effect on CPU tensors).
     pub offload: bool,
-    /// Check that the recompute saves tensors of the same shapes and dtypes.
+    /// Check that the recompute saves as many tensors as the forward. (Their shapes and
+    /// dtypes are always checked: a backward rule must never see the wrong ones.)
     pub determinism_check: bool,
+    /// Stop the recompute as soon as every tensor the backward needs has been recomputed
+    /// (the rest of the function is skipped). Defaults to [`checkpoint_early_stop`].
+    pub early_stop: bool,
     pub(crate) group: Option<Arc<GroupStats>>,
     pub(crate) kind: &'static str,
 }
 
 impl SegmentOptions {
-    /// Options with the given settings (no group).
+    /// Options with the given settings (no group; early stop from the global default).
     pub fn new(
         name: Option<String>,
         preserve_rng_state: bool,
@@ -66,6 +88,7 @@ impl Default for SegmentOptions {
             preserve_rng_state: true,
             offload: false,
             determinism_check: true,
+            early_stop: checkpoint_early_stop(),
             group: None,
             kind: "segment",
         }
@@ -85,11 +108,15 @@ pub(crate) struct Segment {
     input_requires_grad: Vec<bool>,
     rng: Option<RngState>,
     determinism_check: bool,
+    early_stop: bool,
     meta: Mutex<Vec<SavedMeta>>,
     forward_storages: Mutex<Vec<StorageRef>>,
+    /// The saved tensors while the forward runs (None once it returned).
+    pending: Mutex<Option<Vec<Option<TensorData>>>>,
     cache: Mutex<Option<Vec<Option<TensorData>>>>,
-    recomputing: AtomicBool,
-    record: Option<Arc<Record>>,
+    /// The tag of the thread recomputing this segment (0: none).
+    recomputing: AtomicU64,
+    record: Option<RecordHandle>,
     group: Option<Arc<GroupStats>>,
     _live: LiveToken,
 }
@@ -105,12 +132,26 @@ impl Segment {
         self.forward_storages
             .lock()
             .push(StorageRef::new(&d.storage));
+        if let Some(p) = self.pending.lock().as_mut() {
+            p.push(Some(d.clone()));
+        }
         meta.len() - 1
     }
 
-    /// The `i`-th saved tensor, re-running the function on first use.
+    /// The inputs, taken out (for dropping chains iteratively).
+    pub(crate) fn take_inputs(&mut self) -> Vec<Slot> {
+        std::mem::take(&mut self.inputs)
+    }
+
+    /// The `i`-th saved tensor, re-running the function on first use. Another thread that
+    /// is recomputing this segment is waited for; only this thread's own re-entry is an error.
     pub(crate) fn get(self: &Arc<Self>, i: usize) -> Result<TensorData> {
-        if self.recomputing.load(Ordering::Relaxed) {
+        if let Some(p) = self.pending.lock().as_ref() {
+            // The forward is still running (it differentiates its own graph).
+            return p.get(i).cloned().flatten().ok_or_else(freed);
+        }
+        let me = context::thread_tag();
+        if me != 0 && self.recomputing.load(Ordering::Acquire) == me {
             return Err(Error::checkpoint(
                 "checkpoint_segment",
                 format!(
@@ -121,30 +162,28 @@ impl Segment {
         }
         let mut cache = self.cache.lock();
         if cache.is_none() {
-            self.recomputing.store(true, Ordering::Relaxed);
+            self.recomputing.store(me, Ordering::Release);
             let r = self.recompute();
-            self.recomputing.store(false, Ordering::Relaxed);
+            self.recomputing.store(0, Ordering::Release);
             *cache = Some(r?);
             live::cache_filled();
             touched::segment(self);
         }
-        match cache
+        cache
             .as_ref()
             .and_then(|c| c.get(i))
             .and_then(|e| e.clone())
-        {
-            Some(d) => Ok(d),
-            None => Err(Error::graph(
-                "backward",
-                "trying to backward through the graph a second time (the saved tensors of a \
-                 checkpoint segment were already freed); specify retain_graph=True on the \
-                 first backward",
-            )),
-        }
+            .ok_or_else(freed)
     }
 
     /// The reader of entry `i` is done with it: free it now.
     pub(crate) fn release(&self, i: usize) {
+        if let Some(p) = self.pending.lock().as_mut() {
+            if let Some(e) = p.get_mut(i) {
+                *e = None;
+            }
+            return;
+        }
         let mut cache = self.cache.lock();
         if let Some(c) = cache.as_mut() {
             if let Some(e) = c.get_mut(i) {
@@ -170,68 +209,60 @@ impl Segment {
             .zip(&self.input_requires_grad)
             .map(|(s, &rg)| Ok(Tensor::flagged(s.materialize()?.data().clone(), rg)))
             .collect::<Result<_>>()?;
-        let buf = Rc::new(RefCell::new(Vec::new()));
-        let rng_now = rng::get_state();
-        if let Some(st) = self.rng {
-            rng::set_state(st);
-        }
+        let needed = self.meta.lock().len();
+        let capture = Capture::new(self.early_stop.then_some(needed));
         let start = Instant::now();
         let result = {
+            // The forward's draws, replayed from a private stream: the global generator (and
+            // any other thread drawing from it) is left alone.
+            let _rng = self.rng.map(rng::replay);
             let _g = enable_grad();
-            let _c = context::enter(SaveMode::Capture(buf.clone()));
-            (self.func)(&inputs)
+            let _c = context::enter(SaveMode::Capture(capture.clone()));
+            (self.func)(&inputs).map(drop)
         };
-        if self.rng.is_some() {
-            rng::set_state(rng_now);
-        }
-        if let Err(e) = result {
-            return Err(match e {
-                Error::Callback { .. } => e,
-                other => Error::checkpoint(
-                    "checkpoint_segment",
-                    format!("recomputing segment {:?} failed: {other}", self.name),
-                ),
-            });
-        }
-        let captured = std::mem::take(&mut *buf.borrow_mut());
-        let meta = self.meta.lock();
-        if self.determinism_check {
-            if captured.len() != meta.len() {
+        match result {
+            Ok(()) => {}
+            Err(Error::EarlyStop) if capture.is_full() => {}
+            Err(e @ Error::Callback { .. }) => return Err(e),
+            Err(other) => {
                 return Err(Error::checkpoint(
                     "checkpoint_segment",
-                    format!(
-                        "segment {:?}: the recompute saved {} tensors but the forward saved {}; \
-                         the function must do the same work when it is re-run",
-                        self.name,
-                        captured.len(),
-                        meta.len()
-                    ),
-                ));
+                    format!("recomputing segment {:?} failed: {other}", self.name),
+                ))
             }
-            for (k, (d, m)) in captured.iter().zip(meta.iter()).enumerate() {
-                if d.layout.shape != m.shape || d.storage.dtype() != m.dtype {
-                    return Err(Error::checkpoint(
-                        "checkpoint_segment",
-                        format!(
-                            "segment {:?}: saved tensor #{k} was {} {} in the forward but {} {} \
-                             in the recompute",
-                            self.name,
-                            fmt_shape(&m.shape),
-                            m.dtype,
-                            fmt_shape(&d.layout.shape),
-                            d.storage.dtype()
-                        ),
-                    ));
-                }
-            }
-        } else if captured.len() < meta.len() {
+        }
+        let mut captured = capture.take();
+        let meta = self.meta.lock();
+        if captured.len() < meta.len() || (self.determinism_check && captured.len() != meta.len()) {
             return Err(Error::checkpoint(
                 "checkpoint_segment",
                 format!(
-                    "segment {:?}: the recompute saved fewer tensors than the forward",
-                    self.name
+                    "segment {:?}: the recompute saved {} tensors but the forward saved {}; \
+                     the function must do the same work when it is re-run",
+                    self.name,
+                    captured.len(),
+                    meta.len()
                 ),
             ));
+        }
+        captured.truncate(meta.len());
+        // Checked even without `determinism_check`: a backward rule must never be handed
+        // tensors of other shapes than the ones it was recorded with.
+        for (k, (d, m)) in captured.iter().zip(meta.iter()).enumerate() {
+            if d.layout.shape != m.shape || d.storage.dtype() != m.dtype {
+                return Err(Error::checkpoint(
+                    "checkpoint_segment",
+                    format!(
+                        "segment {:?}: saved tensor #{k} was {} {} in the forward but {} {} \
+                         in the recompute",
+                        self.name,
+                        fmt_shape(&m.shape),
+                        m.dtype,
+                        fmt_shape(&d.layout.shape),
+                        d.storage.dtype()
+                    ),
+                ));
+            }
         }
         profiler::on_recompute(self.record.as_deref(), start.elapsed());
         if let Some(g) = &self.group {
@@ -239,6 +270,15 @@ impl Segment {
         }
         Ok(captured.into_iter().map(Some).collect())
     }
+}
+
+fn freed() -> Error {
+    Error::graph(
+        "backward",
+        "trying to backward through the graph a second time (the saved tensors of a \
+         checkpoint segment were already freed); specify retain_graph=True on the first \
+         backward",
+    )
 }
 
 /// Run `f(inputs)` as a checkpoint segment: only the inputs are kept for backward.
@@ -252,15 +292,17 @@ pub fn checkpoint_segment_with(
     }
     let mode = context::current();
     match &mode {
-        SaveMode::Capture(buf) => {
+        SaveMode::Capture(capture) => {
             // An outer segment is being recomputed: save what the forward saved (our inputs),
             // then run without saving anything of our own.
-            buf.borrow_mut()
-                .extend(inputs.iter().map(|t| t.data().clone()));
-            let _c = context::enter(SaveMode::Discard);
+            for t in inputs {
+                capture.push(t.data().clone());
+            }
+            context::check_early_stop(&mode)?;
+            let _c = context::enter(SaveMode::Discard(capture.clone()));
             return f(inputs);
         }
-        SaveMode::Discard => return f(inputs),
+        SaveMode::Discard(_) => return f(inputs),
         SaveMode::Normal | SaveMode::Scope | SaveMode::Segment(_) => {}
     }
     // With offload, the inputs of a top-level segment live in host memory until backward
@@ -279,18 +321,23 @@ pub fn checkpoint_segment_with(
         input_requires_grad: inputs.iter().map(|t| t.requires_grad()).collect(),
         rng: opts.preserve_rng_state.then(rng::get_state),
         determinism_check: opts.determinism_check,
+        early_stop: opts.early_stop,
         meta: Mutex::new(Vec::new()),
         forward_storages: Mutex::new(Vec::new()),
+        pending: Mutex::new(Some(Vec::new())),
         cache: Mutex::new(None),
-        recomputing: AtomicBool::new(false),
+        recomputing: AtomicU64::new(0),
         record,
         group: opts.group.clone(),
         _live: LiveToken::new(),
     });
     let outputs = {
         let _c = context::enter(SaveMode::Segment(seg.clone()));
-        f(inputs)?
+        f(inputs)
     };
+    // The forward is over: from now on the saved tensors are recomputed when needed.
+    seg.pending.lock().take();
+    let outputs = outputs?;
     for o in &outputs {
         o.clear_creation();
     }
@@ -336,5 +383,7 @@ impl Drop for Segment {
         // A segment can die with a filled cache (an inner segment held the last reference);
         // the cache goes with it, and so does its count.
         self.clear_cache();
+        // Its inputs may head long chains of recipes and segments: unlink them iteratively.
+        slot::drop_iteratively(std::mem::take(&mut self.inputs));
     }
 }

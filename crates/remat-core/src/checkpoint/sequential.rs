@@ -7,7 +7,7 @@
 //! validation and running. The Python binding only turns Python callables into [`LayerFn`]s
 //! and [`LayerId`]s.
 
-use crate::checkpoint::context::{self, SaveMode};
+use crate::checkpoint::context::{self, Capture, SaveMode};
 use crate::checkpoint::planner::{plan_budget, validate_segments, LayerCost, PlanSegment};
 use crate::checkpoint::segment::{checkpoint_segment_with, SegmentOptions};
 use crate::dtype::DType;
@@ -17,9 +17,7 @@ use crate::layout::Dims;
 use crate::storage::next_storage_id;
 use crate::tensor::Tensor;
 use parking_lot::Mutex;
-use std::cell::RefCell;
 use std::collections::HashSet;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -131,15 +129,15 @@ pub fn measure_layers(layers: &[LayerFn], input: &Tensor) -> Result<Vec<LayerCos
     let mut x = Tensor::flagged(input.data().clone(), true);
     for layer in layers {
         let first_new = next_storage_id();
-        let buf = Rc::new(RefCell::new(Vec::new()));
+        let capture = Capture::new(None);
         let out = {
             let _g = enable_grad();
-            let _c = context::enter(SaveMode::Capture(buf.clone()));
+            let _c = context::enter(SaveMode::Capture(capture.clone()));
             layer(&x)?
         };
         let mut seen = HashSet::new();
-        let saved: usize = buf
-            .borrow()
+        let saved: usize = capture
+            .take()
             .iter()
             .filter(|d| d.storage.id() >= first_new && seen.insert(d.storage.id()))
             .map(|d| d.storage.nbytes())
@@ -333,9 +331,12 @@ pub fn plan_with_ids(
                 return Ok(runs);
             }
             MISSES.fetch_add(1, Ordering::Relaxed);
-            let state = crate::rng::get_state();
-            let costs = measure_layers(layers, input);
-            crate::rng::set_state(state);
+            // Measuring draws from a private copy of the stream: the global generator (and
+            // other threads drawing from it) is left alone.
+            let costs = {
+                let _rng = crate::rng::replay(crate::rng::get_state());
+                measure_layers(layers, input)
+            };
             let runs = plan_budget(&costs?, input.nbytes(), bytes)?.segments;
             remember_plan(CachedPlan {
                 addrs,

@@ -24,9 +24,18 @@ pub(crate) enum Slot {
 }
 
 impl Slot {
-    /// A recompute slot: registers one more reader of the recipe's result.
+    /// A recompute slot of a node or segment: registers one more reader of the recipe's
+    /// result, and marks the value as one a plain run would have kept (the profiler counts
+    /// only such values as saved).
     pub(crate) fn recompute(recipe: Arc<Recipe>) -> Slot {
-        recipe.add_reader();
+        recipe.add_reader(true);
+        Slot::Recompute(recipe)
+    }
+
+    /// A recompute slot that is another recipe's input: a reader, but not a value a plain
+    /// run would have kept.
+    pub(crate) fn recipe_input(recipe: Arc<Recipe>) -> Slot {
+        recipe.add_reader(false);
         Slot::Recompute(recipe)
     }
 
@@ -78,6 +87,26 @@ impl Slot {
             Slot::Segment(s, i) => s.release(*i),
             #[cfg(feature = "cuda")]
             Slot::Offloaded(_) => {}
+        }
+    }
+}
+
+/// Drop `slots` and whatever recipes and segments only they kept alive, without recursion:
+/// chains of recipes (and segments fed by recipes) can be arbitrarily long.
+pub(crate) fn drop_iteratively(mut stack: Vec<Slot>) {
+    while let Some(slot) = stack.pop() {
+        match slot {
+            Slot::Recompute(r) => {
+                if let Ok(mut r) = Arc::try_unwrap(r) {
+                    stack.append(&mut r.take_inputs());
+                }
+            }
+            Slot::Segment(s, _) => {
+                if let Ok(mut s) = Arc::try_unwrap(s) {
+                    stack.append(&mut s.take_inputs());
+                }
+            }
+            _ => {}
         }
     }
 }

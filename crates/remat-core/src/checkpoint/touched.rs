@@ -1,5 +1,7 @@
 //! Recompute caches filled during the current backward, cleared when it ends, so no cache
 //! outlives the backward that needed it (retain_graph included: the next one recomputes).
+//! Backward passes nest (a checkpointed function that calls `grad` while it is recomputed):
+//! each clears only what was filled since it started.
 
 use crate::checkpoint::recipe::Recipe;
 use crate::checkpoint::segment::Segment;
@@ -23,9 +25,18 @@ pub(crate) fn segment(s: &Arc<Segment>) {
     TOUCHED.with(|t| t.borrow_mut().push(Touched::Segment(Arc::downgrade(s))));
 }
 
-/// Drop every cache filled since the last call.
-pub(crate) fn clear_all() {
-    let list = TOUCHED.with(|t| std::mem::take(&mut *t.borrow_mut()));
+/// Where a backward pass starts in this thread's list.
+pub(crate) fn mark() -> usize {
+    TOUCHED.with(|t| t.borrow().len())
+}
+
+/// Drop every cache filled since `mark`.
+pub(crate) fn clear_since(mark: usize) {
+    let list: Vec<Touched> = TOUCHED.with(|t| {
+        let mut t = t.borrow_mut();
+        let from = mark.min(t.len());
+        t.drain(from..).collect()
+    });
     for t in list {
         match t {
             Touched::Recipe(w) => {

@@ -1,6 +1,10 @@
 //! Tensor constructors: filled, random (counter-based RNG), and like-shaped.
+//!
+//! A random draw is a pure function of its generator key, so inside a checkpoint scope it
+//! gets a recipe (an op holding the key) and is replayed instead of kept.
 
 use super::from_vec;
+use crate::autograd::node::{BackwardCtx, Op};
 use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
@@ -8,6 +12,7 @@ use crate::layout::checked_numel;
 use crate::rng;
 use crate::tensor::Tensor;
 use rayon::prelude::*;
+use std::sync::Arc;
 
 fn check_device(op: &str, device: Device) -> Result<()> {
     match device {
@@ -55,39 +60,127 @@ pub fn ones(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
     fill_with("ones", shape, 1.0, dtype, device)
 }
 
-fn random<F: Fn(rng::RngState, u64) -> f64 + Sync>(
+/// The distribution of a random constructor.
+#[derive(Clone, Copy)]
+enum Dist {
+    Normal,
+    Uniform { low: f64, high: f64 },
+}
+
+impl Dist {
+    #[inline(always)]
+    fn sample(self, key: rng::RngState, i: u64) -> f64 {
+        match self {
+            Dist::Normal => rng::normal(key, i),
+            Dist::Uniform { low, high } => low + (high - low) * rng::uniform(key, i),
+        }
+    }
+}
+
+/// The `numel` draws starting at `key`, on `device` (drawn on the host, the same
+/// counter-based stream as on the CPU, so a seed gives the same values on every device, then
+/// copied over).
+fn draw(
     op: &str,
     shape: &[usize],
     dtype: DType,
     device: Device,
-    f: F,
+    dist: Dist,
+    key: rng::RngState,
 ) -> Result<Tensor> {
-    check_device(op, device)?;
-    let n = checked_numel(op, shape, dtype)?;
     if device != Device::Cpu {
-        // Drawn on the host (the same counter-based stream as on the CPU, so a seed gives
-        // the same values on every device), then copied over: `to_device` picks the device.
-        let host = random(op, shape, dtype, Device::Cpu, f)?;
+        let host = draw(op, shape, dtype, Device::Cpu, dist, key)?;
         return super::to_device(&host, device).map(|t| t.detach());
     }
+    let n: usize = shape.iter().product();
     crate::cpu::catch_oom(op, || {
-        let key = rng::reserve(n as u64);
         Ok(crate::dispatch!(dtype, T => {
             let mut v = crate::cpu::alloc::<T>(n);
-            v.par_iter_mut().with_min_len(8192).enumerate().for_each(|(i, o)| *o = T::from_f64(f(key, i as u64)));
+            v.par_iter_mut().with_min_len(8192).enumerate().for_each(|(i, o)| *o = T::from_f64(dist.sample(key, i as u64)));
             from_vec(v, shape)
         }))
     })
 }
 
+/// One random draw, replayable: the recipe op of a random tensor made in a checkpoint scope.
+struct RandomOp {
+    name: &'static str,
+    shape: Vec<usize>,
+    dtype: DType,
+    device: Device,
+    dist: Dist,
+    key: rng::RngState,
+}
+
+impl Op for RandomOp {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn cpu(&self, _: &[&Tensor]) -> Result<Tensor> {
+        draw(
+            self.name,
+            &self.shape,
+            self.dtype,
+            Device::Cpu,
+            self.dist,
+            self.key,
+        )
+    }
+    /// No inputs say where to draw: the op remembers its device.
+    fn forward(&self, _: &[&Tensor]) -> Result<Tensor> {
+        draw(
+            self.name,
+            &self.shape,
+            self.dtype,
+            self.device,
+            self.dist,
+            self.key,
+        )
+    }
+    fn backward(&self, _: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        Ok(Vec::new())
+    }
+}
+
+fn random(
+    op: &'static str,
+    shape: &[usize],
+    dtype: DType,
+    device: Device,
+    dist: Dist,
+) -> Result<Tensor> {
+    check_device(op, device)?;
+    let n = checked_numel(op, shape, dtype)?;
+    let key = rng::reserve(n as u64);
+    let t = draw(op, shape, dtype, device, dist, key)?;
+    let replay = RandomOp {
+        name: op,
+        shape: shape.to_vec(),
+        dtype,
+        device,
+        dist,
+        key,
+    };
+    Ok(crate::checkpoint::scope_recipe(Arc::new(replay), &[], t))
+}
+
 /// Standard normal samples.
 pub fn randn(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
-    random("randn", shape, dtype, device, rng::normal)
+    random("randn", shape, dtype, device, Dist::Normal)
 }
 
 /// Uniform samples in [0, 1).
 pub fn rand(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
-    random("rand", shape, dtype, device, rng::uniform)
+    random(
+        "rand",
+        shape,
+        dtype,
+        device,
+        Dist::Uniform {
+            low: 0.0,
+            high: 1.0,
+        },
+    )
 }
 
 /// Uniform samples in [low, high) (parameter initialisation).
@@ -104,7 +197,5 @@ pub fn uniform(
             format!("low {low} must not exceed high {high}"),
         ));
     }
-    random("uniform", shape, dtype, device, move |k, i| {
-        low + (high - low) * rng::uniform(k, i)
-    })
+    random("uniform", shape, dtype, device, Dist::Uniform { low, high })
 }
