@@ -194,7 +194,7 @@ pub fn sgd_step(
                             }
                         };
                         if p.len() >= cpu::PAR_MIN {
-                            p.par_chunks_mut(CHUNK).zip(g.par_chunks(CHUNK)).for_each(|(p, g)| f(p, g));
+                            crate::parallel::install(|| p.par_chunks_mut(CHUNK).zip(g.par_chunks(CHUNK)).for_each(|(p, g)| f(p, g)));
                         } else {
                             f(p, &g);
                         }
@@ -211,10 +211,12 @@ pub fn sgd_step(
                             }
                         };
                         if p.len() >= cpu::PAR_MIN {
-                            p.par_chunks_mut(CHUNK)
-                                .zip(b.par_chunks_mut(CHUNK))
-                                .zip(g.par_chunks(CHUNK))
-                                .for_each(|((p, b), g)| f(p, b, g));
+                            crate::parallel::install(|| {
+                                p.par_chunks_mut(CHUNK)
+                                    .zip(b.par_chunks_mut(CHUNK))
+                                    .zip(g.par_chunks(CHUNK))
+                                    .for_each(|((p, b), g)| f(p, b, g))
+                            });
                         } else {
                             f(p, b, &g);
                         }
@@ -340,11 +342,13 @@ pub fn adam_step(
                     }
                 };
                 if p.len() >= cpu::PAR_MIN {
-                    p.par_chunks_mut(CHUNK)
-                        .zip(m.par_chunks_mut(CHUNK))
-                        .zip(v.par_chunks_mut(CHUNK))
-                        .zip(g.par_chunks(CHUNK))
-                        .for_each(|(((p, m), v), g)| f(p, m, v, g));
+                    crate::parallel::install(|| {
+                        p.par_chunks_mut(CHUNK)
+                            .zip(m.par_chunks_mut(CHUNK))
+                            .zip(v.par_chunks_mut(CHUNK))
+                            .zip(g.par_chunks(CHUNK))
+                            .for_each(|(((p, m), v), g)| f(p, m, v, g))
+                    });
                 } else {
                     f(p, m, v, &g);
                 }

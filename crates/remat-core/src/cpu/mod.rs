@@ -164,13 +164,15 @@ pub fn map<T: Element, F: Fn(T) -> T + Sync>(x: &TensorData, f: F) -> Vec<T> {
     match contiguous_slice::<T>(x) {
         Some(src) => {
             if n >= PAR_MIN {
-                out.par_chunks_mut(4096)
-                    .zip(src.par_chunks(4096))
-                    .for_each(|(o, s)| {
-                        for (o, &s) in o.iter_mut().zip(s) {
-                            *o = f(s);
-                        }
-                    });
+                crate::parallel::install(|| {
+                    out.par_chunks_mut(4096)
+                        .zip(src.par_chunks(4096))
+                        .for_each(|(o, s)| {
+                            for (o, &s) in o.iter_mut().zip(s) {
+                                *o = f(s);
+                            }
+                        })
+                });
             } else {
                 for (o, &s) in out.iter_mut().zip(src) {
                     *o = f(s);
@@ -213,9 +215,11 @@ pub fn zip<T: Element, F: Fn(T, T) -> T + Sync>(
                 }
             };
             if n >= PAR_MIN {
-                out.par_chunks_mut(4096)
-                    .zip(x.par_chunks(4096).zip(y.par_chunks(4096)))
-                    .for_each(|(o, (x, y))| body(o, x, y));
+                crate::parallel::install(|| {
+                    out.par_chunks_mut(4096)
+                        .zip(x.par_chunks(4096).zip(y.par_chunks(4096)))
+                        .for_each(|(o, (x, y))| body(o, x, y))
+                });
             } else {
                 body(&mut out, x, y);
             }
@@ -269,9 +273,11 @@ pub fn zip<T: Element, F: Fn(T, T) -> T + Sync>(
         }
     };
     if n >= PAR_MIN && n / inner > 1 {
-        out.par_chunks_mut(inner)
-            .enumerate()
-            .for_each(|(r, o)| row(r, o));
+        crate::parallel::install(|| {
+            out.par_chunks_mut(inner)
+                .enumerate()
+                .for_each(|(r, o)| row(r, o))
+        });
     } else {
         for (r, o) in out.chunks_mut(inner).enumerate() {
             row(r, o);
@@ -290,9 +296,11 @@ pub fn map_wide<T: Element, F: Fn(T) -> T + Sync + Copy>(x: &TensorData, f: F) -
     };
     let mut out = alloc::<T>(src.len());
     if src.len() >= PAR_MIN {
-        out.par_chunks_mut(4096)
-            .zip(src.par_chunks(4096))
-            .for_each(|(o, s)| map_slice(s, o, f));
+        crate::parallel::install(|| {
+            out.par_chunks_mut(4096)
+                .zip(src.par_chunks(4096))
+                .for_each(|(o, s)| map_slice(s, o, f))
+        });
     } else {
         map_slice(src, &mut out, f);
     }
@@ -314,9 +322,11 @@ pub fn zip_wide<T: Element, F: Fn(T, T) -> T + Sync + Copy>(
     };
     let mut out = alloc::<T>(x.len());
     if x.len() >= PAR_MIN {
-        out.par_chunks_mut(4096)
-            .zip(x.par_chunks(4096).zip(y.par_chunks(4096)))
-            .for_each(|(o, (x, y))| zip_slice(x, y, o, f));
+        crate::parallel::install(|| {
+            out.par_chunks_mut(4096)
+                .zip(x.par_chunks(4096).zip(y.par_chunks(4096)))
+                .for_each(|(o, (x, y))| zip_slice(x, y, o, f))
+        });
     } else {
         zip_slice(x, y, &mut out, f);
     }
@@ -404,7 +414,9 @@ pub fn reduce<T: Element, F: Fn(T, T) -> T + Sync + Send>(
                 *o = chunk.iter().fold(init, |acc, &v| f(acc, v));
             };
             if outer * inner >= PAR_MIN {
-                out.par_iter_mut().zip(c.par_chunks(inner)).for_each(body);
+                crate::parallel::install(|| {
+                    out.par_iter_mut().zip(c.par_chunks(inner)).for_each(body)
+                });
             } else {
                 out.iter_mut().zip(c.chunks(inner)).for_each(body);
             }

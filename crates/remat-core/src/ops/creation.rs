@@ -62,7 +62,7 @@ fn random<F: Fn(rng::RngState, u64) -> f64 + Sync>(
         let key = rng::reserve(n as u64);
         Ok(crate::dispatch!(dtype, T => {
             let mut v = crate::cpu::alloc::<T>(n);
-            v.par_iter_mut().with_min_len(8192).enumerate().for_each(|(i, o)| *o = T::from_f64(f(key, i as u64)));
+            crate::parallel::install(|| v.par_iter_mut().with_min_len(8192).enumerate().for_each(|(i, o)| *o = T::from_f64(f(key, i as u64))));
             from_vec(v, shape)
         }))
     })

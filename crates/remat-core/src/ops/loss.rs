@@ -27,11 +27,12 @@ fn sq_diff_sum<T: Element>(a: &[T], b: &[T]) -> f64 {
         })
     };
     if a.len() >= cpu::PAR_MIN {
-        let parts: Vec<f64> = a
-            .par_chunks(SUM_CHUNK)
-            .zip(b.par_chunks(SUM_CHUNK))
-            .map(part)
-            .collect();
+        let parts: Vec<f64> = crate::parallel::install(|| {
+            a.par_chunks(SUM_CHUNK)
+                .zip(b.par_chunks(SUM_CHUNK))
+                .map(part)
+                .collect()
+        });
         parts.iter().sum()
     } else {
         a.chunks(SUM_CHUNK).zip(b.chunks(SUM_CHUNK)).map(part).sum()

@@ -38,10 +38,12 @@ pub(crate) fn for_blocks<T: Element>(
     if out.len() >= cpu::PAR_MIN && out.len() > block {
         // Group short rows so each rayon task does a few thousand elements of work.
         let min_len = (4096 / block).max(1);
-        out.par_chunks_mut(block)
-            .enumerate()
-            .with_min_len(min_len)
-            .for_each(|(i, o)| f(i, o));
+        crate::parallel::install(|| {
+            out.par_chunks_mut(block)
+                .enumerate()
+                .with_min_len(min_len)
+                .for_each(|(i, o)| f(i, o))
+        });
     } else {
         for (i, o) in out.chunks_mut(block).enumerate() {
             f(i, o);
