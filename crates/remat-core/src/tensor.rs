@@ -235,32 +235,22 @@ impl Tensor {
     }
 
     /// The elements in C order as a `Vec<T>`, copied to the host first for a device tensor
-    /// (errors only when that copy fails).
+    /// (errors when that copy fails or memory runs out).
     pub fn try_to_vec<T: Element>(&self) -> Result<Vec<T>> {
         if self.device() != Device::Cpu {
             let host = crate::cuda::launch::transfer("to_vec", self, Device::Cpu)?;
-            return Ok(host.to_vec::<T>());
+            return host.try_to_vec::<T>();
         }
-        Ok(self.to_vec::<T>())
+        crate::cpu::catch_oom("to_vec", || {
+            Ok(crate::dispatch!(self.dtype(), S => crate::cpu::gather_cast::<S, T>(self.data())))
+        })
     }
 
     /// The elements in C order as a `Vec<T>` (copies; casts if the dtype differs). A device
-    /// tensor whose copy to the host fails gives an empty vector; use
-    /// [`Tensor::try_to_vec`] to see the error.
+    /// tensor whose copy to the host fails gives an empty vector, and so does a copy that
+    /// runs out of memory; use [`Tensor::try_to_vec`] to see the error.
     pub fn to_vec<T: Element>(&self) -> Vec<T> {
-        if self.device() != Device::Cpu {
-            return self.try_to_vec::<T>().unwrap_or_default();
-        }
-        match self.dtype() {
-            DType::F32 => crate::cpu::gather::<f32>(self.data())
-                .into_iter()
-                .map(|v| T::from_f64(v as f64))
-                .collect(),
-            DType::F64 => crate::cpu::gather::<f64>(self.data())
-                .into_iter()
-                .map(T::from_f64)
-                .collect(),
-        }
+        self.try_to_vec::<T>().unwrap_or_default()
     }
 
     /// The single element of a one-element tensor, as f64.

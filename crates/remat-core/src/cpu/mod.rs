@@ -76,6 +76,15 @@ pub fn filled<T: Element>(n: usize, value: T) -> Vec<T> {
     v
 }
 
+/// The items of an exactly sized iterator in one fallible allocation (`collect` aborts the
+/// process when its allocation fails).
+#[inline]
+pub fn collect_exact<T, I: ExactSizeIterator<Item = T>>(items: I) -> Vec<T> {
+    let mut v = with_capacity(items.len());
+    v.extend(items);
+    v
+}
+
 /// Run `f`, turning an out-of-memory unwind from a kernel into `Error::OutOfMemory` named
 /// after `op`. Other panics (engine bugs) continue to unwind.
 pub fn catch_oom<T>(op: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
@@ -105,6 +114,25 @@ pub fn gather<T: Element>(d: &TensorData) -> Vec<T> {
     let src = slice::<T>(d);
     let mut out = with_capacity(d.layout.numel());
     d.layout.for_each_index(|i| out.push(src[i]));
+    out
+}
+
+/// The view's elements in C order converted to `D` (one allocation, no intermediate copy).
+pub fn gather_cast<S: Element, D: Element>(d: &TensorData) -> Vec<D> {
+    if S::DTYPE == D::DTYPE {
+        // The same type: a plain gather (a memcpy when contiguous), handed over as `Vec<D>`.
+        let same: Box<dyn std::any::Any> = Box::new(gather::<S>(d));
+        if let Ok(v) = same.downcast::<Vec<D>>() {
+            return *v;
+        }
+    }
+    let cast = |x: S| D::from_f64(x.to_f64());
+    if let Some(s) = contiguous_slice::<S>(d) {
+        return collect_exact(s.iter().map(|&x| cast(x)));
+    }
+    let src = slice::<S>(d);
+    let mut out = with_capacity(d.layout.numel());
+    d.layout.for_each_index(|i| out.push(cast(src[i])));
     out
 }
 
