@@ -35,6 +35,10 @@ impl TensorData {
 pub(crate) struct TensorState {
     /// Accumulated gradient (leaves).
     pub(crate) grad: Option<Tensor>,
+    /// Whether the engine made `grad` (then backward may add into it in place, the optimizer
+    /// fast path); false for a gradient the user assigned, which the engine never writes
+    /// into (it replaces it with `old + new` instead, as PyTorch does).
+    pub(crate) grad_owned: bool,
     /// The leaf's gradient accumulator node, shared by every graph that uses the leaf.
     pub(crate) accumulator: Weak<Node>,
     /// The op and input data that produced this tensor, so `checkpoint(x)` can replay it.
@@ -188,9 +192,28 @@ impl Tensor {
         self.0.state.lock().grad.clone()
     }
 
-    /// Replace the gradient (None clears it). The new gradient must match shape and dtype.
+    /// Replace the gradient (None clears it). The new gradient must match shape, dtype and
+    /// device, and cannot be the tensor itself. Backward never writes into an assigned
+    /// gradient: its first accumulation makes a new tensor (PyTorch's rule), so the caller's
+    /// tensor, and any tensor sharing its storage, keeps its values.
     pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
         if let Some(g) = &grad {
+            if g.same(self) {
+                return Err(Error::graph(
+                    "grad",
+                    "assigned grad can't be the tensor itself",
+                ));
+            }
+            if g.device() != self.device() {
+                return Err(Error::device(
+                    "grad",
+                    format!(
+                        "assigned grad is on {} but the tensor is on {}",
+                        g.device(),
+                        self.device()
+                    ),
+                ));
+            }
             if g.shape() != self.shape() {
                 return Err(Error::shape(
                     "grad",
@@ -212,7 +235,9 @@ impl Tensor {
                 ));
             }
         }
-        self.0.state.lock().grad = grad;
+        let mut st = self.0.state.lock();
+        st.grad = grad;
+        st.grad_owned = false;
         Ok(())
     }
 
