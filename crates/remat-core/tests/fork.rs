@@ -24,7 +24,8 @@ fn a_forked_child_runs_parallel_kernels() {
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
-        let ok = std::panic::catch_unwind(parallel_work).is_ok_and(|v| v == (1 << 20) as f64 + 256.0);
+        let ok =
+            std::panic::catch_unwind(parallel_work).is_ok_and(|v| v == (1 << 20) as f64 + 256.0);
         // SAFETY: ends the child without running the parent's destructors or harness.
         unsafe { libc::_exit(if ok { 0 } else { 1 }) };
     }

@@ -31,7 +31,11 @@ fn an_assigned_gradient_is_never_written_into() {
     x.set_grad(Some(g.clone())).unwrap();
     backward_scaled(&x, 3.0);
     assert_eq!(x.grad().unwrap().to_vec::<f32>(), vec![13.0, 23.0]);
-    assert_eq!(g.to_vec::<f32>(), vec![10.0, 20.0], "the user's tensor changed");
+    assert_eq!(
+        g.to_vec::<f32>(),
+        vec![10.0, 20.0],
+        "the user's tensor changed"
+    );
 }
 
 #[test]
@@ -86,11 +90,16 @@ fn the_engines_own_gradient_is_updated_in_place() {
     let first = x.grad().unwrap();
     backward_scaled(&x, 2.0);
     let second = x.grad().unwrap();
-    assert!(Arc::ptr_eq(first.storage(), second.storage()), "a new buffer");
+    assert!(
+        Arc::ptr_eq(first.storage(), second.storage()),
+        "a new buffer"
+    );
     assert_eq!(second.to_vec::<f32>(), vec![3.0, 3.0]);
     // After a replacing accumulation of an assigned gradient, the engine owns the sum.
-    x.set_grad(Some(ops::zeros(&[2], DType::F32, remat_core::Device::Cpu).unwrap()))
-        .unwrap();
+    x.set_grad(Some(
+        ops::zeros(&[2], DType::F32, remat_core::Device::Cpu).unwrap(),
+    ))
+    .unwrap();
     backward_scaled(&x, 1.0);
     let owned = x.grad().unwrap();
     backward_scaled(&x, 1.0);
@@ -108,5 +117,9 @@ fn a_backward_gradient_passed_through_is_not_written_into_later() {
     autograd::backward(&[(y, Some(v.clone()))], false).unwrap();
     backward_scaled(&x, 1.0);
     assert_eq!(x.grad().unwrap().to_vec::<f32>(), vec![2.0, 2.0]);
-    assert_eq!(v.to_vec::<f32>(), vec![1.0, 1.0], "the caller's gradient changed");
+    assert_eq!(
+        v.to_vec::<f32>(),
+        vec![1.0, 1.0],
+        "the caller's gradient changed"
+    );
 }

@@ -324,7 +324,8 @@ pub fn cross_entropy(logits: &Tensor, target: &[i64]) -> Result<Tensor> {
             ),
         ));
     }
-    let mut idx = Vec::with_capacity(rows);
+    // As many indices as the batch has rows: allocated fallibly.
+    let mut idx: Vec<usize> = cpu::catch_oom(OP, || Ok(cpu::with_capacity(rows)))?;
     for (i, &t) in target.iter().enumerate() {
         if t < 0 || t as u64 >= c as u64 {
             return Err(Error::value(

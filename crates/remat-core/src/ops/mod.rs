@@ -117,7 +117,11 @@ pub fn check_same_dtype(op: &str, ts: &[&Tensor]) -> Result<DType> {
 /// `Error::OutOfMemory` (this is called outside `apply`: casts in the engine, `.grad`
 /// copies, `remat.tensor(t)`).
 pub fn contiguous_copy(t: &Tensor, dtype: DType) -> Result<Tensor> {
-    let op = if dtype == t.dtype() { "copy" } else { "to_dtype" };
+    let op = if dtype == t.dtype() {
+        "copy"
+    } else {
+        "to_dtype"
+    };
     crate::device::on_device(
         t.device(),
         || {
