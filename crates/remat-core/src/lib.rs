@@ -39,6 +39,7 @@ pub mod layout;
 pub mod memory;
 pub mod ops;
 pub mod optim;
+pub mod parallel;
 pub mod rng;
 pub mod storage;
 pub mod tensor;

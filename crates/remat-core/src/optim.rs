@@ -80,14 +80,19 @@ fn validate(op: &str, param: &Tensor, grad: &Tensor, state: &[(&str, &Tensor)]) 
 }
 
 /// The gradient's elements as a contiguous slice, copied out if it is strided or shares
-/// storage with a tensor that is about to be mutated.
-fn grad_values<'a, T: Element>(grad: &'a Tensor, mutated: &[&Tensor]) -> Cow<'a, [T]> {
+/// storage with a tensor that is about to be mutated (a copy that does not fit in memory is
+/// `Error::OutOfMemory`).
+fn grad_values<'a, T: Element>(
+    op: &str,
+    grad: &'a Tensor,
+    mutated: &[&Tensor],
+) -> Result<Cow<'a, [T]>> {
     let aliased = mutated
         .iter()
         .any(|t| Arc::ptr_eq(t.storage(), grad.storage()));
     match cpu::contiguous_slice::<T>(grad.data()) {
-        Some(s) if !aliased => Cow::Borrowed(s),
-        _ => Cow::Owned(cpu::gather::<T>(grad.data())),
+        Some(s) if !aliased => Ok(Cow::Borrowed(s)),
+        _ => cpu::catch_oom(op, || Ok(Cow::Owned(cpu::gather::<T>(grad.data())))),
     }
 }
 
@@ -173,7 +178,7 @@ pub fn sgd_step(
         param.device(),
         || -> Result<_> {
             crate::dispatch!(param.dtype(), T => {
-                let g = grad_values::<T>(grad, &mutated);
+                let g = grad_values::<T>(OP, grad, &mutated)?;
                 // SAFETY: the parameter and its momentum buffer are distinct storages (checked in
                 // `validate`) that no kernel reads during the step: optimizer steps run between
                 // backward passes; the gradient was copied out above if it aliases either.
@@ -194,7 +199,7 @@ pub fn sgd_step(
                             }
                         };
                         if p.len() >= cpu::PAR_MIN {
-                            p.par_chunks_mut(CHUNK).zip(g.par_chunks(CHUNK)).for_each(|(p, g)| f(p, g));
+                            crate::parallel::install(|| p.par_chunks_mut(CHUNK).zip(g.par_chunks(CHUNK)).for_each(|(p, g)| f(p, g)));
                         } else {
                             f(p, &g);
                         }
@@ -211,10 +216,12 @@ pub fn sgd_step(
                             }
                         };
                         if p.len() >= cpu::PAR_MIN {
-                            p.par_chunks_mut(CHUNK)
-                                .zip(b.par_chunks_mut(CHUNK))
-                                .zip(g.par_chunks(CHUNK))
-                                .for_each(|((p, b), g)| f(p, b, g));
+                            crate::parallel::install(|| {
+                                p.par_chunks_mut(CHUNK)
+                                    .zip(b.par_chunks_mut(CHUNK))
+                                    .zip(g.par_chunks(CHUNK))
+                                    .for_each(|((p, b), g)| f(p, b, g))
+                            });
                         } else {
                             f(p, b, &g);
                         }
@@ -296,7 +303,7 @@ pub fn adam_step(
         param.device(),
         || -> Result<_> {
             crate::dispatch!(param.dtype(), T => {
-                let g = grad_values::<T>(grad, &[param, exp_avg, exp_avg_sq]);
+                let g = grad_values::<T>(op, grad, &[param, exp_avg, exp_avg_sq])?;
                 // SAFETY: the parameter and its two moment buffers are distinct storages (checked in
                 // `validate`) that no kernel reads during the step: optimizer steps run between
                 // backward passes; the gradient was copied out above if it aliases any of them.
@@ -340,11 +347,13 @@ pub fn adam_step(
                     }
                 };
                 if p.len() >= cpu::PAR_MIN {
-                    p.par_chunks_mut(CHUNK)
-                        .zip(m.par_chunks_mut(CHUNK))
-                        .zip(v.par_chunks_mut(CHUNK))
-                        .zip(g.par_chunks(CHUNK))
-                        .for_each(|(((p, m), v), g)| f(p, m, v, g));
+                    crate::parallel::install(|| {
+                        p.par_chunks_mut(CHUNK)
+                            .zip(m.par_chunks_mut(CHUNK))
+                            .zip(v.par_chunks_mut(CHUNK))
+                            .zip(g.par_chunks(CHUNK))
+                            .for_each(|(((p, m), v), g)| f(p, m, v, g))
+                    });
                 } else {
                     f(p, m, v, &g);
                 }
@@ -429,7 +438,7 @@ pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
         dst.device(),
         || -> Result<_> {
             crate::dispatch!(dst.dtype(), T => {
-                let vals = grad_values::<T>(&src, &[dst]);
+                let vals = grad_values::<T>(OP, &src, &[dst])?;
                 // SAFETY: parameters are only loaded between steps, when no kernel reads them; the
                 // source was copied out above if it shares the destination's storage.
                 let d = unsafe { elems_mut::<T>(OP, dst)? };

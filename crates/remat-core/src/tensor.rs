@@ -35,6 +35,10 @@ impl TensorData {
 pub(crate) struct TensorState {
     /// Accumulated gradient (leaves).
     pub(crate) grad: Option<Tensor>,
+    /// Whether the engine made `grad` (then backward may add into it in place, the optimizer
+    /// fast path); false for a gradient the user assigned, which the engine never writes
+    /// into (it replaces it with `old + new` instead, as PyTorch does).
+    pub(crate) grad_owned: bool,
     /// The leaf's gradient accumulator node, shared by every graph that uses the leaf.
     pub(crate) accumulator: Weak<Node>,
     /// The op and input data that produced this tensor, so `checkpoint(x)` can replay it.
@@ -188,9 +192,28 @@ impl Tensor {
         self.0.state.lock().grad.clone()
     }
 
-    /// Replace the gradient (None clears it). The new gradient must match shape and dtype.
+    /// Replace the gradient (None clears it). The new gradient must match shape, dtype and
+    /// device, and cannot be the tensor itself. Backward never writes into an assigned
+    /// gradient: its first accumulation makes a new tensor (PyTorch's rule), so the caller's
+    /// tensor, and any tensor sharing its storage, keeps its values.
     pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
         if let Some(g) = &grad {
+            if g.same(self) {
+                return Err(Error::graph(
+                    "grad",
+                    "assigned grad can't be the tensor itself",
+                ));
+            }
+            if g.device() != self.device() {
+                return Err(Error::device(
+                    "grad",
+                    format!(
+                        "assigned grad is on {} but the tensor is on {}",
+                        g.device(),
+                        self.device()
+                    ),
+                ));
+            }
             if g.shape() != self.shape() {
                 return Err(Error::shape(
                     "grad",
@@ -212,7 +235,9 @@ impl Tensor {
                 ));
             }
         }
-        self.0.state.lock().grad = grad;
+        let mut st = self.0.state.lock();
+        st.grad = grad;
+        st.grad_owned = false;
         Ok(())
     }
 
@@ -235,32 +260,22 @@ impl Tensor {
     }
 
     /// The elements in C order as a `Vec<T>`, copied to the host first for a device tensor
-    /// (errors only when that copy fails).
+    /// (errors when that copy fails or memory runs out).
     pub fn try_to_vec<T: Element>(&self) -> Result<Vec<T>> {
         if self.device() != Device::Cpu {
             let host = crate::cuda::launch::transfer("to_vec", self, Device::Cpu)?;
-            return Ok(host.to_vec::<T>());
+            return host.try_to_vec::<T>();
         }
-        Ok(self.to_vec::<T>())
+        crate::cpu::catch_oom("to_vec", || {
+            Ok(crate::dispatch!(self.dtype(), S => crate::cpu::gather_cast::<S, T>(self.data())))
+        })
     }
 
     /// The elements in C order as a `Vec<T>` (copies; casts if the dtype differs). A device
-    /// tensor whose copy to the host fails gives an empty vector; use
-    /// [`Tensor::try_to_vec`] to see the error.
+    /// tensor whose copy to the host fails gives an empty vector, and so does a copy that
+    /// runs out of memory; use [`Tensor::try_to_vec`] to see the error.
     pub fn to_vec<T: Element>(&self) -> Vec<T> {
-        if self.device() != Device::Cpu {
-            return self.try_to_vec::<T>().unwrap_or_default();
-        }
-        match self.dtype() {
-            DType::F32 => crate::cpu::gather::<f32>(self.data())
-                .into_iter()
-                .map(|v| T::from_f64(v as f64))
-                .collect(),
-            DType::F64 => crate::cpu::gather::<f64>(self.data())
-                .into_iter()
-                .map(T::from_f64)
-                .collect(),
-        }
+        self.try_to_vec::<T>().unwrap_or_default()
     }
 
     /// The single element of a one-element tensor, as f64.

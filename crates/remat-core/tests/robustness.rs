@@ -29,6 +29,15 @@ fn overflowing_shapes_are_shape_errors() {
         let e = ops::zeros(shape, DType::F32, Device::Cpu).unwrap_err();
         assert!(matches!(e, Error::Shape { .. }), "{e}");
     }
+    // Reshape and expand targets whose element count overflows are shape errors too.
+    let six = ops::ones(&[6], DType::F32, Device::Cpu).unwrap();
+    let e = ops::reshape(&six, &[1 << 40, 1 << 40]).unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "{e}");
+    let e = ops::shape::infer_shape("reshape", &[6], &[1 << 40, 1 << 40, -1]).unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "{e}");
+    let one = ops::ones(&[1, 1], DType::F32, Device::Cpu).unwrap();
+    let e = ops::expand(&one, &[1 << 40, 1 << 40]).unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "{e}");
     let a = ops::ones(&[1 << 31, 0], DType::F32, Device::Cpu).unwrap();
     let b = ops::ones(&[0, 1], DType::F32, Device::Cpu).unwrap();
     assert!(ops::add(&a, &b).is_err());

@@ -141,10 +141,20 @@ impl PyTensor {
     fn grad(&self) -> Option<PyTensor> {
         self.inner.grad().map(wrap)
     }
+    /// Assign a gradient: a Tensor of this tensor's shape, dtype and device, or None (as
+    /// PyTorch, anything else is a `TypeError`). Backward never writes into it in place.
     #[setter]
     fn set_grad(&self, value: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let g = match value {
-            Some(v) if !v.is_none() => Some(operand("grad", v, self.inner.dtype())?),
+            Some(v) if !v.is_none() => match v.downcast::<PyTensor>() {
+                Ok(t) => Some(t.get().inner.clone()),
+                Err(_) => {
+                    return Err(PyTypeError::new_err(format!(
+                        "assigned grad expected to be a Tensor or None but got grad of type {}",
+                        convert::type_name(v)
+                    )))
+                }
+            },
             _ => None,
         };
         self.inner.set_grad(g).py()

@@ -499,37 +499,40 @@ fn add_into(
 }
 
 /// Add `g` into `t.grad`. With `create_graph` the gradient keeps its graph (and a sum is
-/// made out of place), as in PyTorch.
+/// made out of place), as in PyTorch. The engine adds in place only into a gradient it made
+/// itself; an error leaves `.grad` as it was.
 fn accumulate(t: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
     let mut st = t.0.state.lock();
-    match st.grad.take() {
-        None => {
-            let g = if create_graph {
-                if g.dtype() == t.dtype() {
-                    g
-                } else {
-                    ops::cast(&g, t.dtype())?
-                }
-            } else if exclusive(&g) && g.dtype() == t.dtype() {
-                g.detach()
+    let (grad, owned) = match st.grad.clone() {
+        None if create_graph => {
+            // Kept as given (it may be the caller's own tensor): never added into in place.
+            let g = if g.dtype() == t.dtype() {
+                g
             } else {
-                ops::contiguous_copy(&g, t.dtype())?
+                ops::cast(&g, t.dtype())?
             };
-            st.grad = Some(g);
+            (g, false)
         }
-        Some(prev) => {
-            // In place, as PyTorch does: pre-allocated gradients stay where they are.
-            if !create_graph
+        // A buffer nothing else can see (not even through another handle) becomes `.grad`.
+        None if exclusive(&g) && Arc::strong_count(&g.0) == 1 && g.dtype() == t.dtype() => {
+            (g.detach(), true)
+        }
+        None => (ops::contiguous_copy(&g, t.dtype())?, true),
+        // In place into the engine's own gradient: the optimizer fast path.
+        Some(prev)
+            if st.grad_owned
+                && !create_graph
                 && !prev.requires_grad()
                 && prev.is_contiguous()
-                && prev.shape() == g.shape()
-            {
-                ops::add_inplace(&prev, &g)?;
-                st.grad = Some(prev);
-            } else {
-                st.grad = Some(ops::add(&prev, &g)?);
-            }
+                && prev.shape() == g.shape() =>
+        {
+            ops::add_inplace(&prev, &g)?;
+            (prev, true)
         }
-    }
+        // An assigned gradient (or one with a graph) is replaced by a new sum.
+        Some(prev) => (ops::add(&prev, &g)?, !create_graph),
+    };
+    st.grad = Some(grad);
+    st.grad_owned = owned;
     Ok(())
 }

@@ -64,20 +64,24 @@ pub fn batched_matmul<T: Element>(
             )
         }
     };
-    let threads = rayon::current_num_threads();
+    let threads = crate::parallel::num_threads();
     if batches > 1 && flops < (1 << 22) {
         // Many small products: one thread per product.
-        out.par_chunks_mut(m * n)
-            .enumerate()
-            .for_each(|(bi, dst)| run(bi, dst, gemm::Parallelism::None));
+        crate::parallel::install(|| {
+            out.par_chunks_mut(m * n)
+                .enumerate()
+                .for_each(|(bi, dst)| run(bi, dst, gemm::Parallelism::None))
+        });
+    } else if flops >= (1 << 18) && threads > 1 {
+        // GEMM's threads come from the pool it is called on: the engine's.
+        crate::parallel::install(|| {
+            for (bi, dst) in out.chunks_mut(m * n).enumerate() {
+                run(bi, dst, gemm::Parallelism::Rayon(threads));
+            }
+        });
     } else {
-        let par = if flops >= (1 << 18) && threads > 1 {
-            gemm::Parallelism::Rayon(threads)
-        } else {
-            gemm::Parallelism::None
-        };
         for (bi, dst) in out.chunks_mut(m * n).enumerate() {
-            run(bi, dst, par);
+            run(bi, dst, gemm::Parallelism::None);
         }
     }
     out
@@ -105,35 +109,44 @@ pub unsafe fn gemm_into<T: Element>(
         }
         return;
     }
-    let threads = rayon::current_num_threads();
+    let threads = crate::parallel::num_threads();
     let par = if 2 * m * n * k >= (1 << 18) && threads > 1 {
         gemm::Parallelism::Rayon(threads)
     } else {
         gemm::Parallelism::None
     };
-    // SAFETY: the caller guarantees the operands; dst is an owned m x n row-major block.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            n as isize,
-            accumulate,
-            a.0,
-            a.2,
-            a.1,
-            b.0,
-            b.2,
-            b.1,
-            T::one(),
-            T::one(),
-            false,
-            false,
-            false,
-            par,
-        )
+    // Raw pointers are not `Send`: carried across to the pool's thread as addresses.
+    let (pa, pb) = (a.0 as usize, b.0 as usize);
+    let run = move |dst: &mut [T]| {
+        // SAFETY: the caller guarantees the operands; dst is an owned m x n row-major block.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                dst.as_mut_ptr(),
+                1,
+                n as isize,
+                accumulate,
+                pa as *const T,
+                a.2,
+                a.1,
+                pb as *const T,
+                b.2,
+                b.1,
+                T::one(),
+                T::one(),
+                false,
+                false,
+                false,
+                par,
+            )
+        }
+    };
+    match par {
+        // GEMM's threads come from the pool it is called on: the engine's.
+        gemm::Parallelism::Rayon(_) => crate::parallel::install(|| run(dst)),
+        _ => run(dst),
     }
 }
 

@@ -76,6 +76,15 @@ pub fn filled<T: Element>(n: usize, value: T) -> Vec<T> {
     v
 }
 
+/// The items of an exactly sized iterator in one fallible allocation (`collect` aborts the
+/// process when its allocation fails).
+#[inline]
+pub fn collect_exact<T, I: ExactSizeIterator<Item = T>>(items: I) -> Vec<T> {
+    let mut v = with_capacity(items.len());
+    v.extend(items);
+    v
+}
+
 /// Run `f`, turning an out-of-memory unwind from a kernel into `Error::OutOfMemory` named
 /// after `op`. Other panics (engine bugs) continue to unwind.
 pub fn catch_oom<T>(op: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
@@ -105,6 +114,25 @@ pub fn gather<T: Element>(d: &TensorData) -> Vec<T> {
     let src = slice::<T>(d);
     let mut out = with_capacity(d.layout.numel());
     d.layout.for_each_index(|i| out.push(src[i]));
+    out
+}
+
+/// The view's elements in C order converted to `D` (one allocation, no intermediate copy).
+pub fn gather_cast<S: Element, D: Element>(d: &TensorData) -> Vec<D> {
+    if S::DTYPE == D::DTYPE {
+        // The same type: a plain gather (a memcpy when contiguous), handed over as `Vec<D>`.
+        let same: Box<dyn std::any::Any> = Box::new(gather::<S>(d));
+        if let Ok(v) = same.downcast::<Vec<D>>() {
+            return *v;
+        }
+    }
+    let cast = |x: S| D::from_f64(x.to_f64());
+    if let Some(s) = contiguous_slice::<S>(d) {
+        return collect_exact(s.iter().map(|&x| cast(x)));
+    }
+    let src = slice::<S>(d);
+    let mut out = with_capacity(d.layout.numel());
+    d.layout.for_each_index(|i| out.push(cast(src[i])));
     out
 }
 
@@ -164,13 +192,15 @@ pub fn map<T: Element, F: Fn(T) -> T + Sync>(x: &TensorData, f: F) -> Vec<T> {
     match contiguous_slice::<T>(x) {
         Some(src) => {
             if n >= PAR_MIN {
-                out.par_chunks_mut(4096)
-                    .zip(src.par_chunks(4096))
-                    .for_each(|(o, s)| {
-                        for (o, &s) in o.iter_mut().zip(s) {
-                            *o = f(s);
-                        }
-                    });
+                crate::parallel::install(|| {
+                    out.par_chunks_mut(4096)
+                        .zip(src.par_chunks(4096))
+                        .for_each(|(o, s)| {
+                            for (o, &s) in o.iter_mut().zip(s) {
+                                *o = f(s);
+                            }
+                        })
+                });
             } else {
                 for (o, &s) in out.iter_mut().zip(src) {
                     *o = f(s);
@@ -213,9 +243,11 @@ pub fn zip<T: Element, F: Fn(T, T) -> T + Sync>(
                 }
             };
             if n >= PAR_MIN {
-                out.par_chunks_mut(4096)
-                    .zip(x.par_chunks(4096).zip(y.par_chunks(4096)))
-                    .for_each(|(o, (x, y))| body(o, x, y));
+                crate::parallel::install(|| {
+                    out.par_chunks_mut(4096)
+                        .zip(x.par_chunks(4096).zip(y.par_chunks(4096)))
+                        .for_each(|(o, (x, y))| body(o, x, y))
+                });
             } else {
                 body(&mut out, x, y);
             }
@@ -269,9 +301,11 @@ pub fn zip<T: Element, F: Fn(T, T) -> T + Sync>(
         }
     };
     if n >= PAR_MIN && n / inner > 1 {
-        out.par_chunks_mut(inner)
-            .enumerate()
-            .for_each(|(r, o)| row(r, o));
+        crate::parallel::install(|| {
+            out.par_chunks_mut(inner)
+                .enumerate()
+                .for_each(|(r, o)| row(r, o))
+        });
     } else {
         for (r, o) in out.chunks_mut(inner).enumerate() {
             row(r, o);
@@ -290,9 +324,11 @@ pub fn map_wide<T: Element, F: Fn(T) -> T + Sync + Copy>(x: &TensorData, f: F) -
     };
     let mut out = alloc::<T>(src.len());
     if src.len() >= PAR_MIN {
-        out.par_chunks_mut(4096)
-            .zip(src.par_chunks(4096))
-            .for_each(|(o, s)| map_slice(s, o, f));
+        crate::parallel::install(|| {
+            out.par_chunks_mut(4096)
+                .zip(src.par_chunks(4096))
+                .for_each(|(o, s)| map_slice(s, o, f))
+        });
     } else {
         map_slice(src, &mut out, f);
     }
@@ -314,9 +350,11 @@ pub fn zip_wide<T: Element, F: Fn(T, T) -> T + Sync + Copy>(
     };
     let mut out = alloc::<T>(x.len());
     if x.len() >= PAR_MIN {
-        out.par_chunks_mut(4096)
-            .zip(x.par_chunks(4096).zip(y.par_chunks(4096)))
-            .for_each(|(o, (x, y))| zip_slice(x, y, o, f));
+        crate::parallel::install(|| {
+            out.par_chunks_mut(4096)
+                .zip(x.par_chunks(4096).zip(y.par_chunks(4096)))
+                .for_each(|(o, (x, y))| zip_slice(x, y, o, f))
+        });
     } else {
         zip_slice(x, y, &mut out, f);
     }
@@ -404,7 +442,9 @@ pub fn reduce<T: Element, F: Fn(T, T) -> T + Sync + Send>(
                 *o = chunk.iter().fold(init, |acc, &v| f(acc, v));
             };
             if outer * inner >= PAR_MIN {
-                out.par_iter_mut().zip(c.par_chunks(inner)).for_each(body);
+                crate::parallel::install(|| {
+                    out.par_iter_mut().zip(c.par_chunks(inner)).for_each(body)
+                });
             } else {
                 out.iter_mut().zip(c.chunks(inner)).for_each(body);
             }

@@ -34,13 +34,17 @@ pub fn pairwise_sum<T: Element>(v: &[T]) -> T {
 /// Sum each contiguous run of `inner` elements of `src` into `out`.
 fn sum_rows<T: Element>(src: &[T], inner: usize, out: &mut [T]) {
     if src.len() >= PAR_MIN && out.len() > 1 {
-        out.par_iter_mut()
-            .zip(src.par_chunks(inner))
-            .for_each(|(o, c)| *o = pairwise_sum(c));
+        crate::parallel::install(|| {
+            out.par_iter_mut()
+                .zip(src.par_chunks(inner))
+                .for_each(|(o, c)| *o = pairwise_sum(c))
+        });
     } else if out.len() == 1 && src.len() >= PAR_MIN {
         // One long run: split it between threads, then add the halves.
         let mid = (src.len() / 2) / 8 * 8;
-        let (a, b) = rayon::join(|| pairwise_sum(&src[..mid]), || pairwise_sum(&src[mid..]));
+        let (a, b) = crate::parallel::install(|| {
+            rayon::join(|| pairwise_sum(&src[..mid]), || pairwise_sum(&src[mid..]))
+        });
         out[0] = a + b;
     } else {
         for (o, c) in out.iter_mut().zip(src.chunks(inner)) {

@@ -96,7 +96,7 @@ fn draw(
     crate::cpu::catch_oom(op, || {
         Ok(crate::dispatch!(dtype, T => {
             let mut v = crate::cpu::alloc::<T>(n);
-            v.par_iter_mut().with_min_len(8192).enumerate().for_each(|(i, o)| *o = T::from_f64(dist.sample(key, i as u64)));
+            crate::parallel::install(|| v.par_iter_mut().with_min_len(8192).enumerate().for_each(|(i, o)| *o = T::from_f64(dist.sample(key, i as u64))));
             from_vec(v, shape)
         }))
     })

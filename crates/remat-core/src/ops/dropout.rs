@@ -37,10 +37,12 @@ fn masked<T: Element>(x: &[T], key: Option<RngState>, p: f64) -> Vec<T> {
         }
     };
     if x.len() >= cpu::PAR_MIN {
-        out.par_chunks_mut(CHUNK)
-            .zip(x.par_chunks(CHUNK))
-            .enumerate()
-            .for_each(|(c, (o, s))| body(c, o, s));
+        crate::parallel::install(|| {
+            out.par_chunks_mut(CHUNK)
+                .zip(x.par_chunks(CHUNK))
+                .enumerate()
+                .for_each(|(c, (o, s))| body(c, o, s))
+        });
     } else {
         for (c, (o, s)) in out.chunks_mut(CHUNK).zip(x.chunks(CHUNK)).enumerate() {
             body(c, o, s);

@@ -42,11 +42,13 @@ pub fn axpy_inplace(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
                 let vals: std::borrow::Cow<'_, [T]> = if src.shape() == dst.shape() && !aliased {
                     match cpu::contiguous_slice::<T>(src.data()) {
                         Some(s) => std::borrow::Cow::Borrowed(s),
-                        None => std::borrow::Cow::Owned(cpu::gather::<T>(src.data())),
+                        None => std::borrow::Cow::Owned(cpu::catch_oom("add_", || Ok(cpu::gather::<T>(src.data())))?),
                     }
                 } else {
                     let b = src.layout().broadcast_to("add_", dst.shape())?;
-                    std::borrow::Cow::Owned(cpu::gather::<T>(&crate::tensor::TensorData { storage: src.storage().clone(), layout: b }))
+                    let b = crate::tensor::TensorData { storage: src.storage().clone(), layout: b };
+                    // A source too big to copy is an out-of-memory error, not an abort.
+                    std::borrow::Cow::Owned(cpu::catch_oom("add_", || Ok(cpu::gather::<T>(&b)))?)
                 };
                 let off = dst.layout().offset;
                 let n = dst.numel();

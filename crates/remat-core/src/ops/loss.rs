@@ -27,11 +27,12 @@ fn sq_diff_sum<T: Element>(a: &[T], b: &[T]) -> f64 {
         })
     };
     if a.len() >= cpu::PAR_MIN {
-        let parts: Vec<f64> = a
-            .par_chunks(SUM_CHUNK)
-            .zip(b.par_chunks(SUM_CHUNK))
-            .map(part)
-            .collect();
+        let parts: Vec<f64> = crate::parallel::install(|| {
+            a.par_chunks(SUM_CHUNK)
+                .zip(b.par_chunks(SUM_CHUNK))
+                .map(part)
+                .collect()
+        });
         parts.iter().sum()
     } else {
         a.chunks(SUM_CHUNK).zip(b.chunks(SUM_CHUNK)).map(part).sum()
@@ -170,11 +171,16 @@ impl Op for CrossEntropyOp {
                 let (m, s) = row_max_sumexp(row);
                 (m + s.ln() - row[target[r]]).to_f64()
             };
-            let losses: Vec<f64> = if x.numel() >= cpu::PAR_MIN {
-                (0..rows).into_par_iter().with_min_len((4096 / c.max(1)).max(1)).map(row_loss).collect()
+            // One loss per row, summed in row order (independent of the thread count).
+            let mut losses = cpu::alloc::<f64>(rows);
+            if x.numel() >= cpu::PAR_MIN {
+                let min_len = (4096 / c.max(1)).max(1);
+                crate::parallel::install(|| {
+                    losses.par_iter_mut().enumerate().with_min_len(min_len).for_each(|(r, l)| *l = row_loss(r))
+                });
             } else {
-                (0..rows).map(row_loss).collect()
-            };
+                losses.iter_mut().enumerate().for_each(|(r, l)| *l = row_loss(r));
+            }
             // An empty batch gives 0 / 0 = NaN, as PyTorch does.
             let total: f64 = losses.iter().sum();
             from_vec(vec![T::from_f64(total / rows as f64)], &[])
@@ -220,13 +226,15 @@ impl CrossEntropyBackwardOp {
     /// `onehot(target)` in the logits' shape, dtype and device (second order only).
     fn onehot(&self, x: &Tensor) -> Result<Tensor> {
         let (rows, c) = CrossEntropyOp::dims(x.shape());
-        let mut v = vec![0.0f64; rows * c];
-        for (r, &t) in self.target.iter().enumerate() {
-            v[r * c + t] = 1.0;
-        }
-        let t = crate::dispatch!(x.dtype(), T => {
-            from_vec(v.into_iter().map(T::from_f64).collect::<Vec<T>>(), x.shape())
-        });
+        let t = cpu::catch_oom("cross_entropy_backward", || {
+            Ok(crate::dispatch!(x.dtype(), T => {
+                let mut v = cpu::filled(rows * c, T::from_f64(0.0));
+                for (r, &t) in self.target.iter().enumerate() {
+                    v[r * c + t] = T::from_f64(1.0);
+                }
+                from_vec(v, x.shape())
+            }))
+        })?;
         super::to_device(&t, x.device())
     }
 }
@@ -316,7 +324,8 @@ pub fn cross_entropy(logits: &Tensor, target: &[i64]) -> Result<Tensor> {
             ),
         ));
     }
-    let mut idx = Vec::with_capacity(rows);
+    // As many indices as the batch has rows: allocated fallibly.
+    let mut idx: Vec<usize> = cpu::catch_oom(OP, || Ok(cpu::with_capacity(rows)))?;
     for (i, &t) in target.iter().enumerate() {
         if t < 0 || t as u64 >= c as u64 {
             return Err(Error::value(

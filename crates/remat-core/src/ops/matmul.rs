@@ -40,7 +40,8 @@ fn batch_offsets(l: &Layout, batch: &[usize]) -> Result<Vec<usize>> {
         offset: l.offset,
     }
     .broadcast_to("matmul", batch)?;
-    let mut v = Vec::with_capacity(batch.iter().product());
+    // One offset per batch: as many as the output has matrices, so allocated fallibly.
+    let mut v = crate::cpu::with_capacity(batch.iter().product());
     bl.for_each_index(|i| v.push(i));
     if batch.is_empty() {
         v = vec![l.offset];

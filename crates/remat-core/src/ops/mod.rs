@@ -113,18 +113,23 @@ pub fn check_same_dtype(op: &str, ts: &[&Tensor]) -> Result<DType> {
     Ok(d)
 }
 
-/// A contiguous copy of `t` in `dtype` (no graph).
+/// A contiguous copy of `t` in `dtype` (no graph). Out of memory is an
+/// `Error::OutOfMemory` (this is called outside `apply`: casts in the engine, `.grad`
+/// copies, `remat.tensor(t)`).
 pub fn contiguous_copy(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    let op = if dtype == t.dtype() {
+        "copy"
+    } else {
+        "to_dtype"
+    };
     crate::device::on_device(
         t.device(),
-        || -> Result<_> {
-            Ok(dispatch!(t.dtype(), S => {
-                let v = crate::cpu::gather::<S>(t.data());
-                dispatch!(dtype, D => {
-                    let out: Vec<D> = v.into_iter().map(|x| <D as crate::dtype::Element>::from_f64(crate::dtype::Element::to_f64(x))).collect();
-                    from_vec(out, t.shape())
-                })
-            }))
+        || {
+            crate::cpu::catch_oom(op, || {
+                Ok(dispatch!(t.dtype(), S => dispatch!(dtype, D => {
+                    from_vec(crate::cpu::gather_cast::<S, D>(t.data()), t.shape())
+                })))
+            })
         },
         || crate::cuda::launch::cast("contiguous", t, dtype),
     )

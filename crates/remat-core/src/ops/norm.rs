@@ -179,8 +179,8 @@ impl Op for LayerNormOp {
                     // thread count.
                     let chunk_rows = (16_384 / n.max(1)).max(1);
                     let chunk = |c: usize, mut dx: Option<&mut [T]>| -> (Vec<T>, Vec<T>) {
-                        let mut dw = vec![zero; if need_w { n } else { 0 }];
-                        let mut db = vec![zero; if need_b { n } else { 0 }];
+                        let mut dw = cpu::filled(if need_w { n } else { 0 }, zero);
+                        let mut db = cpu::filled(if need_b { n } else { 0 }, zero);
                         let r_end = ((c + 1) * chunk_rows).min(rows);
                         for (k, r) in (c * chunk_rows..r_end).enumerate() {
                             let row = &xs[r * n..(r + 1) * n];
@@ -223,21 +223,21 @@ impl Op for LayerNormOp {
                     let partials: Vec<(Vec<T>, Vec<T>)> = match dx.as_mut() {
                         Some(dx) if n > 0 => {
                             if parallel {
-                                dx.par_chunks_mut(chunk_rows * n).enumerate().map(|(c, d)| chunk(c, Some(d))).collect()
+                                crate::parallel::install(|| dx.par_chunks_mut(chunk_rows * n).enumerate().map(|(c, d)| chunk(c, Some(d))).collect())
                             } else {
                                 dx.chunks_mut(chunk_rows * n).enumerate().map(|(c, d)| chunk(c, Some(d))).collect()
                             }
                         }
                         _ => {
                             if parallel {
-                                (0..nchunks).into_par_iter().map(|c| chunk(c, None)).collect()
+                                crate::parallel::install(|| (0..nchunks).into_par_iter().map(|c| chunk(c, None)).collect())
                             } else {
                                 (0..nchunks).map(|c| chunk(c, None)).collect()
                             }
                         }
                     };
-                    let mut dw = vec![zero; if need_w { n } else { 0 }];
-                    let mut db = vec![zero; if need_b { n } else { 0 }];
+                    let mut dw = cpu::filled(if need_w { n } else { 0 }, zero);
+                    let mut db = cpu::filled(if need_b { n } else { 0 }, zero);
                     for (pw, pb) in &partials {
                         for (d, &p) in dw.iter_mut().zip(pw) {
                             *d += p;

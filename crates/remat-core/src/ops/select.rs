@@ -27,7 +27,7 @@ fn gather_as<T: Element>(t: &Tensor, shape: &[usize]) -> Result<Vec<T>> {
 /// `cond != 0` broadcast to `shape`, in C order.
 fn mask(cond: &Tensor, shape: &[usize]) -> Result<Vec<bool>> {
     Ok(crate::dispatch!(cond.dtype(), C => {
-        gather_as::<C>(cond, shape)?.into_iter().map(|c| c != C::from_f64(0.0)).collect()
+        cpu::collect_exact(gather_as::<C>(cond, shape)?.into_iter().map(|c| c != C::from_f64(0.0)))
     }))
 }
 
@@ -70,11 +70,11 @@ impl Op for WhereOp {
         let m = mask(cond, &shape)?;
         Ok(crate::dispatch!(dt, T => {
             let (av, bv) = (gather_as::<T>(&a, &shape)?, gather_as::<T>(&b, &shape)?);
-            let out: Vec<T> = m
-                .iter()
-                .zip(av.into_iter().zip(bv))
-                .map(|(&c, (x, y))| if c { x } else { y })
-                .collect();
+            let out: Vec<T> = cpu::collect_exact(
+                m.iter()
+                    .zip(av.into_iter().zip(bv))
+                    .map(|(&c, (x, y))| if c { x } else { y }),
+            );
             from_vec(out, &shape)
         }))
     }

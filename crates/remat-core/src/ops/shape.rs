@@ -8,11 +8,18 @@ use crate::error::{Error, Result};
 use crate::layout::{fmt_shape, numel, Dims, Layout};
 use crate::tensor::Tensor;
 
+/// The product of `dims`, or None when it overflows (a zero anywhere makes it 0).
+fn checked_product(mut dims: impl Iterator<Item = usize> + Clone) -> Option<usize> {
+    if dims.clone().any(|d| d == 0) {
+        return Some(0);
+    }
+    dims.try_fold(1usize, |acc, d| acc.checked_mul(d))
+}
+
 /// Resolve a reshape target with at most one `-1`.
 pub fn infer_shape(op: &str, from: &[usize], to: &[isize]) -> Result<Dims> {
     let n = numel(from);
     let mut unknown = None;
-    let mut known = 1usize;
     for (i, &d) in to.iter().enumerate() {
         if d == -1 {
             if unknown.is_some() {
@@ -21,11 +28,22 @@ pub fn infer_shape(op: &str, from: &[usize], to: &[isize]) -> Result<Dims> {
             unknown = Some(i);
         } else if d < 0 {
             return Err(Error::shape(op, format!("invalid dimension {d}")));
-        } else {
-            known *= d as usize;
         }
     }
     let mut out: Dims = to.iter().map(|&d| d.max(0) as usize).collect();
+    // A product that overflows cannot equal the element count: the same error as a mismatch.
+    let known = checked_product(to.iter().filter(|&&d| d >= 0).map(|&d| d as usize));
+    let mismatch = || {
+        Error::shape(
+            op,
+            format!(
+                "cannot reshape a tensor of shape {} into {:?}",
+                fmt_shape(from),
+                to
+            ),
+        )
+    };
+    let known = known.ok_or_else(mismatch)?;
     if let Some(i) = unknown {
         if known == 0 || n % known != 0 {
             return Err(Error::shape(
@@ -39,7 +57,7 @@ pub fn infer_shape(op: &str, from: &[usize], to: &[isize]) -> Result<Dims> {
         }
         out[i] = n / known;
     }
-    if numel(&out) != n {
+    if checked_product(out.iter().copied()) != Some(n) {
         return Err(Error::shape(
             op,
             format!(
@@ -96,7 +114,7 @@ impl Op for ReshapeOp {
 
 /// `x` with a new shape of the same element count (no copy when `x` is contiguous).
 pub fn reshape(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    if numel(shape) != x.numel() {
+    if checked_product(shape.iter().copied()) != Some(x.numel()) {
         return Err(Error::shape(
             "reshape",
             format!(
@@ -143,6 +161,8 @@ pub fn expand(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     if x.shape() == shape {
         return Ok(x.clone());
     }
+    // Views of any size are fine, but their element count must be representable.
+    crate::layout::checked_numel("expand", shape, x.dtype())?;
     apply(
         ExpandOp {
             shape: shape.into(),

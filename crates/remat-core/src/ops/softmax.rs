@@ -38,10 +38,12 @@ pub(crate) fn for_blocks<T: Element>(
     if out.len() >= cpu::PAR_MIN && out.len() > block {
         // Group short rows so each rayon task does a few thousand elements of work.
         let min_len = (4096 / block).max(1);
-        out.par_chunks_mut(block)
-            .enumerate()
-            .with_min_len(min_len)
-            .for_each(|(i, o)| f(i, o));
+        crate::parallel::install(|| {
+            out.par_chunks_mut(block)
+                .enumerate()
+                .with_min_len(min_len)
+                .for_each(|(i, o)| f(i, o))
+        });
     } else {
         for (i, o) in out.chunks_mut(block).enumerate() {
             f(i, o);
@@ -90,7 +92,7 @@ fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: 
         return;
     }
     // Strided rows: walk the block row by row so every pass is contiguous along `inner`.
-    let mut m = x[..inner].to_vec();
+    let mut m = cpu::collect_exact(x[..inner].iter().copied());
     for k in 1..n {
         for (m, &v) in m.iter_mut().zip(&x[k * inner..(k + 1) * inner]) {
             if v > *m {
@@ -98,7 +100,7 @@ fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: 
             }
         }
     }
-    let mut s = vec![T::from_f64(0.0); inner];
+    let mut s = cpu::filled(inner, T::from_f64(0.0));
     for k in 0..n {
         let (xr, yr) = (
             &x[k * inner..(k + 1) * inner],
@@ -111,7 +113,7 @@ fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: 
         }
     }
     if log {
-        let ls: Vec<T> = s.iter().map(|s| s.ln()).collect();
+        let ls: Vec<T> = cpu::collect_exact(s.iter().map(|s| s.ln()));
         for k in 0..n {
             let (xr, yr) = (
                 &x[k * inner..(k + 1) * inner],
@@ -144,7 +146,7 @@ fn softmax_backward_block<T: Element>(
 ) {
     // softmax:     gx = y (g - sum_k g y)
     // log_softmax: gx = g - exp(y) sum_k g
-    let mut acc = vec![T::from_f64(0.0); inner];
+    let mut acc = cpu::filled(inner, T::from_f64(0.0));
     for k in 0..n {
         let r = k * inner..(k + 1) * inner;
         for ((a, &g), &y) in acc.iter_mut().zip(&g[r.clone()]).zip(&y[r]) {

@@ -375,7 +375,7 @@ impl Op for IndexBackwardOp {
         let target = self.target();
         Ok(crate::dispatch!(g.dtype(), T => {
             let src = cpu::gather::<T>(g.data());
-            let mut dst = vec![T::from_f64(0.0); numel(&self.shape)];
+            let mut dst = cpu::filled(numel(&self.shape), T::from_f64(0.0));
             scatter(&mut dst, &target, &src);
             from_vec(dst, &self.shape)
         }))
