@@ -163,7 +163,6 @@ def _rss_bytes() -> int:
         return int(f.read().split()[1]) * resource.getpagesize()
 
 
-@pytest.mark.xfail(strict=False, reason="profiler memory is being bounded: pending #11")
 def test_process_memory_stays_bounded_while_the_profiler_tracks(x):
     layers = [_layer(w) for w in _params(4)]
 
@@ -179,12 +178,6 @@ def test_process_memory_stays_bounded_while_the_profiler_tracks(x):
     assert grown < 32 << 20, f"resident memory grew by {grown >> 20} MiB"
 
 
-# Last: a failing xfail case keeps its frames (and their checkpoint state) alive in pytest's
-# report, which the cases after it would see.
-_PENDING = pytest.mark.xfail(strict=False, reason="nested/dict outputs: pending #11 item 5")
-
-
-@_PENDING
 def test_checkpoint_segment_nested_outputs(x):
     w1, w2 = _params(2)
 
@@ -200,7 +193,6 @@ def test_checkpoint_segment_nested_outputs(x):
     _run(loss)
 
 
-@_PENDING
 def test_checkpoint_segment_dict_outputs(x):
     w1, w2 = _params(2)
     Pair = collections.namedtuple("Pair", "first second")
