@@ -213,6 +213,31 @@ CASES = [
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
         assert parallel_work() == expected
     """, "ok"),
+    Case("fork_after_set_num_threads", """
+        import time
+        remat.set_num_threads(2)
+        expected = parallel_work()
+        remat.set_num_threads(1)
+        remat.set_num_threads(2)  # the pool built before the fork is reused in the parent
+        pid = os.fork()
+        if pid == 0:
+            # The child must not reuse the parent's pools (their threads are gone).
+            remat.set_num_threads(1)
+            remat.set_num_threads(2)
+            ok = parallel_work() == expected and remat.get_num_threads() == 2
+            os._exit(0 if ok else 3)
+        deadline = time.monotonic() + 120
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                raise AssertionError("the forked child hung in a parallel op")
+            time.sleep(0.02)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    """, "ok"),
     Case("fork_multiprocessing", """
         import multiprocessing as mp
         expected = parallel_work()

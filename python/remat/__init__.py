@@ -37,6 +37,8 @@ from ._remat import (
     linear,
     log_softmax,
     manual_seed,
+    set_num_threads,
+    get_num_threads,
     matmul,
     max as max,
     max_memory_allocated,
@@ -171,7 +173,8 @@ __all__ = [
     "load", "log_softmax", "manual_seed", "matmul", "max_memory_allocated", "mean",
     "memory_allocated", "mse_loss", "mul", "nn", "no_grad", "ones", "ones_like", "optim",
     "permute", "rand", "randn", "reset_peak_memory_stats", "reshape", "save",
-    "set_checkpoint_early_stop", "set_grad_enabled", "softmax", "stack", "sub", "tensor",
+    "set_checkpoint_early_stop", "set_grad_enabled", "set_num_threads", "get_num_threads",
+    "softmax", "stack", "sub", "tensor",
     "transpose", "utils", "where", "zeros", "zeros_like",
     # BEGIN GENERATED: unary ops __all__ (tools/gen_bindings.py)
     "neg", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu",

@@ -27,6 +27,7 @@ __all__ = [
     "DeviceError", "div", "dropout", "DType", "DTypeError", "float32", "float64",
     "from_numpy", "full", "gelu", "grad", "GraphError", "IndexingError", "is_grad_enabled",
     "layer_norm", "linear", "live_checkpoint_state", "log_softmax", "manual_seed", "matmul",
+    "set_num_threads", "get_num_threads",
     "max", "max_memory_allocated", "mean", "memory_allocated", "mse_loss", "mul", "ones",
     "ones_like", "permute", "pow", "profiler_checkpoint_count", "profiler_memory_saved",
     "profiler_peak_bytes", "profiler_recompute_count", "profiler_recompute_seconds",
@@ -252,6 +253,8 @@ def ones_like(
     device: _DeviceLike | None = None,
 ) -> Tensor: ...
 def manual_seed(seed: int) -> None: ...
+def set_num_threads(n: int) -> None: ...
+def get_num_threads() -> int: ...
 
 # ---- op table (crates/remat-py/src/ops.rs): the function forms --------------------------
 # unary: the parameterless rows of the core's elementwise table (`_remat._unary_ops`)

@@ -6,9 +6,16 @@
 //! method on Linux). The global pool cannot be rebuilt; ours can. A `pthread_atfork` child
 //! handler forgets the inherited pool, and the next parallel kernel in the child builds a
 //! fresh one.
+//!
+//! `set_num_threads(n)` switches to a pool of `n` threads. A pool is never freed (another
+//! thread may be inside it), so pools are kept per thread count and reused: switching back and
+//! forth builds at most one pool per distinct count.
 
+use crate::error::{Error, Result};
+use parking_lot::Mutex;
 use rayon::{ThreadPool, ThreadPoolBuilder};
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// The current pool. Pools are leaked on purpose: references handed out by [`pool`] stay
 /// valid forever, and a pool forgotten after `fork` has no threads that could be joined.
@@ -17,11 +24,23 @@ static POOL: AtomicPtr<ThreadPool> = AtomicPtr::new(std::ptr::null_mut());
 /// Whether the fork handler is registered (once per process; children inherit it).
 static AT_FORK: AtomicBool = AtomicBool::new(false);
 
+/// The thread count asked for with `set_num_threads` (0: rayon's default, one per core or
+/// `RAYON_NUM_THREADS`).
+static WANTED: AtomicUsize = AtomicUsize::new(0);
+
+/// Bumped in a forked child: pools built before the fork (kept in `BY_COUNT`) have no threads
+/// there and must not be reused.
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Pools built by `set_num_threads`, by thread count, with the fork generation they belong to.
+static BY_COUNT: Mutex<Option<HashMap<usize, (u64, usize)>>> = Mutex::new(None);
+
 /// Runs in the child right after `fork()`: the inherited pool's workers are gone.
 extern "C" fn forget_pool_in_child() {
-    // One atomic store and nothing else: a fork handler must not lock or allocate (another
+    // Atomic operations and nothing else: a fork handler must not lock or allocate (another
     // thread of the parent may have held the allocator's or any other lock at the fork).
     POOL.store(std::ptr::null_mut(), Ordering::Release);
+    FORK_GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
 /// The engine's pool, built on first use (and again in a forked child).
@@ -34,17 +53,27 @@ fn pool() -> &'static ThreadPool {
     unsafe { &*p }
 }
 
-#[cold]
-fn build() -> &'static ThreadPool {
+fn register_fork_handler() {
     if !AT_FORK.swap(true, Ordering::AcqRel) {
-        // SAFETY: registers a handler that only performs an atomic store.
+        // SAFETY: registers a handler that only performs atomic operations.
         unsafe {
             libc::pthread_atfork(None, None, Some(forget_pool_in_child));
         }
     }
-    let built = ThreadPoolBuilder::new()
+}
+
+/// A new pool of `threads` threads (0: rayon's default count).
+fn new_pool(threads: usize) -> std::result::Result<ThreadPool, rayon::ThreadPoolBuildError> {
+    ThreadPoolBuilder::new()
+        .num_threads(threads)
         .thread_name(|i| format!("remat-{i}"))
         .build()
+}
+
+#[cold]
+fn build() -> &'static ThreadPool {
+    register_fork_handler();
+    let built = new_pool(WANTED.load(Ordering::Acquire))
         // A process that cannot start the threads it asked for (a thread or address-space
         // limit) still runs every kernel, on one extra thread.
         .or_else(|_| ThreadPoolBuilder::new().num_threads(1).build());
@@ -86,6 +115,37 @@ pub fn num_threads() -> usize {
     pool().current_num_threads()
 }
 
+/// Run parallel kernels on `threads` threads from now on (PyTorch's `set_num_threads`).
+pub fn set_num_threads(threads: usize) -> Result<()> {
+    if threads == 0 {
+        return Err(Error::value(
+            "set_num_threads",
+            "the number of threads must be at least 1, got 0",
+        ));
+    }
+    register_fork_handler();
+    WANTED.store(threads, Ordering::Release);
+    let generation = FORK_GENERATION.load(Ordering::Acquire);
+    let mut by_count = BY_COUNT.lock();
+    let pools = by_count.get_or_insert_with(HashMap::new);
+    let ptr = match pools.get(&threads) {
+        Some(&(g, p)) if g == generation => p as *mut ThreadPool,
+        _ => {
+            let pool = new_pool(threads).map_err(|e| Error::Device {
+                op: "set_num_threads".to_string(),
+                message: format!("could not start {threads} CPU threads: {e}"),
+            })?;
+            let p = Box::into_raw(Box::new(pool));
+            pools.insert(threads, (generation, p as usize));
+            p
+        }
+    };
+    // The previous pool stays alive (a kernel on another thread may be running in it); it is
+    // kept in `BY_COUNT` when `set_num_threads` built it, and reused if its count comes back.
+    POOL.store(ptr, Ordering::Release);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +155,23 @@ mod tests {
         let name = install(|| std::thread::current().name().map(str::to_string));
         assert!(name.is_some_and(|n| n.starts_with("remat-")));
         assert!(num_threads() >= 1);
+    }
+
+    #[test]
+    fn the_thread_count_can_be_set_and_pools_are_reused() {
+        set_num_threads(3).unwrap();
+        assert_eq!(num_threads(), 3);
+        let first = pool() as *const ThreadPool;
+        set_num_threads(1).unwrap();
+        assert_eq!(num_threads(), 1);
+        set_num_threads(3).unwrap();
+        assert_eq!(pool() as *const ThreadPool, first);
+        assert!(set_num_threads(0).is_err());
+        let sum: u64 = install(|| {
+            use rayon::prelude::*;
+            (0..1000u64).into_par_iter().sum()
+        });
+        assert_eq!(sum, 499_500);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Memory statistics, CUDA queries and seeding: thin wrappers over remat-core.
+//! Memory statistics, CUDA queries, seeding and the CPU thread count: thin wrappers over
+//! remat-core.
 
 use crate::args;
 use crate::errors::CoreResultExt;
@@ -56,6 +57,23 @@ fn manual_seed(seed: i128) {
     remat_core::manual_seed(seed as u64);
 }
 
+/// Run CPU kernels on `n` threads from now on.
+#[pyfunction]
+fn set_num_threads(n: i64) -> PyResult<()> {
+    if n < 1 {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "set_num_threads: the number of threads must be at least 1, got {n}"
+        )));
+    }
+    remat_core::set_num_threads(n as usize).py()
+}
+
+/// The number of threads CPU kernels run on.
+#[pyfunction]
+fn get_num_threads() -> usize {
+    remat_core::get_num_threads()
+}
+
 /// Tell the CUDA probe about this interpreter's package folders (`sys.path`), so the
 /// libraries of the `nvidia-*` pip wheels are found. Runs at import, before any probe.
 fn register_cuda_library_dirs(py: Python<'_>) {
@@ -83,5 +101,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_empty_cache, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     Ok(())
 }
