@@ -287,6 +287,178 @@ def joins(draw, same):
     return Case(tuple(out), {"axis": axis})
 
 
+def _dim_of(draw, nd, extra=0):
+    """An int dim of a tensor of ``nd`` dims (either sign; a 0-d tensor takes 0 / -1, and
+    ``extra`` widens the range, e.g. 1 for unsqueeze)."""
+    n = max(nd, 1) + extra
+    return draw(st.integers(-n, n - 1))
+
+
+@st.composite
+def unsqueezes(draw):
+    shape = draw(shapes())
+    return Case((shape,), {"dim": _dim_of(draw, len(shape) + 1) if shape else
+                           draw(st.integers(-1, 0))})
+
+
+@st.composite
+def squeezes(draw):
+    shape, dim = draw(with_axes())
+    if shape == () and draw(st.booleans()):
+        dim = draw(st.sampled_from([0, -1, (0,)]))
+    return Case((shape,), {"dim": dim})
+
+
+@st.composite
+def flattens(draw):
+    shape = draw(shapes())
+    n = max(len(shape), 1)
+    a, b = sorted([draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1))])
+    neg = draw(st.booleans())
+    return Case((shape,), {"start_dim": a - n if neg else a, "end_dim": b - n if not neg else b})
+
+
+@st.composite
+def unflattens(draw):
+    shape = draw(shapes(min_dims=1))
+    d = draw(st.integers(0, len(shape) - 1))
+    n = shape[d]
+    a = draw(st.sampled_from([k for k in range(1, n + 1) if n % k == 0]))
+    sizes = [a, n // a] if draw(st.booleans()) else [n // a, 1, a]
+    if draw(st.booleans()):
+        sizes[draw(st.integers(0, len(sizes) - 1))] = -1
+    return Case((shape,), {"dim": d - len(shape) if draw(st.booleans()) else d,
+                           "sizes": tuple(sizes)})
+
+
+@st.composite
+def movedims(draw):
+    shape = draw(shapes(min_dims=1))
+    nd = len(shape)
+    k = draw(st.integers(1, nd))
+    src = draw(st.lists(st.integers(0, nd - 1), min_size=k, max_size=k, unique=True))
+    dst = draw(st.lists(st.integers(-nd, -1), min_size=k, max_size=k, unique=True))
+    if k == 1 and draw(st.booleans()):
+        return Case((shape,), {"source": src[0], "destination": dst[0]})
+    return Case((shape,), {"source": tuple(src), "destination": tuple(dst)})
+
+
+@st.composite
+def narrows(draw):
+    shape = draw(shapes(min_dims=1))
+    d = draw(st.integers(0, len(shape) - 1))
+    n = shape[d]
+    start = draw(st.integers(-n, n))
+    s = start + n if start < 0 else start
+    return Case((shape,), {"dim": d, "start": start, "length": draw(st.integers(0, n - s))})
+
+
+@st.composite
+def flips(draw):
+    shape = draw(shapes())
+    nd = max(len(shape), 1)
+    dims = draw(st.lists(st.integers(0, nd - 1), max_size=nd, unique=True))
+    return Case((shape,), {"dims": tuple(d - nd if draw(st.booleans()) else d for d in dims)})
+
+
+@st.composite
+def repeats(draw):
+    shape = draw(shapes(max_dims=3, max_side=3))
+    k = len(shape) + draw(st.integers(0, 2))
+    return Case((shape,), {"sizes": tuple(draw(st.integers(0, 3)) for _ in range(k))})
+
+
+@st.composite
+def expands(draw):
+    shape = draw(shapes(max_dims=3, min_side=1, max_side=3).map(
+        lambda s: tuple(1 if d == 2 else d for d in s)))
+    lead = tuple(draw(st.integers(0, 3)) for _ in range(draw(st.integers(0, 2))))
+    rest = tuple(draw(st.sampled_from([-1, 1, 2, 3])) if d == 1 else
+                 draw(st.sampled_from([-1, d])) for d in shape)
+    return Case((shape,), {"sizes": lead + rest})
+
+
+@st.composite
+def expand_as_cases(draw):
+    """(x, other): other's shape is a broadcast of x's."""
+    target = draw(shapes(max_dims=3, max_side=3))
+    k = draw(st.integers(0, len(target)))
+    x = tuple(1 if draw(st.booleans()) else d for d in target[len(target) - k:])
+    return Case((x, target))
+
+
+def np_expand(x, sizes):
+    lead = len(sizes) - x.ndim
+    shape = [x.shape[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(sizes)]
+    return np.broadcast_to(x, shape)
+
+
+@st.composite
+def splits(draw, sections):
+    shape = draw(shapes(min_dims=1))
+    nd = len(shape)
+    d = draw(st.integers(-nd, nd - 1))
+    n = shape[d]
+    if sections:
+        cuts = sorted(draw(st.lists(st.integers(0, n), max_size=3)))
+        split = tuple(b - a for a, b in zip([0, *cuts], [*cuts, n]))
+    else:
+        split = draw(st.integers(1, n + 1))
+    count = len(split) if sections else -(-n // split)
+    return Case((shape,), {"split": split, "dim": d, "k": draw(st.integers(0, count - 1))})
+
+
+def np_split(x, split, dim, k):
+    n = x.shape[dim]
+    sizes = split if isinstance(split, tuple) else [split] * (-(-n // split))
+    start = sum(sizes[:k])
+    return np.take(x, range(start, min(start + sizes[k], n)), axis=dim)
+
+
+@st.composite
+def chunks(draw):
+    shape = draw(shapes(min_dims=1))
+    nd = len(shape)
+    d = draw(st.integers(-nd, nd - 1))
+    c = draw(st.integers(1, 6))
+    count = -(-shape[d] // -(-shape[d] // c))
+    return Case((shape,), {"chunks": c, "dim": d, "k": draw(st.integers(0, count - 1))})
+
+
+def np_chunk(x, chunks, dim, k):
+    return np_split(x, -(-x.shape[dim] // chunks), dim, k)
+
+
+def np_squeeze(x, dim):
+    if dim is None:
+        return np.squeeze(x)
+    dims = dim if isinstance(dim, tuple) else (dim,)
+    if x.ndim == 0:
+        return x
+    return np.squeeze(x, axis=tuple(d for d in dims if x.shape[d] == 1))
+
+
+def np_flatten(x, start_dim, end_dim):
+    if x.ndim == 0:
+        return x.reshape(1)
+    s, e = start_dim % x.ndim, end_dim % x.ndim
+    return x.reshape(x.shape[:s] + (int(np.prod(x.shape[s:e + 1])),) + x.shape[e + 1:])
+
+
+def np_unflatten(x, dim, sizes):
+    d = dim % x.ndim
+    return x.reshape(x.shape[:d] + tuple(sizes) + x.shape[d + 1:])
+
+
+def np_narrow(x, dim, start, length):
+    s = start + x.shape[dim] if start < 0 else start
+    return np.take(x, range(s, s + length), axis=dim)
+
+
+def np_flip(x, dims):
+    return np.flip(x, axis=dims) if x.ndim else x
+
+
 @st.composite
 def matmuls(draw):
     n, k, m = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 4))
@@ -530,8 +702,103 @@ OPS: list[Op] = [
        (Case(((2, 6),), {"shape": (4, 3)}),), call=lambda f, ins, p: f(ins[0], p["shape"]),
        op="reshape",
        errors=(Bad("size", ((2, 3),), S, {"shape": (5,)}, names=("view", "reshape")),)),
-    Op("flatten", None, ("flatten",), lambda x: x.reshape(-1), ANY, one(),
-       (Case(((2, 3, 2),)),)),
+    Op("flatten", remat.flatten, ("flatten",), lambda x: x.reshape(-1), ANY, one(),
+       (Case(((2, 3, 2),)), Case(((),)))),
+    Op("flatten_dims", remat.flatten, ("flatten",), np_flatten, ANY, flattens(),
+       (Case(((2, 3, 2),), {"start_dim": 1, "end_dim": -1}),
+        Case(((2, 3, 2, 2),), {"start_dim": -3, "end_dim": 2})),
+       call=lambda f, ins, p: f(ins[0], p["start_dim"], p["end_dim"]), op="flatten",
+       errors=(Bad("order", ((2, 3, 4),), S, {"start_dim": 2, "end_dim": 1}),
+               Bad("range", ((2, 3),), S, {"start_dim": 0, "end_dim": 2}))),
+    Op("unflatten", remat.unflatten, ("unflatten",), np_unflatten, ANY, unflattens(),
+       (Case(((2, 6),), {"dim": 1, "sizes": (3, 2)}),
+        Case(((4, 3),), {"dim": -2, "sizes": (2, -1, 1)})),
+       call=lambda f, ins, p: f(ins[0], p["dim"], p["sizes"]),
+       errors=(Bad("sizes", ((2, 6),), S, {"dim": 1, "sizes": (4, 2)}),
+               Bad("two_neg", ((2, 6),), S, {"dim": 1, "sizes": (-1, -1)}),
+               Bad("dim", ((2, 6),), S, {"dim": 2, "sizes": (2, 1)}),
+               Bad("0d", ((),), S, {"dim": 0, "sizes": (1,)}),
+               Bad("empty", ((2, 6),), S, {"dim": 0, "sizes": ()}))),
+    Op("unsqueeze", remat.unsqueeze, ("unsqueeze",), lambda x, dim: np.expand_dims(x, dim), ANY,
+       unsqueezes(), (Case(((2, 3),), {"dim": 1}), Case(((2, 3),), {"dim": -1}),
+                      Case(((),), {"dim": 0})),
+       call=lambda f, ins, p: f(ins[0], p["dim"]),
+       errors=(Bad("dim", ((2, 3),), S, {"dim": 3}), Bad("neg_dim", ((2, 3),), S, {"dim": -4}),
+               Bad("type", ((2, 3),), TypeError, {"dim": "a"}, names=None))),
+    Op("squeeze", remat.squeeze, ("squeeze",), np_squeeze, ANY,
+       squeezes(),
+       (Case(((2, 1, 3, 1),), {"dim": None}), Case(((2, 1, 3, 1),), {"dim": -1}),
+        Case(((1, 2, 1),), {"dim": (0, 1)})),
+       call=lambda f, ins, p: f(ins[0], p["dim"]),
+       errors=(Bad("dim", ((2, 1),), S, {"dim": 2}),
+               Bad("dup", ((1, 1),), S, {"dim": (0, -2)}),
+               Bad("type", ((1, 1),), TypeError, {"dim": 0.5}, names=None))),
+    Op("movedim", remat.movedim, ("movedim",), np.moveaxis, ANY, movedims(),
+       (Case(((2, 3, 4),), {"source": 0, "destination": -1}),
+        Case(((2, 3, 4),), {"source": (0, 1), "destination": (2, 0)})),
+       call=lambda f, ins, p: f(ins[0], p["source"], p["destination"]),
+       errors=(Bad("count", ((2, 3),), S, {"source": (0, 1), "destination": 0}),
+               Bad("dup", ((2, 3),), S, {"source": (0, 0), "destination": (0, 1)}),
+               Bad("range", ((2, 3),), S, {"source": 2, "destination": 0}))),
+    Op("narrow", remat.narrow, ("narrow",), np_narrow, ANY, narrows(),
+       (Case(((4, 3),), {"dim": 0, "start": 1, "length": 2}),
+        Case(((2, 5),), {"dim": -1, "start": -3, "length": 3})),
+       call=lambda f, ins, p: f(ins[0], p["dim"], p["start"], p["length"]),
+       errors=(Bad("length", ((4, 3),), S, {"dim": 0, "start": 2, "length": 3}),
+               Bad("start", ((4, 3),), S, {"dim": 0, "start": 5, "length": 0}),
+               Bad("neg_length", ((4, 3),), S, {"dim": 0, "start": 0, "length": -1}),
+               Bad("dim", ((4, 3),), S, {"dim": 2, "start": 0, "length": 1}),
+               Bad("0d", ((),), S, {"dim": 0, "start": 0, "length": 1}))),
+    Op("split", remat.split, ("split",), np_split, ANY, splits(sections=False),
+       (Case(((5, 3),), {"split": 2, "dim": 0, "k": 2}),
+        Case(((2, 5),), {"split": 3, "dim": -1, "k": 0})),
+       call=lambda f, ins, p: f(ins[0], p["split"], p["dim"])[p["k"]],
+       errors=(Bad("zero", ((4, 3),), S, {"split": 0, "dim": 0, "k": 0}),
+               Bad("dim", ((4, 3),), S, {"split": 1, "dim": 2, "k": 0}),
+               Bad("neg", ((4, 3),), S, {"split": -1, "dim": 0, "k": 0}))),
+    Op("split_sections", remat.split, ("split",), np_split, ANY, splits(sections=True),
+       (Case(((5, 3),), {"split": (1, 4), "dim": 0, "k": 1}),
+        Case(((2, 5),), {"split": (2, 0, 3), "dim": 1, "k": 2})),
+       call=lambda f, ins, p: f(ins[0], p["split"], p["dim"])[p["k"]], op="split",
+       errors=(Bad("sum", ((4, 3),), S, {"split": (1, 2), "dim": 0, "k": 0}),
+               Bad("neg", ((4, 3),), S, {"split": (5, -1), "dim": 0, "k": 0}))),
+    Op("chunk", remat.chunk, ("chunk",), np_chunk, ANY, chunks(),
+       (Case(((5, 3),), {"chunks": 3, "dim": 0, "k": 2}),
+        Case(((2, 6),), {"chunks": 4, "dim": -1, "k": 1})),
+       call=lambda f, ins, p: f(ins[0], p["chunks"], p["dim"])[p["k"]],
+       errors=(Bad("zero", ((4, 3),), S, {"chunks": 0, "dim": 0, "k": 0}),
+               Bad("dim", ((4, 3),), S, {"chunks": 2, "dim": -3, "k": 0}))),
+    Op("flip", remat.flip, ("flip",), np_flip, ANY, flips(),
+       (Case(((2, 3),), {"dims": (0,)}), Case(((2, 3, 4),), {"dims": (-1, 0)}),
+        Case(((3,),), {"dims": ()})),
+       call=lambda f, ins, p: f(ins[0], p["dims"]),
+       errors=(Bad("dup", ((2, 3),), S, {"dims": (0, -2)}),
+               Bad("range", ((2, 3),), S, {"dims": (2,)}))),
+    Op("repeat", remat.repeat, ("repeat",), lambda x, sizes: np.tile(x, sizes), ANY, repeats(),
+       (Case(((2, 3),), {"sizes": (2, 1)}), Case(((3,),), {"sizes": (2, 1, 2)}),
+        Case(((2, 1),), {"sizes": (1, 1)})),
+       call=lambda f, ins, p: f(ins[0], *p["sizes"]),
+       errors=(Bad("few", ((2, 3),), S, {"sizes": (2,)}),
+               Bad("neg", ((2, 3),), S, {"sizes": (2, -1)}))),
+    Op("expand", remat.expand, ("expand",), np_expand, ANY, expands(),
+       (Case(((3, 1),), {"sizes": (2, -1, 4)}), Case(((1,),), {"sizes": (3,)})),
+       call=lambda f, ins, p: f(ins[0], *p["sizes"]),
+       errors=(Bad("size", ((2, 3),), S, {"sizes": (2, 4)}),
+               Bad("few", ((2, 3),), S, {"sizes": (3,)}),
+               Bad("lead_neg", ((2, 3),), S, {"sizes": (-1, 2, 3)}))),
+    Op("broadcast_to", remat.broadcast_to, ("broadcast_to",), np_expand, ANY, expands(),
+       (Case(((3, 1),), {"sizes": (2, 3, 4)}),),
+       call=lambda f, ins, p: f(ins[0], p["sizes"]),
+       errors=(Bad("size", ((2, 3),), S, {"sizes": (2, 4)}),)),
+    Op("expand_as", remat.expand_as, ("expand_as",), lambda x, o: np.broadcast_to(x, o.shape),
+       ANY, expand_as_cases(),
+       (Case(((3, 1), (2, 3, 4))),), diff=(0,),
+       errors=(Bad("shape", ((2, 3), (2, 4)), S),)),
+    Op("clone", remat.clone, ("clone",), lambda x: x.copy(), ANY, one(),
+       (Case(((2, 3),)), Case(((),)))),
+    Op("mT", None, ("mT",), lambda x: np.swapaxes(x, -1, -2), ANY, one(shapes(min_dims=2)),
+       (Case(((2, 3),)), Case(((2, 3, 4),))),
+       errors=(Bad("1d", ((3,),), S, names=("mT",)),)),
     Op("transpose", remat.transpose, ("transpose",), lambda x, a, b: np.swapaxes(x, a, b), ANY,
        transposes(), (Case(((3, 4),), {"a": 0, "b": 1}), Case(((2, 3, 4),), {"a": 0, "b": -1})),
        call=lambda f, ins, p: f(ins[0], p["a"], p["b"]),
@@ -566,6 +833,16 @@ OPS: list[Op] = [
                Bad("axis", ((2,), (2,)), S, {"axis": 1}),
                Bad("0d", ((), ()), S, {"axis": 0}),
                Bad("empty", (), ValueError, {"axis": 0}))),
+    Op("cat", remat.cat, (), lambda *xs, dim: np.concatenate(xs, axis=dim), ANY,
+       joins(same=False).map(lambda c: Case(c.shapes, {"dim": c.params["axis"]})),
+       (Case(((2, 3), (2, 3)), {"dim": 0}), Case(((2, 3), (2, 1), (2, 2)), {"dim": -1})),
+       call=_seq, op="concat",
+       errors=(Bad("shape", ((2, 3), (3, 2)), S, {"dim": 0}),
+               Bad("dim", ((2,), (2,)), S, {"dim": 1}),
+               Bad("empty", (), ValueError, {"dim": 0}, names=("cat", "concat")))),
+    Op("concatenate", remat.concatenate, (), lambda *xs, dim: np.concatenate(xs, axis=dim), ANY,
+       joins(same=False).map(lambda c: Case(c.shapes, {"dim": c.params["axis"]})),
+       (Case(((2, 3), (2, 3)), {"dim": 1}),), call=_seq, op="concat"),
     Op("stack", remat.stack, (), lambda *xs, axis: np.stack(xs, axis=axis), ANY,
        joins(same=True),
        (Case(((2, 3), (2, 3)), {"axis": 0}), Case(((2, 3), (2, 3), (2, 3)), {"axis": -1})),

@@ -408,6 +408,118 @@ fn rows() -> Vec<Row> {
             },
             |a| r::take(&a[0], &[&[1], &[0, 1, 2]], &[1, 3]),
         ),
+        // ---- PyTorch's shape ops (views of the ops above, flip and repeat copies)
+        row(
+            "unsqueeze",
+            &[(&[2, 3], Any)],
+            |t| ops::unsqueeze(&t[0], -2),
+            |a| r::reshape(&a[0], &[2, 1, 3]),
+        ),
+        row(
+            "squeeze",
+            &[(&[2, 1, 3, 1], Any)],
+            |t| ops::squeeze(&t[0], Some(&[-3, 0])),
+            |a| r::reshape(&a[0], &[2, 3, 1]),
+        ),
+        row(
+            "squeeze_all",
+            &[(&[1, 3, 1], Any)],
+            |t| ops::squeeze(&t[0], None),
+            |a| r::reshape(&a[0], &[3]),
+        ),
+        row(
+            "flatten",
+            &[(&[2, 3, 2, 2], Any)],
+            |t| ops::flatten(&ops::transpose(&t[0], 0, 3)?, 1, -2),
+            |a| r::reshape(&r::permute(&a[0], &[3, 1, 2, 0]), &[2, 6, 2]),
+        ),
+        row(
+            "unflatten",
+            &[(&[2, 6], Any)],
+            |t| ops::unflatten(&t[0], -1, &[3, -1]),
+            |a| r::reshape(&a[0], &[2, 3, 2]),
+        ),
+        row(
+            "movedim",
+            &[(&[2, 3, 4], Any)],
+            |t| ops::movedim(&t[0], &[0, 1], &[-1, 0]),
+            |a| r::permute(&a[0], &[1, 2, 0]),
+        ),
+        row(
+            "matrix_transpose",
+            &[(&[2, 3, 4], Any)],
+            |t| ops::matrix_transpose(&t[0]),
+            |a| r::permute(&a[0], &[0, 2, 1]),
+        ),
+        row(
+            "narrow",
+            &[(&[4, 3], Any)],
+            |t| ops::narrow(&t[0], 0, -3, 2),
+            |a| r::take(&a[0], &[&[1, 2], &[0, 1, 2]], &[2, 3]),
+        ),
+        row(
+            "split",
+            &[(&[2, 5], Any)],
+            |t| Ok(ops::split(&t[0], 2, -1)?.swap_remove(2)),
+            |a| r::take(&a[0], &[&[0, 1], &[4]], &[2, 1]),
+        ),
+        row(
+            "split_sections",
+            &[(&[5, 2], Any)],
+            |t| Ok(ops::split_sections(&t[0], &[1, 3, 1], 0)?.swap_remove(1)),
+            |a| r::take(&a[0], &[&[1, 2, 3], &[0, 1]], &[3, 2]),
+        ),
+        row(
+            "chunk",
+            &[(&[2, 5], Any)],
+            |t| Ok(ops::chunk(&t[0], 3, 1)?.swap_remove(1)),
+            |a| r::take(&a[0], &[&[0, 1], &[2, 3]], &[2, 2]),
+        ),
+        row(
+            "flip",
+            &[(&[2, 3, 4], Any)],
+            |t| ops::flip(&t[0], &[0, -1]),
+            |a| r::take(&a[0], &[&[1, 0], &[0, 1, 2], &[3, 2, 1, 0]], &[2, 3, 4]),
+        ),
+        row(
+            "flip_strided",
+            &[(&[3, 4], Any)],
+            |t| ops::flip(&ops::transpose(&t[0], 0, 1)?, &[1]),
+            |a| {
+                r::take(
+                    &r::permute(&a[0], &[1, 0]),
+                    &[&[0, 1, 2, 3], &[2, 1, 0]],
+                    &[4, 3],
+                )
+            },
+        ),
+        row(
+            "repeat",
+            &[(&[2, 3], Any)],
+            |t| ops::repeat(&t[0], &[2, 2, 1]),
+            |a| {
+                let tiled = r::take(&a[0], &[&[0, 1, 0, 1], &[0, 1, 2]], &[1, 4, 3]);
+                r::concat(&[tiled.clone(), tiled], 0)
+            },
+        ),
+        row(
+            "expand_sizes",
+            &[(&[3, 1], Any)],
+            |t| ops::expand_sizes(&t[0], &[2, -1, 4]),
+            |a| r::zip(&a[0], &Arr::new(&[2, 3, 4], vec![0.0; 24]), |x, _| x),
+        ),
+        row(
+            "clone",
+            &[(&[2, 3], Any)],
+            |t| ops::clone(&t[0]),
+            |a| a[0].clone(),
+        ),
+        row(
+            "cat",
+            &[(&[2, 3], Any), (&[2, 1], Any)],
+            |t| ops::cat(t, 1),
+            |a| r::concat(a, 1),
+        ),
         // ---- joins and selection
         row(
             "concat",

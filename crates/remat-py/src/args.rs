@@ -86,6 +86,14 @@ pub fn axes(op: &str, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isi
     Ok(Some(vec![index_int(op, "axes", obj)?]))
 }
 
+/// Ints from an int or a tuple/list of ints (`what` names the argument in errors).
+pub fn int_list(op: &str, what: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<isize>> {
+    if obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>() {
+        return obj.try_iter()?.map(|d| index_int(op, what, &d?)).collect();
+    }
+    Ok(vec![index_int(op, what, obj)?])
+}
+
 /// A device argument: None (the CPU) or a string `"cpu"`, `"cuda"`, `"cuda:N"`.
 /// An unknown string raises `DeviceError`.
 pub fn device(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Device> {

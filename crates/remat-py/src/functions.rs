@@ -219,13 +219,55 @@ fn tensor_list(op: &str, tensors: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
     it.map(|t| convert::extract_tensor(op, &t?)).collect()
 }
 
-/// Join tensors along an existing axis.
-#[pyfunction]
-#[pyo3(signature = (tensors, axis=0))]
-fn concat(py: Python<'_>, tensors: &Bound<'_, PyAny>, axis: isize) -> PyResult<PyTensor> {
-    let ts = tensor_list("concat", tensors)?;
+/// `cat` / `concat` / `concatenate`: one op under PyTorch's and NumPy's names, `dim` or
+/// (NumPy) `axis` naming the axis.
+fn join_along(
+    py: Python<'_>,
+    op: &str,
+    tensors: &Bound<'_, PyAny>,
+    dim: isize,
+    axis: Option<isize>,
+) -> PyResult<PyTensor> {
+    let ts = tensor_list(op, tensors)?;
+    let axis = axis.unwrap_or(dim);
     let big = ts.iter().map(|t| t.numel()).sum::<usize>() >= crate::call::GIL_RELEASE_MIN;
     run(py, big, || ops::concat(&ts, axis)).map(wrap)
+}
+
+/// Join tensors along an existing axis `dim` (`axis=` accepted).
+#[pyfunction]
+#[pyo3(signature = (tensors, dim=0, *, axis=None))]
+fn cat(
+    py: Python<'_>,
+    tensors: &Bound<'_, PyAny>,
+    dim: isize,
+    axis: Option<isize>,
+) -> PyResult<PyTensor> {
+    join_along(py, "cat", tensors, dim, axis)
+}
+
+/// Join tensors along an existing axis `dim` (`axis=` accepted); the same as `cat`.
+#[pyfunction]
+#[pyo3(signature = (tensors, dim=0, *, axis=None))]
+fn concat(
+    py: Python<'_>,
+    tensors: &Bound<'_, PyAny>,
+    dim: isize,
+    axis: Option<isize>,
+) -> PyResult<PyTensor> {
+    join_along(py, "concat", tensors, dim, axis)
+}
+
+/// Join tensors along an existing axis `dim` (`axis=` accepted); the same as `cat`.
+#[pyfunction]
+#[pyo3(signature = (tensors, dim=0, *, axis=None))]
+fn concatenate(
+    py: Python<'_>,
+    tensors: &Bound<'_, PyAny>,
+    dim: isize,
+    axis: Option<isize>,
+) -> PyResult<PyTensor> {
+    join_along(py, "concatenate", tensors, dim, axis)
 }
 
 /// Join tensors along a new axis.
@@ -373,7 +415,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(zeros_like, m)?)?;
     m.add_function(wrap_pyfunction!(ones_like, m)?)?;
     m.add_function(wrap_pyfunction!(linear, m)?)?;
+    m.add_function(wrap_pyfunction!(cat, m)?)?;
     m.add_function(wrap_pyfunction!(concat, m)?)?;
+    m.add_function(wrap_pyfunction!(concatenate, m)?)?;
     m.add_function(wrap_pyfunction!(stack, m)?)?;
     m.add_function(wrap_pyfunction!(where_, m)?)?;
     m.add_function(wrap_pyfunction!(dropout, m)?)?;

@@ -16,6 +16,7 @@ pub mod numpy_bridge;
 pub mod ops;
 pub mod optim;
 pub mod repr;
+pub mod split;
 pub mod tensor;
 
 use pyo3::prelude::*;
@@ -32,6 +33,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<numpy_bridge::StorageOwner>()?;
     functions::register(m)?;
     ops::register(m)?;
+    split::register(m)?;
     autograd::register(m)?;
     memory::register(m)?;
     checkpoint::register(m)?;

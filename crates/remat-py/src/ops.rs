@@ -26,7 +26,8 @@
 //!
 //! Ops that exist in only one form stay where they were: constructors and function-only ops
 //! (`concat`, `where`, `dropout`, losses, ...) in `functions.rs`, operators and method-only
-//! ops (`view`, `flatten`, `to`, ...) in `tensor.rs`. The stub `python/remat/_remat.pyi` and
+//! ops (`view`, `mT`, `to`, ...) in `tensor.rs`; ops returning a tuple (`split`, `chunk`) in
+//! `split.rs`. The stub `python/remat/_remat.pyi` and
 //! `remat.__all__` are checked against what this file registers by `tests/test_surface.py`
 //! (and by `python -m mypy.stubtest remat` in CI).
 
@@ -86,7 +87,7 @@ remat_core::for_each_unary_fn!(unary_ops);
 /// with the hygiene of the parameter's name; a macro-written attribute and a row-written name
 /// never see each other. So the parameter's name must be spelled inside the macro, in the
 /// same expansion as the attribute: `@variadic` has one arm per name (`shape`, `axes`; a
-/// row with another name needs another arm), which passes that name and both attributes to
+/// row with another name needs another arm: `shape`, `axes`, `sizes`, `dims`), which passes that name and both attributes to
 /// `@emit_variadic`, and the body sees the row's own name bound to it.
 macro_rules! tensor_ops {
     (
@@ -197,6 +198,12 @@ macro_rules! tensor_ops {
     (@variadic axes $($rest:tt)*) => {
         tensor_ops!(@emit_variadic [#[pyfunction]] [#[pymethods]] axes $($rest)*);
     };
+    (@variadic sizes $($rest:tt)*) => {
+        tensor_ops!(@emit_variadic [#[pyfunction]] [#[pymethods]] sizes $($rest)*);
+    };
+    (@variadic dims $($rest:tt)*) => {
+        tensor_ops!(@emit_variadic [#[pyfunction]] [#[pymethods]] dims $($rest)*);
+    };
     (
         @emit_variadic [$($pyfunction:tt)*] [$($pymethods:tt)*] $param:ident [$var:ident]
         [$($doc:tt)*] $name:ident $py:ident $x:ident $body:block
@@ -284,6 +291,52 @@ tensor_ops! {
         fn max(py, x, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) {
             reduce(py, "max", x, axis, keepdims, ops::max)
         }
+        /// A new axis of extent 1 at `dim` (a view).
+        fn unsqueeze(_py, x, dim: isize) {
+            ops::unsqueeze(x, dim).py().map(wrap)
+        }
+        /// Axes of extent 1 removed: all (`dim=None`), or those of `dim` (an int or a tuple)
+        /// that have extent 1 (a view).
+        #[pyo3(signature = (dim=None))]
+        fn squeeze(_py, x, dim: Option<&Bound<'_, PyAny>>) {
+            let dims = args::axes("squeeze", dim)?;
+            ops::squeeze(x, dims.as_deref()).py().map(wrap)
+        }
+        /// Axes `start_dim..=end_dim` merged into one (a view when contiguous, else a copy).
+        #[pyo3(signature = (start_dim=0, end_dim=-1))]
+        #[text_signatures("(x, start_dim=0, end_dim=-1)", "($self, start_dim=0, end_dim=-1)")]
+        fn flatten(py, x, start_dim: isize, end_dim: isize) {
+            unary(py, x, |x| ops::flatten(x, start_dim, end_dim))
+        }
+        /// Axis `dim` split into `sizes` (one may be -1).
+        fn unflatten(py, x, dim: isize, sizes: &Bound<'_, PyAny>) {
+            let sizes = args::int_list("unflatten", "sizes", sizes)?;
+            unary(py, x, |x| ops::unflatten(x, dim, &sizes))
+        }
+        /// Axes `source` (an int or a tuple) moved to positions `destination` (a view).
+        fn movedim(_py, x, source: &Bound<'_, PyAny>, destination: &Bound<'_, PyAny>) {
+            let src = args::int_list("movedim", "source", source)?;
+            let dst = args::int_list("movedim", "destination", destination)?;
+            ops::movedim(x, &src, &dst).py().map(wrap)
+        }
+        /// Positions `start..start + length` of axis `dim` (a view).
+        fn narrow(_py, x, dim: isize, start: isize, length: isize) {
+            ops::narrow(x, dim, start, length).py().map(wrap)
+        }
+        /// A broadcast view with shape `size` (-1 keeps an extent).
+        fn broadcast_to(_py, x, size: &Bound<'_, PyAny>) {
+            let size = args::int_list("broadcast_to", "size", size)?;
+            ops::broadcast_to(x, &size).py().map(wrap)
+        }
+        /// A broadcast view with the shape of `other`.
+        fn expand_as(_py, x, other: &Bound<'_, PyAny>) {
+            let other = convert::extract_tensor("expand_as", other)?;
+            ops::expand_as(x, &other).py().map(wrap)
+        }
+        /// A new contiguous tensor with the same values that gradients flow through.
+        fn clone(py, x) {
+            unary(py, x, ops::clone)
+        }
     }
 
     // ---- ops with `*args`: the name after `*` must be one `tensor_ops!` spells (see there)
@@ -304,6 +357,23 @@ tensor_ops! {
         fn permute(_py, x, *axes) {
             let axes = args::signed_dims("permute", axes)?;
             ops::permute(x, &axes).py().map(wrap)
+        }
+        /// A broadcast view: `expand(*sizes)` or `expand(sizes)`; -1 keeps an extent, extra
+        /// leading sizes add axes.
+        fn expand(_py, x, *sizes) {
+            let sizes = args::signed_dims("expand", sizes)?;
+            ops::expand_sizes(x, &sizes).py().map(wrap)
+        }
+        /// The tensor tiled `sizes[i]` times along axis `i`: `repeat(*sizes)` or
+        /// `repeat(sizes)` (a copy; extra leading sizes add axes).
+        fn repeat(py, x, *sizes) {
+            let sizes = args::shape_from_args("repeat", sizes)?;
+            unary(py, x, |x| ops::repeat(x, &sizes))
+        }
+        /// The elements reversed along `dims`: `flip(*dims)` or `flip(dims)` (a copy).
+        fn flip(py, x, *dims) {
+            let dims = args::signed_dims("flip", dims)?;
+            unary(py, x, |x| ops::flip(x, &dims))
         }
     }
 }

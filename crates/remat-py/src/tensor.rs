@@ -436,15 +436,15 @@ impl PyTensor {
     fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
         self.reshape(py, shape)
     }
-    /// A flat view or copy.
-    fn flatten(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        let n = self.inner.numel();
-        unary(py, &self.inner, |x| ops::reshape(x, &[n]))
-    }
     /// All axes reversed.
     #[getter(T)]
     fn t_prop(&self) -> PyResult<PyTensor> {
         ops::reverse_axes(&self.inner).py().map(wrap)
+    }
+    /// The last two axes swapped (a view; needs at least 2 dims).
+    #[getter(mT)]
+    fn mt_prop(&self) -> PyResult<PyTensor> {
+        ops::matrix_transpose(&self.inner).py().map(wrap)
     }
     /// A C-contiguous tensor with the same values (this one if it already is).
     fn contiguous(&self, py: Python<'_>) -> PyResult<PyTensor> {

@@ -54,6 +54,10 @@ pub mod launch {
         none(op)
     }
     /// See the CUDA build.
+    pub fn flip(op: &str, _: &Tensor, _: &[usize]) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
     pub fn softmax(op: &str, _: &Tensor, _: usize, _: bool) -> Result<Tensor> {
         none(op)
     }

@@ -278,3 +278,8 @@ pub fn stack(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
     let refs: Vec<&Tensor> = tensors.iter().collect();
     apply(JoinOp { axis, stack: true }, &refs, &[])
 }
+
+/// PyTorch's name for [`concat`] (`torch.cat`; also `concatenate`).
+pub fn cat(tensors: &[Tensor], dim: isize) -> Result<Tensor> {
+    concat(tensors, dim)
+}

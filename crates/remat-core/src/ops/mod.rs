@@ -1,10 +1,12 @@
 //! Ops, one file per family; each op's forward sits next to its backward (VJP). Every public
 //! function validates its inputs and returns a typed error naming the op and the shapes.
 
+pub mod axes;
 pub mod convert;
 pub mod creation;
 pub mod dropout;
 pub mod elementwise;
+pub mod flip;
 pub mod inplace;
 pub mod join;
 pub mod linear;
@@ -13,26 +15,35 @@ pub mod matmul;
 pub mod norm;
 pub mod reduce;
 pub mod reduce_ext;
+pub mod repeat;
 pub mod select;
 pub mod shape;
+pub mod slicing;
 pub mod softmax;
 pub mod view;
 
+pub use axes::{
+    broadcast_to, expand_as, expand_sizes, flatten, matrix_transpose, movedim, squeeze, unflatten,
+    unsqueeze,
+};
 pub use convert::{to_device, to_dtype};
 pub use creation::{full, ones, rand, randn, zeros};
 pub use dropout::dropout;
 pub use elementwise::unary_fns::*;
 pub use elementwise::{add, add_scalar, div, gelu, mul, pow, pow_scalar, scale, sub};
+pub use flip::flip;
 pub use inplace::{add_inplace, axpy_inplace};
-pub use join::{concat, stack};
+pub use join::{cat, concat, stack};
 pub use linear::linear;
 pub use loss::{cross_entropy, mse_loss};
 pub use matmul::matmul;
 pub use norm::layer_norm;
 pub use reduce::{sum, sum_to};
 pub use reduce_ext::{max, mean};
+pub use repeat::repeat;
 pub use select::where_;
-pub use shape::{expand, reshape};
+pub use shape::{clone, expand, reshape};
+pub use slicing::{chunk, narrow, split, split_sections};
 pub use softmax::{log_softmax, softmax};
 pub use view::{index, permute, reverse_axes, transpose, IndexItem};
 

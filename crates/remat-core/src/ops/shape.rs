@@ -1,5 +1,5 @@
-//! Core view ops: reshape (a view when the data is contiguous), expand (broadcast view) and an
-//! explicit contiguous copy.
+//! Core view ops: reshape (a view when the data is contiguous), expand (broadcast view) and
+//! explicit contiguous copies (`contiguous`, `clone`).
 
 use super::{from_vec, view};
 use crate::autograd::node::{apply, BackwardCtx, Op};
@@ -172,18 +172,21 @@ pub fn expand(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     )
 }
 
-struct CopyOp;
+/// A contiguous copy; `name` is the op the user called (`contiguous` or `clone`).
+struct CopyOp {
+    name: &'static str,
+}
 
 impl Op for CopyOp {
     fn name(&self) -> &'static str {
-        "contiguous"
+        self.name
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
         Ok(crate::dispatch!(x.dtype(), T => from_vec(cpu::gather::<T>(x.data()), x.shape())))
     }
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        crate::cuda::launch::copy("contiguous", inputs[0])
+        crate::cuda::launch::copy(self.name, inputs[0])
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![Some(ctx.grad.clone())])
@@ -192,5 +195,11 @@ impl Op for CopyOp {
 
 /// A contiguous copy of `x` that gradients flow through.
 pub fn copy_op(x: &Tensor) -> Result<Tensor> {
-    apply(CopyOp, &[x], &[])
+    apply(CopyOp { name: "contiguous" }, &[x], &[])
+}
+
+/// PyTorch's `clone`: a new contiguous tensor with `x`'s values that gradients flow through
+/// (never `x` itself, even when `x` is contiguous).
+pub fn clone(x: &Tensor) -> Result<Tensor> {
+    apply(CopyOp { name: "clone" }, &[x], &[])
 }

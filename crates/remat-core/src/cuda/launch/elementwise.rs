@@ -261,3 +261,53 @@ pub fn fill_inplace(op: &str, dst: &Tensor, value: f64) -> Result<()> {
         DType::F64 => launch!(op, ctx, f, grid(n), nn, value, yp),
     }
 }
+
+/// A contiguous copy of `x` with the axes in `flipped` reversed: the `strided_copy` kernel
+/// reads `x` from the element at the end of every flipped axis with that axis' stride
+/// negated (kernel layouts take signed strides; views' layouts cannot). Axes of extent 1
+/// are dropped; more than [`MAX_DIMS`](crate::cuda::kernels::MAX_DIMS) others is refused.
+pub fn flip(op: &str, x: &Tensor, flipped: &[usize]) -> Result<Tensor> {
+    use crate::cuda::kernels::{KLayout, MAX_DIMS};
+    let xb = buffer(op, x)?;
+    let ctx = xb.context().clone();
+    let shape = x.shape();
+    let out = tensor(CudaBuffer::alloc(op, &ctx, numel(shape), x.dtype())?, shape);
+    let n = out.numel();
+    if n == 0 {
+        return Ok(out);
+    }
+    let (xl, ol) = (x.layout(), out.layout());
+    let axes: Vec<usize> = (0..shape.len()).filter(|&a| shape[a] != 1).collect();
+    if axes.len() > MAX_DIMS {
+        return Err(Error::device(
+            op,
+            format!(
+                "tensors with more than {MAX_DIMS} axes of extent > 1 are not supported on \
+                 cuda yet (got {})",
+                axes.len()
+            ),
+        ));
+    }
+    let (mut kx, mut ky) = (KLayout::default(), KLayout::default());
+    kx.ndim = axes.len() as i32;
+    ky.ndim = axes.len() as i32;
+    let mut start = xl.offset;
+    for (j, &a) in axes.iter().enumerate() {
+        let (d, s) = (shape[a] as i64, xl.strides[a] as i64);
+        kx.shape[j] = d;
+        ky.shape[j] = d;
+        ky.strides[j] = ol.strides[a] as i64;
+        if flipped.contains(&a) {
+            start += (shape[a] - 1) * xl.strides[a];
+            kx.strides[j] = -s;
+        } else {
+            kx.strides[j] = s;
+        }
+    }
+    let f = ctx.function(op, kernel_name("strided_copy", x.dtype()))?;
+    let ob = buffer(op, &out)?;
+    let (nn, xp, yp) = (n as i64, xb.ptr_at(start), ob.ptr_at(ol.offset));
+    // `strided_copy_*`: reads x through kx (negative strides on flipped axes), writes out.
+    launch!(op, ctx, f, grid(n), nn, xp, kx, yp, ky)?;
+    Ok(out)
+}

@@ -18,7 +18,7 @@ mod transfer;
 
 pub use common::{buffer, plan, tensor};
 pub use elementwise::{
-    axpy_inplace, binary, cast, copy, copy_into, empty, fill_inplace, full, unary, where_,
+    axpy_inplace, binary, cast, copy, copy_into, empty, fill_inplace, flip, full, unary, where_,
 };
 pub use matmul::matmul_nd;
 pub use nn::{
