@@ -78,6 +78,7 @@ def _labels(rng, shape, case):
 
 ANY = Domain("any", _uniform(-2.0, 2.0))
 POS = Domain("pos", _uniform(0.2, 2.0))  # log, sqrt, pow bases
+ABOVE_M1 = Domain("above_m1", _uniform(-0.8, 2.0))  # log1p: above its pole at -1
 NONZERO = Domain("nonzero", _nonzero)  # relu's kink, divisors
 DISTINCT = Domain("distinct", _distinct)  # max: away from ties
 MASK = Domain("mask", _mask)  # where's condition (0.0 / 1.0 float tensor)
@@ -172,7 +173,7 @@ class Op:
 _OPERATORS = {
     "__add__": operator.add, "__sub__": operator.sub, "__mul__": operator.mul,
     "__truediv__": operator.truediv, "__pow__": operator.pow, "__matmul__": operator.matmul,
-    "__neg__": operator.neg, "__getitem__": operator.getitem,
+    "__neg__": operator.neg, "__getitem__": operator.getitem, "__abs__": operator.abs,
 }
 
 
@@ -485,6 +486,20 @@ def mse_cases():
     return shapes(max_dims=3).map(lambda s: Case((s, s)))
 
 
+# clamp's constant bounds: both, either, inverted (min > max gives max everywhere), ints.
+CLAMP_BOUNDS = [{"min": -0.5, "max": 0.8}, {"min": 0.3}, {"max": -0.2}, {"min": 1.0, "max": -1.0},
+                {"min": -1, "max": 1}]
+
+
+def clamp_cases():
+    return st.builds(lambda s, b: Case((s,), b), shapes(), st.sampled_from(CLAMP_BOUNDS))
+
+
+def lerp_cases():
+    weights = st.sampled_from([0.0, 0.3, 0.5, 0.8, 1.0, -0.7, 1.5])
+    return st.builds(lambda c, w: Case(c.shapes, {"weight": w}), broadcast(), weights)
+
+
 def ce_cases():
     return st.builds(lambda n, c: Case(((n, c), (n,))), st.integers(1, 6), st.integers(1, 6))
 
@@ -504,6 +519,27 @@ def np_gelu(x):
 def np_gelu_tanh(x):
     c = math.sqrt(2.0 / math.pi)
     return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x**3)))
+
+
+def np_erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def np_softplus(x, beta=1.0, threshold=20.0):
+    with np.errstate(over="ignore"):
+        return np.where(beta * x > threshold, x, np.log1p(np.exp(beta * x)) / beta)
+
+
+def np_clamp(x, min=None, max=None):
+    if min is not None:
+        x = np.maximum(x, min)
+    if max is not None:
+        x = np.minimum(x, max)
+    return x
+
+
+def np_lerp(start, end, weight):
+    return start + weight * (end - start)
 
 
 def np_softmax(x, axis=-1):
@@ -588,6 +624,17 @@ OPS: list[Op] = [
     unary("sin", remat.sin, ("sin",), np.sin),
     unary("cos", remat.cos, ("cos",), np.cos),
     unary("tan", remat.tan, ("tan",), np.tan, Domain("tan", _uniform(-1.2, 1.2))),  # poles: ±pi/2
+    unary("abs", remat.abs, ("abs", "__abs__"), np.abs, NONZERO),
+    unary("erf", remat.erf, ("erf",), np_erf),
+    unary("rsqrt", remat.rsqrt, ("rsqrt",), lambda x: 1.0 / np.sqrt(x), POS),
+    unary("square", remat.square, ("square",), np.square),
+    unary("log1p", remat.log1p, ("log1p",), np.log1p, ABOVE_M1),
+    unary("expm1", remat.expm1, ("expm1",), np.expm1),
+    # Piecewise constant (zero gradients; finite differences agree away from the jumps).
+    unary("sign", remat.sign, ("sign",), np.sign, NONZERO),
+    unary("floor", remat.floor, ("floor",), np.floor),
+    unary("ceil", remat.ceil, ("ceil",), np.ceil),
+    unary("round", remat.round, ("round",), np.round),  # both round half to even
     # ---- activations
     unary("tanh", remat.tanh, ("tanh",), np.tanh),
     unary("sigmoid", remat.sigmoid, ("sigmoid",), np_sigmoid),
@@ -596,6 +643,48 @@ OPS: list[Op] = [
           errors=(Bad("mode", ((2,),), ValueError, {"approximate": "fast"}),)),
     unary("gelu_tanh", lambda x: remat.gelu(x, approximate="tanh"), (), np_gelu_tanh,
           op="gelu", tol32=(1e-5, 1e-6), tol64=(1e-10, 1e-12)),
+    unary("silu", remat.silu, ("silu",), lambda x: x * np_sigmoid(x)),
+    # beta * x crosses the threshold at 0.75 (beta 2, threshold 1.5) and 2 (beta 0.5, 1).
+    Op("softplus", remat.softplus, (), np_softplus, ANY,
+       one(beta=st.sampled_from([1.0, 2.0, 0.5]), threshold=st.sampled_from([20.0, 1.0, 1.5])),
+       (Case(((2, 3),)), Case(((3, 4),), {"beta": 2.0, "threshold": 1.5}),
+        Case(((2, 2),), {"beta": 0.5})),
+       errors=(Bad("beta_str", ((2,),), TypeError, {"beta": "x"}, names=None),
+               Bad("threshold_none", ((2,),), TypeError, {"threshold": None}, names=None))),
+    Op("leaky_relu", remat.leaky_relu, (),
+       lambda x, negative_slope=0.01: np.where(x > 0, x, negative_slope * x), NONZERO,
+       one(negative_slope=st.sampled_from([0.01, 0.2, -0.5, 1.5])),
+       (Case(((2, 3),)), Case(((3,),), {"negative_slope": 0.2})),
+       errors=(Bad("slope_str", ((2,),), TypeError, {"negative_slope": "x"}, names=None),)),
+    # ---- clamping, elementwise extrema, interpolation (inputs away from kinks and ties)
+    Op("clamp", remat.clamp, ("clamp",), np_clamp, ANY, clamp_cases(),
+       tuple(Case(((2, 3),), b) for b in CLAMP_BOUNDS[:4]),
+       errors=(Bad("no_bounds", ((2,),), ValueError), Bad("none_bounds", ((2,),), ValueError,
+                                                           {"min": None, "max": None}),
+               Bad("min_str", ((2,),), TypeError, {"min": "a"}, names=None),
+               Bad("max_shape", ((2, 3),), S, {"max": np.zeros(4)}),
+               Bad("min_shape", ((2, 3),), S, {"min": np.zeros((3, 1)), "max": 1.0}))),
+    Op("clip", remat.clip, ("clip",), np_clamp, ANY, clamp_cases(),
+       (Case(((2, 3),), {"min": -0.5, "max": 0.8}),), op="clamp",
+       errors=(Bad("no_bounds", ((2,),), ValueError),)),
+    Op("clamp_tensor", remat.clamp, ("clamp", "clip"), np_clamp, ANY, broadcast(3, max_dims=3),
+       (Case(((2, 3), (3,), (2, 1))), Case(((3,), (), ()))),
+       call=lambda f, ins, p: f(ins[0], min=ins[1], max=ins[2]), op="clamp",
+       errors=(Bad("shape", ((2, 3), (4,), (1,)), S),)),
+    Op("clamp_tensor_min", remat.clamp, ("clamp",), np.maximum, ANY, broadcast(),
+       BINARY_EXAMPLES, call=lambda f, ins, p: f(ins[0], min=ins[1]), op="clamp"),
+    Op("clamp_tensor_max", remat.clamp, ("clamp",), np.minimum, ANY, broadcast(),
+       BINARY_EXAMPLES, call=lambda f, ins, p: f(ins[0], max=ins[1]), op="clamp"),
+    binary("maximum", remat.maximum, ("maximum",), np.maximum),
+    binary("minimum", remat.minimum, ("minimum",), np.minimum),
+    Op("lerp", remat.lerp, ("lerp",), np_lerp, ANY, lerp_cases(),
+       tuple(Case(c.shapes, {"weight": w}) for c, w in zip(BINARY_EXAMPLES, (0.3, 0.8, 1.0))),
+       call=lambda f, ins, p: f(ins[0], ins[1], p["weight"]),
+       errors=(Bad("shape", ((2, 3), (4,)), S, {"weight": 0.5}),
+               Bad("weight_str", ((2,), (2,)), TypeError, {"weight": "a"}, names=None))),
+    Op("lerp_tensor", remat.lerp, ("lerp",), np_lerp, ANY, broadcast(3, max_dims=3),
+       (Case(((2, 3), (3,), (2, 1))), Case(((), (2,), ()))), op="lerp",
+       errors=(Bad("shape", ((2, 3), (3,), (4,)), S),)),
     # ---- binary arithmetic (Tensor operators are the method forms)
     binary("add", remat.add, ("__add__",), np.add, symbol="+"),
     binary("sub", remat.sub, ("__sub__",), np.subtract, symbol="-"),

@@ -58,7 +58,7 @@ WRAPPED = {
     "copy_": "remat.nn.Module.load_state_dict",
 }
 # Re-exported, but kept out of `__all__` so `from remat import *` does not shadow builtins.
-BUILTIN_SHADOWS = {"max", "sum", "pow"}
+BUILTIN_SHADOWS = {"max", "sum", "pow", "abs", "round"}
 
 
 def _stub_tree() -> ast.Module:
@@ -214,7 +214,8 @@ def test_op_table_covers_the_documented_ops():
     expected = {
         "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "add", "sub", "mul", "div",
         "matmul", "pow", "gelu", "softmax", "log_softmax", "sum", "mean", "max", "reshape",
-        "transpose", "permute",
+        "transpose", "permute", "abs", "erf", "rsqrt", "square", "log1p", "expm1", "sign",
+        "floor", "ceil", "round", "clamp", "clip", "maximum", "minimum", "lerp",
     }
     assert expected <= set(_op_table_names())
 
@@ -238,7 +239,9 @@ def test_function_and_method_come_from_one_row(name):
             "reshape": (4,), "permute": (1, 0), "softmax": (0,), "sum": (1, True),
             "unsqueeze": (0,), "unflatten": (1, (2, 1)), "movedim": (0, 1), "narrow": (1, 1, 1),
             "broadcast_to": ((3, 2, 2),), "expand_as": (remat.ones(2, 2, 2),),
-            "expand": (2, 2, 2), "repeat": (1, 2), "flip": (0,)}
+            "expand": (2, 2, 2), "repeat": (1, 2), "flip": (0,),
+            "maximum": (x.T,), "minimum": (x.T,), "clamp": (0.5, 1.0), "clip": (None, 1.0),
+            "lerp": (x.T, 0.25)}
     extra = args.get(name, ())
     a, b = fn(x, *extra), getattr(x, name)(*extra)
     assert a.shape == b.shape and a.dtype == b.dtype
@@ -265,11 +268,12 @@ def test_generated_regions_are_up_to_date():
 
 def test_unary_ops_are_bound_from_the_core_table():
     """Every parameterless unary row is a function and a method with one doc (the row's),
-    re-exported by ``remat`` and listed in ``remat.__all__``."""
+    re-exported by ``remat`` and listed in ``remat.__all__`` (builtin names excepted)."""
     ops = _remat._unary_ops
     assert {"neg", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu"} <= set(ops)
     assert len(ops) == len(set(ops))
     for name in ops:
         fn = getattr(_remat, name)
         assert fn.__doc__ and fn.__doc__ == getattr(_remat.Tensor, name).__doc__
-        assert getattr(remat, name) is fn and name in remat.__all__
+        assert getattr(remat, name) is fn
+        assert (name in remat.__all__) == (name not in BUILTIN_SHADOWS), name

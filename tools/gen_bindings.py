@@ -19,6 +19,7 @@ extension (``maturin develop``)::
 from __future__ import annotations
 
 import argparse
+import builtins
 import pathlib
 import re
 import sys
@@ -55,6 +56,13 @@ def _quoted(names: Sequence[str], indent: str) -> list[str]:
 # Each region: (file, name) -> lines of its body, from the op names and the region's indent.
 Region = Callable[[Sequence[str], str], list[str]]
 
+
+def _shadows(name: str) -> bool:
+    """A builtin's name (``abs``, ``round``): ``remat`` re-exports it explicitly (``abs as
+    abs``) but keeps it out of ``remat.__all__``, so ``from remat import *`` does not shadow the
+    builtin (as for ``max``, ``sum``, ``pow``)."""
+    return hasattr(builtins, name)
+
 REGIONS: dict[tuple[pathlib.Path, str], Region] = {
     (STUB, "unary ops __all__"): lambda ops, ind: _quoted(ops, ind),
     (STUB, "unary ops methods"): lambda ops, ind: [
@@ -65,10 +73,10 @@ REGIONS: dict[tuple[pathlib.Path, str], Region] = {
     ],
     (INIT, "unary ops imports"): lambda ops, ind: [
         f"{ind}from ._remat import (",
-        *(f"{ind}    {n}," for n in ops),
+        *(f"{ind}    {n} as {n}," if _shadows(n) else f"{ind}    {n}," for n in ops),
         f"{ind})",
     ],
-    (INIT, "unary ops __all__"): lambda ops, ind: _quoted(ops, ind),
+    (INIT, "unary ops __all__"): lambda ops, ind: _quoted([n for n in ops if not _shadows(n)], ind),
 }
 
 

@@ -146,6 +146,79 @@ fn rows() -> Vec<Row> {
             |a| r::map(&a[0], |v| (0.5 * v).tan()),
         ),
         row(
+            "abs",
+            &[(&[2, 3], NonZero)],
+            |t| ops::abs(&t[0]),
+            |a| r::map(&a[0], f64::abs),
+        ),
+        row(
+            "erf",
+            &[(&[2, 3], Any)],
+            |t| ops::erf(&t[0]),
+            |a| r::map(&a[0], r::erf),
+        ),
+        row(
+            "rsqrt",
+            &[(&[2, 3], Pos)],
+            |t| ops::rsqrt(&t[0]),
+            |a| r::map(&a[0], |v| 1.0 / v.sqrt()),
+        ),
+        row(
+            "square",
+            &[(&[2, 3], Any)],
+            |t| ops::square(&t[0]),
+            |a| r::map(&a[0], |v| v * v),
+        ),
+        row(
+            "log1p",
+            &[(&[2, 3], Any)],
+            |t| ops::log1p(&ops::scale(&t[0], 0.4)?), // [-0.8, 0.8): above the pole at -1
+            |a| r::map(&a[0], |v| (0.4 * v).ln_1p()),
+        ),
+        row(
+            "expm1",
+            &[(&[2, 3], Any)],
+            |t| ops::expm1(&t[0]),
+            |a| r::map(&a[0], f64::exp_m1),
+        ),
+        // Piecewise constant: zero gradients (finite differences agree away from the jumps).
+        row(
+            "sign",
+            &[(&[2, 3], NonZero)],
+            |t| ops::sign(&t[0]),
+            |a| r::map(&a[0], f64::signum),
+        ),
+        row(
+            "floor",
+            &[(&[2, 3], Any)],
+            |t| ops::floor(&t[0]),
+            |a| r::map(&a[0], f64::floor),
+        ),
+        row(
+            "ceil",
+            &[(&[2, 3], Any)],
+            |t| ops::ceil(&t[0]),
+            |a| r::map(&a[0], f64::ceil),
+        ),
+        row(
+            "round",
+            &[(&[2, 3], Any)],
+            |t| ops::round(&t[0]),
+            |a| r::map(&a[0], f64::round_ties_even),
+        ),
+        row(
+            "round_ties",
+            &[(&[2, 3], Any)],
+            // Exact halves: -2.5 .. 2.5 (x + frac(x) is a half for every input here).
+            |t| ops::round(&ops::scale(&ops::round(&ops::scale(&t[0], 1.5)?)?, 0.5)?),
+            |a| {
+                r::map(&a[0], |v| {
+                    (0.5 * (1.5 * v).round_ties_even()).round_ties_even()
+                })
+            },
+        )
+        .diff(&[]),
+        row(
             "pow_scalar",
             &[(&[2, 3], Pos)],
             |t| ops::pow_scalar(&t[0], 1.7),
@@ -187,6 +260,107 @@ fn rows() -> Vec<Row> {
             &[(&[2, 3], Any)],
             |t| ops::gelu(&t[0], true),
             |a| r::map(&a[0], r::gelu_tanh),
+        ),
+        row(
+            "silu",
+            &[(&[2, 3], Any)],
+            |t| ops::silu(&t[0]),
+            |a| r::map(&a[0], |v| v / (1.0 + (-v).exp())),
+        ),
+        row(
+            "softplus",
+            &[(&[2, 3], Any)],
+            |t| ops::softplus(&t[0], 1.0, 20.0),
+            |a| r::map(&a[0], |v| v.exp().ln_1p()),
+        ),
+        row(
+            "softplus_beta",
+            &[(&[3, 4], Any)],
+            // beta x above the threshold 1.5 (x > 0.75) is linear.
+            |t| ops::softplus(&t[0], 2.0, 1.5),
+            |a| {
+                r::map(&a[0], |v| {
+                    if 2.0 * v > 1.5 {
+                        v
+                    } else {
+                        (2.0 * v).exp().ln_1p() / 2.0
+                    }
+                })
+            },
+        ),
+        row(
+            "leaky_relu",
+            &[(&[2, 3], NonZero)],
+            |t| ops::leaky_relu(&t[0], 0.1),
+            |a| r::map(&a[0], |v| if v > 0.0 { v } else { 0.1 * v }),
+        ),
+        // ---- clamping and elementwise extrema (inputs away from the kinks)
+        row(
+            "clamp",
+            &[(&[3, 4], Any)],
+            |t| ops::clamp(&t[0], Some(-0.5), Some(0.8)),
+            |a| r::map(&a[0], |v| v.clamp(-0.5, 0.8)),
+        ),
+        row(
+            "clamp_min",
+            &[(&[2, 3], Any)],
+            |t| ops::clamp(&t[0], Some(0.3), None),
+            |a| r::map(&a[0], |v| v.max(0.3)),
+        ),
+        row(
+            "clamp_max",
+            &[(&[2, 3], Any)],
+            |t| t[0].clamp(None, Some(-0.2)),
+            |a| r::map(&a[0], |v| v.min(-0.2)),
+        ),
+        row(
+            "clamp_inverted",
+            &[(&[2, 3], Any)],
+            |t| ops::clamp(&t[0], Some(1.0), Some(-1.0)), // min > max: max everywhere
+            |a| r::map(&a[0], |_| -1.0),
+        ),
+        row(
+            "clamp_tensor",
+            &[(&[2, 3], Any), (&[3], Any), (&[2, 1], Any)],
+            |t| {
+                let (lo, hi) = (ops::Bound::Tensor(&t[1]), ops::Bound::Tensor(&t[2]));
+                ops::clamp_by(&t[0], Some(lo), Some(hi))
+            },
+            |a| r::zip(&r::zip(&a[0], &a[1], f64::max), &a[2], f64::min),
+        ),
+        row(
+            "maximum",
+            &[(&[2, 3], Any), (&[3], Any)],
+            |t| ops::maximum(&t[0], &t[1]),
+            |a| r::zip(&a[0], &a[1], f64::max),
+        ),
+        row(
+            "minimum",
+            &[(&[2, 1, 3], Any), (&[4, 1], Any)],
+            |t| t[0].minimum(&t[1]),
+            |a| r::zip(&a[0], &a[1], f64::min),
+        ),
+        // ---- interpolation
+        row(
+            "lerp",
+            &[(&[2, 3], Any), (&[3], Any)],
+            |t| ops::lerp(&t[0], &t[1], 0.3),
+            |a| r::zip(&a[0], &a[1], |s, e| s + 0.3 * (e - s)),
+        ),
+        row(
+            "lerp_high_weight",
+            &[(&[3, 1], Any), (&[1, 4], Any)],
+            |t| t[0].lerp(&t[1], 0.8), // |weight| >= 0.5: PyTorch's form from `end`
+            |a| r::zip(&a[0], &a[1], |s, e| s + 0.8 * (e - s)),
+        ),
+        row(
+            "lerp_tensor",
+            &[(&[2, 3], Any), (&[3], Any), (&[2, 1], Any)],
+            |t| ops::lerp_tensor(&t[0], &t[1], &t[2]),
+            |a| {
+                let d = r::zip(&a[1], &a[0], |e, s| e - s);
+                r::zip(&a[0], &r::zip(&a[2], &d, |w, d| w * d), |s, wd| s + wd)
+            },
         ),
         // ---- binary arithmetic (broadcasting)
         row(

@@ -1,6 +1,7 @@
 //! Module-level functions that have no `Tensor` method: tensor constructors, joining
-//! (`concat`, `stack`, `where`), layers and losses. Each converts its arguments and calls
-//! remat-core. Ops that are also `Tensor` methods are declared once in `ops.rs`.
+//! (`concat`, `stack`, `where`), activations with parameters (`softplus`, `leaky_relu`), layers
+//! and losses. Each converts its arguments and calls remat-core. Ops that are also `Tensor`
+//! methods are declared once in `ops.rs`.
 
 use crate::args;
 use crate::call::{binary, heavy, run, unary};
@@ -302,6 +303,23 @@ fn dropout(py: Python<'_>, x: &Bound<'_, PyAny>, p: f64, training: bool) -> PyRe
     unary(py, &x, |x| ops::dropout(x, p, training))
 }
 
+/// `log(1 + exp(beta * x)) / beta`, and `x` where `beta * x > threshold` (PyTorch's
+/// `softplus`).
+#[pyfunction]
+#[pyo3(signature = (x, beta=1.0, threshold=20.0))]
+fn softplus(py: Python<'_>, x: &Bound<'_, PyAny>, beta: f64, threshold: f64) -> PyResult<PyTensor> {
+    let x = convert::extract_tensor("softplus", x)?;
+    unary(py, &x, |x| ops::softplus(x, beta, threshold))
+}
+
+/// `x` where `x > 0`, else `negative_slope * x` (PyTorch's `leaky_relu`).
+#[pyfunction]
+#[pyo3(signature = (x, negative_slope=0.01))]
+fn leaky_relu(py: Python<'_>, x: &Bound<'_, PyAny>, negative_slope: f64) -> PyResult<PyTensor> {
+    let x = convert::extract_tensor("leaky_relu", x)?;
+    unary(py, &x, |x| ops::leaky_relu(x, negative_slope))
+}
+
 /// Layer normalisation over the last axis, with optional affine weight and bias.
 #[pyfunction]
 #[pyo3(signature = (x, weight=None, bias=None, eps=1e-5))]
@@ -421,6 +439,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stack, m)?)?;
     m.add_function(wrap_pyfunction!(where_, m)?)?;
     m.add_function(wrap_pyfunction!(dropout, m)?)?;
+    m.add_function(wrap_pyfunction!(softplus, m)?)?;
+    m.add_function(wrap_pyfunction!(leaky_relu, m)?)?;
     m.add_function(wrap_pyfunction!(layer_norm, m)?)?;
     m.add_function(wrap_pyfunction!(mse_loss, m)?)?;
     m.add_function(wrap_pyfunction!(cross_entropy, m)?)?;

@@ -39,7 +39,7 @@ use crate::tensor::{wrap, PyTensor};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use remat_core::{ops, Tensor};
+use remat_core::{ops, DType, Tensor};
 
 /// Binds the parameterless unary ops of the core table, given by
 /// `remat_core::for_each_unary_fn!` as `/// doc` + `name;` rows: each op's `#[pyfunction]`
@@ -250,6 +250,10 @@ tensor_ops! {
         matmul(other) => ops::matmul;
         /// `a ** b` (a Python scalar exponent uses the scalar power).
         pow(exponent) => ops::pow, scalar ops::pow_scalar;
+        /// Elementwise maximum with broadcasting (NaN propagates; ties split the gradient).
+        maximum(other) => ops::maximum;
+        /// Elementwise minimum with broadcasting (NaN propagates; ties split the gradient).
+        minimum(other) => ops::minimum;
     }
 
     // ---- ops with more arguments: `x` is the tensor (`self` of the method) ----------------
@@ -337,6 +341,26 @@ tensor_ops! {
         fn clone(py, x) {
             unary(py, x, ops::clone)
         }
+        /// Clamp into `[min, max]`; each bound None, a number or a tensor (not both None).
+        /// NaN propagates; the gradient is 0 outside the bounds and at a number bound.
+        #[pyo3(signature = (min=None, max=None))]
+        fn clamp(py, x, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) {
+            clamp_args(py, "clamp", x, min, max)
+        }
+        /// Alias of `clamp`.
+        #[pyo3(signature = (min=None, max=None))]
+        fn clip(py, x, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) {
+            clamp_args(py, "clip", x, min, max)
+        }
+        /// `x + weight * (end - x)`, broadcast; `weight` a number or a tensor.
+        fn lerp(py, x, end: &Bound<'_, PyAny>, weight: &Bound<'_, PyAny>) {
+            let end = operand("lerp", end, x.dtype())?;
+            if let Some(w) = python_scalar(weight) {
+                return run(py, heavy(&[x, &end]), || ops::lerp(x, &end, w)).map(wrap);
+            }
+            let w = operand("lerp", weight, x.dtype())?;
+            run(py, heavy(&[x, &end, &w]), || ops::lerp_tensor(x, &end, &w)).map(wrap)
+        }
     }
 
     // ---- ops with `*args`: the name after `*` must be one `tensor_ops!` spells (see there)
@@ -401,6 +425,50 @@ fn gelu_mode(approximate: &str) -> PyResult<bool> {
             "gelu: approximate must be \"none\" or \"tanh\", got {other:?}"
         ))),
     }
+}
+
+/// A bound of `clamp` converted from Python: a number, or a tensor.
+enum ClampBound {
+    Scalar(f64),
+    Tensor(Tensor),
+}
+
+impl ClampBound {
+    /// None, a Python number (a constant bound) or a tensor-like (converted to `like` when
+    /// it is not a tensor).
+    fn from_py(op: &str, o: Option<&Bound<'_, PyAny>>, like: DType) -> PyResult<Option<Self>> {
+        let Some(o) = o.filter(|o| !o.is_none()) else {
+            return Ok(None);
+        };
+        Ok(Some(match python_scalar(o) {
+            Some(v) => ClampBound::Scalar(v),
+            None => ClampBound::Tensor(operand(op, o, like)?),
+        }))
+    }
+    fn core(&self) -> ops::Bound<'_> {
+        match self {
+            ClampBound::Scalar(v) => ops::Bound::Scalar(*v),
+            ClampBound::Tensor(t) => ops::Bound::Tensor(t),
+        }
+    }
+}
+
+/// `clamp`/`clip` with bounds from Python. Errors name the op `clamp` for the `clip` alias
+/// too, as PyTorch's do.
+fn clamp_args(
+    py: Python<'_>,
+    op: &str,
+    x: &Tensor,
+    min: Option<&Bound<'_, PyAny>>,
+    max: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let lo = ClampBound::from_py(op, min, x.dtype())?;
+    let hi = ClampBound::from_py(op, max, x.dtype())?;
+    let (lo, hi) = (
+        lo.as_ref().map(ClampBound::core),
+        hi.as_ref().map(ClampBound::core),
+    );
+    run(py, heavy(&[x]), || ops::clamp_by(x, lo, hi)).map(wrap)
 }
 
 /// Reduction helper: sum / mean / max over `axis`.

@@ -509,6 +509,9 @@ impl PyTensor {
     fn __neg__(&self, py: Python<'_>) -> PyResult<PyTensor> {
         unary(py, &self.inner, ops::neg)
     }
+    fn __abs__(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, ops::abs)
+    }
     fn __pos__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf
     }

@@ -30,7 +30,10 @@ pub use convert::{to_device, to_dtype};
 pub use creation::{full, ones, rand, randn, zeros};
 pub use dropout::dropout;
 pub use elementwise::unary_fns::*;
-pub use elementwise::{add, add_scalar, div, gelu, mul, pow, pow_scalar, scale, sub};
+pub use elementwise::{
+    add, add_scalar, clamp, clamp_by, clamp_max, clamp_min, div, gelu, leaky_relu, lerp,
+    lerp_tensor, maximum, minimum, mul, pow, pow_scalar, scale, softplus, sub, Bound,
+};
 pub use flip::flip;
 pub use inplace::{add_inplace, axpy_inplace};
 pub use join::{cat, concat, stack};

@@ -253,6 +253,7 @@ macro_rules! binary_table {
     }};
 }
 
+mod param_fns;
 pub mod scalar;
 mod table;
 
@@ -261,6 +262,7 @@ pub(crate) fn grad_expr(f: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
     f()
 }
 
+pub use param_fns::*;
 pub use table::*;
 
 /// One unary row applied to a tensor (`p`: the row's scalar parameter, if it has one).

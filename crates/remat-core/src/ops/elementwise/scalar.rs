@@ -1,6 +1,6 @@
-//! Scalar formulas that the op table's CPU rows share (GELU, powers with fast paths) and the
-//! constants the CUDA rows use through the prelude of [`cuda_prelude`], so both devices use
-//! one set of values.
+//! Scalar formulas that the op table's CPU rows share (GELU, SiLU, powers with fast paths,
+//! sign, rounding half to even) and the constants the CUDA rows use through the prelude of
+//! [`cuda_prelude`], so both devices use one set of values.
 
 use crate::dtype::Element;
 
@@ -12,6 +12,8 @@ pub const GELU_C: f64 = 0.044_715;
 pub const FRAC_1_SQRT_2: f64 = std::f64::consts::FRAC_1_SQRT_2;
 /// 1 / sqrt(2 pi), the standard normal density at 0.
 pub const FRAC_1_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
+/// 2 / sqrt(pi), the derivative of erf at 0.
+pub const FRAC_2_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
 
 /// The CUDA definitions the table's C expressions use: the constants above and the device
 /// twins of the helpers below.
@@ -22,6 +24,17 @@ pub fn cuda_prelude() -> String {
 #define GELU_C {GELU_C:e}
 #define FRAC_1_SQRT_2 {FRAC_1_SQRT_2:e}
 #define FRAC_1_SQRT_2PI {FRAC_1_SQRT_2PI:e}
+#define FRAC_2_SQRT_PI {FRAC_2_SQRT_PI:e}
+
+// -1, 0 or 1 (0 for NaN and both zeros), as PyTorch's sign (`sign_of`).
+template <typename T> __device__ __forceinline__ T sign_of(T x) {{
+    return T((T(0) < x) - (x < T(0)));
+}}
+// g times SiLU's derivative `s (1 + x (1 - s))`, s = sigmoid(x) (`silu_grad`).
+template <typename T> __device__ __forceinline__ T silu_grad(T g, T x) {{
+    T s = T(1) / (T(1) + exp(-x));
+    return g * s * (T(1) + x * (T(1) - s));
+}}
 
 // x^p with the CPU's fast paths (`pow_fast`), so both devices round alike.
 template <typename T> __device__ __forceinline__ T pow_fast(T v, T p) {{
@@ -142,4 +155,39 @@ pub fn gelu_tanh_grad<T: Element>(g: T, x: T) -> T {
     let t = (k * (x + c * x2 * x)).tanh();
     let du = k * (one + T::from_f64(3.0) * c * x2);
     g * (half * (one + t) + half * x * (one - t * t) * du)
+}
+
+/// -1, 0 or 1 by the sign of `x`; 0 for NaN and for both zeros, as PyTorch's `sign`.
+#[inline(always)]
+pub fn sign_of<T: Element>(x: T) -> T {
+    let zero = T::from_f64(0.0);
+    if x > zero {
+        T::from_f64(1.0)
+    } else if x < zero {
+        T::from_f64(-1.0)
+    } else {
+        zero
+    }
+}
+
+/// `x` rounded to the nearest integer, ties to even (PyTorch's and NumPy's `round`, CUDA's
+/// `rint`). `num_traits::Float` has only ties-away-from-zero `round`: a tie is detected by
+/// its distance (exact for every float with a fractional part) and rounded as `2 round(x/2)`,
+/// which is the even neighbour.
+#[inline(always)]
+pub fn round_half_even<T: Element>(x: T) -> T {
+    let r = x.round();
+    if (r - x).abs() == T::from_f64(0.5) {
+        T::from_f64(2.0) * (x * T::from_f64(0.5)).round()
+    } else {
+        r
+    }
+}
+
+/// `g` times SiLU's derivative at `x`: with `s = sigmoid(x)`, `s (1 + x (1 - s))`.
+#[inline(always)]
+pub fn silu_grad<T: Element>(g: T, x: T) -> T {
+    let one = T::from_f64(1.0);
+    let s = one / (one + (-x).exp());
+    g * s * (one + x * (one - s))
 }

@@ -32,7 +32,10 @@
 //!
 //! A row that takes a parameter (`pow_scalar`, `scale`, `add_scalar`) or shares a name
 //! (`gelu`'s two rows) keeps the `"name"` form and a hand-written wrapper at the end of this
-//! file; its Python binding is a row of `tensor_ops!` in remat-py (or a function there).
+//! file, or in `param_fns.rs` for the ops that combine rows (`clamp`, `softplus`,
+//! `leaky_relu`, `lerp`); its Python binding is a row of `tensor_ops!` in remat-py (or a
+//! function there). A public binary op is a `binary_fns!` line below plus a `binary` row of
+//! `tensor_ops!`.
 //!
 //! Why a generated macro and not the rows themselves in an exported callback macro: remat-py
 //! needs only each parameterless row's name and doc, while the rows' closures name this
@@ -41,8 +44,8 @@
 //! `$`-escape that writes it).
 
 use super::scalar::{
-    gelu_erf, gelu_erf_grad, gelu_tanh, gelu_tanh_grad, pow_fast, pow_fast_grad, FRAC_1_SQRT_2PI,
-    GELU_C, GELU_K,
+    gelu_erf, gelu_erf_grad, gelu_tanh, gelu_tanh_grad, pow_fast, pow_fast_grad, round_half_even,
+    sign_of, silu_grad, FRAC_1_SQRT_2PI, FRAC_2_SQRT_PI, GELU_C, GELU_K,
 };
 use super::{binary, unary};
 use crate::error::Result;
@@ -95,6 +98,68 @@ unary_table! {
     Scale "mul" save(Nothing) cpu(|x, p| x * p) cuda("x * p") grad(|g, s, p| scale(g, p));
     /// `x + p`
     AddScalar "add" save(Nothing) cpu(|x, p| x + p) cuda("x + p") grad(|g, s, p| Ok(g.clone()));
+    /// Absolute value `|x|` elementwise (gradient `sign(x)`: 0 at 0, as in PyTorch).
+    Abs fn(abs) save(Input) cpu(|x, p| x.abs()) cuda("fabs(x)")
+        grad(|g, x, p| binary(Binary::AbsBackward, g, x, 0.0));
+    /// Error function `erf(x)` elementwise.
+    Erf fn(erf) save(Input) cpu(|x, p| <T as crate::dtype::Element>::erf(x)) cuda("erf(x)")
+        grad(|g, x, p| binary(Binary::ErfBackward, g, x, 0.0));
+    /// Reciprocal square root `1 / sqrt(x)` elementwise (inf at 0, NaN below 0).
+    Rsqrt fn(rsqrt) save(Output) cpu(|x, p| T::from_f64(1.0) / x.sqrt()) cuda("T(1) / sqrt(x)")
+        grad(|g, y, p| binary(Binary::RsqrtBackward, g, y, 0.0));
+    /// `x * x` elementwise.
+    Square fn(square) save(Input) cpu(|x, p| x * x) cuda("x * x")
+        grad(|g, x, p| binary(Binary::PowScalarBackward, g, x, 2.0));
+    /// `log(1 + x)` elementwise, accurate for small `x` (NaN below -1, -inf at -1).
+    Log1p fn(log1p) save(Input) cpu(|x, p| x.ln_1p()) cuda("log1p(x)")
+        grad(|g, x, p| binary(Binary::Log1pBackward, g, x, 0.0));
+    /// `e^x - 1` elementwise, accurate for small `x`.
+    Expm1 fn(expm1) save(Output) cpu(|x, p| x.exp_m1()) cuda("expm1(x)")
+        grad(|g, y, p| binary(Binary::Expm1Backward, g, y, 0.0));
+    /// Sign elementwise: -1, 0 or 1 (0 for NaN, as in PyTorch); zero gradient.
+    Sign fn(sign) save(Nothing) cpu(|x, p| sign_of(x)) cuda("sign_of(x)")
+        grad(|g, s, p| zeros_like(g));
+    /// Largest integer not above `x`, elementwise; zero gradient.
+    Floor fn(floor) save(Nothing) cpu(|x, p| x.floor()) cuda("floor(x)")
+        grad(|g, s, p| zeros_like(g));
+    /// Smallest integer not below `x`, elementwise; zero gradient.
+    Ceil fn(ceil) save(Nothing) cpu(|x, p| x.ceil()) cuda("ceil(x)")
+        grad(|g, s, p| zeros_like(g));
+    /// Nearest integer elementwise, ties to even (as PyTorch and NumPy); zero gradient.
+    Round fn(round) save(Nothing) cpu(|x, p| round_half_even(x)) cuda("rint(x)")
+        grad(|g, s, p| zeros_like(g));
+    /// SiLU (swish) `x * sigmoid(x)` elementwise.
+    Silu fn(silu) save(Input)
+        cpu(|x, p| x / (T::from_f64(1.0) + (-x).exp()))
+        cuda("x / (T(1) + exp(-x))")
+        grad(|g, x, p| binary(Binary::SiluBackward, g, x, 0.0));
+    /// softplus with `beta = 1` and threshold `p`: `x` above `p`, else `log(1 + e^x)`
+    /// (PyTorch's formula; `softplus` scales around it for other betas)
+    Softplus "softplus" save(Input)
+        cpu(|x, p| if x > p { x } else { x.exp().ln_1p() })
+        cuda("x > p ? x : log1p(exp(x))")
+        grad(|g, x, p| binary(Binary::SoftplusBackward, g, x, p));
+    /// softplus's derivative: `1` above the threshold `p`, else `sigmoid(x)`; its own
+    /// derivative is `y (1 - y)` of its output `y` (0 above the threshold)
+    SoftplusGrad "softplus_backward" save(Output)
+        cpu(|x, p| if x > p { T::from_f64(1.0) } else { T::from_f64(1.0) / (T::from_f64(1.0) + (-x).exp()) })
+        cuda("x > p ? T(1) : T(1) / (T(1) + exp(-x))")
+        grad(|g, y, p| binary(Binary::SigmoidBackward, g, y, 0.0));
+    /// leaky ReLU: `x` above 0, else `p x` (`p`: the negative slope)
+    LeakyRelu "leaky_relu" save(Input)
+        cpu(|x, p| if x > T::from_f64(0.0) { x } else { x * p })
+        cuda("x > T(0) ? x : x * p")
+        grad(|g, x, p| binary(Binary::LeakyReluBackward, g, x, p));
+    /// `max(x, p)`: clamp from below by a constant (NaN in `x` or `p` propagates)
+    ClampMin "clamp" save(Input)
+        cpu(|x, p| if x.is_nan() || x > p { x } else { p })
+        cuda("(x != x || x > p) ? x : p")
+        grad(|g, x, p| binary(Binary::ClampMinBackward, g, x, p));
+    /// `min(x, p)`: clamp from above by a constant (NaN in `x` or `p` propagates)
+    ClampMax "clamp" save(Input)
+        cpu(|x, p| if x.is_nan() || x < p { x } else { p })
+        cuda("(x != x || x < p) ? x : p")
+        grad(|g, x, p| binary(Binary::ClampMaxBackward, g, x, p));
 }
 
 binary_table! {
@@ -165,6 +230,102 @@ binary_table! {
     Equal "eq" save(Nothing)
         cpu(|a, b, p| if a == b || (a.is_nan() && b.is_nan()) { T::from_f64(1.0) } else { T::from_f64(0.0) })
         cuda("(a == b || (a != a && b != b)) ? T(1) : T(0)");
+    /// `max(a, b)` elementwise; NaN in either propagates. Ties split the gradient in half
+    /// between both operands, as in PyTorch.
+    Maximum "maximum" save(Both)
+        cpu(|a, b, p| if a.is_nan() || a > b { a } else { b })
+        cuda("(a != a || a > b) ? a : b")
+        da(|g, a, b, p| mul(g, &binary(Binary::MaximumShare, a, b, 0.0)?))
+        db(|g, a, b, p| mul(g, &binary(Binary::MaximumShare, b, a, 0.0)?));
+    /// `min(a, b)` elementwise; NaN in either propagates. Ties split the gradient in half.
+    Minimum "minimum" save(Both)
+        cpu(|a, b, p| if a.is_nan() || a < b { a } else { b })
+        cuda("(a != a || a < b) ? a : b")
+        da(|g, a, b, p| mul(g, &binary(Binary::MaximumShare, b, a, 0.0)?))
+        db(|g, a, b, p| mul(g, &binary(Binary::MaximumShare, a, b, 0.0)?));
+    /// `a`'s share of `maximum(a, b)`'s gradient (`b`'s share of `minimum(b, a)`'s): `0.5` on
+    /// a tie, `0` where `a < b`, else `1` (NaN on either side included), as PyTorch; a mask,
+    /// not differentiable
+    MaximumShare "maximum_backward" save(Nothing)
+        cpu(|a, b, p| if a == b { T::from_f64(0.5) } else if a < b { T::from_f64(0.0) } else { T::from_f64(1.0) })
+        cuda("a == b ? T(0.5) : (a < b ? T(0) : T(1))");
+    /// `a + p (b - a)` for a constant weight `p`, in PyTorch's two-sided form (exactly `b`
+    /// at `p == 1`)
+    Lerp "lerp" save(Nothing)
+        cpu(|a, b, p| if p.abs() < T::from_f64(0.5) { a + p * (b - a) } else { b - (b - a) * (T::from_f64(1.0) - p) })
+        cuda("fabs(p) < T(0.5) ? a + p * (b - a) : b - (b - a) * (T(1) - p)")
+        da(|g, a, b, p| scale(g, 1.0 - p)) db(|g, a, b, p| scale(g, p));
+    /// abs's backward `g sign(x)` (b: the input x)
+    AbsBackward "abs_backward" save(Both) cpu(|a, b, p| a * sign_of(b)) cuda("a * sign_of(b)")
+        da(|g, a, b, p| binary(Binary::AbsBackward, g, b, 0.0));
+    /// erf's backward `g 2/sqrt(pi) e^(-x^2)` (b: the input x)
+    ErfBackward "erf_backward" save(Both)
+        cpu(|a, b, p| a * T::from_f64(FRAC_2_SQRT_PI) * (-(b * b)).exp())
+        cuda("a * T(FRAC_2_SQRT_PI) * exp(-(b * b))")
+        da(|g, a, b, p| binary(Binary::ErfBackward, g, b, 0.0))
+        db(|g, a, b, p| mul(&binary(Binary::ErfBackward, &mul(g, a)?, b, 0.0)?, &scale(b, -2.0)?));
+    /// rsqrt's backward `-g y^3 / 2` (b: the output y)
+    RsqrtBackward "rsqrt_backward" save(Both)
+        cpu(|a, b, p| T::from_f64(-0.5) * a * b * b * b)
+        cuda("T(-0.5) * a * b * b * b")
+        da(|g, a, b, p| binary(Binary::RsqrtBackward, g, b, 0.0))
+        db(|g, a, b, p| scale(&mul(&mul(g, a)?, &mul(b, b)?)?, -1.5));
+    /// log1p's backward `g / (1 + x)` (b: the input x)
+    Log1pBackward "log1p_backward" save(Both)
+        cpu(|a, b, p| a / (b + T::from_f64(1.0)))
+        cuda("a / (b + T(1))")
+        da(|g, a, b, p| binary(Binary::Log1pBackward, g, b, 0.0))
+        db(|g, a, b, p| {
+            let once = binary(Binary::Log1pBackward, &mul(g, a)?, b, 0.0)?;
+            neg(&binary(Binary::Log1pBackward, &once, b, 0.0)?)
+        });
+    /// expm1's backward `g (y + 1)` (b: the output y)
+    Expm1Backward "expm1_backward" save(Both)
+        cpu(|a, b, p| a * (b + T::from_f64(1.0)))
+        cuda("a * (b + T(1))")
+        da(|g, a, b, p| binary(Binary::Expm1Backward, g, b, 0.0))
+        db(|g, a, b, p| mul(g, a));
+    /// SiLU's backward `g s (1 + x (1 - s))`, `s = sigmoid(x)` (b: the input x)
+    SiluBackward "silu_backward" save(Both) cpu(|a, b, p| silu_grad(a, b)) cuda("silu_grad(a, b)")
+        da(|g, a, b, p| binary(Binary::SiluBackward, g, b, 0.0))
+        db(|g, a, b, p| mul(&mul(g, a)?, &silu_second(b)?));
+    /// softplus's backward: `g` above the threshold `p`, else `g sigmoid(x)` (b: the input x)
+    SoftplusBackward "softplus_backward" save(Both)
+        cpu(|a, b, p| if b > p { a } else { a / (T::from_f64(1.0) + (-b).exp()) })
+        cuda("b > p ? a : a / (T(1) + exp(-b))")
+        da(|g, a, b, p| binary(Binary::SoftplusBackward, g, b, p))
+        db(|g, a, b, p| binary(Binary::SigmoidBackward, &mul(g, a)?, &unary(Unary::SoftplusGrad, b, p)?, 0.0));
+    /// leaky ReLU's backward: `g` where `x > 0`, else `p g` (no gradient to the input x)
+    LeakyReluBackward "leaky_relu_backward" save(Both)
+        cpu(|a, b, p| if b > T::from_f64(0.0) { a } else { a * p })
+        cuda("b > T(0) ? a : a * p")
+        da(|g, a, b, p| binary(Binary::LeakyReluBackward, g, b, p));
+    /// clamp-from-below's backward: `g` where `x > p`, else 0 (0 at the bound, as PyTorch)
+    ClampMinBackward "clamp_backward" save(Both)
+        cpu(|a, b, p| if b > p { a } else { T::from_f64(0.0) })
+        cuda("b > p ? a : T(0)")
+        da(|g, a, b, p| binary(Binary::ClampMinBackward, g, b, p));
+    /// clamp-from-above's backward: `g` where `x < p`, else 0 (0 at the bound, as PyTorch)
+    ClampMaxBackward "clamp_backward" save(Both)
+        cpu(|a, b, p| if b < p { a } else { T::from_f64(0.0) })
+        cuda("b < p ? a : T(0)")
+        da(|g, a, b, p| binary(Binary::ClampMaxBackward, g, b, p));
+}
+
+/// Zeros of `t`'s shape, dtype and device: the gradient of the piecewise-constant rows
+/// (`sign`, `floor`, `ceil`, `round`), as PyTorch's `zeros_like(grad)`; unlike `0 * g` it
+/// stays 0 where `g` is infinite or NaN.
+fn zeros_like(t: &Tensor) -> Result<Tensor> {
+    crate::ops::zeros(t.shape(), t.dtype(), t.device())
+}
+
+/// SiLU's second derivative `s (1 - s) (2 + x (1 - 2 s))`, `s = sigmoid(x)`, from
+/// differentiable ops.
+fn silu_second(x: &Tensor) -> Result<Tensor> {
+    let s = sigmoid(x)?;
+    let ds = mul(&s, &add_scalar(&neg(&s)?, 1.0)?)?;
+    let inner = add_scalar(&mul(x, &add_scalar(&scale(&s, -2.0)?, 1.0)?)?, 2.0)?;
+    mul(&ds, &inner)
 }
 
 /// Exact GELU's second derivative `phi(x) (2 - x^2)`, from differentiable ops.
@@ -210,6 +371,10 @@ binary_fns! {
     div => Div;
     /// `a^b` elementwise with broadcasting and dtype promotion; gradients for both.
     pow => Pow;
+    /// Elementwise maximum with broadcasting; NaN propagates; ties split the gradient.
+    maximum => Maximum;
+    /// Elementwise minimum with broadcasting; NaN propagates; ties split the gradient.
+    minimum => Minimum;
 }
 
 /// GELU: exact `x Phi(x)` (erf form), or PyTorch's tanh approximation when
