@@ -21,14 +21,16 @@ _unary_ops: tuple[str, ...]
 # What the extension module lists in its `__all__` (PyO3 adds every registered name).
 __all__ = [
     "adam_step", "adaptive_checkpoint", "add", "backward", "checkpoint_segment",
-    "checkpoint_tensor", "CheckpointError", "checkpoint_sequential", "clamp", "clip", "concat", "copy_",
+    "checkpoint_tensor", "CheckpointError", "checkpoint_sequential", "clamp", "clip", "concat",
+    "copy_",
     "broadcast_to", "cat", "chunk", "clone", "concatenate", "expand", "expand_as", "flatten",
     "flip", "movedim", "narrow", "repeat", "split", "squeeze", "unflatten", "unsqueeze",
     "cross_entropy",
     "cuda_device_count", "cuda_empty_cache", "cuda_is_available", "cuda_synchronize",
     "DeviceError", "div", "dropout", "DType", "DTypeError", "float32", "float64",
     "from_numpy", "full", "gelu", "grad", "GraphError", "IndexingError", "is_grad_enabled",
-    "layer_norm", "leaky_relu", "lerp", "linear", "live_checkpoint_state", "log_softmax", "manual_seed", "matmul",
+    "layer_norm", "leaky_relu", "lerp", "linear", "live_checkpoint_state", "log_softmax",
+    "manual_seed", "matmul",
     "set_num_threads", "get_num_threads",
     "max", "max_memory_allocated", "maximum", "mean", "memory_allocated", "minimum", "mse_loss",
     "mul", "ones",
