@@ -133,6 +133,7 @@ class Op:
     tol32: tuple[float, float] = F32_TOL  # forward (rtol, atol) in float32
     tol64: tuple[float, float] = F64_TOL
     grad_tol: tuple[float, float] = (1e-5, 1e-6)  # finite differences (rtol, atol)
+    cuda: bool = True  # False: no CUDA path yet, a CUDA input must raise DeviceError
 
     @property
     def differentiable(self) -> bool:
@@ -227,6 +228,15 @@ def with_axes(draw, min_dims=0, tuple_axes=True):
 def reductions():
     return st.builds(lambda sa, k: Case((sa[0],), {"axis": sa[1], "keepdims": k}),
                      with_axes(), st.booleans())
+
+
+def torch_reductions(single=False, **params):
+    """PyTorch spellings: ``dim`` (an int, or a tuple unless ``single``, or None) and
+    ``keepdim``; ``params`` values are strategies."""
+    return st.builds(lambda sa, k, p: Case((sa[0],), {"dim": sa[1], "keepdim": k, **p}),
+                     with_axes(tuple_axes=not single).filter(
+                         lambda sa: not single or not isinstance(sa[1], tuple)),
+                     st.booleans(), st.fixed_dictionaries(params))
 
 
 def along_axis(**params):
@@ -542,6 +552,45 @@ def np_lerp(start, end, weight):
     return start + weight * (end - start)
 
 
+def _np_dim(dim):
+    return tuple(dim) if isinstance(dim, (tuple, list)) else dim
+
+
+def np_prod(x, dim=None, keepdim=False):
+    return np.prod(x, axis=dim, keepdims=keepdim)
+
+
+def np_var(x, dim=None, keepdim=False, correction=1, unbiased=None):
+    ddof = correction if unbiased is None else int(unbiased)
+    dim = _np_dim(dim)
+    n = x.size if dim is None else int(np.prod([x.shape[a] for a in np.atleast_1d(dim)]))
+    d = x - x.mean(axis=dim, keepdims=True)
+    return (d * d).sum(axis=dim, keepdims=keepdim) / max(n - ddof, 0)
+
+
+def np_std(x, **kw):
+    return np.sqrt(np_var(x, **kw))
+
+
+def np_logsumexp(x, dim=None, keepdim=False):
+    dim = _np_dim(dim)
+    m = x.max(axis=dim, keepdims=True) if x.size else 0.0
+    s = np.log(np.exp(x - m).sum(axis=dim, keepdims=True)) + m
+    return s if keepdim else np.squeeze(s, axis=dim) if dim is not None else s.reshape(())
+
+
+def np_norm(x, p=2, dim=None, keepdim=False):
+    dim = _np_dim(dim)
+    a = np.abs(x)
+    if p == "fro" or p == 2:
+        return np.sqrt((a * a).sum(axis=dim, keepdims=keepdim))
+    if p == math.inf:
+        return a.max(axis=dim, keepdims=keepdim)
+    if p == -math.inf:
+        return a.min(axis=dim, keepdims=keepdim)
+    return (a ** p).sum(axis=dim, keepdims=keepdim) ** (1.0 / p)
+
+
 def np_softmax(x, axis=-1):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
@@ -779,6 +828,80 @@ OPS: list[Op] = [
         Case(((3, 4),), {"axis": 0, "keepdims": True})),
        errors=(Bad("axis", ((2, 3),), S, {"axis": -4}), Bad("empty", ((0,),), S),
                Bad("empty_axis", ((2, 0),), S, {"axis": 1}))),
+    Op("sum_dim", remat.sum, ("sum",), lambda x, dim, keepdim: np.sum(x, _np_dim(dim),
+                                                                       keepdims=keepdim),
+       ANY, torch_reductions(),
+       (Case(((2, 3, 2),), {"dim": (0, -1), "keepdim": True}),),
+       tol32=(1e-5, 1e-5), tol64=(1e-12, 1e-12), op="sum",
+       errors=(Bad("dim_and_axis", ((2, 3),), TypeError, {"dim": 0, "axis": 0}),)),
+    Op("mean_dim", remat.mean, ("mean",), lambda x, dim, keepdim: np.mean(x, _np_dim(dim),
+                                                                          keepdims=keepdim),
+       ANY, torch_reductions(),
+       (Case(((2, 3, 2),), {"dim": 1, "keepdim": False}),),
+       tol32=(1e-5, 1e-5), tol64=(1e-12, 1e-12), op="mean"),
+    Op("min", remat.min, ("min",), np.min, DISTINCT, reductions(),
+       (Case(((2, 3),), {"axis": None, "keepdims": False}),
+        Case(((3, 4),), {"axis": 0, "keepdims": True})),
+       errors=(Bad("axis", ((2, 3),), S, {"axis": 2}), Bad("empty", ((0,),), S))),
+    Op("amax", remat.amax, ("amax",), lambda x, dim, keepdim: np.max(x, _np_dim(dim),
+                                                                      keepdims=keepdim),
+       DISTINCT, torch_reductions(),
+       (Case(((2, 3),), {"dim": None, "keepdim": False}),
+        Case(((2, 3, 2),), {"dim": (0, -1), "keepdim": True})),
+       errors=(Bad("dim", ((2, 3),), S, {"dim": 2}), Bad("empty", ((2, 0),), S, {"dim": 1}))),
+    Op("amin", remat.amin, ("amin",), lambda x, dim, keepdim: np.min(x, _np_dim(dim),
+                                                                      keepdims=keepdim),
+       DISTINCT, torch_reductions(),
+       (Case(((3, 4),), {"dim": 1, "keepdim": False}),),
+       errors=(Bad("dim", ((2, 3),), S, {"dim": (0, 3)}),)),
+    Op("prod", remat.prod, ("prod",), np_prod, NONZERO, torch_reductions(single=True),
+       (Case(((2, 5),), {"dim": 1, "keepdim": False}),
+        Case(((3, 2),), {"dim": None, "keepdim": False}),
+        Case(((3, 2, 3),), {"dim": 0, "keepdim": True})),
+       tol32=(1e-4, 1e-5), grad_tol=(1e-4, 1e-6),
+       errors=(Bad("dim", ((2, 3),), S, {"dim": 2}),
+               Bad("dim_tuple", ((2, 3),), TypeError, {"dim": (0, 1)}))),
+    Op("var", remat.var, ("var",), np_var, ANY,
+       torch_reductions(correction=st.sampled_from([0, 1, 2])),
+       (Case(((3, 4),), {"dim": 1, "keepdim": False, "correction": 1}),
+        Case(((2, 3, 2),), {"dim": (0, 2), "keepdim": True, "correction": 0})),
+       tol32=(1e-4, 1e-5),
+       errors=(Bad("dim", ((2, 3),), S, {"dim": 3}),
+               Bad("both", ((2, 3),), TypeError, {"unbiased": True, "correction": 1}))),
+    Op("var_unbiased", remat.var, ("var",), np_var, ANY,
+       torch_reductions(unbiased=st.booleans()),
+       (Case(((4, 3),), {"dim": 0, "keepdim": False, "unbiased": False}),), op="var",
+       tol32=(1e-4, 1e-5)),
+    Op("std", remat.std, ("std",), np_std, ANY,
+       torch_reductions(correction=st.sampled_from([0, 1])).filter(
+           lambda c: int(np.prod([c.shapes[0][a] for a in np.atleast_1d(c.params["dim"])]
+                                 if c.params["dim"] is not None else c.shapes[0]))
+           > c.params["correction"]),
+       (Case(((3, 4),), {"dim": -1, "keepdim": True, "correction": 1}),
+        Case(((2, 3),), {"dim": None, "keepdim": False, "correction": 0})),
+       tol32=(1e-4, 1e-5), grad_tol=(1e-4, 1e-6),
+       errors=(Bad("dim", ((2, 3),), S, {"dim": -3}),)),
+    Op("logsumexp", remat.logsumexp, ("logsumexp",), np_logsumexp, ANY, torch_reductions(),
+       (Case(((3, 4),), {"dim": 1, "keepdim": False}),
+        Case(((2, 3, 2),), {"dim": (0, 1), "keepdim": True})),
+       tol32=(1e-5, 1e-5),
+       errors=(Bad("dim", ((2, 3),), S, {"dim": 2}),)),
+    Op("norm", remat.norm, ("norm",), np_norm, NONZERO,
+       torch_reductions(p=st.sampled_from([2, 1, 3, 0.5, math.inf, -math.inf, "fro"])),
+       (Case(((3, 4),), {"p": 2, "dim": 1, "keepdim": False}),
+        Case(((2, 3),), {"p": 3, "dim": None, "keepdim": False}),
+        Case(((2, 3, 2),), {"p": 1, "dim": (0, 2), "keepdim": True}),
+        Case(((3, 4),), {"p": math.inf, "dim": 0, "keepdim": False})),
+       tol32=(1e-4, 1e-5), grad_tol=(1e-4, 1e-6),
+       errors=(Bad("dim", ((2, 3),), S, {"dim": 2}),
+               Bad("p_str", ((2, 3),), ValueError, {"p": "nuc"}),
+               Bad("p_type", ((2, 3),), TypeError, {"p": [1]}))),
+    Op("cumsum", remat.cumsum, ("cumsum",), lambda x, dim: np.cumsum(x, axis=dim), ANY,
+       along_axis().map(lambda c: Case(c.shapes, {"dim": c.params["axis"]})),
+       (Case(((3, 4),), {"dim": 1}), Case(((3, 2, 2),), {"dim": 0})),
+       tol32=(1e-5, 1e-5), cuda=False,
+       errors=(Bad("dim", ((2, 3),), S, {"dim": 2}),
+               Bad("dim_tuple", ((2, 3),), TypeError, {"dim": (0, 1)}))),
     # ---- shape and view ops
     Op("reshape", remat.reshape, ("reshape",), lambda x, shape: x.reshape(shape), ANY,
        reshapes(), (Case(((2, 6),), {"shape": (3, 4)}), Case(((2, 3, 2),), {"shape": (-1,)})),

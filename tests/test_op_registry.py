@@ -196,6 +196,11 @@ def test_cuda_matches_cpu(op, k, dtype):
     di = op.diff_inputs(case) if op.differentiable else []
     rtol, atol = CUDA_TOL[dtype]
     ins = {d: tensors_for(op, arrays, d, di) for d in ("cpu", "cuda")}
+    if not op.cuda:
+        # No CUDA path yet: a clear DeviceError naming the op, never a panic.
+        with pytest.raises(remat.DeviceError, match=op.op_name):
+            op(*ins["cuda"], **case.params)
+        return
     ys = {d: op(*ins[d], **case.params) for d in ins}
     assert str(ys["cuda"].device).startswith("cuda")
     np.testing.assert_allclose(ys["cuda"].numpy(), ys["cpu"].numpy(), rtol=rtol, atol=atol)
@@ -294,6 +299,8 @@ def _run(op, case, arrays, di, device, entry):
 @pytest.mark.parametrize("entry", list(ENTRY_POINTS))
 @pytest.mark.parametrize("op", DIFFERENTIABLE, ids=ids(DIFFERENTIABLE))
 def test_checkpoint_gradients_bit_identical(op, entry, devices):
+    if devices == "cuda" and not op.cuda:
+        pytest.skip(f"{op.name} has no CUDA path yet (test_cuda_matches_cpu checks its error)")
     for dtype in op.dtypes:
         for k, case in enumerate(op.examples):
             arrays = arrays_for(op, case, dtype, seed=k)

@@ -58,7 +58,7 @@ WRAPPED = {
     "copy_": "remat.nn.Module.load_state_dict",
 }
 # Re-exported, but kept out of `__all__` so `from remat import *` does not shadow builtins.
-BUILTIN_SHADOWS = {"max", "sum", "pow", "abs", "round"}
+BUILTIN_SHADOWS = {"max", "min", "sum", "pow", "abs", "round"}
 
 
 def _stub_tree() -> ast.Module:
@@ -216,6 +216,7 @@ def test_op_table_covers_the_documented_ops():
         "matmul", "pow", "gelu", "softmax", "log_softmax", "sum", "mean", "max", "reshape",
         "transpose", "permute", "abs", "erf", "rsqrt", "square", "log1p", "expm1", "sign",
         "floor", "ceil", "round", "clamp", "clip", "maximum", "minimum", "lerp",
+        "min", "amax", "amin", "prod", "var", "std", "logsumexp", "norm", "cumsum",
     }
     assert expected <= set(_op_table_names())
 
@@ -241,7 +242,8 @@ def test_function_and_method_come_from_one_row(name):
             "broadcast_to": ((3, 2, 2),), "expand_as": (remat.ones(2, 2, 2),),
             "expand": (2, 2, 2), "repeat": (1, 2), "flip": (0,),
             "maximum": (x.T,), "minimum": (x.T,), "clamp": (0.5, 1.0), "clip": (None, 1.0),
-            "lerp": (x.T, 0.25)}
+            "lerp": (x.T, 0.25), "cumsum": (1,), "prod": (0, True), "var": (1,),
+            "norm": (1, 0)}
     extra = args.get(name, ())
     a, b = fn(x, *extra), getattr(x, name)(*extra)
     assert a.shape == b.shape and a.dtype == b.dtype

@@ -54,6 +54,15 @@ from ._remat import (
     get_num_threads,
     matmul,
     max as max,
+    min as min,
+    amax,
+    amin,
+    prod,
+    var,
+    std,
+    logsumexp,
+    norm,
+    cumsum,
     max_memory_allocated,
     maximum,
     mean,
@@ -194,7 +203,7 @@ class set_grad_enabled:
         _remat.set_grad_enabled(self._prev)
 
 
-# `max`, `sum` and `pow` stay out of `__all__` so `from remat import *` does not shadow the
+# `max`, `min`, `sum` and `pow` stay out of `__all__` so `from remat import *` does not shadow the
 # builtins; they are still `remat.max` etc.
 __all__ = [
     "CheckpointError", "CheckpointGroup", "CheckpointProfiler", "DType", "DTypeError",
@@ -213,6 +222,8 @@ __all__ = [
     # shape and join ops
     "broadcast_to", "cat", "chunk", "clone", "concatenate", "expand", "expand_as", "flatten",
     "flip", "movedim", "narrow", "repeat", "split", "squeeze", "unflatten", "unsqueeze",
+    # reductions
+    "amax", "amin", "cumsum", "logsumexp", "norm", "prod", "std", "var",
     # BEGIN GENERATED: unary ops __all__ (tools/gen_bindings.py)
     "neg", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "erf", "rsqrt",
     "square", "log1p", "expm1", "sign", "floor", "ceil", "silu",

@@ -25,6 +25,7 @@ __all__ = [
     "copy_",
     "broadcast_to", "cat", "chunk", "clone", "concatenate", "expand", "expand_as", "flatten",
     "flip", "movedim", "narrow", "repeat", "split", "squeeze", "unflatten", "unsqueeze",
+    "amax", "amin", "cumsum", "logsumexp", "min", "norm", "prod", "std", "var",
     "cross_entropy",
     "cuda_device_count", "cuda_empty_cache", "cuda_is_available", "cuda_synchronize",
     "DeviceError", "div", "dropout", "DType", "DTypeError", "float32", "float64",
@@ -189,9 +190,86 @@ class Tensor:
     def gelu(self, approximate: str = "none") -> Tensor: ...
     def softmax(self, axis: int = -1) -> Tensor: ...
     def log_softmax(self, axis: int = -1) -> Tensor: ...
-    def sum(self, axis: _Axis = None, keepdims: bool = False) -> Tensor: ...
-    def mean(self, axis: _Axis = None, keepdims: bool = False) -> Tensor: ...
+    def sum(
+        self,
+        dim: _Axis = None,
+        keepdim: bool = False,
+        *,
+        axis: _Axis = None,
+        keepdims: bool | None = None,
+    ) -> Tensor: ...
+    def mean(
+        self,
+        dim: _Axis = None,
+        keepdim: bool = False,
+        *,
+        axis: _Axis = None,
+        keepdims: bool | None = None,
+    ) -> Tensor: ...
     def max(self, axis: _Axis = None, keepdims: bool = False) -> Tensor: ...
+    def min(self, axis: _Axis = None, keepdims: bool = False) -> Tensor: ...
+    def amax(
+        self,
+        dim: _Axis = None,
+        keepdim: bool = False,
+        *,
+        axis: _Axis = None,
+        keepdims: bool | None = None,
+    ) -> Tensor: ...
+    def amin(
+        self,
+        dim: _Axis = None,
+        keepdim: bool = False,
+        *,
+        axis: _Axis = None,
+        keepdims: bool | None = None,
+    ) -> Tensor: ...
+    def prod(
+        self,
+        dim: _Axis = None,
+        keepdim: bool = False,
+        *,
+        axis: _Axis = None,
+        keepdims: bool | None = None,
+    ) -> Tensor: ...
+    def var(
+        self,
+        dim: _Axis = None,
+        unbiased: bool | None = None,
+        keepdim: bool = False,
+        *,
+        correction: builtins.float | None = None,
+        axis: _Axis = None,
+        keepdims: bool | None = None,
+    ) -> Tensor: ...
+    def std(
+        self,
+        dim: _Axis = None,
+        unbiased: bool | None = None,
+        keepdim: bool = False,
+        *,
+        correction: builtins.float | None = None,
+        axis: _Axis = None,
+        keepdims: bool | None = None,
+    ) -> Tensor: ...
+    def logsumexp(
+        self,
+        dim: _Axis = None,
+        keepdim: bool = False,
+        *,
+        axis: _Axis = None,
+        keepdims: bool | None = None,
+    ) -> Tensor: ...
+    def norm(
+        self,
+        p: builtins.float | str | None = "fro",
+        dim: _Axis = None,
+        keepdim: bool = False,
+        *,
+        axis: _Axis = None,
+        keepdims: bool | None = None,
+    ) -> Tensor: ...
+    def cumsum(self, dim: int | None = None, *, axis: int | None = None) -> Tensor: ...
     def clamp(self, min: _Operand | None = None, max: _Operand | None = None) -> Tensor: ...
     def clip(self, min: _Operand | None = None, max: _Operand | None = None) -> Tensor: ...
     def lerp(self, end: _Operand, weight: _Operand) -> Tensor: ...
@@ -335,9 +413,86 @@ def minimum(a: _Operand, b: _Operand) -> Tensor: ...
 def gelu(x: _ArrayLike, approximate: str = "none") -> Tensor: ...
 def softmax(x: _ArrayLike, axis: int = -1) -> Tensor: ...
 def log_softmax(x: _ArrayLike, axis: int = -1) -> Tensor: ...
-def sum(x: _ArrayLike, axis: _Axis = None, keepdims: bool = False) -> Tensor: ...
-def mean(x: _ArrayLike, axis: _Axis = None, keepdims: bool = False) -> Tensor: ...
+def sum(
+    x: _ArrayLike,
+    dim: _Axis = None,
+    keepdim: bool = False,
+    *,
+    axis: _Axis = None,
+    keepdims: bool | None = None,
+) -> Tensor: ...
+def mean(
+    x: _ArrayLike,
+    dim: _Axis = None,
+    keepdim: bool = False,
+    *,
+    axis: _Axis = None,
+    keepdims: bool | None = None,
+) -> Tensor: ...
 def max(x: _ArrayLike, axis: _Axis = None, keepdims: bool = False) -> Tensor: ...
+def min(x: _ArrayLike, axis: _Axis = None, keepdims: bool = False) -> Tensor: ...
+def amax(
+    x: _ArrayLike,
+    dim: _Axis = None,
+    keepdim: bool = False,
+    *,
+    axis: _Axis = None,
+    keepdims: bool | None = None,
+) -> Tensor: ...
+def amin(
+    x: _ArrayLike,
+    dim: _Axis = None,
+    keepdim: bool = False,
+    *,
+    axis: _Axis = None,
+    keepdims: bool | None = None,
+) -> Tensor: ...
+def prod(
+    x: _ArrayLike,
+    dim: _Axis = None,
+    keepdim: bool = False,
+    *,
+    axis: _Axis = None,
+    keepdims: bool | None = None,
+) -> Tensor: ...
+def var(
+    x: _ArrayLike,
+    dim: _Axis = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: builtins.float | None = None,
+    axis: _Axis = None,
+    keepdims: bool | None = None,
+) -> Tensor: ...
+def std(
+    x: _ArrayLike,
+    dim: _Axis = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: builtins.float | None = None,
+    axis: _Axis = None,
+    keepdims: bool | None = None,
+) -> Tensor: ...
+def logsumexp(
+    x: _ArrayLike,
+    dim: _Axis = None,
+    keepdim: bool = False,
+    *,
+    axis: _Axis = None,
+    keepdims: bool | None = None,
+) -> Tensor: ...
+def norm(
+    x: _ArrayLike,
+    p: builtins.float | str | None = "fro",
+    dim: _Axis = None,
+    keepdim: bool = False,
+    *,
+    axis: _Axis = None,
+    keepdims: bool | None = None,
+) -> Tensor: ...
+def cumsum(x: _ArrayLike, dim: int | None = None, *, axis: int | None = None) -> Tensor: ...
 def clamp(x: _ArrayLike, min: _Operand | None = None, max: _Operand | None = None) -> Tensor: ...
 def clip(x: _ArrayLike, min: _Operand | None = None, max: _Operand | None = None) -> Tensor: ...
 def lerp(x: _ArrayLike, end: _Operand, weight: _Operand) -> Tensor: ...

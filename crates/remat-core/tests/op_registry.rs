@@ -100,6 +100,19 @@ fn dropout_mask(shape: &[usize]) -> Arr {
     Arr::new(shape, kept.to_vec::<f64>())
 }
 
+/// Variance of a 2-D array along its last axis (`n` long) dividing by `n - correction`.
+fn ref_var(a: &Arr, n: usize, correction: f64) -> Arr {
+    let v = a
+        .data
+        .chunks(n)
+        .map(|c| {
+            let m = c.iter().sum::<f64>() / n as f64;
+            c.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n as f64 - correction)
+        })
+        .collect();
+    Arr::new(&[a.shape[0]], v)
+}
+
 fn rows() -> Vec<Row> {
     vec![
         // ---- unary math
@@ -527,6 +540,130 @@ fn rows() -> Vec<Row> {
             &[(&[2, 3, 2], Distinct)],
             |t| ops::max(&t[0], None, false),
             |a| r::reduce(&a[0], &[0, 1, 2], false, r::Reduce::Max),
+        ),
+        row(
+            "min",
+            &[(&[3, 4], Distinct)],
+            |t| ops::min(&t[0], Some(&[-1][..]), false),
+            |a| {
+                r::map(
+                    &r::reduce(&r::map(&a[0], |v| -v), &[1], false, r::Reduce::Max),
+                    |v| -v,
+                )
+            },
+        ),
+        row(
+            "amax",
+            &[(&[2, 3, 2], Distinct)],
+            |t| ops::amax(&t[0], Some(&[0, 2][..]), true),
+            |a| r::reduce(&a[0], &[0, 2], true, r::Reduce::Max),
+        ),
+        row(
+            "amin_all",
+            &[(&[2, 3], Distinct)],
+            |t| ops::amin(&t[0], None, false),
+            |a| {
+                r::map(
+                    &r::reduce(&r::map(&a[0], |v| -v), &[0, 1], false, r::Reduce::Max),
+                    |v| -v,
+                )
+            },
+        ),
+        row(
+            "prod",
+            &[(&[2, 5], NonZero)],
+            |t| ops::prod(&t[0], Some(1), false),
+            |a| {
+                Arr::new(
+                    &[2],
+                    a[0].data.chunks(5).map(|c| c.iter().product()).collect(),
+                )
+            },
+        )
+        .tol32(2e-5),
+        row(
+            "prod_all",
+            &[(&[3, 2], NonZero)],
+            |t| ops::prod(&t[0], None, true),
+            |a| Arr::new(&[1, 1], vec![a[0].data.iter().product()]),
+        )
+        .tol32(2e-5),
+        row(
+            "var",
+            &[(&[3, 4], Any)],
+            |t| ops::var(&t[0], Some(&[1][..]), 1.0, false),
+            |a| ref_var(&a[0], 4, 1.0),
+        )
+        .tol32(1e-5),
+        row(
+            "std",
+            &[(&[3, 4], Any)],
+            |t| ops::std(&t[0], Some(&[-1][..]), 0.0, false),
+            |a| r::map(&ref_var(&a[0], 4, 0.0), f64::sqrt),
+        )
+        .tol32(1e-5)
+        .grad_tol(1e-5),
+        row(
+            "logsumexp",
+            &[(&[3, 4], Any)],
+            |t| ops::logsumexp(&t[0], Some(&[1][..]), false),
+            |a| {
+                let s = r::reduce(&r::map(&a[0], f64::exp), &[1], false, r::Reduce::Sum);
+                r::map(&s, f64::ln)
+            },
+        )
+        .tol32(1e-5),
+        row(
+            "norm",
+            &[(&[3, 4], NonZero)],
+            |t| ops::norm(&t[0], 2.0, Some(&[1][..]), false),
+            |a| {
+                let s = r::reduce(&r::map(&a[0], |v| v * v), &[1], false, r::Reduce::Sum);
+                r::map(&s, f64::sqrt)
+            },
+        )
+        .tol32(1e-5),
+        row(
+            "norm_p3",
+            &[(&[2, 3], NonZero)],
+            |t| ops::norm(&t[0], 3.0, None, false),
+            |a| {
+                let s = r::reduce(
+                    &r::map(&a[0], |v| v.abs().powi(3)),
+                    &[0, 1],
+                    false,
+                    r::Reduce::Sum,
+                );
+                r::map(&s, f64::cbrt)
+            },
+        )
+        .tol32(1e-5)
+        .grad_tol(1e-5),
+        row(
+            "cumsum",
+            &[(&[3, 4], Any)],
+            |t| ops::cumsum(&t[0], -1),
+            |a| {
+                let mut d = a[0].data.clone();
+                for row in d.chunks_mut(4) {
+                    for i in 1..4 {
+                        row[i] += row[i - 1];
+                    }
+                }
+                Arr::new(&[3, 4], d)
+            },
+        ),
+        row(
+            "cumsum_axis0",
+            &[(&[3, 2], Any)],
+            |t| ops::cumsum(&t[0], 0),
+            |a| {
+                let mut d = a[0].data.clone();
+                for i in 2..6 {
+                    d[i] += d[i - 2];
+                }
+                Arr::new(&[3, 2], d)
+            },
         ),
         // ---- shape and view ops
         row(

@@ -86,6 +86,59 @@ pub fn axes(op: &str, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isi
     Ok(Some(vec![index_int(op, "axes", obj)?]))
 }
 
+/// The axes and `keepdim` of a reduction, from PyTorch's `dim`/`keepdim` or NumPy's
+/// `axis`/`keepdims` (each pair: one or the other).
+pub struct ReduceArgs {
+    /// The axes (None: all).
+    pub dims: Option<Vec<isize>>,
+    /// Whether `dim` was an int (not a tuple or list).
+    single: bool,
+    /// Keep the reduced axes with extent 1.
+    pub keepdim: bool,
+}
+
+impl ReduceArgs {
+    /// Resolve the aliases: `dim` and `axis` both given (not None) is a TypeError naming `op`.
+    pub fn new(
+        op: &str,
+        dim: Option<&Bound<'_, PyAny>>,
+        axis: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        keepdims: Option<bool>,
+    ) -> PyResult<Self> {
+        let dim = dim.filter(|d| !d.is_none());
+        let axis = axis.filter(|a| !a.is_none());
+        if dim.is_some() && axis.is_some() {
+            return Err(PyTypeError::new_err(format!(
+                "{op}: got both dim and its alias axis"
+            )));
+        }
+        let d = dim.or(axis);
+        let single =
+            d.is_some_and(|d| !(d.is_instance_of::<PyTuple>() || d.is_instance_of::<PyList>()));
+        Ok(ReduceArgs {
+            dims: axes(op, d)?,
+            single,
+            keepdim: keepdims.unwrap_or(keepdim),
+        })
+    }
+    /// The axes as the core ops take them.
+    pub fn dims(&self) -> Option<&[isize]> {
+        self.dims.as_deref()
+    }
+    /// The one axis of an op that takes an int `dim` (None when not given); a tuple is a
+    /// TypeError naming `op`.
+    pub fn single_dim(&self, op: &str) -> PyResult<Option<isize>> {
+        match &self.dims {
+            None => Ok(None),
+            Some(d) if self.single => Ok(Some(d[0])),
+            Some(_) => Err(PyTypeError::new_err(format!(
+                "{op}: dim must be an int, not a tuple"
+            ))),
+        }
+    }
+}
+
 /// Ints from an int or a tuple/list of ints (`what` names the argument in errors).
 pub fn int_list(op: &str, what: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<isize>> {
     if obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>() {

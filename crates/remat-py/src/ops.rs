@@ -31,7 +31,7 @@
 //! `remat.__all__` are checked against what this file registers by `tests/test_surface.py`
 //! (and by `python -m mypy.stubtest remat` in CI).
 
-use crate::args;
+use crate::args::{self, ReduceArgs};
 use crate::call::{binary, heavy, run, unary};
 use crate::convert::{self, operand, operand_pair, python_scalar};
 use crate::errors::CoreResultExt;
@@ -102,6 +102,7 @@ macro_rules! tensor_ops {
                 $(#[doc = $odoc:literal])*
                 $(#[pyo3(signature = ($($sig:tt)*))])?
                 $(#[text_signatures($fts:literal, $mts:literal)])?
+                $(#[py_name($pyname:literal)])?
                 fn $oname:ident($py:ident, $x:ident $(, $arg:ident: $ty:ty)*) $body:block
             )*
         }
@@ -137,6 +138,9 @@ macro_rules! tensor_ops {
             #[pyfunction]
             $(#[pyo3(signature = ($x, $($sig)*))])?
             $(#[pyo3(text_signature = $fts)])?
+            $(#[pyo3(name = $pyname)])?
+            // The parameters are the Python signature's (`var`/`std` have PyTorch's six).
+            #[allow(clippy::too_many_arguments)]
             fn $oname(
                 $py: Python<'_>,
                 $x: &Bound<'_, PyAny>,
@@ -169,6 +173,8 @@ macro_rules! tensor_ops {
                 $(#[doc = $odoc])*
                 $(#[pyo3(signature = ($($sig)*))])?
                 $(#[pyo3(text_signature = $mts)])?
+                $(#[pyo3(name = $pyname)])?
+                #[allow(clippy::too_many_arguments)]
                 pub(crate) fn $oname(&self, $py: Python<'_>, $($arg: $ty),*)
                     -> PyResult<PyTensor>
                 {
@@ -261,6 +267,8 @@ tensor_ops! {
     // 0.25 writes a default it cannot render (a negative number) as `...` in the
     // `__text_signature__` that `inspect`, `help()` and stubtest read: such a row spells the
     // function's and the method's text signatures with `#[text_signatures(fn, method)]`.
+    // `#[py_name("x")]` names the Python op when its Rust name cannot be `x` (`std` is the
+    // standard library inside macro-generated code).
     other {
         /// GELU; `approximate="tanh"` uses the tanh approximation.
         #[pyo3(signature = (approximate="none"))]
@@ -280,20 +288,122 @@ tensor_ops! {
         fn log_softmax(py, x, axis: isize) {
             unary(py, x, |x| ops::log_softmax(x, axis))
         }
-        /// Sum over `axis` (None: all axes).
-        #[pyo3(signature = (axis=None, keepdims=false))]
-        fn sum(py, x, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) {
-            reduce(py, "sum", x, axis, keepdims, ops::sum)
+        /// Sum over `dim` (an int, a tuple or None: all axes); `axis`/`keepdims` are
+        /// NumPy's spellings of `dim`/`keepdim`.
+        #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+        fn sum(
+            py, x, dim: Option<&Bound<'_, PyAny>>, keepdim: bool,
+            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>
+        ) {
+            let r = ReduceArgs::new("sum", dim, axis, keepdim, keepdims)?;
+            unary(py, x, |x| ops::sum(x, r.dims(), r.keepdim))
         }
-        /// Mean over `axis` (None: all axes).
-        #[pyo3(signature = (axis=None, keepdims=false))]
-        fn mean(py, x, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) {
-            reduce(py, "mean", x, axis, keepdims, ops::mean)
+        /// Mean over `dim` (an int, a tuple or None: all axes); `axis`/`keepdims` accepted.
+        #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+        fn mean(
+            py, x, dim: Option<&Bound<'_, PyAny>>, keepdim: bool,
+            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>
+        ) {
+            let r = ReduceArgs::new("mean", dim, axis, keepdim, keepdims)?;
+            unary(py, x, |x| ops::mean(x, r.dims(), r.keepdim))
         }
-        /// Maximum values over `axis` (None: all axes; values, not indices).
+        /// Maximum values over `axis` (None: all axes, a 0-d tensor; values, not indices).
         #[pyo3(signature = (axis=None, keepdims=false))]
         fn max(py, x, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) {
             reduce(py, "max", x, axis, keepdims, ops::max)
+        }
+        /// Minimum values over `axis` (None: all axes, a 0-d tensor; values, not indices).
+        #[pyo3(signature = (axis=None, keepdims=false))]
+        fn min(py, x, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) {
+            reduce(py, "min", x, axis, keepdims, ops::min)
+        }
+        /// Maximum over `dim` (an int, a tuple or None: all axes), values only; ties share
+        /// the gradient evenly.
+        #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+        fn amax(
+            py, x, dim: Option<&Bound<'_, PyAny>>, keepdim: bool,
+            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>
+        ) {
+            let r = ReduceArgs::new("amax", dim, axis, keepdim, keepdims)?;
+            unary(py, x, |x| ops::amax(x, r.dims(), r.keepdim))
+        }
+        /// Minimum over `dim` (an int, a tuple or None: all axes), values only; ties share
+        /// the gradient evenly.
+        #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+        fn amin(
+            py, x, dim: Option<&Bound<'_, PyAny>>, keepdim: bool,
+            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>
+        ) {
+            let r = ReduceArgs::new("amin", dim, axis, keepdim, keepdims)?;
+            unary(py, x, |x| ops::amin(x, r.dims(), r.keepdim))
+        }
+        /// Product over `dim` (an int, or None: all elements); exact gradients with zeros.
+        #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+        fn prod(
+            py, x, dim: Option<&Bound<'_, PyAny>>, keepdim: bool,
+            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>
+        ) {
+            let r = ReduceArgs::new("prod", dim, axis, keepdim, keepdims)?;
+            let d = r.single_dim("prod")?;
+            unary(py, x, |x| ops::prod(x, d, r.keepdim))
+        }
+        /// Variance over `dim` (an int, a tuple or None: all axes), dividing by
+        /// `N - correction` (default 1); `unbiased=False` is `correction=0`.
+        #[pyo3(signature = (
+            dim=None, unbiased=None, keepdim=false, *, correction=None, axis=None, keepdims=None
+        ))]
+        fn var(
+            py, x, dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, keepdim: bool,
+            correction: Option<f64>, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>
+        ) {
+            let (r, c) = moment_args("var", dim, unbiased, correction, axis, keepdim, keepdims)?;
+            unary(py, x, |x| ops::var(x, r.dims(), c, r.keepdim))
+        }
+        /// Standard deviation over `dim`, with `var`'s arguments.
+        #[pyo3(signature = (
+            dim=None, unbiased=None, keepdim=false, *, correction=None, axis=None, keepdims=None
+        ))]
+        #[py_name("std")]
+        fn std_(
+            py, x, dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, keepdim: bool,
+            correction: Option<f64>, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>
+        ) {
+            let (r, c) = moment_args("std", dim, unbiased, correction, axis, keepdim, keepdims)?;
+            unary(py, x, |x| ops::std(x, r.dims(), c, r.keepdim))
+        }
+        /// `log(sum(exp(x)))` over `dim` (an int, a tuple or None: all axes), computed
+        /// without overflow.
+        #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+        fn logsumexp(
+            py, x, dim: Option<&Bound<'_, PyAny>>, keepdim: bool,
+            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>
+        ) {
+            let r = ReduceArgs::new("logsumexp", dim, axis, keepdim, keepdims)?;
+            unary(py, x, |x| ops::logsumexp(x, r.dims(), r.keepdim))
+        }
+        /// The vector `p`-norm over `dim` (an int, a tuple or None: all elements); `p` a
+        /// number (`inf`/`-inf` included) or `"fro"` (= 2).
+        #[pyo3(signature = (p=None, dim=None, keepdim=false, *, axis=None, keepdims=None))]
+        #[text_signatures(
+            "(x, p='fro', dim=None, keepdim=False, *, axis=None, keepdims=None)",
+            "($self, p='fro', dim=None, keepdim=False, *, axis=None, keepdims=None)"
+        )]
+        fn norm(
+            py, x, p: Option<&Bound<'_, PyAny>>, dim: Option<&Bound<'_, PyAny>>,
+            keepdim: bool, axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>
+        ) {
+            let p = norm_order(p)?;
+            let r = ReduceArgs::new("norm", dim, axis, keepdim, keepdims)?;
+            unary(py, x, |x| ops::norm(x, p, r.dims(), r.keepdim))
+        }
+        /// Inclusive cumulative sum along `dim` (`axis` accepted).
+        #[pyo3(signature = (dim=None, *, axis=None))]
+        fn cumsum(py, x, dim: Option<&Bound<'_, PyAny>>, axis: Option<&Bound<'_, PyAny>>) {
+            let r = ReduceArgs::new("cumsum", dim, axis, false, None)?;
+            let d = r.single_dim("cumsum")?.ok_or_else(|| {
+                pyo3::exceptions::PyTypeError::new_err("cumsum: missing the dim argument")
+            })?;
+            unary(py, x, |x| ops::cumsum(x, d))
         }
         /// A new axis of extent 1 at `dim` (a view).
         fn unsqueeze(_py, x, dim: isize) {
@@ -471,7 +581,7 @@ fn clamp_args(
     run(py, heavy(&[x]), || ops::clamp_by(x, lo, hi)).map(wrap)
 }
 
-/// Reduction helper: sum / mean / max over `axis`.
+/// Reduction helper: max / min over `axis`.
 fn reduce(
     py: Python<'_>,
     op: &str,
@@ -482,4 +592,57 @@ fn reduce(
 ) -> PyResult<PyTensor> {
     let axes = args::axes(op, axis)?;
     unary(py, x, |x| f(x, axes.as_deref(), keepdims))
+}
+
+/// `var`/`std` arguments: the reduction's, and the correction from `correction` or
+/// PyTorch's older `unbiased` (not both). A bool first argument is that older
+/// `var(unbiased)` form, as in PyTorch.
+fn moment_args(
+    op: &str,
+    dim: Option<&Bound<'_, PyAny>>,
+    unbiased: Option<bool>,
+    correction: Option<f64>,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdim: bool,
+    keepdims: Option<bool>,
+) -> PyResult<(ReduceArgs, f64)> {
+    let (dim, unbiased) = match dim {
+        Some(d) if d.is_instance_of::<pyo3::types::PyBool>() && unbiased.is_none() => {
+            (None, Some(d.extract::<bool>()?))
+        }
+        d => (d, unbiased),
+    };
+    let r = ReduceArgs::new(op, dim, axis, keepdim, keepdims)?;
+    let c = match (unbiased, correction) {
+        (Some(_), Some(_)) => {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "{op}: pass either correction or unbiased, not both"
+            )))
+        }
+        (Some(u), None) => f64::from(u8::from(u)),
+        (None, Some(c)) => c,
+        (None, None) => 1.0,
+    };
+    Ok((r, c))
+}
+
+/// `norm`'s `p`: None or `"fro"` (2), or a number.
+fn norm_order(p: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
+    let Some(p) = p.filter(|p| !p.is_none()) else {
+        return Ok(2.0);
+    };
+    if let Ok(s) = p.extract::<String>() {
+        return match s.as_str() {
+            "fro" => Ok(2.0),
+            other => Err(PyValueError::new_err(format!(
+                "norm: p must be a number or \"fro\", got {other:?}"
+            ))),
+        };
+    }
+    p.extract::<f64>().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "norm: p must be a number or \"fro\", got {}",
+            convert::type_name(p)
+        ))
+    })
 }

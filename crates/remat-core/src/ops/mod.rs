@@ -4,15 +4,19 @@
 pub mod axes;
 pub mod convert;
 pub mod creation;
+pub mod cumsum;
 pub mod dropout;
 pub mod elementwise;
 pub mod flip;
 pub mod inplace;
 pub mod join;
 pub mod linear;
+pub mod logsumexp;
 pub mod loss;
 pub mod matmul;
+pub mod moments;
 pub mod norm;
+pub mod prod;
 pub mod reduce;
 pub mod reduce_ext;
 pub mod repeat;
@@ -20,6 +24,7 @@ pub mod select;
 pub mod shape;
 pub mod slicing;
 pub mod softmax;
+pub mod vector_norm;
 pub mod view;
 
 pub use axes::{
@@ -28,6 +33,7 @@ pub use axes::{
 };
 pub use convert::{to_device, to_dtype};
 pub use creation::{full, ones, rand, randn, zeros};
+pub use cumsum::cumsum;
 pub use dropout::dropout;
 pub use elementwise::unary_fns::*;
 pub use elementwise::{
@@ -38,16 +44,20 @@ pub use flip::flip;
 pub use inplace::{add_inplace, axpy_inplace};
 pub use join::{cat, concat, stack};
 pub use linear::linear;
+pub use logsumexp::logsumexp;
 pub use loss::{cross_entropy, mse_loss};
 pub use matmul::matmul;
+pub use moments::{std, var};
 pub use norm::layer_norm;
+pub use prod::prod;
 pub use reduce::{sum, sum_to};
-pub use reduce_ext::{max, mean};
+pub use reduce_ext::{amax, amin, max, mean, min};
 pub use repeat::repeat;
 pub use select::where_;
 pub use shape::{clone, expand, reshape};
 pub use slicing::{chunk, narrow, split, split_sections};
 pub use softmax::{log_softmax, softmax};
+pub use vector_norm::norm;
 pub use view::{index, permute, reverse_axes, transpose, IndexItem};
 
 use crate::device::Device;

@@ -1,4 +1,4 @@
-//! Reductions beyond `sum`: `mean` and `max` (values only) over axes. Backward passes keep the
+//! Reductions beyond `sum`: `mean`, `max`/`min` and `amax`/`amin` (values only) over axes. Backward passes keep the
 //! broadcast part as a stride-0 view wherever they can, so `mean`'s gradient costs one
 //! output-sized buffer, not an input-sized one.
 
@@ -130,22 +130,57 @@ impl Op for MaxOp {
 /// Maximum over `axes` (None: all axes), values only. The gradient flows to the maximal
 /// elements; ties split it evenly. Reducing an axis of extent 0 is a shape error.
 pub fn max(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
-    let axes = resolve_axes("max", axes, x.ndim())?;
-    if let Some(&a) = axes.iter().find(|&&a| x.shape()[a] == 0) {
-        return Err(Error::shape(
-            "max",
-            format!(
-                "cannot take the maximum over axis {a} of extent 0 (input shape {}); the \
-                 reduction has no identity",
-                fmt_shape(x.shape())
-            ),
-        ));
-    }
+    let axes = nonempty_axes("max", axes, x)?;
     apply(
         MaxOp { axes, keepdims },
         &[x],
         &[Save::Input(0), Save::Output],
     )
+}
+
+/// The axes of a max/min-like reduction, refusing an axis of extent 0 (no identity).
+fn nonempty_axes(op: &str, axes: Option<&[isize]>, x: &Tensor) -> Result<Dims> {
+    let axes = resolve_axes(op, axes, x.ndim())?;
+    if let Some(&a) = axes.iter().find(|&&a| x.shape()[a] == 0) {
+        return Err(Error::shape(
+            op,
+            format!(
+                "cannot reduce over axis {a} of extent 0 (input shape {}); the reduction has \
+                 no identity",
+                fmt_shape(x.shape())
+            ),
+        ));
+    }
+    Ok(axes)
+}
+
+/// Minimum over `axes` (None: all axes), values only: `-max(-x)`, so it shares `max`'s
+/// kernels on both devices, its NaN propagation and its even split of the gradient among ties.
+pub fn min(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
+    let axes = nonempty_axes("min", axes, x)?;
+    let neg = super::neg(x)?;
+    let m = apply(
+        MaxOp { axes, keepdims },
+        &[&neg],
+        &[Save::Input(0), Save::Output],
+    )?;
+    super::neg(&m)
+}
+
+/// PyTorch's `amax`: the maximum over `axes` (None: all), values only.
+pub fn amax(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
+    let axes = nonempty_axes("amax", axes, x)?;
+    apply(
+        MaxOp { axes, keepdims },
+        &[x],
+        &[Save::Input(0), Save::Output],
+    )
+}
+
+/// PyTorch's `amin`: the minimum over `axes` (None: all), values only.
+pub fn amin(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
+    nonempty_axes("amin", axes, x)?;
+    min(x, axes, keepdims)
 }
 
 impl Tensor {
@@ -156,5 +191,9 @@ impl Tensor {
     /// Maximum over `axes` (None: all axes), values only.
     pub fn max(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
         max(self, axes, keepdims)
+    }
+    /// Minimum over `axes` (None: all axes), values only.
+    pub fn min(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
+        min(self, axes, keepdims)
     }
 }
