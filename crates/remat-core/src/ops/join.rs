@@ -279,7 +279,7 @@ pub fn stack(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
     apply(JoinOp { axis, stack: true }, &refs, &[])
 }
 
-/// PyTorch's name for [`concat`] (`torch.cat`; also `concatenate`).
+/// PyTorch's name for [`concat()`] (`torch.cat`; also `concatenate`).
 pub fn cat(tensors: &[Tensor], dim: isize) -> Result<Tensor> {
     concat(tensors, dim)
 }
