@@ -47,6 +47,21 @@ def parallel_work():
     a = remat.ones(256, 256)
     return float((x * x).sum().item()) + float((a @ a).numpy()[0, 0])
 
+def wait_for_child(pid):
+    """Wait for a forked child (killing it if it hangs); it must exit with status 0."""
+    import time
+    deadline = time.monotonic() + 120
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            raise AssertionError("the forked child hung in a parallel op")
+        time.sleep(0.02)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
 def training_step(seed):
     """One small training step (a pool worker's task: defined at module level to pickle)."""
     remat.manual_seed(seed)
@@ -194,27 +209,15 @@ CASES = [
 
     # ---- fork after the engine ran parallel work (multiprocessing's default) ------------
     Case("fork_os", """
-        import time
         expected = parallel_work()
         pid = os.fork()
         if pid == 0:
             ok = parallel_work() == expected
             os._exit(0 if ok else 3)
-        deadline = time.monotonic() + 120
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                raise AssertionError("the forked child hung in a parallel op")
-            time.sleep(0.02)
-        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        wait_for_child(pid)
         assert parallel_work() == expected
     """, "ok"),
     Case("fork_after_set_num_threads", """
-        import time
         remat.set_num_threads(2)
         expected = parallel_work()
         remat.set_num_threads(1)
@@ -226,17 +229,7 @@ CASES = [
             remat.set_num_threads(2)
             ok = parallel_work() == expected and remat.get_num_threads() == 2
             os._exit(0 if ok else 3)
-        deadline = time.monotonic() + 120
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                raise AssertionError("the forked child hung in a parallel op")
-            time.sleep(0.02)
-        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        wait_for_child(pid)
     """, "ok"),
     Case("fork_multiprocessing", """
         import multiprocessing as mp
