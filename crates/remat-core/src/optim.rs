@@ -109,6 +109,14 @@ fn cuda_grad(op: &str, grad: &Tensor, mutated: &[&Tensor]) -> Result<Tensor> {
     }
 }
 
+/// Record an in-place write into each of `ts` (their storages' version counters), after
+/// the update ran or failed part-way: a graph that saved one of them then refuses to use it.
+fn bump(ts: &[&Tensor]) {
+    for t in ts {
+        t.storage().bump_version();
+    }
+}
+
 /// The elements of a validated (contiguous, CPU, dtype `T`) tensor as a mutable slice.
 ///
 /// # Safety
@@ -174,7 +182,7 @@ pub fn sgd_step(
     validate(OP, param, grad, &state)?;
     let mut mutated = vec![param];
     mutated.extend(buf);
-    crate::device::on_device(
+    let done = crate::device::on_device(
         param.device(),
         || -> Result<_> {
             crate::dispatch!(param.dtype(), T => {
@@ -245,7 +253,9 @@ pub fn sgd_step(
                 nesterov,
             )
         },
-    )
+    );
+    bump(&mutated);
+    done
 }
 
 /// One Adam (or, with `decoupled`, AdamW) step on `param` in place, as `torch.optim.Adam` /
@@ -299,7 +309,7 @@ pub fn adam_step(
     let bias_correction2 = 1.0 - beta2.powi(step.min(i32::MAX as u64) as i32);
     let step_size = lr / bias_correction1;
     let bias_correction2_sqrt = bias_correction2.sqrt();
-    crate::device::on_device(
+    let done = crate::device::on_device(
         param.device(),
         || -> Result<_> {
             crate::dispatch!(param.dtype(), T => {
@@ -378,7 +388,9 @@ pub fn adam_step(
                 eps,
             )
         },
-    )
+    );
+    bump(&[param, exp_avg, exp_avg_sq]);
+    done
 }
 
 /// Set every element of `t` to zero in place (`zero_grad(set_to_none=False)`). `t` must be
@@ -394,7 +406,7 @@ pub fn zero_(t: &Tensor) -> Result<()> {
             ),
         ));
     }
-    crate::device::on_device(
+    let done = crate::device::on_device(
         t.device(),
         || -> Result<_> {
             crate::dispatch!(t.dtype(), T => {
@@ -406,7 +418,9 @@ pub fn zero_(t: &Tensor) -> Result<()> {
             Ok(())
         },
         || crate::cuda::launch::fill_inplace(OP, t, 0.0),
-    )
+    );
+    bump(&[t]);
+    done
 }
 
 /// Copy `src`'s elements into `dst` in place (`load_state_dict`), casting to `dst`'s dtype.
@@ -434,7 +448,7 @@ pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
         ));
     }
     let src = crate::ops::cast(src, dst.dtype())?;
-    crate::device::on_device(
+    let done = crate::device::on_device(
         dst.device(),
         || -> Result<_> {
             crate::dispatch!(dst.dtype(), T => {
@@ -450,5 +464,7 @@ pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
             let src = cuda_grad(OP, &src, &[dst])?;
             crate::cuda::launch::copy_into(OP, &src, dst, false)
         },
-    )
+    );
+    bump(&[dst]);
+    done
 }

@@ -81,6 +81,10 @@ static NEXT_STORAGE_ID: AtomicU64 = AtomicU64::new(1);
 pub struct Storage {
     buffer: Buffer,
     id: u64,
+    /// PyTorch's version counter: bumped by every in-place write. Every view of the buffer
+    /// shares it (they share the `Storage`), so a saved tensor can tell at backward whether
+    /// anything wrote into its memory since it was saved.
+    version: AtomicU64,
 }
 
 /// The id the next storage will get: storages with an id at or above it were created later.
@@ -96,6 +100,7 @@ impl Storage {
         Storage {
             buffer: Buffer::Cpu(buffer),
             id: NEXT_STORAGE_ID.fetch_add(1, Ordering::Relaxed),
+            version: AtomicU64::new(0),
         }
     }
 
@@ -120,6 +125,7 @@ impl Storage {
                 owner: Owner::External(owner),
             }),
             id: NEXT_STORAGE_ID.fetch_add(1, Ordering::Relaxed),
+            version: AtomicU64::new(0),
         }
     }
 
@@ -130,6 +136,7 @@ impl Storage {
         Storage {
             buffer: Buffer::Cuda(buffer),
             id: NEXT_STORAGE_ID.fetch_add(1, Ordering::Relaxed),
+            version: AtomicU64::new(0),
         }
     }
 
@@ -145,6 +152,15 @@ impl Storage {
     /// A unique id (profiler: each storage counted once).
     pub fn id(&self) -> u64 {
         self.id
+    }
+    /// How many in-place writes this buffer has seen (PyTorch's `_version`).
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+    /// Record one in-place write (every path that writes an existing buffer calls this, so
+    /// saved tensors detect the change at backward).
+    pub fn bump_version(&self) {
+        self.version.fetch_add(1, Ordering::AcqRel);
     }
     /// The element type.
     pub fn dtype(&self) -> DType {

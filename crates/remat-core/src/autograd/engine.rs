@@ -217,7 +217,7 @@ fn saved_tensors(
         .iter()
         .enumerate()
         .map(|(k, slot)| {
-            let t = slot.materialize()?;
+            let t = slot.materialize(node.name())?;
             if !attach {
                 return Ok(t);
             }

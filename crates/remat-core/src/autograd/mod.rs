@@ -3,6 +3,7 @@
 
 pub mod engine;
 pub mod node;
+pub(crate) mod saved;
 
 pub use engine::{backward, backward_with, grad, grad_with, GradOptions};
 pub use node::{BackwardCtx, InputMeta, Node, Op, Save};

@@ -125,9 +125,25 @@ pub struct Node {
 /// would cost at least as much as the tensor a checkpoint would free).
 pub(crate) struct Creation {
     pub(crate) op: Arc<dyn Op>,
-    pub(crate) inputs: SmallVec<[(Weak<Storage>, Layout); 2]>,
+    /// Each input's storage, layout, and storage version when the op read it.
+    pub(crate) inputs: SmallVec<[(Weak<Storage>, Layout, u64); 2]>,
     /// Recipes of inputs that were themselves checkpointed (chains recompute in order).
     pub(crate) recipes: SmallVec<[Option<Arc<Recipe>>; 2]>,
+    /// The output storage's version when the op made it: once the output or an input was
+    /// written in place, replaying the op would not give the tensor's value.
+    pub(crate) version: u64,
+}
+
+impl Creation {
+    /// Whether replaying the op still gives the tensor over `out`: nothing wrote into the
+    /// output or into an input that is still alive since the op ran.
+    pub(crate) fn replayable(&self, out: &Storage) -> bool {
+        out.version() == self.version
+            && self
+                .inputs
+                .iter()
+                .all(|(s, _, v)| s.upgrade().is_none_or(|s| s.version() == *v))
+    }
 }
 
 impl Drop for Node {
@@ -258,13 +274,14 @@ fn record_in<O: Op>(
     } else {
         None
     };
+    let name = op.name();
     let slots: SmallVec<[Slot; 2]> = saves
         .iter()
         .map(|s| match s {
-            Save::Input(i) => context::slot_for(inputs[*i], mode),
+            Save::Input(i) => context::slot_for(inputs[*i], mode, name),
             Save::Output => match &recipe {
                 Some(r) => Slot::recompute(r.clone()),
-                None => context::slot_for_data(&out_data, mode),
+                None => context::slot_for_data(&out_data, mode, name),
             },
         })
         .collect();
@@ -287,9 +304,16 @@ fn record_in<O: Op>(
         op,
         inputs: inputs
             .iter()
-            .map(|t| (Arc::downgrade(t.storage()), t.layout().clone()))
+            .map(|t| {
+                (
+                    Arc::downgrade(t.storage()),
+                    t.layout().clone(),
+                    t.storage().version(),
+                )
+            })
             .collect(),
         recipes: inputs.iter().map(|t| t.recipe()).collect(),
+        version: out_data.storage.version(),
     });
     Tensor::with_grad_fn(
         out_data,

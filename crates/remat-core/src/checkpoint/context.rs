@@ -186,15 +186,17 @@ impl Drop for ScopeEntry {
     }
 }
 
-/// The slot for saving tensor `t` in context `mode` (a node's or a segment's saved tensor).
-pub(crate) fn slot_for(t: &Tensor, mode: &SaveMode) -> Slot {
+/// The slot for saving tensor `t` in context `mode` (a node's or a segment's saved tensor);
+/// `who` names the saver in a segment's errors.
+pub(crate) fn slot_for(t: &Tensor, mode: &SaveMode, who: &'static str) -> Slot {
     match mode {
-        SaveMode::Segment(seg) => Slot::Segment(seg.clone(), seg.save(t.data())),
+        SaveMode::Segment(seg) => Slot::Segment(seg.clone(), seg.save(t.data(), who)),
         // A recompute keeps what it computed: its graph lives only until it returns.
-        SaveMode::Capture(_) | SaveMode::Discard(_) => Slot::Stored(t.data().clone()),
+        SaveMode::Capture(_) | SaveMode::Discard(_) => Slot::stored(t.data()),
+        // A recipe that no longer replays the value (written in place since) is not used.
         _ => match t.recipe() {
-            Some(r) => Slot::recompute(r),
-            None => Slot::Stored(t.data().clone()),
+            Some(r) if r.is_current() => Slot::recompute(r),
+            _ => Slot::stored(t.data()),
         },
     }
 }
@@ -203,16 +205,16 @@ pub(crate) fn slot_for(t: &Tensor, mode: &SaveMode) -> Slot {
 /// its data. Unlike [`slot_for`], this does not count as keeping the value for a backward.
 pub(crate) fn recipe_input(t: &Tensor) -> Slot {
     match t.recipe() {
-        Some(r) => Slot::recipe_input(r),
-        None => Slot::Stored(t.data().clone()),
+        Some(r) if r.is_current() => Slot::recipe_input(r),
+        _ => Slot::stored(t.data()),
     }
 }
 
 /// The slot for saving raw data (an op's own output) in context `mode`.
-pub(crate) fn slot_for_data(d: &TensorData, mode: &SaveMode) -> Slot {
+pub(crate) fn slot_for_data(d: &TensorData, mode: &SaveMode, who: &'static str) -> Slot {
     match mode {
-        SaveMode::Segment(seg) => Slot::Segment(seg.clone(), seg.save(d)),
-        _ => Slot::Stored(d.clone()),
+        SaveMode::Segment(seg) => Slot::Segment(seg.clone(), seg.save(d, who)),
+        _ => Slot::stored(d),
     }
 }
 

@@ -29,6 +29,7 @@ pub use sequential::{
 };
 
 use crate::autograd::node::{NodeKind, Op};
+use crate::autograd::saved::Saved;
 use crate::error::Result;
 use crate::grad_mode::is_grad_enabled;
 use crate::tensor::{Tensor, TensorState};
@@ -49,8 +50,12 @@ pub fn checkpoint(x: &Tensor) -> Result<Tensor> {
     let (Some(node), Some(creation)) = (x.grad_fn(), x.creation()) else {
         return Ok(x.clone());
     };
+    // Written in place since it was made (or an input was): a replay would not give x.
+    if !creation.replayable(x.storage()) {
+        return Ok(x.clone());
+    }
     let mut alive = Vec::with_capacity(creation.inputs.len());
-    for ((storage, _), r) in creation.inputs.iter().zip(&creation.recipes) {
+    for ((storage, _, _), r) in creation.inputs.iter().zip(&creation.recipes) {
         match (r, storage.upgrade()) {
             (None, None) => return Ok(x.clone()),
             (_, s) => alive.push(s),
@@ -59,24 +64,29 @@ pub fn checkpoint(x: &Tensor) -> Result<Tensor> {
     let slots = alive
         .into_iter()
         .zip(creation.inputs.iter().zip(&creation.recipes))
-        .map(|(storage, ((_, layout), r))| match (r, storage) {
+        .map(|(storage, ((_, layout, version), r))| match (r, storage) {
             (Some(r), _) => Slot::recipe_input(r.clone()),
-            (None, Some(storage)) => Slot::Stored(crate::tensor::TensorData {
-                storage,
-                layout: layout.clone(),
-            }),
+            (None, Some(storage)) => Slot::Stored(Saved::at(
+                &crate::tensor::TensorData {
+                    storage,
+                    layout: layout.clone(),
+                },
+                *version,
+            )),
             (None, None) => unreachable!("checked above"),
         })
         .collect();
     let recipe = Recipe::new(creation.op.clone(), slots, x.data(), "tensor");
     // If the producer saved its own output (relu, exp, softmax...), that slot would keep x
-    // alive: point it at the recipe too.
+    // alive: point it at the recipe too (keeping the version it was saved at).
     if let NodeKind::Op(_) = &node.kind {
         if let Some(saved) = node.saved.lock().as_mut() {
             for s in saved.iter_mut() {
                 if let Slot::Stored(d) = s {
-                    if std::sync::Arc::ptr_eq(&d.storage, x.storage()) && d.layout == *x.layout() {
-                        *s = Slot::recompute(recipe.clone());
+                    if std::sync::Arc::ptr_eq(&d.data.storage, x.storage())
+                        && d.data.layout == *x.layout()
+                    {
+                        *s = Slot::recompute_at(recipe.clone(), d.version);
                     }
                 }
             }

@@ -2,6 +2,7 @@
 //! op's inputs (themselves slots, so chains inside a scope replay in order).
 
 use crate::autograd::node::Op;
+use crate::autograd::saved;
 use crate::checkpoint::live::LiveToken;
 use crate::checkpoint::profiler::{self, RecordHandle};
 use crate::checkpoint::slot::{self, Slot};
@@ -24,6 +25,8 @@ pub(crate) struct Recipe {
     /// The forward's storage: if something else still keeps it alive, backward reuses it
     /// instead of recomputing.
     original: Weak<Storage>,
+    /// The original storage's version when the recipe was made: the value it replays.
+    version: u64,
     layout: Layout,
     dtype: DType,
     /// The recomputed value, shared while more than one reader still needs it.
@@ -48,6 +51,7 @@ impl Recipe {
             op,
             inputs,
             original: Arc::downgrade(&out.storage),
+            version: out.storage.version(),
             layout: out.layout.clone(),
             dtype: out.storage.dtype(),
             cache: Mutex::new(None),
@@ -87,25 +91,55 @@ impl Recipe {
         std::mem::take(&mut self.inputs)
     }
 
-    /// The value without recomputing: cached, or the forward's storage still alive.
-    fn available(&self) -> Option<TensorData> {
-        if let Some(c) = self.cache.lock().clone() {
-            return Some(c);
-        }
-        let storage = self.original.upgrade()?;
-        if let Some(r) = &self.record {
-            r.freeze();
-        }
-        Some(TensorData {
-            storage,
-            layout: self.layout.clone(),
-        })
+    /// The version of the value a reader sees now: the original storage's, or, once it is
+    /// gone, the one the recipe replays.
+    pub(crate) fn current_version(&self) -> u64 {
+        self.original
+            .upgrade()
+            .map_or(self.version, |s| s.version())
     }
 
-    /// The tensor's value: cached, still alive, or recomputed. Chains of recipes (a scope of
-    /// any length) are replayed with an explicit work stack, oldest first, never by recursion.
-    pub(crate) fn materialize(self: &Arc<Self>) -> Result<TensorData> {
-        if let Some(d) = self.available() {
+    /// Whether the value is still the one the recipe replays (nothing wrote into it since
+    /// the recipe was made): only then may a new reader keep the recipe instead of the data.
+    pub(crate) fn is_current(&self) -> bool {
+        self.current_version() == self.version
+    }
+
+    /// The value without recomputing, for a reader (`who`) that saw it at version `seen`:
+    /// the forward's storage while it is alive (an error when it was written in place since
+    /// the reader saved it), else the cached recompute; None when it must be recomputed. A
+    /// recompute gives the value at the recipe's own version, so a reader that saw another
+    /// one gets an error instead of a different value.
+    fn available(&self, seen: u64, who: &str) -> Result<Option<TensorData>> {
+        if let Some(storage) = self.original.upgrade() {
+            let data = TensorData {
+                storage,
+                layout: self.layout.clone(),
+            };
+            saved::check(&data, seen, who)?;
+            if let Some(r) = &self.record {
+                r.freeze();
+            }
+            return Ok(Some(data));
+        }
+        if seen != self.version {
+            return Err(saved::modified(
+                who,
+                self.dtype,
+                &self.layout.shape,
+                self.version,
+                seen,
+            ));
+        }
+        Ok(self.cache.lock().clone())
+    }
+
+    /// The tensor's value for a reader (`who`) that saw it at version `seen`: still alive,
+    /// cached, or recomputed. Chains of recipes (a scope of any length) are replayed with an
+    /// explicit work stack, oldest first, never by recursion. A value or input written in
+    /// place since it was saved is an error, never a different value.
+    pub(crate) fn materialize(self: &Arc<Self>, seen: u64, who: &str) -> Result<TensorData> {
+        if let Some(d) = self.available(seen, who)? {
             return Ok(d);
         }
         // Each frame: a recipe to recompute and the values of its first inputs.
@@ -115,8 +149,9 @@ impl Recipe {
                 unreachable!("the loop returns when the last frame is computed")
             };
             if let Some(slot) = recipe.inputs.get(done.len()) {
+                let who = recipe.op.name();
                 let value = match slot {
-                    Slot::Recompute(r) => match r.available() {
+                    Slot::Recompute(r, seen) => match r.available(*seen, who)? {
                         Some(d) => Tensor::from_data(d),
                         None => {
                             let r = r.clone();
@@ -124,7 +159,7 @@ impl Recipe {
                             continue;
                         }
                     },
-                    other => other.materialize()?,
+                    other => other.materialize(who)?,
                 };
                 done.push(value);
                 continue;

@@ -9,6 +9,7 @@
 //! saved tensor has been recomputed. One thread recomputes a segment at a time; others that
 //! need it meanwhile wait for the result.
 
+use crate::autograd::saved;
 use crate::checkpoint::context::{self, Capture, SaveMode};
 use crate::checkpoint::group::GroupStats;
 use crate::checkpoint::live::{self, LiveToken};
@@ -98,6 +99,24 @@ impl Default for SegmentOptions {
 struct SavedMeta {
     shape: Dims,
     dtype: DType,
+    /// The op that saved it, and its storage's id and version then: a tensor from outside
+    /// the segment (an input, a captured parameter) is saved again by the recompute from
+    /// the same storage, which must not have been written in place meanwhile.
+    who: &'static str,
+    storage_id: u64,
+    version: u64,
+}
+
+impl SavedMeta {
+    /// Error when `d`, saved again for this entry, is the forward's storage written in
+    /// place since (a recompute would hand its backward other values than the forward used).
+    fn check_same(&self, seg: &str, d: &TensorData) -> Result<()> {
+        if d.storage.id() != self.storage_id {
+            return Ok(());
+        }
+        let who = format!("{} (in checkpoint segment {seg:?})", self.who);
+        saved::check(d, self.version, &who)
+    }
 }
 
 /// One checkpointed call of a function.
@@ -122,12 +141,15 @@ pub(crate) struct Segment {
 }
 
 impl Segment {
-    /// Register a tensor saved inside the segment's forward; returns its index.
-    pub(crate) fn save(&self, d: &TensorData) -> usize {
+    /// Register a tensor saved inside the segment's forward by `who`; returns its index.
+    pub(crate) fn save(&self, d: &TensorData, who: &'static str) -> usize {
         let mut meta = self.meta.lock();
         meta.push(SavedMeta {
             shape: d.layout.shape.clone(),
             dtype: d.storage.dtype(),
+            who,
+            storage_id: d.storage.id(),
+            version: d.storage.version(),
         });
         self.forward_storages
             .lock()
@@ -148,7 +170,11 @@ impl Segment {
     pub(crate) fn get(self: &Arc<Self>, i: usize) -> Result<TensorData> {
         if let Some(p) = self.pending.lock().as_ref() {
             // The forward is still running (it differentiates its own graph).
-            return p.get(i).cloned().flatten().ok_or_else(freed);
+            let d = p.get(i).cloned().flatten().ok_or_else(freed)?;
+            if let Some(m) = self.meta.lock().get(i) {
+                m.check_same(&self.name, &d)?;
+            }
+            return Ok(d);
         }
         let me = context::thread_tag();
         if me != 0 && self.recomputing.load(Ordering::Acquire) == me {
@@ -203,11 +229,13 @@ impl Segment {
     }
 
     fn recompute(&self) -> Result<Vec<Option<TensorData>>> {
+        // An input written in place since the forward would be re-run on other values.
+        let who = format!("checkpoint segment {:?}", self.name);
         let inputs: Vec<Tensor> = self
             .inputs
             .iter()
             .zip(&self.input_requires_grad)
-            .map(|(s, &rg)| Ok(Tensor::flagged(s.materialize()?.data().clone(), rg)))
+            .map(|(s, &rg)| Ok(Tensor::flagged(s.materialize(&who)?.data().clone(), rg)))
             .collect::<Result<_>>()?;
         let needed = self.meta.lock().len();
         let capture = Capture::new(self.early_stop.then_some(needed));
@@ -249,6 +277,9 @@ impl Segment {
         // Checked even without `determinism_check`: a backward rule must never be handed
         // tensors of other shapes than the ones it was recorded with.
         for (k, (d, m)) in captured.iter().zip(meta.iter()).enumerate() {
+            // A captured parameter written in place since the forward (an optimizer step
+            // between forward and backward): its backward would see the new values.
+            m.check_same(&self.name, d)?;
             if d.layout.shape != m.shape || d.storage.dtype() != m.dtype {
                 return Err(Error::checkpoint(
                     "checkpoint_segment",
@@ -310,7 +341,10 @@ pub fn checkpoint_segment_with(
     let input_slots: Vec<Slot> = if opts.offload && !matches!(mode, SaveMode::Segment(_)) {
         inputs.iter().map(Slot::offloaded).collect::<Result<_>>()?
     } else {
-        inputs.iter().map(|t| context::slot_for(t, &mode)).collect()
+        inputs
+            .iter()
+            .map(|t| context::slot_for(t, &mode, "checkpoint_segment"))
+            .collect()
     };
     let name = opts.name.clone().unwrap_or_else(|| "segment".to_string());
     let record = profiler::new_record(name.clone(), opts.kind);
