@@ -21,6 +21,7 @@ pub mod reduce;
 pub mod reduce_ext;
 pub mod repeat;
 pub mod select;
+pub mod setitem;
 pub mod shape;
 pub mod slicing;
 pub mod softmax;
@@ -41,7 +42,10 @@ pub use elementwise::{
     lerp_tensor, maximum, minimum, mul, pow, pow_scalar, scale, softplus, sub, Bound,
 };
 pub use flip::flip;
-pub use inplace::{add_inplace, axpy_inplace};
+pub use inplace::{
+    add_, add_inplace, axpy_inplace, clamp_, clamp_by_, copy_, div_, fill_, masked_fill_, mul_,
+    normal_, sub_, uniform_, zero_, Operand,
+};
 pub use join::{cat, concat, stack};
 pub use linear::linear;
 pub use logsumexp::logsumexp;
@@ -54,11 +58,12 @@ pub use reduce::{sum, sum_to};
 pub use reduce_ext::{amax, amin, max, mean, min};
 pub use repeat::repeat;
 pub use select::where_;
+pub use setitem::{destination, setitem, Destination};
 pub use shape::{clone, expand, reshape};
 pub use slicing::{chunk, narrow, split, split_sections};
 pub use softmax::{log_softmax, softmax};
 pub use vector_norm::norm;
-pub use view::{index, permute, reverse_axes, transpose, IndexItem};
+pub use view::{index, index_layout, permute, reverse_axes, transpose, IndexItem};
 
 use crate::device::Device;
 use crate::dtype::DType;

@@ -395,6 +395,12 @@ impl Op for IndexBackwardOp {
     }
 }
 
+/// The layout of the view `x[items]` of a tensor laid out as `l` (what [`index`] returns),
+/// resolved without recording anything: the destination of `x[items] = v`.
+pub fn index_layout(l: &Layout, items: &[IndexItem]) -> Result<Layout> {
+    Ok(plan_index(&l.shape, items)?.apply(l))
+}
+
 /// Basic NumPy indexing `x[items]`: ints (negative allowed) remove an axis, slices (positive
 /// step, clamped like Python) keep it, `NewAxis` inserts one of extent 1, one `Ellipsis`
 /// stands for all unmentioned axes. The result is a view sharing `x`'s storage.

@@ -1,10 +1,12 @@
-//! In-place arithmetic without recording: gradient accumulation and optimizer updates.
+//! In-place accumulation without recording or rules: gradient accumulation in the engine
+//! (`dst += src`, `dst += alpha * src` into a contiguous buffer the engine owns). Bumps the
+//! destination's version like every in-place write.
 
-use super::{cast, check_same_device};
 use crate::cpu;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::layout::{broadcast_shapes, fmt_shape};
+use crate::ops::{cast, check_same_device};
 use crate::tensor::Tensor;
 
 /// `dst += src` in place (gradient accumulation, optimizers). `dst` must be contiguous and
@@ -34,7 +36,7 @@ pub fn axpy_inplace(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
         ));
     }
     let src = cast(src, dst.dtype())?;
-    crate::device::on_device(
+    let done = crate::device::on_device(
         dst.device(),
         || -> Result<_> {
             crate::dispatch!(dst.dtype(), T => {
@@ -78,5 +80,7 @@ pub fn axpy_inplace(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
                 crate::cuda::launch::axpy_inplace("add_", dst, &src, alpha)
             }
         },
-    )
+    );
+    dst.storage().bump_version();
+    done
 }

@@ -1,0 +1,355 @@
+//! In-place ops, PyTorch's `add_`, `sub_`, `mul_`, `div_`, `zero_`, `fill_`, `copy_`,
+//! `clamp_`, `masked_fill_`, `normal_`, `uniform_` (and `t[idx] = v`, in `ops::setitem`),
+//! plus the engine's own gradient accumulation (`add_inplace`).
+//!
+//! Each public op checks PyTorch's rules (`rules`: no leaf that requires grad and no graph
+//! tensor under grad mode, no overlapping destination, operands that broadcast to the
+//! destination), then runs one or more [`Update`]s through [`write`]: a CPU walk over the
+//! destination's strides (`cpu`, no allocation) or the CUDA launches (`cuda`). Every write
+//! bumps the storage's version counter, shared by all views of it, so a graph that saved the
+//! tensor raises `Error::Graph` at backward instead of computing with the new values.
+
+mod accumulate;
+mod cpu;
+mod cuda;
+pub(crate) mod rules;
+mod update;
+
+pub use accumulate::{add_inplace, axpy_inplace};
+pub(crate) use update::{Src, Update};
+
+use super::Bound;
+use crate::error::{Error, Result};
+use crate::grad_mode::no_grad;
+use crate::rng;
+use crate::tensor::Tensor;
+
+/// The operand of an in-place op: a number, or a tensor broadcast to the destination's shape
+/// (any float dtype; a 0-d tensor may live on another device, as a number).
+#[derive(Clone, Copy, Debug)]
+pub enum Operand<'a> {
+    /// A number, converted to the destination's dtype.
+    Scalar(f64),
+    /// A tensor.
+    Tensor(&'a Tensor),
+}
+
+impl From<f64> for Operand<'_> {
+    fn from(v: f64) -> Self {
+        Operand::Scalar(v)
+    }
+}
+
+impl<'a> From<&'a Tensor> for Operand<'a> {
+    fn from(t: &'a Tensor) -> Self {
+        Operand::Tensor(t)
+    }
+}
+
+impl<'a> From<Bound<'a>> for Operand<'a> {
+    fn from(b: Bound<'a>) -> Self {
+        match b {
+            Bound::Scalar(v) => Operand::Scalar(v),
+            Bound::Tensor(t) => Operand::Tensor(t),
+        }
+    }
+}
+
+impl<'a> Operand<'a> {
+    fn tensor(self) -> Option<&'a Tensor> {
+        match self {
+            Operand::Tensor(t) => Some(t),
+            Operand::Scalar(_) => None,
+        }
+    }
+}
+
+/// Run `steps` into `dst` in order, then record the write once: bump the version counter
+/// (also after a failure: part of the destination may have been written) and drop `dst`'s
+/// checkpoint recipe, which would replay the old value (later consumers keep the data).
+pub(crate) fn write(op: &str, dst: &Tensor, steps: &[(Src<'_>, Update)]) -> Result<()> {
+    let mut done = Ok(());
+    for &(src, u) in steps {
+        done = crate::device::on_device(
+            dst.device(),
+            || cpu::update(op, dst.data(), src, u),
+            || cuda::update(op, dst, src, u),
+        );
+        if done.is_err() {
+            break;
+        }
+    }
+    dst.storage().bump_version();
+    dst.0.state.lock().recipe = None;
+    done
+}
+
+/// `other` as the source of an update of `dst`: a tensor that broadcasts to `dst`'s shape on
+/// `dst`'s device (a 0-d tensor elsewhere is read as a number, as PyTorch allows), or a number.
+fn source<'a>(op: &str, dst: &Tensor, other: Operand<'a>) -> Result<Src<'a>> {
+    match other {
+        Operand::Scalar(v) => Ok(Src::Scalar(v)),
+        Operand::Tensor(t) => {
+            if t.device() != dst.device() {
+                if t.ndim() == 0 {
+                    return Ok(Src::Scalar(t.item()?));
+                }
+                return Err(Error::device(
+                    op,
+                    format!(
+                        "expected all tensors on one device, found {} (the tensor written) and \
+                         {} (the operand)",
+                        dst.device(),
+                        t.device()
+                    ),
+                ));
+            }
+            rules::check_broadcast(op, dst.shape(), t.shape())?;
+            Ok(Src::Tensor(t))
+        }
+    }
+}
+
+/// A number given as a Python-style scalar or a 0-d tensor (`fill_`'s and `masked_fill_`'s
+/// value): PyTorch refuses tensors with dimensions.
+fn scalar_value(op: &str, value: Operand<'_>) -> Result<f64> {
+    match value {
+        Operand::Scalar(v) => Ok(v),
+        Operand::Tensor(t) if t.ndim() == 0 => t.item(),
+        Operand::Tensor(t) => Err(Error::shape(
+            op,
+            format!(
+                "only supports a 0-dimensional value tensor, but got a tensor with {} \
+                 dimension(s)",
+                t.ndim()
+            ),
+        )),
+    }
+}
+
+/// The mask of `masked_fill_` as the kernels read it: nonzero elements are true. The one
+/// place that decides which masks are accepted: today float tensors (nonzero = true); a bool
+/// dtype becomes a cast to `like`'s dtype here.
+fn mask_values(op: &str, mask: &Tensor, like: &Tensor) -> Result<Tensor> {
+    if mask.device() != like.device() {
+        return Err(Error::device(
+            op,
+            format!(
+                "the mask is on {} but the tensor is on {}",
+                mask.device(),
+                like.device()
+            ),
+        ));
+    }
+    Ok(mask.detach())
+}
+
+/// `dst += alpha * other` in place (`Tensor.add_`).
+pub fn add_(dst: &Tensor, other: Operand<'_>, alpha: f64) -> Result<()> {
+    axpy("add_", dst, other, alpha)
+}
+
+/// `dst -= alpha * other` in place (`Tensor.sub_`).
+pub fn sub_(dst: &Tensor, other: Operand<'_>, alpha: f64) -> Result<()> {
+    axpy("sub_", dst, other, -alpha)
+}
+
+fn axpy(op: &str, dst: &Tensor, other: Operand<'_>, alpha: f64) -> Result<()> {
+    rules::check_writable(op, dst, other.tensor().as_slice())?;
+    match source(op, dst, other)? {
+        // `alpha * other` is one number: formed once, as PyTorch does.
+        Src::Scalar(v) => write(op, dst, &[(Src::Scalar(alpha * v), Update::Axpy(1.0))]),
+        src => write(op, dst, &[(src, Update::Axpy(alpha))]),
+    }
+}
+
+/// `dst *= other` in place (`Tensor.mul_`).
+pub fn mul_(dst: &Tensor, other: Operand<'_>) -> Result<()> {
+    binary("mul_", dst, other, Update::Mul)
+}
+
+/// `dst /= other` in place (`Tensor.div_`).
+pub fn div_(dst: &Tensor, other: Operand<'_>) -> Result<()> {
+    binary("div_", dst, other, Update::Div)
+}
+
+fn binary(op: &str, dst: &Tensor, other: Operand<'_>, u: Update) -> Result<()> {
+    rules::check_writable(op, dst, other.tensor().as_slice())?;
+    let src = source(op, dst, other)?;
+    write(op, dst, &[(src, u)])
+}
+
+/// Every element of `dst` set to `value` (a number or a 0-d tensor), in place.
+pub fn fill_(dst: &Tensor, value: Operand<'_>) -> Result<()> {
+    const OP: &str = "fill_";
+    rules::check_writable(OP, dst, value.tensor().as_slice())?;
+    let v = scalar_value(OP, value)?;
+    write(OP, dst, &[(Src::Scalar(v), Update::Set)])
+}
+
+/// Every element of `dst` set to zero, in place.
+pub fn zero_(dst: &Tensor) -> Result<()> {
+    const OP: &str = "zero_";
+    rules::check_writable(OP, dst, &[])?;
+    write(OP, dst, &[(Src::Scalar(0.0), Update::Set)])
+}
+
+/// `src`'s elements copied into `dst` in place: broadcast to `dst`'s shape, cast to its dtype,
+/// and moved from another device when `src` lives elsewhere.
+pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
+    const OP: &str = "copy_";
+    rules::check_writable(OP, dst, &[src])?;
+    assign(OP, dst, Operand::Tensor(src))
+}
+
+/// `value` written over every element of `dst` (checked for overlap, broadcast, moved across
+/// devices), without the grad-mode rules, which the caller checked on the tensor it writes
+/// (`dst` may be a view of it): `copy_` and `t[idx] = v`.
+pub(crate) fn assign(op: &str, dst: &Tensor, value: Operand<'_>) -> Result<()> {
+    rules::check_no_overlap(op, dst)?;
+    let src = match value {
+        Operand::Scalar(v) => return write(op, dst, &[(Src::Scalar(v), Update::Set)]),
+        Operand::Tensor(src) => src,
+    };
+    rules::check_broadcast(op, dst.shape(), src.shape())?;
+    if src.device() != dst.device() {
+        let moved = {
+            let _g = no_grad();
+            crate::ops::to_device(&src.detach(), dst.device())?
+        };
+        return write(op, dst, &[(Src::Tensor(&moved), Update::Set)]);
+    }
+    write(op, dst, &[(Src::Tensor(src), Update::Set)])
+}
+
+/// Every element of `dst` clamped into `[min, max]` in place (either bound may be None, not
+/// both): `min(max(x, min), max)`, NaN propagating, as [`crate::ops::clamp`].
+pub fn clamp_(dst: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<()> {
+    clamp_by_(dst, min.map(Bound::Scalar), max.map(Bound::Scalar))
+}
+
+/// [`clamp_`] with each bound a number or a tensor broadcast to `dst`'s shape.
+pub fn clamp_by_(dst: &Tensor, min: Option<Bound<'_>>, max: Option<Bound<'_>>) -> Result<()> {
+    const OP: &str = "clamp_";
+    if min.is_none() && max.is_none() {
+        return Err(Error::value(
+            OP,
+            "At least one of 'min' or 'max' must not be None",
+        ));
+    }
+    let (lo, hi) = (min.map(Operand::from), max.map(Operand::from));
+    let tensors: Vec<&Tensor> = [lo, hi]
+        .into_iter()
+        .flatten()
+        .filter_map(Operand::tensor)
+        .collect();
+    rules::check_writable(OP, dst, &tensors)?;
+    let mut steps = Vec::with_capacity(2);
+    if let Some(lo) = lo {
+        steps.push((source(OP, dst, lo)?, Update::ClampMin));
+    }
+    if let Some(hi) = hi {
+        steps.push((source(OP, dst, hi)?, Update::ClampMax));
+    }
+    write(OP, dst, &steps)
+}
+
+/// `value` (a number or a 0-d tensor) written into `dst` where `mask` (broadcast to `dst`'s
+/// shape) is true, in place.
+pub fn masked_fill_(dst: &Tensor, mask: &Tensor, value: Operand<'_>) -> Result<()> {
+    const OP: &str = "masked_fill_";
+    let mut operands = vec![mask];
+    operands.extend(value.tensor());
+    rules::check_writable(OP, dst, &operands)?;
+    let v = scalar_value(OP, value)?;
+    let mask = mask_values(OP, mask, dst)?;
+    rules::check_broadcast(OP, dst.shape(), mask.shape())?;
+    write(OP, dst, &[(Src::Tensor(&mask), Update::MaskedFill(v))])
+}
+
+/// `dst` filled with normal samples of mean `mean` and standard deviation `std`, in place,
+/// from the engine's generator (`manual_seed` makes it reproducible; a fresh tensor gets the
+/// values `randn` would draw, scaled and shifted).
+pub fn normal_(dst: &Tensor, mean: f64, std: f64) -> Result<()> {
+    const OP: &str = "normal_";
+    if !(std.is_finite() && std >= 0.0 && mean.is_finite()) {
+        return Err(Error::value(
+            OP,
+            format!("expects a finite mean and a finite std >= 0.0, got mean={mean}, std={std}"),
+        ));
+    }
+    rules::check_writable(OP, dst, &[])?;
+    let key = rng::reserve(dst.numel() as u64);
+    write(OP, dst, &[(Src::None, Update::Normal { mean, std, key })])
+}
+
+/// `dst` filled with uniform samples in `[low, high)`, in place, from the engine's generator
+/// (the values `rand` would draw, for a fresh tensor and `[0, 1)`).
+pub fn uniform_(dst: &Tensor, low: f64, high: f64) -> Result<()> {
+    const OP: &str = "uniform_";
+    if !(low <= high && (high - low).is_finite()) {
+        return Err(Error::value(
+            OP,
+            format!("expects to return a [from, to) range, but found from={low} > to={high}"),
+        ));
+    }
+    rules::check_writable(OP, dst, &[])?;
+    let key = rng::reserve(dst.numel() as u64);
+    write(OP, dst, &[(Src::None, Update::Uniform { low, high, key })])
+}
+
+impl Tensor {
+    /// How many in-place writes this tensor's storage has seen (shared by all its views;
+    /// PyTorch's `_version`).
+    pub fn version(&self) -> u64 {
+        self.storage().version()
+    }
+    /// `self += alpha * other` in place; returns `self` (see [`add_`]).
+    pub fn add_<'a>(&self, other: impl Into<Operand<'a>>, alpha: f64) -> Result<&Tensor> {
+        add_(self, other.into(), alpha).map(|_| self)
+    }
+    /// `self -= alpha * other` in place; returns `self` (see [`sub_`]).
+    pub fn sub_<'a>(&self, other: impl Into<Operand<'a>>, alpha: f64) -> Result<&Tensor> {
+        sub_(self, other.into(), alpha).map(|_| self)
+    }
+    /// `self *= other` in place; returns `self` (see [`mul_`]).
+    pub fn mul_<'a>(&self, other: impl Into<Operand<'a>>) -> Result<&Tensor> {
+        mul_(self, other.into()).map(|_| self)
+    }
+    /// `self /= other` in place; returns `self` (see [`div_`]).
+    pub fn div_<'a>(&self, other: impl Into<Operand<'a>>) -> Result<&Tensor> {
+        div_(self, other.into()).map(|_| self)
+    }
+    /// Every element set to `value` in place; returns `self` (see [`fill_`]).
+    pub fn fill_<'a>(&self, value: impl Into<Operand<'a>>) -> Result<&Tensor> {
+        fill_(self, value.into()).map(|_| self)
+    }
+    /// Every element set to zero in place; returns `self` (see [`zero_`]).
+    pub fn zero_(&self) -> Result<&Tensor> {
+        zero_(self).map(|_| self)
+    }
+    /// `src` copied in (broadcast, cast, across devices); returns `self` (see [`copy_`]).
+    pub fn copy_(&self, src: &Tensor) -> Result<&Tensor> {
+        copy_(self, src).map(|_| self)
+    }
+    /// Clamped into `[min, max]` in place; returns `self` (see [`clamp_`]).
+    pub fn clamp_(&self, min: Option<f64>, max: Option<f64>) -> Result<&Tensor> {
+        clamp_(self, min, max).map(|_| self)
+    }
+    /// `value` where `mask` is true, in place; returns `self` (see [`masked_fill_`]).
+    pub fn masked_fill_<'a>(
+        &self,
+        mask: &Tensor,
+        value: impl Into<Operand<'a>>,
+    ) -> Result<&Tensor> {
+        masked_fill_(self, mask, value.into()).map(|_| self)
+    }
+    /// Normal samples in place; returns `self` (see [`normal_`]).
+    pub fn normal_(&self, mean: f64, std: f64) -> Result<&Tensor> {
+        normal_(self, mean, std).map(|_| self)
+    }
+    /// Uniform samples in `[low, high)` in place; returns `self` (see [`uniform_`]).
+    pub fn uniform_(&self, low: f64, high: f64) -> Result<&Tensor> {
+        uniform_(self, low, high).map(|_| self)
+    }
+}
