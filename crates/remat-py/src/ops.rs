@@ -276,17 +276,23 @@ tensor_ops! {
             let tanh = gelu_mode(approximate)?;
             unary(py, x, |x| ops::gelu(x, tanh))
         }
-        /// Softmax along `axis`.
-        #[pyo3(signature = (axis=-1))]
-        #[text_signatures("(x, axis=-1)", "($self, axis=-1)")]
-        fn softmax(py, x, axis: isize) {
-            unary(py, x, |x| ops::softmax(x, axis))
+        /// Softmax along `dim` (default the last axis; `axis` accepted).
+        #[pyo3(signature = (dim=None, *, axis=None))]
+        #[text_signatures("(x, dim=None, *, axis=None)", "($self, dim=None, *, axis=None)")]
+        fn softmax(py, x, dim: Option<&Bound<'_, PyAny>>, axis: Option<&Bound<'_, PyAny>>) {
+            let d = ReduceArgs::new("softmax", dim, axis, false, None)?
+                .single_dim("softmax")?
+                .unwrap_or(-1);
+            unary(py, x, |x| ops::softmax(x, d))
         }
-        /// Log-softmax along `axis`.
-        #[pyo3(signature = (axis=-1))]
-        #[text_signatures("(x, axis=-1)", "($self, axis=-1)")]
-        fn log_softmax(py, x, axis: isize) {
-            unary(py, x, |x| ops::log_softmax(x, axis))
+        /// Log-softmax along `dim` (default the last axis; `axis` accepted).
+        #[pyo3(signature = (dim=None, *, axis=None))]
+        #[text_signatures("(x, dim=None, *, axis=None)", "($self, dim=None, *, axis=None)")]
+        fn log_softmax(py, x, dim: Option<&Bound<'_, PyAny>>, axis: Option<&Bound<'_, PyAny>>) {
+            let d = ReduceArgs::new("log_softmax", dim, axis, false, None)?
+                .single_dim("log_softmax")?
+                .unwrap_or(-1);
+            unary(py, x, |x| ops::log_softmax(x, d))
         }
         /// Sum over `dim` (an int, a tuple or None: all axes); `axis`/`keepdims` are
         /// NumPy's spellings of `dim`/`keepdim`.

@@ -145,7 +145,7 @@ pub fn gemm(
                                 count,
                             )
                         }
-                        DType::F64 => {
+                        _ => {
                             let (alpha, beta) = (1.0f64, beta);
                             blas::dgemm_strided_batched(
                                 h,

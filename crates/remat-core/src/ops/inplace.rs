@@ -2,7 +2,7 @@
 
 use super::{cast, check_same_device};
 use crate::cpu;
-use crate::dtype::Element;
+use crate::dtype::Scalar;
 use crate::error::{Error, Result};
 use crate::layout::{broadcast_shapes, fmt_shape};
 use crate::tensor::Tensor;

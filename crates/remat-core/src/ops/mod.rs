@@ -68,7 +68,11 @@ use crate::storage::Storage;
 use crate::tensor::{Tensor, TensorData};
 use std::sync::Arc;
 
-/// Run `$body` with `$T` bound to the Rust type of `$dtype`.
+/// Run `$body` with `$T` bound to the Rust float type of `$dtype` (the differentiable
+/// kernels). Only reached with float dtypes: `autograd::node::apply` rejects integer and
+/// bool inputs for every op that does not declare [`Op::any_dtype`](crate::autograd::node::Op::any_dtype),
+/// and the functions outside `apply` that use it check the dtype first; an integer dtype
+/// here is an engine bug.
 #[macro_export]
 macro_rules! dispatch {
     ($dtype:expr, $T:ident => $body:expr) => {
@@ -81,12 +85,43 @@ macro_rules! dispatch {
                 type $T = f64;
                 $body
             }
+            other => unreachable!("float kernel reached with {other}"),
+        }
+    };
+}
+
+/// Run `$body` with `$T` bound to the Rust storage type of `$dtype`, for every dtype (the
+/// kernels that only move or compare elements: copies, casts, gathers, joins, comparisons).
+#[macro_export]
+macro_rules! dispatch_any {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::dtype::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::dtype::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::dtype::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::dtype::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::dtype::DType::Bool => {
+                type $T = u8;
+                $body
+            }
         }
     };
 }
 
 /// A new contiguous tensor from kernel output.
-pub(crate) fn from_vec<T: crate::dtype::Element>(v: Vec<T>, shape: &[usize]) -> Tensor {
+pub(crate) fn from_vec<T: crate::dtype::Scalar>(v: Vec<T>, shape: &[usize]) -> Tensor {
     Tensor::from_data(TensorData {
         storage: Arc::new(Storage::from_vec(v)),
         layout: Layout::contiguous(shape),
@@ -150,7 +185,7 @@ pub fn contiguous_copy(t: &Tensor, dtype: DType) -> Result<Tensor> {
         t.device(),
         || {
             crate::cpu::catch_oom(op, || {
-                Ok(dispatch!(t.dtype(), S => dispatch!(dtype, D => {
+                Ok(dispatch_any!(t.dtype(), S => dispatch_any!(dtype, D => {
                     from_vec(crate::cpu::gather_cast::<S, D>(t.data()), t.shape())
                 })))
             })
