@@ -76,6 +76,23 @@ def _labels(rng, shape, case):
     return rng.integers(0, case.shapes[0][-1], size=shape)
 
 
+def _positions(rng, shape, case):
+    """Indices along ``dim`` (param, default 0) of input 0, repeats included."""
+    n = case.shapes[0][case.params.get("dim", 0)]
+    return rng.integers(0, n, size=shape)
+
+
+def _signed_positions(rng, shape, case):
+    """Indices into axis 0 of input 0 for ``t[idx]``, negative ones included."""
+    n = case.shapes[0][0]
+    return rng.integers(-n, n, size=shape)
+
+
+def _ids(rng, shape, case):
+    """Embedding ids: rows of input 1 (the weight)."""
+    return rng.integers(0, case.shapes[1][0], size=shape)
+
+
 ANY = Domain("any", _uniform(-2.0, 2.0))
 POS = Domain("pos", _uniform(0.2, 2.0))  # log, sqrt, pow bases
 ABOVE_M1 = Domain("above_m1", _uniform(-0.8, 2.0))  # log1p: above its pole at -1
@@ -83,6 +100,9 @@ NONZERO = Domain("nonzero", _nonzero)  # relu's kink, divisors
 DISTINCT = Domain("distinct", _distinct)  # max: away from ties
 MASK = Domain("mask", _mask)  # where's condition (0.0 / 1.0 float tensor)
 LABELS = Domain("labels", _labels, tensor=False)
+POSITIONS = Domain("positions", _positions, tensor=False)  # index_select / gather indices
+SIGNED_POSITIONS = Domain("signed_positions", _signed_positions, tensor=False)
+IDS = Domain("ids", _ids, tensor=False)  # embedding ids
 
 
 @dataclass(frozen=True)
@@ -616,6 +636,35 @@ def np_cross_entropy(logits, target):
     return -lp[np.arange(len(target)), np.asarray(target)].mean()
 
 
+def np_gather(x, idx, dim):
+    """PyTorch's gather: the index may be smaller than the input off ``dim``."""
+    part = x[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))]
+    return np.take_along_axis(part, idx, axis=dim)
+
+
+def np_scatter_add(x, idx, src, dim):
+    out = x.copy()
+    where = tuple(idx if d == dim else np.indices(idx.shape)[d] for d in range(x.ndim))
+    np.add.at(out, where, src)
+    return out
+
+
+def select_cases():
+    """index_select: an input, a 1-d index along one of its axes."""
+    return st.builds(lambda s, k, d: Case((s, (k,)), {"dim": d % len(s)}),
+                     shapes(min_dims=1, max_dims=3), st.integers(0, 6), st.integers(0, 2))
+
+
+def gather_cases():
+    """gather / scatter_add: an index of the input's rank, no larger off ``dim``."""
+    def build(s, d, k):
+        d = d % len(s)
+        ishape = tuple(k if i == d else max(1, n - 1) for i, n in enumerate(s))
+        return Case((s, ishape), {"dim": d})
+    return st.builds(build, shapes(min_dims=1, max_dims=3), st.integers(0, 2),
+                     st.integers(1, 4))
+
+
 def np_dropout(x, p, training=True):
     """Inverted dropout with the engine's mask for seed SEED (the mask is a function of
     (seed, element index) only, the same for every dtype and device)."""
@@ -1077,6 +1126,46 @@ OPS: list[Op] = [
                Bad("target_negative", ((2, 3), Raw([0, -1])), ValueError),
                Bad("target_len", ((2, 3), Raw([0, 1, 2])), S),
                Bad("logits_3d", ((2, 3, 4), Raw([0, 1])), S))),
+    # selection by integer index: the backward is a scatter-add of rows / elements
+    Op("index_select", remat.index_select, ("index_select",),
+       lambda x, i, dim: np.take(x, i, axis=dim), (ANY, POSITIONS), select_cases(),
+       (Case(((3, 4), (5,)), {"dim": 1}), Case(((4,), (6,)), {"dim": 0}),
+        Case(((2, 3, 2), (2,)), {"dim": -2})),
+       call=lambda f, ins, p: f(ins[0], p["dim"], ins[1]),
+       errors=(Bad("range", ((3,), Raw(np.array([3]))), IndexError, {"dim": 0}),
+               Bad("float_index", ((3,), Raw(np.array([0.5]))), remat.DTypeError, {"dim": 0}),
+               Bad("index_2d", ((3,), Raw(np.zeros((2, 2), np.int64))), S, {"dim": 0}),
+               Bad("dim", ((3,), Raw(np.array([0]))), S, {"dim": 1}))),
+    Op("gather", remat.gather, ("gather",),
+       np_gather, (ANY, POSITIONS), gather_cases(),
+       (Case(((3, 4), (3, 5)), {"dim": 1}), Case(((4, 3), (2, 3)), {"dim": 0})),
+       call=lambda f, ins, p: f(ins[0], p["dim"], ins[1]),
+       errors=(Bad("range", ((2, 3), Raw(np.array([[3], [0]]))), IndexError, {"dim": 1}),
+               Bad("rank", ((2, 3), Raw(np.array([0]))), S, {"dim": 1}))),
+    Op("scatter_add", remat.scatter_add, ("scatter_add",), np_scatter_add,
+       (ANY, POSITIONS, ANY), gather_cases().map(
+           lambda c: Case((c.shapes[0], c.shapes[1], c.shapes[1]), c.params)),
+       (Case(((3, 4), (3, 5), (3, 5)), {"dim": 1}), Case(((4, 3), (2, 3), (2, 3)), {"dim": 0})),
+       call=lambda f, ins, p: f(ins[0], p["dim"], ins[1], ins[2]),
+       errors=(Bad("src_shape", ((2, 3), Raw(np.array([[0], [1]])), (2, 2)), S, {"dim": 1}),)),
+    Op("embedding", remat.embedding, (), lambda i, w: w[i], (IDS, ANY),
+       st.builds(lambda b, v, d: Case((b, (v, d))), shapes(min_dims=0, max_dims=2),
+                 st.integers(1, 6), st.integers(1, 4)),
+       (Case(((2, 3), (5, 4))), Case(((7,), (3, 2)))),
+       errors=(Bad("range", (Raw(np.array([5])), (5, 2)), IndexError),
+               Bad("weight_1d", (Raw(np.array([0])), (5,)), S))),
+    Op("getitem_int_tensor", None, ("__getitem__",), lambda x, i: x[i],
+       (ANY, SIGNED_POSITIONS),
+       st.builds(lambda s, k: Case((s, k)), shapes(min_dims=1, max_dims=3),
+                 shapes(min_dims=0, max_dims=2)),
+       (Case(((4, 3), (5,))), Case(((3,), (2, 2)))), op="index",
+       errors=(Bad("range", ((3,), Raw(np.array([3]))), IndexError),)),
+    Op("getitem_list_after_slice", None, ("__getitem__",), lambda x, i, dim: x[:, i],
+       (ANY, POSITIONS), st.builds(lambda s, k: Case(((s[0], 3) + s[1:], (k,)), {"dim": 1}),
+                                   shapes(min_dims=1, max_dims=2), st.integers(0, 4)),
+       (Case(((2, 3), (4,)), {"dim": 1}), Case(((2, 3, 2), (2,)), {"dim": 1})), op="index",
+       call=lambda f, ins, p: f(ins[0], (slice(None), list(map(int, ins[1])))),
+       dtypes=(np.float32, np.float64)),
 ]
 
 BY_NAME = {op.name: op for op in OPS}

@@ -65,7 +65,7 @@ CASES = [
     ("concat_not_list", lambda: remat.concat(5), TypeError, None),
     ("reshape_neg_dim", lambda: remat.reshape(f32(6), (-2, 3)), S, ("reshape",)),
     ("reshape_str", lambda: remat.reshape(f32(6), "6"), TypeError, None),
-    ("getitem_list", lambda: f32(3)[[0, 1]], (TypeError, IndexError), None),
+    ("getitem_dict", lambda: f32(3)[{"a": 1}], (TypeError, IndexError), None),
     ("getitem_float", lambda: f32(3)[1.5], (TypeError, IndexError), None),
     ("getitem_str", lambda: f32(3)["a"], (TypeError, IndexError), None),
     # ---- construction

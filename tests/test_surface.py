@@ -243,7 +243,9 @@ def test_function_and_method_come_from_one_row(name):
             "expand": (2, 2, 2), "repeat": (1, 2), "flip": (0,),
             "maximum": (x.T,), "minimum": (x.T,), "clamp": (0.5, 1.0), "clip": (None, 1.0),
             "lerp": (x.T, 0.25), "cumsum": (1,), "prod": (0, True), "var": (1,),
-            "norm": (1, 0)}
+            "norm": (1, 0), "index_select": (1, remat.tensor([1, 0])),
+            "gather": (1, remat.tensor([[1, 0], [0, 0]])),
+            "scatter_add": (1, remat.tensor([[1, 0], [0, 0]]), x)}
     extra = args.get(name, ())
     a, b = fn(x, *extra), getattr(x, name)(*extra)
     assert a.shape == b.shape and a.dtype == b.dtype

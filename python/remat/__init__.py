@@ -42,6 +42,12 @@ from ._remat import (
     float64,
     int32,
     int64,
+    index_select,
+    gather,
+    scatter_add,
+    embedding,
+    one_hot,
+    nonzero,
     from_numpy,
     full,
     gelu,
@@ -226,6 +232,8 @@ __all__ = [
     # shape and join ops
     "broadcast_to", "cat", "chunk", "clone", "concatenate", "expand", "expand_as", "flatten",
     "flip", "movedim", "narrow", "repeat", "split", "squeeze", "unflatten", "unsqueeze",
+    # selection by integer index
+    "index_select", "gather", "scatter_add", "embedding", "one_hot", "nonzero",
     # reductions
     "amax", "amin", "cumsum", "logsumexp", "norm", "prod", "std", "var",
     # BEGIN GENERATED: unary ops __all__ (tools/gen_bindings.py)

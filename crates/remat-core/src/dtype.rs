@@ -123,10 +123,13 @@ pub trait Scalar:
     fn from_i64(v: i64) -> Self;
     /// Conversion to i64 (floats truncate toward zero and saturate; NaN is 0).
     fn to_i64(self) -> i64;
+    /// `self + other` as accumulation needs it: IEEE addition for floats, wrapping for
+    /// integers, logical or for bool (PyTorch's `bool + bool`).
+    fn accumulate(self, other: Self) -> Self;
 }
 
 macro_rules! scalar_impl {
-    ($T:ty, $D:ident) => {
+    ($T:ty, $D:ident, |$a:ident, $b:ident| $add:expr) => {
         impl Scalar for $T {
             const DTYPE: DType = DType::$D;
             #[inline(always)]
@@ -145,13 +148,18 @@ macro_rules! scalar_impl {
             fn to_i64(self) -> i64 {
                 self as i64
             }
+            #[inline(always)]
+            fn accumulate(self, other: Self) -> Self {
+                let ($a, $b) = (self, other);
+                $add
+            }
         }
     };
 }
-scalar_impl!(f32, F32);
-scalar_impl!(f64, F64);
-scalar_impl!(i64, I64);
-scalar_impl!(i32, I32);
+scalar_impl!(f32, F32, |a, b| a + b);
+scalar_impl!(f64, F64, |a, b| a + b);
+scalar_impl!(i64, I64, |a, b| a.wrapping_add(b));
+scalar_impl!(i32, I32, |a, b| a.wrapping_add(b));
 
 impl Scalar for u8 {
     const DTYPE: DType = DType::Bool;
@@ -170,6 +178,10 @@ impl Scalar for u8 {
     #[inline(always)]
     fn to_i64(self) -> i64 {
         (self != 0) as i64
+    }
+    #[inline(always)]
+    fn accumulate(self, other: Self) -> Self {
+        self | other
     }
 }
 

@@ -8,7 +8,7 @@ use crate::convert::{self, operand, python_scalar};
 use crate::dtype::{
     dtype_object, numpy_dtype_name, parse_opt_dtype, try_parse, unsupported_dtype, PyDType,
 };
-use crate::errors::{to_index_pyerr, to_pyerr, CoreResultExt, DTypeError};
+use crate::errors::{to_pyerr, CoreResultExt, DTypeError};
 use crate::numpy_bridge::to_numpy;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -507,10 +507,7 @@ impl PyTensor {
     }
     /// Basic indexing: ints, slices, None, `...`, and tuples of these.
     fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        let items = args::index_items(key)?;
-        ops::index(&self.inner, &items)
-            .map(wrap)
-            .map_err(|e| to_index_pyerr(key.py(), e))
+        crate::indexing::getitem(&self.inner, key)
     }
 
     // ---- operators --------------------------------------------------------------------

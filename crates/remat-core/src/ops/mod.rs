@@ -1,6 +1,7 @@
 //! Ops, one file per family; each op's forward sits next to its backward (VJP). Every public
 //! function validates its inputs and returns a typed error naming the op and the shapes.
 
+pub mod advanced_index;
 pub mod axes;
 pub mod convert;
 pub mod creation;
@@ -8,6 +9,7 @@ pub mod cumsum;
 pub mod dropout;
 pub mod elementwise;
 pub mod flip;
+pub mod gather;
 pub mod inplace;
 pub mod join;
 pub mod linear;
@@ -27,6 +29,7 @@ pub mod softmax;
 pub mod vector_norm;
 pub mod view;
 
+pub use advanced_index::{index_advanced, Index};
 pub use axes::{
     broadcast_to, expand_as, expand_sizes, flatten, matrix_transpose, movedim, squeeze, unflatten,
     unsqueeze,
@@ -41,6 +44,7 @@ pub use elementwise::{
     lerp_tensor, maximum, minimum, mul, pow, pow_scalar, scale, softplus, sub, Bound,
 };
 pub use flip::flip;
+pub use gather::{embedding, gather, index_select, nonzero, one_hot, scatter_add};
 pub use inplace::{add_inplace, axpy_inplace};
 pub use join::{cat, concat, stack};
 pub use linear::linear;
