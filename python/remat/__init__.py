@@ -53,6 +53,12 @@ from ._remat import (
     set_num_threads,
     get_num_threads,
     matmul,
+    mm,
+    bmm,
+    addmm,
+    baddbmm,
+    outer,
+    einsum,
     max as max,
     min as min,
     amax,
@@ -222,6 +228,8 @@ __all__ = [
     # shape and join ops
     "broadcast_to", "cat", "chunk", "clone", "concatenate", "expand", "expand_as", "flatten",
     "flip", "movedim", "narrow", "repeat", "split", "squeeze", "unflatten", "unsqueeze",
+    # linear algebra
+    "addmm", "baddbmm", "bmm", "einsum", "mm", "outer",
     # reductions
     "amax", "amin", "cumsum", "logsumexp", "norm", "prod", "std", "var",
     # BEGIN GENERATED: unary ops __all__ (tools/gen_bindings.py)

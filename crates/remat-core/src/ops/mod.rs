@@ -6,10 +6,12 @@ pub mod convert;
 pub mod creation;
 pub mod cumsum;
 pub mod dropout;
+pub mod einsum;
 pub mod elementwise;
 pub mod flip;
 pub mod inplace;
 pub mod join;
+pub mod linalg;
 pub mod linear;
 pub mod logsumexp;
 pub mod loss;
@@ -35,6 +37,7 @@ pub use convert::{to_device, to_dtype};
 pub use creation::{full, ones, rand, randn, zeros};
 pub use cumsum::cumsum;
 pub use dropout::dropout;
+pub use einsum::einsum;
 pub use elementwise::unary_fns::*;
 pub use elementwise::{
     add, add_scalar, clamp, clamp_by, clamp_max, clamp_min, div, gelu, leaky_relu, lerp,
@@ -43,6 +46,7 @@ pub use elementwise::{
 pub use flip::flip;
 pub use inplace::{add_inplace, axpy_inplace};
 pub use join::{cat, concat, stack};
+pub use linalg::{addmm, baddbmm, bmm, mm, outer};
 pub use linear::linear;
 pub use logsumexp::logsumexp;
 pub use loss::{cross_entropy, mse_loss};
