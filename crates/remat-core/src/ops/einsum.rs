@@ -111,17 +111,35 @@ fn parse(equation: &str) -> Result<Equation> {
     Ok(Equation { inputs, output })
 }
 
+/// The extents of `shape` with groups of consecutive axes (`groups[i]` axes each) multiplied
+/// together.
+fn merged_shape(shape: &[usize], groups: &[usize]) -> Dims {
+    let mut d = 0;
+    groups
+        .iter()
+        .map(|&g| {
+            d += g;
+            shape[d - g..d].iter().product()
+        })
+        .collect()
+}
+
 /// `l` with groups of consecutive axes (`groups[i]` axes each, summing to its rank) merged
 /// into one axis each, as a view; None when some group's strides do not allow it. A group of
 /// no axes becomes an axis of extent 1.
 fn merged_layout(l: &Layout, groups: &[usize]) -> Option<Layout> {
-    let mut shape = Dims::new();
+    let shape = merged_shape(&l.shape, groups);
+    if l.numel() == 0 {
+        return Some(Layout {
+            offset: l.offset,
+            ..Layout::contiguous(&shape)
+        });
+    }
     let mut strides = Dims::new();
     let mut d = 0;
     for &g in groups {
         let axes = d..d + g;
         d += g;
-        let size: usize = l.shape[axes.clone()].iter().product();
         // Innermost first: each axis (extent 1 aside) must step over the whole of the axes
         // inside it.
         let mut inner: Option<(usize, usize)> = None; // (stride of the innermost, span so far)
@@ -137,7 +155,6 @@ fn merged_layout(l: &Layout, groups: &[usize]) -> Option<Layout> {
                 Some(_) => return None,
             }
         }
-        shape.push(size);
         strides.push(inner.map_or(1, |(s, _)| s));
     }
     Some(Layout {
@@ -155,11 +172,24 @@ struct MergeOp {
 
 impl MergeOp {
     fn run(&self, x: &Tensor) -> Result<Tensor> {
+        if self.groups.iter().sum::<usize>() != x.ndim() {
+            return Err(Error::shape(
+                "reshape",
+                format!(
+                    "expected a tensor of {} dimensions, got shape {}",
+                    self.groups.iter().sum::<usize>(),
+                    fmt_shape(x.shape())
+                ),
+            ));
+        }
         if let Some(l) = merged_layout(x.layout(), &self.groups) {
             return Ok(view(x, l));
         }
         let c = contiguous_copy(x, x.dtype())?;
-        let l = merged_layout(c.layout(), &self.groups).expect("a contiguous tensor merges");
+        let l = Layout {
+            offset: c.layout().offset,
+            ..Layout::contiguous(&merged_shape(c.shape(), &self.groups))
+        };
         Ok(view(&c, l))
     }
 }
