@@ -54,7 +54,7 @@ pub fn batched_matmul_into<T: Element>(
     if k == 0 {
         // An empty product: only the scaled destination is left.
         match beta {
-            Some(s) => out.iter_mut().for_each(|v| *v = *v * s),
+            Some(s) => out.iter_mut().for_each(|v| *v *= s),
             None => out.iter_mut().for_each(|v| *v = T::zero()),
         }
         return;

@@ -21,7 +21,8 @@
 //!    later) and each side's own letters: each side is permuted (a view) to
 //!    `(batch..., rows, cols)`, its row and column groups merged into one axis each (a view
 //!    whenever the strides allow: groups are ordered by stride, and a side stored
-//!    column-major is taken transposed), and one batched `matmul` (GEMM) contracts them;
+//!    column-major is taken transposed), and one batched `matmul` (GEMM) contracts them (a
+//!    broadcast `mul` when no letter is contracted: outer and elementwise products);
 //! 3. letters that the output lacks are summed and the result is permuted to the output order.
 //!
 //! Operands must share a dtype (PyTorch's rule) and a device. Errors are `ShapeError`s that
@@ -367,7 +368,12 @@ fn contract(a: Labeled, b: Labeled, keep: &[Label]) -> Result<Labeled> {
     b.by_stride(&mut cols);
     let a3 = a.as_matrices(&batch, &rows, &inner)?;
     let b3 = b.as_matrices(&batch, &inner, &cols)?;
-    let c = super::matmul(&a3, &b3)?;
+    // Nothing contracted: a broadcast product (rows x 1 times 1 x cols), no GEMM needed.
+    let c = if inner.is_empty() {
+        super::mul(&a3, &b3)?
+    } else {
+        super::matmul(&a3, &b3)?
+    };
     let size = |x: &Labeled, l: Label| x.t.shape()[x.pos(l)];
     let shape: Dims = batch
         .iter()
