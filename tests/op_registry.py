@@ -502,6 +502,80 @@ def matmuls(draw):
 
 
 @st.composite
+def mms(draw, batched=False, add=False):
+    """(a, b) for ``mm`` (2-D) or ``bmm`` (3-D, equal batches); with ``add`` an ``input``
+    broadcastable to the product first, and ``beta`` / ``alpha``."""
+    n, k, m = (draw(st.integers(1, 4)) for _ in range(3))
+    batch = (draw(st.integers(1, 3)),) if batched else ()
+    shapes = ((*batch, n, k), (*batch, k, m))
+    if not add:
+        return Case(shapes)
+    out = (*batch, n, m)
+    lead = draw(st.integers(0, len(out)))
+    inp = tuple(1 if draw(st.booleans()) else d for d in out[lead:])
+    scale = st.sampled_from([1.0, 0.5, -2.0, 0.0])
+    return Case((inp, *shapes), {"beta": draw(scale), "alpha": draw(scale)})
+
+
+def np_addmm(x, a, b, beta=1.0, alpha=1.0):
+    return beta * x + alpha * np.matmul(a, b)
+
+
+@st.composite
+def einsums(draw):
+    """A random valid equation over 1-3 operands: letters with fixed extents (a letter may
+    repeat within a term: a diagonal), optionally ``...`` (broadcast batch axes, some of
+    extent 1), and an explicit output (any subset of the letters, any order) or none."""
+    pool = "abcde"
+    size = {c: draw(st.integers(1, 3)) for c in pool}
+    n_ops = draw(st.integers(1, 3))
+    ell = draw(st.booleans())
+    batch = draw(shapes(min_dims=0, max_dims=2, max_side=3)) if ell else ()
+    terms, shapes_ = [], []
+    for _ in range(n_ops):
+        letters = draw(st.lists(st.sampled_from(pool), max_size=3))
+        term = "".join(letters)
+        shape = [size[c] for c in letters]
+        if ell and draw(st.booleans()):
+            k = draw(st.integers(0, len(batch)))
+            b = tuple(1 if draw(st.booleans()) else d for d in batch[len(batch) - k:])
+            at = draw(st.integers(0, len(letters)))
+            term = term[:at] + "..." + term[at:]
+            shape = shape[:at] + list(b) + shape[at:]
+        terms.append(term)
+        shapes_.append(tuple(shape))
+    eq = ",".join(terms)
+    if draw(st.booleans()):
+        used = sorted(set("".join(terms)) - {"."})
+        out = "".join(draw(st.permutations(used))[:draw(st.integers(0, len(used)))])
+        if any("..." in t for t in terms):
+            at = draw(st.integers(0, len(out)))
+            out = out[:at] + "..." + out[at:]
+        eq += "->" + out
+    return Case(tuple(shapes_), {"equation": eq})
+
+
+def _einsum_call(f, inputs, params):
+    return f(params["equation"], *inputs)
+
+
+def _einsum_list_call(f, inputs, params):
+    return f(params["equation"], list(inputs))
+
+
+EINSUM_EXAMPLES = (
+    Case(((2, 3), (3, 4)), {"equation": "ij,jk->ik"}),
+    Case(((2, 2, 3), (2, 4, 3)), {"equation": "bqd,bkd->bqk"}),
+    Case(((2, 3), (3, 4), (4, 2)), {"equation": "ij,jk,kl->il"}),
+    Case(((3, 3),), {"equation": "ii->i"}),
+    Case(((3, 3),), {"equation": "ii"}),
+    Case(((2, 1, 3), (4, 3)), {"equation": "...ij,kj->...ik"}),
+    Case(((2, 3), (4,)), {"equation": "ij,k->kj"}),
+    Case(((3, 2, 3), (2,)), {"equation": "iji,j"}),
+)
+
+
+@st.composite
 def linears(draw, bias=True):
     batch = draw(shapes(min_dims=0, max_dims=2, max_side=4))
     i, o = draw(st.integers(1, 5)), draw(st.integers(1, 5))
@@ -816,6 +890,51 @@ OPS: list[Op] = [
     Op("linear_nobias", remat.linear, (), lambda x, w: x @ w.T, ANY, linears(bias=False),
        (Case(((4, 3), (2, 3))),), op="linear", tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12),
        errors=(Bad("weight_1d", ((4, 3), (3,)), S),)),
+    Op("mm", remat.mm, ("mm",), np.matmul, ANY, mms(),
+       (Case(((2, 3), (3, 4))), Case(((1, 3), (3, 1)))), tol32=(1e-4, 1e-5),
+       tol64=(1e-10, 1e-12),
+       errors=(Bad("rank", ((2, 3, 4), (4, 5)), S), Bad("vec", ((3,), (3, 2)), S),
+               Bad("inner", ((2, 3), (4, 5)), S), Bad("str", ((2, 2), Raw("x")), TypeError,
+                                                        names=None))),
+    Op("bmm", remat.bmm, ("bmm",), np.matmul, ANY, mms(batched=True),
+       (Case(((2, 2, 3), (2, 3, 4))), Case(((1, 3, 2), (1, 2, 1)))), tol32=(1e-4, 1e-5),
+       tol64=(1e-10, 1e-12),
+       errors=(Bad("rank", ((2, 3), (3, 4)), S), Bad("batch", ((2, 2, 3), (3, 3, 4)), S),
+               Bad("inner", ((2, 2, 3), (2, 4, 5)), S))),
+    Op("addmm", remat.addmm, ("addmm",), np_addmm, ANY, mms(add=True),
+       (Case(((2, 4), (2, 3), (3, 4))), Case(((4,), (2, 3), (3, 4)), {"beta": 0.5, "alpha": -2.0}),
+        Case(((2, 1), (2, 3), (3, 4)), {"beta": 0.0, "alpha": 0.5}), Case(((), (1, 2), (2, 3)))),
+       tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12),
+       errors=(Bad("rank", ((2,), (2, 3, 4), (4, 2)), S), Bad("inner", ((2, 2), (2, 3), (2, 2)), S),
+               Bad("input", ((3, 3), (2, 3), (3, 4)), S),
+               Bad("beta_str", ((2, 2), (2, 3), (3, 2)), TypeError, {"beta": "x"},
+                   names=None))),
+    Op("baddbmm", remat.baddbmm, ("baddbmm",), np_addmm, ANY, mms(batched=True, add=True),
+       (Case(((2, 2, 4), (2, 2, 3), (2, 3, 4))),
+        Case(((2, 1), (3, 2, 3), (3, 3, 1)), {"beta": -1.0, "alpha": 0.5}),
+        Case(((4,), (1, 2, 2), (1, 2, 4)), {"beta": 0.0})),
+       tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12),
+       errors=(Bad("rank", ((2, 2), (2, 3), (3, 2)), S),
+               Bad("batch", ((2, 2), (2, 2, 3), (3, 3, 2)), S),
+               Bad("input", ((3, 2, 2), (2, 2, 3), (2, 3, 2)), S))),
+    Op("outer", remat.outer, ("outer",), np.outer, ANY,
+       st.builds(lambda n, m: Case(((n,), (m,))), st.integers(1, 5), st.integers(1, 5)),
+       (Case(((3,), (4,))), Case(((1,), (2,)))),
+       errors=(Bad("rank", ((2, 3), (3,)), S), Bad("0d", ((), (3,)), S))),
+    Op("einsum", remat.einsum, (), lambda *xs, equation: np.einsum(equation, *xs), ANY,
+       einsums(), EINSUM_EXAMPLES, call=_einsum_call, tol32=(1e-4, 1e-5),
+       tol64=(1e-10, 1e-12),
+       errors=(Bad("terms", ((2, 3),), S, {"equation": "ij,jk->ik"}),
+               Bad("output", ((2, 3), (3, 4)), S, {"equation": "ij,jk->il"}),
+               Bad("extent", ((2, 3), (4, 5)), S, {"equation": "ij,jk->ik"}),
+               Bad("char", ((2, 3),), S, {"equation": "i1"}),
+               Bad("rank", ((2, 3),), S, {"equation": "ijk->i"}),
+               Bad("diagonal", ((2, 3),), S, {"equation": "ii->i"}),
+               Bad("operand", ((2, 3), Raw("x")), TypeError, {"equation": "ij,jk"},
+                   names=None))),
+    Op("einsum_list", remat.einsum, (), lambda *xs, equation: np.einsum(equation, *xs), ANY,
+       einsums(), EINSUM_EXAMPLES[:3], call=_einsum_list_call, op="einsum",
+       tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12)),
     # ---- softmax family, normalisation, dropout
     Op("softmax", remat.softmax, ("softmax",), np_softmax, ANY, along_axis(),
        (Case(((3, 4),), {"axis": -1}), Case(((2, 3, 4),), {"axis": 1}), Case(((5,),), {"axis": 0})),

@@ -62,6 +62,12 @@ from ._remat import (
     set_num_threads,
     get_num_threads,
     matmul,
+    mm,
+    bmm,
+    addmm,
+    baddbmm,
+    outer,
+    einsum,
     max as max,
     min as min,
     amax,
@@ -234,6 +240,8 @@ __all__ = [
     "flip", "movedim", "narrow", "repeat", "split", "squeeze", "unflatten", "unsqueeze",
     # selection by integer index
     "index_select", "gather", "scatter_add", "embedding", "one_hot", "nonzero",
+    # linear algebra
+    "addmm", "baddbmm", "bmm", "einsum", "mm", "outer",
     # reductions
     "amax", "amin", "cumsum", "logsumexp", "norm", "prod", "std", "var",
     # BEGIN GENERATED: unary ops __all__ (tools/gen_bindings.py)
