@@ -3,9 +3,14 @@
     python benches/compare_torch.py [--threads N] [--rounds R] [--out benches/results.md]
 
 Workloads: per-op overhead (16-element ``a + a``; ``g * g`` with ``requires_grad``), float32
-matmul GFLOP/s at 256/1024/2048, and one training step (forward, backward, SGD update) of a
-64-layer ReLU MLP of width 512 at batch 2048, plain and with 8-segment
-``checkpoint_sequential``, with the peak memory of each step.
+matmul GFLOP/s at 256/1024/2048, single ops in float32 (softmax over the last axis of
+(4096, 1024); layer_norm forward+backward on (4096, 1024) with weight and bias; the attention
+scores ``einsum('bhqd,bhkd->bhqk')`` at B=8, H=8, T=256, D=64), and one training step (forward,
+backward, SGD update) of a 64-layer ReLU MLP of width 512 at batch 2048, plain and with
+8-segment ``checkpoint_sequential``, with the peak memory of each step.
+
+``--workloads softmax,einsum`` runs only the workloads whose names start with one of the given
+prefixes (``overhead``, ``matmul``, ``softmax``, ``layer_norm``, ``einsum``, ``mlp``).
 
 Every measurement runs in a fresh subprocess (one library per process, so neither library's
 thread pool or allocator disturbs the other), with the same thread count for both:
@@ -44,6 +49,9 @@ MLP_WIDTH = 512
 MLP_BATCH = 2048
 MLP_SEGMENTS = 8
 MATMUL_SIZES = (256, 1024, 2048)
+SOFTMAX_SHAPE = (4096, 1024)
+LAYER_NORM_SHAPE = (4096, 1024)
+ATTENTION = (8, 8, 256, 64)  # batch, heads, tokens, head size
 LR = 1e-4
 
 
@@ -139,6 +147,69 @@ def work_matmul(lib: _Lib, runs: int, n: int) -> dict:
                 a @ b
             out.append(2 * n**3 * inner / (time.perf_counter() - t0) * 1e-9)
     return {"gflops": out}
+
+
+def _time_ms(fn, runs: int) -> list[float]:
+    """ms per call of ``fn``: warmed up for at least two calls and ~0.2 s, then ``runs`` timed
+    loops of ~0.1 s each (so the clock's resolution and scheduling noise do not dominate)."""
+    start = time.perf_counter()
+    calls = 0
+    while calls < 2 or time.perf_counter() - start < 0.2:
+        t0 = time.perf_counter()
+        fn()
+        last = time.perf_counter() - t0
+        calls += 1
+    inner = max(1, int(0.1 / max(last, 1e-6)))
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        out.append((time.perf_counter() - t0) / inner * 1e3)
+    return out
+
+
+def work_op(lib: _Lib, runs: int, name: str) -> dict:
+    """One op in float32: ``softmax`` and ``einsum`` forward (no graph), ``layer_norm``
+    forward and backward (input, weight and bias require grad; gradients reset each call)."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    m = lib.m
+
+    def randn(shape, requires_grad=False):
+        return lib.tensor(rng.standard_normal(shape, dtype=np.float32), requires_grad)
+
+    if name == "softmax":
+        x = randn(SOFTMAX_SHAPE)
+        with lib.no_grad():
+            return {"ms": _time_ms(lambda: m.softmax(x, -1), runs)}
+    if name == "einsum":
+        b, h, t, d = ATTENTION
+        q, k = randn((b, h, t, d)), randn((b, h, t, d))
+        with lib.no_grad():
+            return {"ms": _time_ms(lambda: m.einsum("bhqd,bhkd->bhqk", q, k), runs)}
+    if name == "layer_norm":
+        n = LAYER_NORM_SHAPE[-1]
+        x, g = randn(LAYER_NORM_SHAPE, True), randn(LAYER_NORM_SHAPE)
+        w = lib.tensor(np.ones(n, dtype=np.float32), True)
+        bias = lib.tensor(np.zeros(n, dtype=np.float32), True)
+        if lib.name == "torch":
+
+            def fwd():
+                return m.nn.functional.layer_norm(x, (n,), w, bias)
+        else:
+
+            def fwd():
+                return m.layer_norm(x, weight=w, bias=bias)
+
+        def step():
+            for p in (x, w, bias):
+                p.grad = None
+            fwd().backward(g)
+
+        return {"ms": _time_ms(step, runs)}
+    raise SystemExit(f"unknown op workload {name}")
 
 
 def _mlp_weights():
@@ -242,6 +313,8 @@ def worker(args: argparse.Namespace) -> None:
         res = work_overhead(lib, args.runs)
     elif kind == "matmul":
         res = work_matmul(lib, args.runs, int(param))
+    elif kind == "op":
+        res = work_op(lib, args.runs, param)
     elif kind == "mlp":
         res = work_mlp(lib, args.runs, param == "ckpt")
     else:
@@ -330,6 +403,11 @@ def main() -> None:
         help="Markdown results file (default benches/results.md)",
     )
     ap.add_argument("--no-torch", action="store_true", help="measure remat only")
+    ap.add_argument(
+        "--workloads",
+        default="",
+        help="comma-separated name prefixes of the workloads to run (default: all)",
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--workload", help=argparse.SUPPRESS)
     ap.add_argument("--runs", type=int, default=1, help=argparse.SUPPRESS)
@@ -344,11 +422,18 @@ def main() -> None:
     results = {}
     # Runs per subprocess: with the default 5 rounds every figure is a median of >= 5 runs.
     plan = [("overhead", 1)] + [(f"matmul:{s}", 3) for s in MATMUL_SIZES]
+    plan += [("op:softmax", 3), ("op:layer_norm", 3), ("op:einsum", 3)]
     plan += [("mlp:plain", 1), ("mlp:ckpt", 1)]
+    prefixes = [p for p in args.workloads.split(",") if p]
+    if prefixes:
+        plan = [
+            (w, r) for w, r in plan if any(w.removeprefix("op:").startswith(p) for p in prefixes)
+        ]
     for workload, runs in plan:
         results[workload] = _collect(workload, libs, rounds, runs, n)
 
-    versions = {lib: results["overhead"][lib].get("version", "?") for lib in libs}
+    first = next(iter(results.values()))
+    versions = {lib: first[lib].get("version", "?") for lib in libs}
     import numpy
 
     header = [
@@ -361,16 +446,25 @@ def main() -> None:
         f"- MLP: {MLP_DEPTH} x (Linear({MLP_WIDTH}, {MLP_WIDTH}) + ReLU), batch {MLP_BATCH}, "
         f"float32, loss mean(y²), SGD lr {LR}; checkpointed: checkpoint_sequential with "
         f"{MLP_SEGMENTS} segments (PyTorch: use_reentrant=False)",
+        f"- ops (float32, ms per call): softmax over the last axis of {SOFTMAX_SHAPE}; "
+        f"layer_norm forward+backward on {LAYER_NORM_SHAPE} with weight and bias; "
+        "einsum 'bhqd,bhkd->bhqk' at B={}, H={}, T={}, D={}".format(*ATTENTION),
         "- peak memory of a step above the step's start, gradients pre-allocated: remat from "
         "its byte counters; RSS growth = ru_maxrss after the step minus before "
         "(peak reset through /proc/self/clear_refs"
-        + ("" if results["mlp:plain"]["remat"].get("rss_reset") else ": NOT available here")
+        + (
+            ""
+            if results.get("mlp:plain", {}).get("remat", {}).get("rss_reset", True)
+            else ": NOT available here"
+        )
         + ")",
         "- remat/PyTorch: for µs, ms and bytes < 1 favours remat; for GFLOP/s > 1 does",
     ]
     rows = []
 
     def row(name, unit, key, workload, fmt, lib_keys=None):
+        if workload not in results:
+            return
         r_key, t_key = lib_keys or (key, key)
         r = _median(results[workload], "remat", r_key)
         t = _median(results[workload], "torch", t_key) if "torch" in libs else None
@@ -386,6 +480,9 @@ def main() -> None:
     def ms(v):
         return "" if v is None else f"{v:.0f}"
 
+    def ms2(v):
+        return "" if v is None else f"{v:.2f}"
+
     def mib(v):
         return "" if v is None else f"{v / 2**20:.1f}"
 
@@ -393,6 +490,10 @@ def main() -> None:
     row("`g * g`, 16 elements, requires_grad", "µs", "mul_grad_us", "overhead", us)
     for s in MATMUL_SIZES:
         row(f"matmul {s}×{s} float32", "GFLOP/s", "gflops", f"matmul:{s}", gf)
+    row(f"softmax {SOFTMAX_SHAPE}, last axis", "ms", "ms", "op:softmax", ms2)
+    row(f"layer_norm {LAYER_NORM_SHAPE} forward+backward", "ms", "ms", "op:layer_norm", ms2)
+    b, h, t, d = ATTENTION
+    row(f"einsum 'bhqd,bhkd->bhqk' B={b} H={h} T={t} D={d}", "ms", "ms", "op:einsum", ms2)
     row("MLP step, no checkpointing", "ms", "step_ms", "mlp:plain", ms)
     row(f"MLP step, checkpoint_sequential({MLP_SEGMENTS})", "ms", "step_ms", "mlp:ckpt", ms)
     row(

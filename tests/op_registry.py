@@ -76,6 +76,23 @@ def _labels(rng, shape, case):
     return rng.integers(0, case.shapes[0][-1], size=shape)
 
 
+def _positions(rng, shape, case):
+    """Indices along ``dim`` (param, default 0) of input 0, repeats included."""
+    n = case.shapes[0][case.params.get("dim", 0)]
+    return rng.integers(0, n, size=shape)
+
+
+def _signed_positions(rng, shape, case):
+    """Indices into axis 0 of input 0 for ``t[idx]``, negative ones included."""
+    n = case.shapes[0][0]
+    return rng.integers(-n, n, size=shape)
+
+
+def _ids(rng, shape, case):
+    """Embedding ids: rows of input 1 (the weight)."""
+    return rng.integers(0, case.shapes[1][0], size=shape)
+
+
 ANY = Domain("any", _uniform(-2.0, 2.0))
 POS = Domain("pos", _uniform(0.2, 2.0))  # log, sqrt, pow bases
 ABOVE_M1 = Domain("above_m1", _uniform(-0.8, 2.0))  # log1p: above its pole at -1
@@ -83,6 +100,9 @@ NONZERO = Domain("nonzero", _nonzero)  # relu's kink, divisors
 DISTINCT = Domain("distinct", _distinct)  # max: away from ties
 MASK = Domain("mask", _mask)  # where's condition (0.0 / 1.0 float tensor)
 LABELS = Domain("labels", _labels, tensor=False)
+POSITIONS = Domain("positions", _positions, tensor=False)  # index_select / gather indices
+SIGNED_POSITIONS = Domain("signed_positions", _signed_positions, tensor=False)
+IDS = Domain("ids", _ids, tensor=False)  # embedding ids
 
 
 @dataclass(frozen=True)
@@ -482,6 +502,80 @@ def matmuls(draw):
 
 
 @st.composite
+def mms(draw, batched=False, add=False):
+    """(a, b) for ``mm`` (2-D) or ``bmm`` (3-D, equal batches); with ``add`` an ``input``
+    broadcastable to the product first, and ``beta`` / ``alpha``."""
+    n, k, m = (draw(st.integers(1, 4)) for _ in range(3))
+    batch = (draw(st.integers(1, 3)),) if batched else ()
+    shapes = ((*batch, n, k), (*batch, k, m))
+    if not add:
+        return Case(shapes)
+    out = (*batch, n, m)
+    lead = draw(st.integers(0, len(out)))
+    inp = tuple(1 if draw(st.booleans()) else d for d in out[lead:])
+    scale = st.sampled_from([1.0, 0.5, -2.0, 0.0])
+    return Case((inp, *shapes), {"beta": draw(scale), "alpha": draw(scale)})
+
+
+def np_addmm(x, a, b, beta=1.0, alpha=1.0):
+    return beta * x + alpha * np.matmul(a, b)
+
+
+@st.composite
+def einsums(draw):
+    """A random valid equation over 1-3 operands: letters with fixed extents (a letter may
+    repeat within a term: a diagonal), optionally ``...`` (broadcast batch axes, some of
+    extent 1), and an explicit output (any subset of the letters, any order) or none."""
+    pool = "abcde"
+    size = {c: draw(st.integers(1, 3)) for c in pool}
+    n_ops = draw(st.integers(1, 3))
+    ell = draw(st.booleans())
+    batch = draw(shapes(min_dims=0, max_dims=2, max_side=3)) if ell else ()
+    terms, shapes_ = [], []
+    for _ in range(n_ops):
+        letters = draw(st.lists(st.sampled_from(pool), max_size=3))
+        term = "".join(letters)
+        shape = [size[c] for c in letters]
+        if ell and draw(st.booleans()):
+            k = draw(st.integers(0, len(batch)))
+            b = tuple(1 if draw(st.booleans()) else d for d in batch[len(batch) - k:])
+            at = draw(st.integers(0, len(letters)))
+            term = term[:at] + "..." + term[at:]
+            shape = shape[:at] + list(b) + shape[at:]
+        terms.append(term)
+        shapes_.append(tuple(shape))
+    eq = ",".join(terms)
+    if draw(st.booleans()):
+        used = sorted(set("".join(terms)) - {"."})
+        out = "".join(draw(st.permutations(used))[:draw(st.integers(0, len(used)))])
+        if any("..." in t for t in terms):
+            at = draw(st.integers(0, len(out)))
+            out = out[:at] + "..." + out[at:]
+        eq += "->" + out
+    return Case(tuple(shapes_), {"equation": eq})
+
+
+def _einsum_call(f, inputs, params):
+    return f(params["equation"], *inputs)
+
+
+def _einsum_list_call(f, inputs, params):
+    return f(params["equation"], list(inputs))
+
+
+EINSUM_EXAMPLES = (
+    Case(((2, 3), (3, 4)), {"equation": "ij,jk->ik"}),
+    Case(((2, 2, 3), (2, 4, 3)), {"equation": "bqd,bkd->bqk"}),
+    Case(((2, 3), (3, 4), (4, 2)), {"equation": "ij,jk,kl->il"}),
+    Case(((3, 3),), {"equation": "ii->i"}),
+    Case(((3, 3),), {"equation": "ii"}),
+    Case(((2, 1, 3), (4, 3)), {"equation": "...ij,kj->...ik"}),
+    Case(((2, 3), (4,)), {"equation": "ij,k->kj"}),
+    Case(((3, 2, 3), (2,)), {"equation": "iji,j"}),
+)
+
+
+@st.composite
 def linears(draw, bias=True):
     batch = draw(shapes(min_dims=0, max_dims=2, max_side=4))
     i, o = draw(st.integers(1, 5)), draw(st.integers(1, 5))
@@ -614,6 +708,35 @@ def np_layer_norm(x, w=None, b=None, eps=1e-5):
 def np_cross_entropy(logits, target):
     lp = np_log_softmax(logits, axis=-1)
     return -lp[np.arange(len(target)), np.asarray(target)].mean()
+
+
+def np_gather(x, idx, dim):
+    """PyTorch's gather: the index may be smaller than the input off ``dim``."""
+    part = x[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))]
+    return np.take_along_axis(part, idx, axis=dim)
+
+
+def np_scatter_add(x, idx, src, dim):
+    out = x.copy()
+    where = tuple(idx if d == dim else np.indices(idx.shape)[d] for d in range(x.ndim))
+    np.add.at(out, where, src)
+    return out
+
+
+def select_cases():
+    """index_select: an input, a 1-d index along one of its axes."""
+    return st.builds(lambda s, k, d: Case((s, (k,)), {"dim": d % len(s)}),
+                     shapes(min_dims=1, max_dims=3), st.integers(0, 6), st.integers(0, 2))
+
+
+def gather_cases():
+    """gather / scatter_add: an index of the input's rank, no larger off ``dim``."""
+    def build(s, d, k):
+        d = d % len(s)
+        ishape = tuple(k if i == d else max(1, n - 1) for i, n in enumerate(s))
+        return Case((s, ishape), {"dim": d})
+    return st.builds(build, shapes(min_dims=1, max_dims=3), st.integers(0, 2),
+                     st.integers(1, 4))
 
 
 def np_dropout(x, p, training=True):
@@ -767,6 +890,51 @@ OPS: list[Op] = [
     Op("linear_nobias", remat.linear, (), lambda x, w: x @ w.T, ANY, linears(bias=False),
        (Case(((4, 3), (2, 3))),), op="linear", tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12),
        errors=(Bad("weight_1d", ((4, 3), (3,)), S),)),
+    Op("mm", remat.mm, ("mm",), np.matmul, ANY, mms(),
+       (Case(((2, 3), (3, 4))), Case(((1, 3), (3, 1)))), tol32=(1e-4, 1e-5),
+       tol64=(1e-10, 1e-12),
+       errors=(Bad("rank", ((2, 3, 4), (4, 5)), S), Bad("vec", ((3,), (3, 2)), S),
+               Bad("inner", ((2, 3), (4, 5)), S), Bad("str", ((2, 2), Raw("x")), TypeError,
+                                                        names=None))),
+    Op("bmm", remat.bmm, ("bmm",), np.matmul, ANY, mms(batched=True),
+       (Case(((2, 2, 3), (2, 3, 4))), Case(((1, 3, 2), (1, 2, 1)))), tol32=(1e-4, 1e-5),
+       tol64=(1e-10, 1e-12),
+       errors=(Bad("rank", ((2, 3), (3, 4)), S), Bad("batch", ((2, 2, 3), (3, 3, 4)), S),
+               Bad("inner", ((2, 2, 3), (2, 4, 5)), S))),
+    Op("addmm", remat.addmm, ("addmm",), np_addmm, ANY, mms(add=True),
+       (Case(((2, 4), (2, 3), (3, 4))), Case(((4,), (2, 3), (3, 4)), {"beta": 0.5, "alpha": -2.0}),
+        Case(((2, 1), (2, 3), (3, 4)), {"beta": 0.0, "alpha": 0.5}), Case(((), (1, 2), (2, 3)))),
+       tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12),
+       errors=(Bad("rank", ((2,), (2, 3, 4), (4, 2)), S), Bad("inner", ((2, 2), (2, 3), (2, 2)), S),
+               Bad("input", ((3, 3), (2, 3), (3, 4)), S),
+               Bad("beta_str", ((2, 2), (2, 3), (3, 2)), TypeError, {"beta": "x"},
+                   names=None))),
+    Op("baddbmm", remat.baddbmm, ("baddbmm",), np_addmm, ANY, mms(batched=True, add=True),
+       (Case(((2, 2, 4), (2, 2, 3), (2, 3, 4))),
+        Case(((2, 1), (3, 2, 3), (3, 3, 1)), {"beta": -1.0, "alpha": 0.5}),
+        Case(((4,), (1, 2, 2), (1, 2, 4)), {"beta": 0.0})),
+       tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12),
+       errors=(Bad("rank", ((2, 2), (2, 3), (3, 2)), S),
+               Bad("batch", ((2, 2), (2, 2, 3), (3, 3, 2)), S),
+               Bad("input", ((3, 2, 2), (2, 2, 3), (2, 3, 2)), S))),
+    Op("outer", remat.outer, ("outer",), np.outer, ANY,
+       st.builds(lambda n, m: Case(((n,), (m,))), st.integers(1, 5), st.integers(1, 5)),
+       (Case(((3,), (4,))), Case(((1,), (2,)))),
+       errors=(Bad("rank", ((2, 3), (3,)), S), Bad("0d", ((), (3,)), S))),
+    Op("einsum", remat.einsum, (), lambda *xs, equation: np.einsum(equation, *xs), ANY,
+       einsums(), EINSUM_EXAMPLES, call=_einsum_call, tol32=(1e-4, 1e-5),
+       tol64=(1e-10, 1e-12),
+       errors=(Bad("terms", ((2, 3),), S, {"equation": "ij,jk->ik"}),
+               Bad("output", ((2, 3), (3, 4)), S, {"equation": "ij,jk->il"}),
+               Bad("extent", ((2, 3), (4, 5)), S, {"equation": "ij,jk->ik"}),
+               Bad("char", ((2, 3),), S, {"equation": "i1"}),
+               Bad("rank", ((2, 3),), S, {"equation": "ijk->i"}),
+               Bad("diagonal", ((2, 3),), S, {"equation": "ii->i"}),
+               Bad("operand", ((2, 3), Raw("x")), TypeError, {"equation": "ij,jk"},
+                   names=None))),
+    Op("einsum_list", remat.einsum, (), lambda *xs, equation: np.einsum(equation, *xs), ANY,
+       einsums(), EINSUM_EXAMPLES[:3], call=_einsum_list_call, op="einsum",
+       tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12)),
     # ---- softmax family, normalisation, dropout
     Op("softmax", remat.softmax, ("softmax",), np_softmax, ANY, along_axis(),
        (Case(((3, 4),), {"axis": -1}), Case(((2, 3, 4),), {"axis": 1}), Case(((5,),), {"axis": 0})),
@@ -1077,6 +1245,46 @@ OPS: list[Op] = [
                Bad("target_negative", ((2, 3), Raw([0, -1])), ValueError),
                Bad("target_len", ((2, 3), Raw([0, 1, 2])), S),
                Bad("logits_3d", ((2, 3, 4), Raw([0, 1])), S))),
+    # selection by integer index: the backward is a scatter-add of rows / elements
+    Op("index_select", remat.index_select, ("index_select",),
+       lambda x, i, dim: np.take(x, i, axis=dim), (ANY, POSITIONS), select_cases(),
+       (Case(((3, 4), (5,)), {"dim": 1}), Case(((4,), (6,)), {"dim": 0}),
+        Case(((2, 3, 2), (2,)), {"dim": -2})),
+       call=lambda f, ins, p: f(ins[0], p["dim"], ins[1]),
+       errors=(Bad("range", ((3,), Raw(np.array([3]))), IndexError, {"dim": 0}),
+               Bad("float_index", ((3,), Raw(np.array([0.5]))), remat.DTypeError, {"dim": 0}),
+               Bad("index_2d", ((3,), Raw(np.zeros((2, 2), np.int64))), S, {"dim": 0}),
+               Bad("dim", ((3,), Raw(np.array([0]))), S, {"dim": 1}))),
+    Op("gather", remat.gather, ("gather",),
+       np_gather, (ANY, POSITIONS), gather_cases(),
+       (Case(((3, 4), (3, 5)), {"dim": 1}), Case(((4, 3), (2, 3)), {"dim": 0})),
+       call=lambda f, ins, p: f(ins[0], p["dim"], ins[1]),
+       errors=(Bad("range", ((2, 3), Raw(np.array([[3], [0]]))), IndexError, {"dim": 1}),
+               Bad("rank", ((2, 3), Raw(np.array([0]))), S, {"dim": 1}))),
+    Op("scatter_add", remat.scatter_add, ("scatter_add",), np_scatter_add,
+       (ANY, POSITIONS, ANY), gather_cases().map(
+           lambda c: Case((c.shapes[0], c.shapes[1], c.shapes[1]), c.params)),
+       (Case(((3, 4), (3, 5), (3, 5)), {"dim": 1}), Case(((4, 3), (2, 3), (2, 3)), {"dim": 0})),
+       call=lambda f, ins, p: f(ins[0], p["dim"], ins[1], ins[2]),
+       errors=(Bad("src_shape", ((2, 3), Raw(np.array([[0], [1]])), (2, 2)), S, {"dim": 1}),)),
+    Op("embedding", remat.embedding, (), lambda i, w: w[i], (IDS, ANY),
+       st.builds(lambda b, v, d: Case((b, (v, d))), shapes(min_dims=0, max_dims=2),
+                 st.integers(1, 6), st.integers(1, 4)),
+       (Case(((2, 3), (5, 4))), Case(((7,), (3, 2)))),
+       errors=(Bad("range", (Raw(np.array([5])), (5, 2)), IndexError),
+               Bad("weight_1d", (Raw(np.array([0])), (5,)), S))),
+    Op("getitem_int_tensor", None, ("__getitem__",), lambda x, i: x[i],
+       (ANY, SIGNED_POSITIONS),
+       st.builds(lambda s, k: Case((s, k)), shapes(min_dims=1, max_dims=3),
+                 shapes(min_dims=0, max_dims=2)),
+       (Case(((4, 3), (5,))), Case(((3,), (2, 2)))), op="index",
+       errors=(Bad("range", ((3,), Raw(np.array([3]))), IndexError),)),
+    Op("getitem_list_after_slice", None, ("__getitem__",), lambda x, i, dim: x[:, i],
+       (ANY, POSITIONS), st.builds(lambda s, k: Case(((s[0], 3) + s[1:], (k,)), {"dim": 1}),
+                                   shapes(min_dims=1, max_dims=2), st.integers(0, 4)),
+       (Case(((2, 3), (4,)), {"dim": 1}), Case(((2, 3, 2), (2,)), {"dim": 1})), op="index",
+       call=lambda f, ins, p: f(ins[0], (slice(None), list(map(int, ins[1])))),
+       dtypes=(np.float32, np.float64)),
 ]
 
 BY_NAME = {op.name: op for op in OPS}

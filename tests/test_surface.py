@@ -217,6 +217,7 @@ def test_op_table_covers_the_documented_ops():
         "transpose", "permute", "abs", "erf", "rsqrt", "square", "log1p", "expm1", "sign",
         "floor", "ceil", "round", "clamp", "clip", "maximum", "minimum", "lerp",
         "min", "amax", "amin", "prod", "var", "std", "logsumexp", "norm", "cumsum",
+        "mm", "bmm", "addmm", "baddbmm", "outer",
     }
     assert expected <= set(_op_table_names())
 
@@ -243,8 +244,14 @@ def test_function_and_method_come_from_one_row(name):
             "expand": (2, 2, 2), "repeat": (1, 2), "flip": (0,),
             "maximum": (x.T,), "minimum": (x.T,), "clamp": (0.5, 1.0), "clip": (None, 1.0),
             "lerp": (x.T, 0.25), "cumsum": (1,), "prod": (0, True), "var": (1,),
-            "norm": (1, 0)}
+            "norm": (1, 0), "mm": (x,), "bmm": (x[None],), "addmm": (x, x.T),
+            "baddbmm": (x[None], x.T[None]), "outer": (x[1],),
+            "index_select": (1, remat.tensor([1, 0])),
+            "gather": (1, remat.tensor([[1, 0], [0, 0]])),
+            "scatter_add": (1, remat.tensor([[1, 0], [0, 0]]), x)}
     extra = args.get(name, ())
+    # The tensor the op is called on, where a 2-D one does not fit.
+    x = {"bmm": x[None], "outer": x[0]}.get(name, x)
     a, b = fn(x, *extra), getattr(x, name)(*extra)
     assert a.shape == b.shape and a.dtype == b.dtype
     assert a.numpy().tolist() == b.numpy().tolist()

@@ -27,26 +27,33 @@ def test_tensor_from_float32_array_stays_float32():
 
 
 @pytest.mark.parametrize(
-    "data",
+    "data,want",
     [
-        np.arange(5, dtype=np.int64),
-        np.arange(5, dtype=np.int32),
-        np.array([True, False]),
-        np.arange(4, dtype=np.float16),
-        [1, 2, 3],
-        [1.5, 2.5],
-        [[1.0, 2.0], [3.0, 4.0]],
-        3,
-        2.5,
-        True,
+        (np.arange(5, dtype=np.int64), "int64"),
+        (np.arange(5, dtype=np.int32), "int32"),
+        (np.arange(5, dtype=np.int16), "int64"),
+        (np.arange(5, dtype=np.uint8), "int64"),
+        (np.array([True, False]), "bool"),
+        (np.arange(4, dtype=np.float16), "float32"),
+        ([1, 2, 3], "int64"),
+        ([True, False], "bool"),
+        ([1, 2.5], "float32"),
+        ([1.5, 2.5], "float32"),
+        ([[1.0, 2.0], [3.0, 4.0]], "float32"),
+        (3, "int64"),
+        (2.5, "float32"),
+        (True, "bool"),
     ],
 )
-def test_tensor_other_data_becomes_float32(data):
+def test_tensor_infers_dtype_as_pytorch_does(data, want):
+    """PyTorch's rules: arrays keep their dtype (widths remat lacks widen), Python ints are
+    int64, bools bool, floats float32."""
     t = remat.tensor(data)
-    assert t.dtype == remat.float32
-    expected = np.asarray(data, dtype=np.float32)
+    assert t.dtype == getattr(remat, want) and str(t.dtype) == want
+    expected = np.asarray(data).astype(want)
     assert t.shape == expected.shape
     np.testing.assert_array_equal(t.numpy(), expected)
+    assert t.numpy().dtype == np.dtype(want)
 
 
 def test_tensor_dtype_argument_overrides():

@@ -37,8 +37,17 @@ from ._remat import (
     expand_as,
     flatten,
     flip,
+    bool_,
     float32,
     float64,
+    int32,
+    int64,
+    index_select,
+    gather,
+    scatter_add,
+    embedding,
+    one_hot,
+    nonzero,
     from_numpy,
     full,
     gelu,
@@ -53,6 +62,12 @@ from ._remat import (
     set_num_threads,
     get_num_threads,
     matmul,
+    mm,
+    bmm,
+    addmm,
+    baddbmm,
+    outer,
+    einsum,
     max as max,
     min as min,
     amax,
@@ -210,7 +225,8 @@ __all__ = [
     "DeviceError", "GraphError", "IndexingError", "ShapeError", "Tensor", "adaptive_checkpoint",
     "add", "backward", "checkpoint", "checkpoint_scope", "checkpoint_segment",
     "checkpoint_sequential", "clamp", "clip", "concat", "cross_entropy", "cuda", "div", "dropout",
-    "enable_grad", "float32", "float64", "from_numpy", "full", "gelu", "grad",
+    "enable_grad", "float32", "float64", "int64", "int32", "bool_", "long", "double",
+    "from_numpy", "full", "gelu", "grad",
     "gradient_checkpoint_forward", "gradient_checkpoint_scope", "is_grad_enabled", "layer_norm",
     "leaky_relu", "lerp", "linear", "live_checkpoint_state", "sequential_plan",
     "load", "log_softmax", "manual_seed", "matmul", "max_memory_allocated", "maximum", "mean",
@@ -222,6 +238,10 @@ __all__ = [
     # shape and join ops
     "broadcast_to", "cat", "chunk", "clone", "concatenate", "expand", "expand_as", "flatten",
     "flip", "movedim", "narrow", "repeat", "split", "squeeze", "unflatten", "unsqueeze",
+    # selection by integer index
+    "index_select", "gather", "scatter_add", "embedding", "one_hot", "nonzero",
+    # linear algebra
+    "addmm", "baddbmm", "bmm", "einsum", "mm", "outer",
     # reductions
     "amax", "amin", "cumsum", "logsumexp", "norm", "prod", "std", "var",
     # BEGIN GENERATED: unary ops __all__ (tools/gen_bindings.py)
@@ -246,3 +266,16 @@ from .checkpoint import (  # noqa: E402
 )
 from . import nn, optim, cuda, utils  # noqa: E402
 from .serialization import save, load  # noqa: E402
+
+# PyTorch's dtype spellings. `remat.bool` and `remat.float` would shadow the builtins inside this
+# module, so they are served by the module `__getattr__` (and stay out of `__all__`).
+long = int64
+double = float64
+_BUILTIN_NAMED_DTYPES = {"bool": bool_, "float": float32}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        return _BUILTIN_NAMED_DTYPES[name]
+    except KeyError:
+        raise AttributeError(f"module 'remat' has no attribute {name!r}") from None

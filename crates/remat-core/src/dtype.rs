@@ -1,4 +1,6 @@
-//! Element types: float32 and float64, and the `Element` trait that kernels are generic over.
+//! Element types: float32, float64, int64, int32 and bool; PyTorch's type promotion; the
+//! `Scalar` trait every stored element implements and the `Element` trait (floats) that the
+//! differentiable kernels are generic over.
 
 use num_traits::Float;
 use std::fmt;
@@ -10,14 +12,35 @@ pub enum DType {
     F32,
     /// 64-bit IEEE float.
     F64,
+    /// 64-bit signed integer (Python ints, indices, labels).
+    I64,
+    /// 32-bit signed integer.
+    I32,
+    /// Boolean, one byte per element holding 0 or 1 (masks, comparison results).
+    Bool,
+}
+
+/// How a dtype takes part in promotion: bool < integer < float (PyTorch's categories).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Category {
+    /// `bool`.
+    Bool,
+    /// `int32`, `int64`.
+    Integer,
+    /// `float32`, `float64`.
+    Float,
 }
 
 impl DType {
+    /// Every dtype, floats first.
+    pub const ALL: [DType; 5] = [DType::F32, DType::F64, DType::I64, DType::I32, DType::Bool];
+
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
-            DType::F32 => 4,
-            DType::F64 => 8,
+            DType::F32 | DType::I32 => 4,
+            DType::F64 | DType::I64 => 8,
+            DType::Bool => 1,
         }
     }
     /// NumPy-style name (`"float32"`).
@@ -25,21 +48,53 @@ impl DType {
         match self {
             DType::F32 => "float32",
             DType::F64 => "float64",
+            DType::I64 => "int64",
+            DType::I32 => "int32",
+            DType::Bool => "bool",
         }
     }
-    /// The dtype two operands promote to (float64 wins, as in NumPy and PyTorch).
+    /// Whether this is float32 or float64 (the dtypes that carry gradients).
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64)
+    }
+    /// The promotion category.
+    pub fn category(self) -> Category {
+        match self {
+            DType::F32 | DType::F64 => Category::Float,
+            DType::I64 | DType::I32 => Category::Integer,
+            DType::Bool => Category::Bool,
+        }
+    }
+    /// The dtype two tensor operands promote to, as in PyTorch: the higher category wins
+    /// (bool < integer < float); within a category the wider type (`int32 + int64` is
+    /// int64, `float32 + float64` is float64).
     pub fn promote(self, other: DType) -> DType {
-        if self == DType::F64 || other == DType::F64 {
-            DType::F64
+        use std::cmp::Ordering::*;
+        match self.category().cmp(&other.category()) {
+            Greater => self,
+            Less => other,
+            Equal if self.size() >= other.size() => self,
+            Equal => other,
+        }
+    }
+    /// The dtype a float-only op computes in for this input: itself for floats, the default
+    /// float32 for integers and bool (as `torch.exp(int_tensor)` does).
+    pub fn to_float(self) -> DType {
+        if self.is_float() {
+            self
         } else {
             DType::F32
         }
     }
-    /// Parse `"float32"`/`"float64"` (and the short forms `f32`/`f64`).
+    /// Parse a dtype name: NumPy's (`"float32"`, `"int64"`, `"bool"`), the short forms
+    /// (`f32`, `i64`) and PyTorch's aliases (`float`, `double`, `long`).
     pub fn parse(name: &str) -> Option<DType> {
         match name {
             "float32" | "f32" | "float" => Some(DType::F32),
             "float64" | "f64" | "double" => Some(DType::F64),
+            "int64" | "i64" | "long" => Some(DType::I64),
+            "int32" | "i32" => Some(DType::I32),
+            "bool" => Some(DType::Bool),
             _ => None,
         }
     }
@@ -51,16 +106,87 @@ impl fmt::Display for DType {
     }
 }
 
-/// A scalar type the CPU kernels work on.
-pub trait Element:
-    Float + num_traits::NumAssign + Send + Sync + Default + fmt::Debug + fmt::Display + 'static
+/// A type tensor storage holds: `f32`, `f64`, `i64`, `i32`, and `u8` for bool (a byte
+/// that is 0 or 1; a Rust `bool` would make any other byte, say from a NumPy buffer,
+/// undefined behaviour).
+pub trait Scalar:
+    Copy + Send + Sync + Default + PartialEq + PartialOrd + fmt::Debug + 'static
 {
     /// The matching runtime dtype.
     const DTYPE: DType;
-    /// Lossy conversion from f64 (scalars from Python arrive as f64).
+    /// Conversion from f64 (floats round, integers truncate toward zero and saturate, bool
+    /// is `v != 0`).
     fn from_f64(v: f64) -> Self;
-    /// Widening conversion to f64.
+    /// Conversion to f64 (exact for every value but integers beyond 2^53).
     fn to_f64(self) -> f64;
+    /// Conversion from i64 (exact for integer types in range; wraps like `as` otherwise).
+    fn from_i64(v: i64) -> Self;
+    /// Conversion to i64 (floats truncate toward zero and saturate; NaN is 0).
+    fn to_i64(self) -> i64;
+    /// `self + other` as accumulation needs it: IEEE addition for floats, wrapping for
+    /// integers, logical or for bool (PyTorch's `bool + bool`).
+    fn accumulate(self, other: Self) -> Self;
+}
+
+macro_rules! scalar_impl {
+    ($T:ty, $D:ident, |$a:ident, $b:ident| $add:expr) => {
+        impl Scalar for $T {
+            const DTYPE: DType = DType::$D;
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $T
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self {
+                v as $T
+            }
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                self as i64
+            }
+            #[inline(always)]
+            fn accumulate(self, other: Self) -> Self {
+                let ($a, $b) = (self, other);
+                $add
+            }
+        }
+    };
+}
+scalar_impl!(f32, F32, |a, b| a + b);
+scalar_impl!(f64, F64, |a, b| a + b);
+scalar_impl!(i64, I64, |a, b| a.wrapping_add(b));
+scalar_impl!(i32, I32, |a, b| a.wrapping_add(b));
+
+impl Scalar for u8 {
+    const DTYPE: DType = DType::Bool;
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        (v != 0.0) as u8
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        (self != 0) as u8 as f64
+    }
+    #[inline(always)]
+    fn from_i64(v: i64) -> Self {
+        (v != 0) as u8
+    }
+    #[inline(always)]
+    fn to_i64(self) -> i64 {
+        (self != 0) as i64
+    }
+    #[inline(always)]
+    fn accumulate(self, other: Self) -> Self {
+        self | other
+    }
+}
+
+/// A float type the differentiable CPU kernels work on.
+pub trait Element: Scalar + Float + num_traits::NumAssign + Default + fmt::Display {
     /// The error function (for exact GELU). float32: the branch-free [`crate::fastmath::erf`]
     /// (within ~1 ulp), so loops using it vectorise; float64: `libm::erf`.
     fn erf(self) -> Self;
@@ -71,15 +197,6 @@ pub trait Element:
 }
 
 impl Element for f32 {
-    const DTYPE: DType = DType::F32;
-    #[inline(always)]
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
     #[inline(always)]
     fn erf(self) -> Self {
         crate::fastmath::erf(self)
@@ -91,15 +208,6 @@ impl Element for f32 {
 }
 
 impl Element for f64 {
-    const DTYPE: DType = DType::F64;
-    #[inline(always)]
-    fn from_f64(v: f64) -> Self {
-        v
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self
-    }
     #[inline(always)]
     fn erf(self) -> Self {
         libm::erf(self)

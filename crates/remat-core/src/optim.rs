@@ -10,7 +10,7 @@
 //! (`zero_grad(set_to_none=False)`, `load_state_dict`).
 
 use crate::cpu;
-use crate::dtype::Element;
+use crate::dtype::{Element, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::fmt_shape;
 use crate::ops::check_same_device;

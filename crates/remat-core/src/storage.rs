@@ -3,7 +3,7 @@
 //! byte counters in `memory` when it comes alive and when it is dropped.
 
 use crate::device::Device;
-use crate::dtype::{DType, Element};
+use crate::dtype::{DType, Scalar};
 use std::any::Any;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,7 +31,7 @@ unsafe impl Send for CpuBuffer {}
 unsafe impl Sync for CpuBuffer {}
 
 impl CpuBuffer {
-    fn from_vec<T: Element>(v: Vec<T>) -> Self {
+    fn from_vec<T: Scalar>(v: Vec<T>) -> Self {
         let mut v = std::mem::ManuallyDrop::new(v);
         let len = v.len();
         let capacity = v.capacity();
@@ -47,19 +47,24 @@ impl CpuBuffer {
 
     fn free(&mut self) {
         if let Owner::Vec { capacity } = self.owner {
-            // SAFETY: reconstructs exactly the Vec that `from_vec` took apart.
+            /// Rebuild and drop the `Vec<T>` that `from_vec` took apart.
+            ///
+            /// # Safety
+            /// `ptr`, `len` and `capacity` must come from a `Vec<T>`.
+            unsafe fn drop_vec<T>(ptr: *mut u8, len: usize, capacity: usize) {
+                // SAFETY: the caller's promise.
+                drop(unsafe { Vec::from_raw_parts(ptr as *mut T, len, capacity) })
+            }
+            let (p, n) = (self.ptr.as_ptr(), self.len);
+            // SAFETY: reconstructs exactly the Vec that `from_vec` took apart (its element
+            // type is the one `dtype` names).
             unsafe {
                 match self.dtype {
-                    DType::F32 => drop(Vec::from_raw_parts(
-                        self.ptr.as_ptr() as *mut f32,
-                        self.len,
-                        capacity,
-                    )),
-                    DType::F64 => drop(Vec::from_raw_parts(
-                        self.ptr.as_ptr() as *mut f64,
-                        self.len,
-                        capacity,
-                    )),
+                    DType::F32 => drop_vec::<f32>(p, n, capacity),
+                    DType::F64 => drop_vec::<f64>(p, n, capacity),
+                    DType::I64 => drop_vec::<i64>(p, n, capacity),
+                    DType::I32 => drop_vec::<i32>(p, n, capacity),
+                    DType::Bool => drop_vec::<u8>(p, n, capacity),
                 }
             }
         }
@@ -94,7 +99,7 @@ pub fn next_storage_id() -> u64 {
 
 impl Storage {
     /// Wrap an engine-allocated vector as CPU storage.
-    pub fn from_vec<T: Element>(v: Vec<T>) -> Storage {
+    pub fn from_vec<T: Scalar>(v: Vec<T>) -> Storage {
         let buffer = CpuBuffer::from_vec(v);
         crate::memory::on_alloc(Device::Cpu, buffer.len * buffer.dtype.size());
         Storage {
@@ -206,7 +211,7 @@ impl Storage {
 
     /// The elements as a slice, if this is a CPU storage of dtype `T` (None for device
     /// storage: CPU kernels never see GPU memory).
-    pub fn as_slice<T: Element>(&self) -> Option<&[T]> {
+    pub fn as_slice<T: Scalar>(&self) -> Option<&[T]> {
         match &self.buffer {
             Buffer::Cpu(b) if b.dtype == T::DTYPE => {
                 // SAFETY: dtype checked; ptr/len describe a live buffer of T.
@@ -222,7 +227,7 @@ impl Storage {
     /// No other slice of this storage may be in use while the returned one is alive (the
     /// engine only calls this for gradient accumulation and optimizer steps).
     #[allow(clippy::mut_from_ref)]
-    pub unsafe fn as_mut_slice<T: Element>(&self) -> Option<&mut [T]> {
+    pub unsafe fn as_mut_slice<T: Scalar>(&self) -> Option<&mut [T]> {
         match &self.buffer {
             Buffer::Cpu(b) if b.dtype == T::DTYPE => {
                 // SAFETY: dtype checked; exclusivity is the caller's promise.

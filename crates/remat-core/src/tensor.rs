@@ -6,7 +6,7 @@
 use crate::autograd::node::{Creation, Node};
 use crate::checkpoint::recipe::Recipe;
 use crate::device::Device;
-use crate::dtype::{DType, Element};
+use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::{fmt_shape, Layout};
 use crate::storage::Storage;
@@ -85,7 +85,7 @@ impl Tensor {
     }
 
     /// A contiguous tensor from a vector and a shape.
-    pub fn from_vec<T: Element>(v: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+    pub fn from_vec<T: Scalar>(v: Vec<T>, shape: &[usize]) -> Result<Tensor> {
         let n: usize = shape.iter().product();
         if n != v.len() {
             return Err(Error::shape(
@@ -103,18 +103,20 @@ impl Tensor {
         }))
     }
 
-    /// A 0-d tensor holding `v` in `dtype`.
+    /// A 0-d tensor holding `v` in `dtype` (converted as [`Scalar::from_f64`] does).
     pub fn scalar(v: f64, dtype: DType) -> Tensor {
-        match dtype {
-            DType::F32 => Tensor::from_data(TensorData {
-                storage: Arc::new(Storage::from_vec(vec![v as f32])),
-                layout: Layout::contiguous(&[]),
-            }),
-            DType::F64 => Tensor::from_data(TensorData {
-                storage: Arc::new(Storage::from_vec(vec![v])),
-                layout: Layout::contiguous(&[]),
-            }),
-        }
+        crate::dispatch_any!(dtype, T => Tensor::from_data(TensorData {
+            storage: Arc::new(Storage::from_vec(vec![<T as Scalar>::from_f64(v)])),
+            layout: Layout::contiguous(&[]),
+        }))
+    }
+
+    /// A 0-d integer tensor holding `v` exactly (int64 values beyond 2^53 included).
+    pub fn scalar_i64(v: i64, dtype: DType) -> Tensor {
+        crate::dispatch_any!(dtype, T => Tensor::from_data(TensorData {
+            storage: Arc::new(Storage::from_vec(vec![<T as Scalar>::from_i64(v)])),
+            layout: Layout::contiguous(&[]),
+        }))
     }
 
     /// The data part (storage + layout).
@@ -181,6 +183,17 @@ impl Tensor {
                 "requires_grad_",
                 "you can only change requires_grad of leaf tensors; use detach() to get a \
                  leaf that does not require grad",
+            ));
+        }
+        if flag && !self.dtype().is_float() {
+            return Err(Error::dtype(
+                "requires_grad_",
+                format!(
+                    "only floating point tensors can require gradients, got a {} tensor of \
+                     shape {}",
+                    self.dtype(),
+                    fmt_shape(self.shape())
+                ),
             ));
         }
         self.0.requires_grad.store(flag, Ordering::Relaxed);
@@ -261,20 +274,22 @@ impl Tensor {
 
     /// The elements in C order as a `Vec<T>`, copied to the host first for a device tensor
     /// (errors when that copy fails or memory runs out).
-    pub fn try_to_vec<T: Element>(&self) -> Result<Vec<T>> {
+    pub fn try_to_vec<T: Scalar>(&self) -> Result<Vec<T>> {
         if self.device() != Device::Cpu {
             let host = crate::cuda::launch::transfer("to_vec", self, Device::Cpu)?;
             return host.try_to_vec::<T>();
         }
         crate::cpu::catch_oom("to_vec", || {
-            Ok(crate::dispatch!(self.dtype(), S => crate::cpu::gather_cast::<S, T>(self.data())))
+            Ok(
+                crate::dispatch_any!(self.dtype(), S => crate::cpu::gather_cast::<S, T>(self.data())),
+            )
         })
     }
 
     /// The elements in C order as a `Vec<T>` (copies; casts if the dtype differs). A device
     /// tensor whose copy to the host fails gives an empty vector, and so does a copy that
     /// runs out of memory; use [`Tensor::try_to_vec`] to see the error.
-    pub fn to_vec<T: Element>(&self) -> Vec<T> {
+    pub fn to_vec<T: Scalar>(&self) -> Vec<T> {
         self.try_to_vec::<T>().unwrap_or_default()
     }
 
@@ -290,6 +305,13 @@ impl Tensor {
             ));
         }
         Ok(self.try_to_vec::<f64>()?[0])
+    }
+
+    /// The single element of a one-element tensor, as i64 (exact for int64 tensors; floats
+    /// truncate toward zero).
+    pub fn item_i64(&self) -> Result<i64> {
+        self.item()?;
+        Ok(self.try_to_vec::<i64>()?[0])
     }
 }
 

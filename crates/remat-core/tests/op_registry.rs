@@ -455,6 +455,75 @@ fn rows() -> Vec<Row> {
             |a| r::matmul(&a[0], &r::permute(&a[1], &[1, 0])),
         )
         .tol32(1e-5),
+        row(
+            "mm",
+            &[(&[2, 3], Any), (&[3, 4], Any)],
+            |t| ops::mm(&t[0], &t[1]),
+            |a| r::matmul(&a[0], &a[1]),
+        )
+        .tol32(1e-5),
+        row(
+            "bmm",
+            &[(&[2, 2, 3], Any), (&[2, 3, 4], Any)],
+            |t| ops::bmm(&t[0], &t[1]),
+            |a| r::matmul(&a[0], &a[1]),
+        )
+        .tol32(1e-5),
+        row(
+            "addmm",
+            &[(&[4], Any), (&[2, 3], Any), (&[3, 4], Any)],
+            |t| ops::addmm(&t[0], &t[1], &t[2], 0.5, -2.0),
+            |a| r::zip(&a[0], &r::matmul(&a[1], &a[2]), |x, p| 0.5 * x - 2.0 * p),
+        )
+        .tol32(1e-5),
+        row(
+            "baddbmm",
+            &[(&[1, 4], Any), (&[2, 2, 3], Any), (&[2, 3, 4], Any)],
+            |t| ops::baddbmm(&t[0], &t[1], &t[2], -1.0, 0.5),
+            |a| r::zip(&a[0], &r::matmul(&a[1], &a[2]), |x, p| 0.5 * p - x),
+        )
+        .tol32(1e-5),
+        row(
+            "outer",
+            &[(&[3], Any), (&[4], Any)],
+            |t| ops::outer(&t[0], &t[1]),
+            |a| r::einsum("i,j->ij", &[&a[0], &a[1]]),
+        ),
+        row(
+            "einsum_attention",
+            &[(&[2, 2, 3], Any), (&[2, 4, 3], Any)],
+            |t| ops::einsum("bqd,bkd->bqk", t),
+            |a| r::einsum("bqd,bkd->bqk", &[&a[0], &a[1]]),
+        )
+        .tol32(1e-5),
+        row(
+            "einsum_chain",
+            &[(&[2, 3], Any), (&[3, 4], Any), (&[4, 2], Any)],
+            |t| ops::einsum("ij,jk,kl->li", t),
+            |a| r::einsum("ij,jk,kl->li", &[&a[0], &a[1], &a[2]]),
+        )
+        .tol32(1e-5),
+        row(
+            "einsum_diagonal",
+            &[(&[3, 2, 3], Any), (&[2], Any)],
+            |t| ops::einsum("iji,j->ij", t),
+            |a| r::einsum("iji,j->ij", &[&a[0], &a[1]]),
+        )
+        .tol32(1e-5),
+        row(
+            "einsum_trace_implicit",
+            &[(&[3, 3], Any)],
+            |t| ops::einsum("ii", t),
+            |a| r::einsum("ii->", &[&a[0]]),
+        )
+        .tol32(1e-5),
+        row(
+            "einsum_ellipsis",
+            &[(&[2, 1, 3], Any), (&[4, 3], Any)],
+            |t| ops::einsum("...ij,kj->...ik", t),
+            |a| r::einsum("zij,kj->zik", &[&a[0], &a[1]]),
+        )
+        .tol32(1e-5),
         // ---- softmax family, normalisation, dropout
         row(
             "softmax",

@@ -191,8 +191,8 @@ pub fn cuda_device(op: &str, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Device>
     }
 }
 
-/// One item of an index expression.
-fn index_item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
+/// One basic item of an index expression.
+pub fn index_item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
     if obj.is_none() {
         return Ok(IndexItem::NewAxis);
     }

@@ -5,7 +5,7 @@ use crate::errors::{CoreResultExt, DTypeError, ShapeError};
 use crate::tensor::PyTensor;
 use numpy::npyffi::{NPY_ARRAY_ALIGNED, NPY_ARRAY_WRITEABLE};
 use numpy::{Element, PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
@@ -30,6 +30,9 @@ pub fn np_descr(py: Python<'_>, dtype: DType) -> Bound<'_, PyArrayDescr> {
     match dtype {
         DType::F32 => f32::get_dtype(py),
         DType::F64 => f64::get_dtype(py),
+        DType::I64 => i64::get_dtype(py),
+        DType::I32 => i32::get_dtype(py),
+        DType::Bool => bool::get_dtype(py),
     }
 }
 
@@ -44,14 +47,28 @@ pub fn python_scalar(obj: &Bound<'_, PyAny>) -> Option<f64> {
     }
 }
 
-/// The dtype a NumPy array becomes by default: float32/float64 stay, everything else float32.
-/// Judged by kind and size, never by byte order: a big-endian float64 array (`">f8"`) is
-/// float64 too (the copy made for it is in native order).
+/// The dtype a NumPy array becomes by default, as in PyTorch: float64 and float32 stay
+/// (other floats become float32), int32 stays, other integers become int64 (the widths
+/// remat has), bool stays bool. Judged by kind and size, never by byte order: a big-endian
+/// float64 array (`">f8"`) is float64 too (the copy made for it is in native order).
 fn default_dtype(descr: &Bound<'_, PyArrayDescr>) -> DType {
-    if descr.kind() == b'f' && descr.itemsize() == DType::F64.size() {
-        DType::F64
-    } else {
-        DType::F32
+    match (descr.kind(), descr.itemsize()) {
+        (b'f', 8) => DType::F64,
+        (b'i', 4) => DType::I32,
+        (b'i' | b'u', _) => DType::I64,
+        (b'b', _) => DType::Bool,
+        _ => DType::F32,
+    }
+}
+
+/// The dtype of the NumPy array NumPy builds from nested Python sequences, the PyTorch way:
+/// integers become int64, bools bool, and floats float32 (Python floats are float32 in
+/// remat as in PyTorch, not NumPy's float64).
+fn sequence_dtype(descr: &Bound<'_, PyArrayDescr>) -> DType {
+    match descr.kind() {
+        b'i' | b'u' => DType::I64,
+        b'b' => DType::Bool,
+        _ => DType::F32,
     }
 }
 
@@ -119,8 +136,8 @@ fn array_to_tensor(
     }))
 }
 
-/// `remat.from_numpy(array)`: shares memory with C-contiguous float32/float64 arrays; other
-/// arrays are copied (non-float dtypes become float32).
+/// `remat.from_numpy(array)`: shares memory with C-contiguous arrays of a remat dtype;
+/// other arrays are copied (converted as `remat.tensor` converts them).
 pub fn from_numpy(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let arr = obj.downcast::<PyUntypedArray>().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -133,8 +150,8 @@ pub fn from_numpy(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 }
 
 /// `remat.tensor(data, dtype)`: a new leaf holding a copy of `data` (a Tensor, NumPy array,
-/// nested sequence or Python scalar). Float32/float64 arrays keep their dtype; everything
-/// else becomes float32 unless `dtype` is given.
+/// nested sequence or Python scalar). Arrays keep their dtype (see `default_dtype`), Python
+/// ints become int64, bools bool and floats float32, unless `dtype` is given.
 /// `op` names the calling op in error messages.
 pub fn tensor_from_py(op: &str, obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
     let py = obj.py();
@@ -142,10 +159,22 @@ pub fn tensor_from_py(op: &str, obj: &Bound<'_, PyAny>, dtype: Option<DType>) ->
         let t = &t.get().inner;
         return remat_core::ops::contiguous_copy(t, dtype.unwrap_or(t.dtype())).py();
     }
-    if obj.is_exact_instance_of::<PyFloat>()
-        || obj.is_exact_instance_of::<PyInt>()
-        || obj.is_exact_instance_of::<PyBool>()
-    {
+    if obj.is_exact_instance_of::<PyBool>() {
+        let v: bool = obj.extract()?;
+        return Ok(Tensor::scalar(v as u8 as f64, dtype.unwrap_or(DType::Bool)));
+    }
+    if obj.is_exact_instance_of::<PyInt>() {
+        let d = dtype.unwrap_or(DType::I64);
+        if !d.is_float() {
+            let v: i64 = obj.extract().map_err(|_| {
+                PyOverflowError::new_err(format!("{op}: {obj} does not fit in {d}"))
+            })?;
+            return Ok(Tensor::scalar_i64(v, d));
+        }
+        let v: f64 = obj.extract()?;
+        return Ok(Tensor::scalar(v, d));
+    }
+    if obj.is_exact_instance_of::<PyFloat>() {
         let v: f64 = obj.extract()?;
         return Ok(Tensor::scalar(v, dtype.unwrap_or(DType::F32)));
     }
@@ -176,7 +205,7 @@ pub fn tensor_from_py(op: &str, obj: &Bound<'_, PyAny>, dtype: Option<DType>) ->
     let arr = arr.downcast_into::<PyUntypedArray>()?;
     let dt = match dtype {
         Some(d) => d,
-        None if is_sequence => DType::F32,
+        None if is_sequence => sequence_dtype(&arr.dtype()),
         None => default_dtype(&arr.dtype()),
     };
     // The array is fresh, so sharing it is a copy of `data` already.
@@ -192,15 +221,42 @@ pub fn extract_tensor(op: &str, obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     tensor_from_py(op, obj, None)
 }
 
-/// An operand next to `like`: Python scalars become 0-d tensors of `like`'s dtype (no
-/// promotion to float64), anything else goes through `extract_tensor`.
+/// The dtype a Python scalar takes next to a tensor of dtype `like`, as in PyTorch: the
+/// tensor's own dtype unless the scalar is of a higher category (a float next to integers
+/// or bools gives float32, an int next to bools int64); so `float32_tensor * 2.5` stays
+/// float32 and `int_tensor * 2.5` is float32.
+fn scalar_dtype(obj: &Bound<'_, PyAny>, like: DType) -> DType {
+    use remat_core::dtype::Category;
+    let cat = if obj.is_instance_of::<PyBool>() {
+        Category::Bool
+    } else if obj.is_instance_of::<PyInt>() {
+        Category::Integer
+    } else {
+        Category::Float
+    };
+    match (cat, like.category()) {
+        (Category::Float, c) if c != Category::Float => DType::F32,
+        (Category::Integer, Category::Bool) => DType::I64,
+        _ => like,
+    }
+}
+
+/// An operand next to `like`: Python scalars become 0-d tensors of the dtype
+/// `scalar_dtype` picks (no promotion of float32 to float64), anything else goes through
+/// `extract_tensor`.
 #[inline]
 pub fn operand(op: &str, obj: &Bound<'_, PyAny>, like: DType) -> PyResult<Tensor> {
     if let Ok(t) = obj.downcast::<PyTensor>() {
         return Ok(t.get().inner.clone());
     }
     if let Some(v) = python_scalar(obj) {
-        return Ok(Tensor::scalar(v, like));
+        let d = scalar_dtype(obj, like);
+        if !d.is_float() && obj.is_instance_of::<PyInt>() {
+            if let Ok(i) = obj.extract::<i64>() {
+                return Ok(Tensor::scalar_i64(i, d));
+            }
+        }
+        return Ok(Tensor::scalar(v, d));
     }
     tensor_from_py(op, obj, None)
 }

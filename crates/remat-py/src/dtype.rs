@@ -1,4 +1,5 @@
-//! The `remat.DType` class (`remat.float32`, `remat.float64`) and the parsing of every form a
+//! The `remat.DType` class (`remat.float32`, `remat.float64`, `remat.int64`, `remat.int32`,
+//! `remat.bool`, and PyTorch's aliases `float`, `double`, `long`) and the parsing of every form a
 //! `dtype=` argument may take: a DType, a string, a NumPy dtype or NumPy scalar type.
 
 use crate::errors::DTypeError;
@@ -14,8 +15,14 @@ pub struct PyDType {
     pub dtype: DType,
 }
 
-static F32: GILOnceCell<Py<PyDType>> = GILOnceCell::new();
-static F64: GILOnceCell<Py<PyDType>> = GILOnceCell::new();
+/// One shared object per dtype, in `DType::ALL` order.
+static OBJECTS: [GILOnceCell<Py<PyDType>>; 5] = [
+    GILOnceCell::new(),
+    GILOnceCell::new(),
+    GILOnceCell::new(),
+    GILOnceCell::new(),
+    GILOnceCell::new(),
+];
 static NP_DTYPE: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
 
 /// `numpy.dtype`, imported once.
@@ -27,13 +34,11 @@ fn np_dtype_fn(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
         .map(|f| f.bind(py))
 }
 
-/// The shared `remat.float32` / `remat.float64` object for `dtype` (tensors hand out these,
-/// so `t.dtype is remat.float32` holds).
+/// The shared `remat.float32` / `remat.int64` / ... object for `dtype` (tensors hand out
+/// these, so `t.dtype is remat.float32` holds).
 pub fn dtype_object(py: Python<'_>, dtype: DType) -> PyResult<Py<PyDType>> {
-    let cell = match dtype {
-        DType::F32 => &F32,
-        DType::F64 => &F64,
-    };
+    let i = DType::ALL.iter().position(|&d| d == dtype).unwrap_or(0);
+    let cell = &OBJECTS[i];
     cell.get_or_try_init(py, || Py::new(py, PyDType { dtype }))
         .map(|o| o.clone_ref(py))
 }
@@ -73,11 +78,13 @@ pub fn numpy_dtype_name(obj: &Bound<'_, PyAny>) -> Option<String> {
 /// The `DTypeError` of `op` for a dtype that NumPy knows and remat does not support.
 pub fn unsupported_dtype(op: &str, name: &str) -> PyErr {
     DTypeError::new_err(format!(
-        "{op}: {name} is not a supported dtype; remat supports float32 and float64"
+        "{op}: {name} is not a supported dtype; remat supports float32, float64, int64, \
+         int32 and bool"
     ))
 }
 
-/// Parse a `dtype=` argument: a DType, `"float32"`/`"float64"`, a NumPy dtype or scalar type.
+/// Parse a `dtype=` argument: a DType, a name (`"float32"`, `"int64"`, `"bool"`), a NumPy
+/// dtype or scalar type, or Python's `float`, `int`, `bool`.
 /// Anything else raises `DTypeError`.
 pub fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
     try_parse(obj).ok_or_else(|| {
@@ -86,7 +93,7 @@ pub fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
             .map(|r| r.to_string())
             .unwrap_or_else(|_| "?".to_string());
         DTypeError::new_err(format!(
-            "dtype: remat supports float32 and float64, got {shown}"
+            "dtype: remat supports float32, float64, int64, int32 and bool, got {shown}"
         ))
     })
 }
@@ -101,7 +108,7 @@ pub fn parse_opt_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>
 
 #[pymethods]
 impl PyDType {
-    /// NumPy-style name: `"float32"` or `"float64"`.
+    /// NumPy-style name: `"float32"`, `"int64"`, `"bool"`, ...
     #[getter]
     fn name(&self) -> &'static str {
         self.dtype.name()
@@ -111,10 +118,15 @@ impl PyDType {
     fn itemsize(&self) -> usize {
         self.dtype.size()
     }
-    /// Always True: remat's dtypes are floating point.
+    /// Whether the dtype is float32 or float64.
     #[getter]
     fn is_floating_point(&self) -> bool {
-        true
+        self.dtype.is_float()
+    }
+    /// Whether the dtype is signed (every remat dtype but bool).
+    #[getter]
+    fn is_signed(&self) -> bool {
+        self.dtype != DType::Bool
     }
     /// The matching NumPy dtype (also lets `np.dtype(remat.float32)` work).
     #[getter]
@@ -136,17 +148,21 @@ impl PyDType {
     fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
         PyString::new(py, self.dtype.name()).hash()
     }
-    /// Pickles as the module attribute `remat.float32` / `remat.float64`.
+    /// Pickles as the module attribute (`remat.float32`, `remat.int64`, ...).
     fn __reduce__(&self) -> &'static str {
         self.dtype.name()
     }
 }
 
-/// Register the class and the `float32` / `float64` instances.
+/// Register the class and one instance per dtype, bool as `bool_` (NumPy's spelling; the
+/// package adds PyTorch's `remat.bool`, `float`, `double` and `long` without shadowing the
+/// builtins in the extension's namespace).
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<PyDType>()?;
-    m.add("float32", dtype_object(py, DType::F32)?)?;
-    m.add("float64", dtype_object(py, DType::F64)?)?;
+    for d in DType::ALL {
+        let name = if d == DType::Bool { "bool_" } else { d.name() };
+        m.add(name, dtype_object(py, d)?)?;
+    }
     Ok(())
 }

@@ -293,6 +293,31 @@ fn where_(
     run(py, heavy(&[&c, &a, &b]), || ops::where_(&c, &a, &b)).map(wrap)
 }
 
+/// Einstein summation over `operands` as `equation` describes (PyTorch's `einsum`): e.g.
+/// `einsum("ij,jk->ik", a, b)`; the operands may also be given as one list. `...` broadcasts,
+/// a subscript missing from the output (or, without `->`, repeated) is summed, one repeated
+/// within a term takes the diagonal. Contracted pairwise, left to right, as batched GEMMs.
+#[pyfunction]
+#[pyo3(signature = (equation, *operands))]
+fn einsum(py: Python<'_>, equation: &str, operands: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+    let ts: Vec<Tensor> = match operands.len() {
+        1 if operands.get_item(0)?.downcast::<PyTensor>().is_err()
+            && (operands
+                .get_item(0)?
+                .is_instance_of::<pyo3::types::PyList>()
+                || operands.get_item(0)?.is_instance_of::<PyTuple>()) =>
+        {
+            tensor_list("einsum", &operands.get_item(0)?)?
+        }
+        _ => operands
+            .iter()
+            .map(|o| convert::extract_tensor("einsum", &o))
+            .collect::<PyResult<_>>()?,
+    };
+    let refs: Vec<&Tensor> = ts.iter().collect();
+    run(py, heavy(&refs), || ops::einsum(equation, &ts)).map(wrap)
+}
+
 // ---- layers and losses -----------------------------------------------------------------
 
 /// Zero elements with probability `p` and scale the rest by `1 / (1 - p)` when `training`.
@@ -444,5 +469,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(layer_norm, m)?)?;
     m.add_function(wrap_pyfunction!(mse_loss, m)?)?;
     m.add_function(wrap_pyfunction!(cross_entropy, m)?)?;
+    m.add_function(wrap_pyfunction!(einsum, m)?)?;
     Ok(())
 }

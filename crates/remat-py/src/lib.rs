@@ -11,6 +11,7 @@ pub mod convert;
 pub mod dtype;
 pub mod errors;
 pub mod functions;
+pub mod indexing;
 pub mod memory;
 pub mod numpy_bridge;
 pub mod ops;
@@ -34,6 +35,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     functions::register(m)?;
     ops::register(m)?;
     split::register(m)?;
+    indexing::register(m)?;
     autograd::register(m)?;
     memory::register(m)?;
     checkpoint::register(m)?;

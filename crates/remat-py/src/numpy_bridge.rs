@@ -2,7 +2,7 @@
 //! broadcast axes included) whose base object keeps the storage alive.
 
 use numpy::npyffi::{self, npy_intp, NPY_ARRAY_WRITEABLE, PY_ARRAY_API};
-use numpy::{Element, PyArrayDescr};
+use numpy::PyArrayDescr;
 use pyo3::prelude::*;
 use remat_core::{DType, Device, Tensor};
 use std::sync::Arc;
@@ -16,10 +16,7 @@ pub struct StorageOwner {
 }
 
 fn descr(py: Python<'_>, dtype: DType) -> Bound<'_, PyArrayDescr> {
-    match dtype {
-        DType::F32 => f32::get_dtype(py),
-        DType::F64 => f64::get_dtype(py),
-    }
+    crate::convert::np_descr(py, dtype)
 }
 
 /// A NumPy array viewing `t`'s elements (no copy). Broadcast views (a stride of 0 on an axis

@@ -254,6 +254,12 @@ tensor_ops! {
         div(other) => ops::div;
         /// Matrix product with `np.matmul` rules.
         matmul(other) => ops::matmul;
+        /// Matrix product of two 2-D tensors (PyTorch's `mm`: no broadcasting, one dtype).
+        mm(mat2) => ops::mm;
+        /// Batched matrix product of two 3-D tensors with equal batch sizes (PyTorch's `bmm`).
+        bmm(mat2) => ops::bmm;
+        /// Outer product of two 1-D tensors: `out[i, j] = a[i] * b[j]`.
+        outer(vec2) => ops::outer;
         /// `a ** b` (a Python scalar exponent uses the scalar power).
         pow(exponent) => ops::pow, scalar ops::pow_scalar;
         /// Elementwise maximum with broadcasting (NaN propagates; ties split the gradient).
@@ -276,17 +282,23 @@ tensor_ops! {
             let tanh = gelu_mode(approximate)?;
             unary(py, x, |x| ops::gelu(x, tanh))
         }
-        /// Softmax along `axis`.
-        #[pyo3(signature = (axis=-1))]
-        #[text_signatures("(x, axis=-1)", "($self, axis=-1)")]
-        fn softmax(py, x, axis: isize) {
-            unary(py, x, |x| ops::softmax(x, axis))
+        /// Softmax along `dim` (default the last axis; `axis` accepted).
+        #[pyo3(signature = (dim=None, *, axis=None))]
+        #[text_signatures("(x, dim=None, *, axis=None)", "($self, dim=None, *, axis=None)")]
+        fn softmax(py, x, dim: Option<&Bound<'_, PyAny>>, axis: Option<&Bound<'_, PyAny>>) {
+            let d = ReduceArgs::new("softmax", dim, axis, false, None)?
+                .single_dim("softmax")?
+                .unwrap_or(-1);
+            unary(py, x, |x| ops::softmax(x, d))
         }
-        /// Log-softmax along `axis`.
-        #[pyo3(signature = (axis=-1))]
-        #[text_signatures("(x, axis=-1)", "($self, axis=-1)")]
-        fn log_softmax(py, x, axis: isize) {
-            unary(py, x, |x| ops::log_softmax(x, axis))
+        /// Log-softmax along `dim` (default the last axis; `axis` accepted).
+        #[pyo3(signature = (dim=None, *, axis=None))]
+        #[text_signatures("(x, dim=None, *, axis=None)", "($self, dim=None, *, axis=None)")]
+        fn log_softmax(py, x, dim: Option<&Bound<'_, PyAny>>, axis: Option<&Bound<'_, PyAny>>) {
+            let d = ReduceArgs::new("log_softmax", dim, axis, false, None)?
+                .single_dim("log_softmax")?
+                .unwrap_or(-1);
+            unary(py, x, |x| ops::log_softmax(x, d))
         }
         /// Sum over `dim` (an int, a tuple or None: all axes); `axis`/`keepdims` are
         /// NumPy's spellings of `dim`/`keepdim`.
@@ -446,6 +458,24 @@ tensor_ops! {
         fn expand_as(_py, x, other: &Bound<'_, PyAny>) {
             let other = convert::extract_tensor("expand_as", other)?;
             ops::expand_as(x, &other).py().map(wrap)
+        }
+        /// `beta * x + alpha * (mat1 @ mat2)` for 2-D `mat1`, `mat2` and `x` broadcastable to
+        /// the product (fused; with `beta=0`, `x` is ignored, NaN included).
+        #[pyo3(signature = (mat1, mat2, *, beta=1.0, alpha=1.0))]
+        fn addmm(py, x, mat1: &Bound<'_, PyAny>, mat2: &Bound<'_, PyAny>, beta: f64, alpha: f64) {
+            let m1 = convert::extract_tensor("addmm", mat1)?;
+            let m2 = convert::extract_tensor("addmm", mat2)?;
+            run(py, heavy(&[x, &m1, &m2]), || ops::addmm(x, &m1, &m2, beta, alpha)).map(wrap)
+        }
+        /// `beta * x + alpha * (batch1 @ batch2)` for 3-D `batch1`, `batch2` with equal batch
+        /// sizes and `x` broadcastable to the product (fused, like `addmm`).
+        #[pyo3(signature = (batch1, batch2, *, beta=1.0, alpha=1.0))]
+        fn baddbmm(
+            py, x, batch1: &Bound<'_, PyAny>, batch2: &Bound<'_, PyAny>, beta: f64, alpha: f64
+        ) {
+            let b1 = convert::extract_tensor("baddbmm", batch1)?;
+            let b2 = convert::extract_tensor("baddbmm", batch2)?;
+            run(py, heavy(&[x, &b1, &b2]), || ops::baddbmm(x, &b1, &b2, beta, alpha)).map(wrap)
         }
         /// A new contiguous tensor with the same values that gradients flow through.
         fn clone(py, x) {

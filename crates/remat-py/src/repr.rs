@@ -26,8 +26,9 @@ pub fn repr(py: Python<'_>, t: &Tensor) -> PyResult<String> {
     if t.device() != Device::Cpu {
         out.push_str(&format!(", device='{}'", t.device()));
     }
-    if t.dtype() == DType::F64 {
-        out.push_str(", dtype=remat.float64");
+    // As PyTorch: the dtypes a literal would not infer (float64, int32) are spelled out.
+    if matches!(t.dtype(), DType::F64 | DType::I32) {
+        out.push_str(&format!(", dtype=remat.{}", t.dtype()));
     }
     match t.grad_fn() {
         Some(node) => out.push_str(&format!(", grad_fn=<{}>", node.name())),

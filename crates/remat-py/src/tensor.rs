@@ -8,7 +8,7 @@ use crate::convert::{self, operand, python_scalar};
 use crate::dtype::{
     dtype_object, numpy_dtype_name, parse_opt_dtype, try_parse, unsupported_dtype, PyDType,
 };
-use crate::errors::{to_index_pyerr, to_pyerr, CoreResultExt, DTypeError};
+use crate::errors::{to_pyerr, CoreResultExt, DTypeError};
 use crate::numpy_bridge::to_numpy;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -237,11 +237,16 @@ impl PyTensor {
         }
         Ok(arr)
     }
-    /// The value of a one-element tensor as a Python float.
-    fn item(&self) -> PyResult<f64> {
-        self.inner.item().py()
+    /// The value of a one-element tensor as a Python number: a float for float tensors, an
+    /// int for integer tensors, a bool for bool tensors (as in PyTorch).
+    fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self.inner.dtype() {
+            DType::F32 | DType::F64 => self.inner.item().py()?.into_bound_py_any(py),
+            DType::Bool => (self.inner.item().py()? != 0.0).into_bound_py_any(py),
+            DType::I64 | DType::I32 => self.inner.item_i64().py()?.into_bound_py_any(py),
+        }
     }
-    /// The elements as (nested) Python lists of floats.
+    /// The elements as (nested) Python lists of numbers (floats, ints or bools, per dtype).
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_numpy(py, &host(&self.inner)?)?.call_method0(intern!(py, "tolist"))
     }
@@ -249,8 +254,24 @@ impl PyTensor {
         self.inner.item().py()
     }
     fn __int__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if !self.inner.dtype().is_float() {
+            return self.inner.item_i64().py()?.into_bound_py_any(py);
+        }
         let v = self.inner.item().py()?;
         PyFloat::new(py, v).call_method0(intern!(py, "__int__"))
+    }
+    /// An integer tensor with one element can index Python sequences (`xs[t]`), as in
+    /// PyTorch; float tensors cannot.
+    fn __index__(&self) -> PyResult<i64> {
+        if self.inner.dtype().is_float() || self.inner.numel() != 1 {
+            return Err(PyTypeError::new_err(format!(
+                "only integer tensors of a single element can be converted to an index, got \
+                 a {} tensor of shape {}",
+                self.inner.dtype(),
+                remat_core::layout::fmt_shape(self.inner.shape())
+            )));
+        }
+        self.inner.item_i64().py()
     }
     fn __bool__(&self) -> PyResult<bool> {
         Ok(self.inner.item().py()? != 0.0)
@@ -428,6 +449,40 @@ impl PyTensor {
     fn double(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
         cast_to(slf, DType::F64)
     }
+    /// As int64 (floats truncate toward zero; no gradient flows through).
+    fn long(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        cast_to(slf, DType::I64)
+    }
+    /// As int32 (floats truncate toward zero; no gradient flows through).
+    fn int(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        cast_to(slf, DType::I32)
+    }
+    /// As bool (nonzero is True).
+    fn bool(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        cast_to(slf, DType::Bool)
+    }
+    /// PyTorch's `type(dtype)`: as `dtype`; without an argument, the type's name
+    /// (`"remat.FloatTensor"`, `"remat.LongTensor"`, ...).
+    #[pyo3(signature = (dtype=None))]
+    fn r#type<'py>(
+        slf: Bound<'py, Self>,
+        dtype: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        match crate::dtype::parse_opt_dtype(dtype)? {
+            Some(d) => cast_to(slf, d),
+            None => {
+                let name = match slf.get().inner.dtype() {
+                    DType::F32 => "FloatTensor",
+                    DType::F64 => "DoubleTensor",
+                    DType::I64 => "LongTensor",
+                    DType::I32 => "IntTensor",
+                    DType::Bool => "BoolTensor",
+                };
+                format!("remat.{name}").into_bound_py_any(py)
+            }
+        }
+    }
 
     // ---- shape ------------------------------------------------------------------------
 
@@ -452,10 +507,7 @@ impl PyTensor {
     }
     /// Basic indexing: ints, slices, None, `...`, and tuples of these.
     fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        let items = args::index_items(key)?;
-        ops::index(&self.inner, &items)
-            .map(wrap)
-            .map_err(|e| to_index_pyerr(key.py(), e))
+        crate::indexing::getitem(&self.inner, key)
     }
 
     // ---- operators --------------------------------------------------------------------

@@ -45,6 +45,12 @@ pub trait Op: Send + Sync + 'static {
     /// with grad mode on and the result is differentiated again. Each gradient has its
     /// input's shape.
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>>;
+    /// Whether the op takes integer and bool inputs (ops that move, select or compare
+    /// elements). The default is float inputs only: [`apply`] refuses others with a
+    /// `DTypeError` naming the op, so a float kernel never sees an integer buffer.
+    fn any_dtype(&self) -> bool {
+        false
+    }
     /// Compute the output from the inputs, without recording anything: the one place that
     /// chooses a device (CUDA when any input lives on a GPU). Replaying a checkpointed tensor
     /// calls exactly this, so recomputed values are bit-identical.
@@ -211,8 +217,10 @@ impl Tensor {
 /// During a segment's recompute with early stop, the op that saves the last tensor the
 /// backward needs ends the recompute (`Error::EarlyStop` unwinds out of the function).
 pub fn apply<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor> {
+    check_dtypes(&op, inputs)?;
     let out = crate::cpu::catch_oom(op.name(), || op.forward(inputs))?;
-    if !recorded(inputs) {
+    // An integer or bool result (a comparison, an index) has no gradient: never recorded.
+    if !recorded(inputs) || !out.dtype().is_float() {
         return Ok(untracked(op, inputs, out));
     }
     let mode = context::current();
@@ -223,10 +231,29 @@ pub fn apply<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor>
 
 /// Record an already computed `out` as the result of `op` on `inputs`.
 pub fn record<O: Op>(op: O, inputs: &[&Tensor], out: Tensor, saves: &[Save]) -> Tensor {
-    if !recorded(inputs) {
+    if !recorded(inputs) || !out.dtype().is_float() {
         return untracked(op, inputs, out);
     }
     record_in(op, inputs, out, saves, &context::current())
+}
+
+/// Error unless `op` takes the dtypes of `inputs` (floats only, unless it says otherwise).
+fn check_dtypes<O: Op>(op: &O, inputs: &[&Tensor]) -> Result<()> {
+    if op.any_dtype() {
+        return Ok(());
+    }
+    match inputs.iter().find(|t| !t.dtype().is_float()) {
+        None => Ok(()),
+        Some(t) => Err(Error::dtype(
+            op.name(),
+            format!(
+                "expected float32 or float64 tensors, got a {} tensor of shape {}; convert it \
+                 with .float()",
+                t.dtype(),
+                crate::layout::fmt_shape(t.shape())
+            ),
+        )),
+    }
 }
 
 /// Whether an op on `inputs` is recorded in the graph.

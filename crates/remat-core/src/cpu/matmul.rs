@@ -31,13 +31,38 @@ pub fn batched_matmul<T: Element>(
     }
     // Every element is written by the product (the destination is not read).
     let mut out = super::alloc::<T>(batches * m * n);
+    batched_matmul_into(&mut out, a, b, (m, k, n), None, T::one());
+    out
+}
+
+/// `out[b] = beta * out[b] + alpha * a[b] (m x k) * b[b] (k x n)` for every batch, `out`
+/// contiguous `(batch, m, n)` (PyTorch's `baddbmm`). `beta` None: `out` is not read (it may
+/// hold anything, NaN included), only written.
+pub fn batched_matmul_into<T: Element>(
+    out: &mut [T],
+    a: &MatOperand<'_>,
+    b: &MatOperand<'_>,
+    (m, k, n): (usize, usize, usize),
+    beta: Option<T>,
+    alpha: T,
+) {
+    let batches = a.batch_offsets.len();
+    debug_assert_eq!(out.len(), batches * m * n);
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        // An empty product: only the scaled destination is left.
+        match beta {
+            Some(s) => out.iter_mut().for_each(|v| *v *= s),
+            None => out.iter_mut().for_each(|v| *v = T::zero()),
+        }
+        return;
+    }
     let pa = super::slice::<T>(a.data).as_ptr() as usize;
     let pb = super::slice::<T>(b.data).as_ptr() as usize;
     let flops = 2 * m * n * k;
     let run = |bi: usize, dst: &mut [T], par: gemm::Parallelism| {
-        if k == 0 {
-            return; // already zero
-        }
         // SAFETY: offsets and strides come from validated layouts of live storages; dst is
         // a distinct, fully owned m x n block.
         unsafe {
@@ -48,15 +73,15 @@ pub fn batched_matmul<T: Element>(
                 dst.as_mut_ptr(),
                 1,
                 n as isize,
-                false,
+                beta.is_some(),
                 (pa as *const T).add(a.batch_offsets[bi]),
                 a.cs,
                 a.rs,
                 (pb as *const T).add(b.batch_offsets[bi]),
                 b.cs,
                 b.rs,
-                T::zero(),
-                T::one(),
+                beta.unwrap_or(T::zero()),
+                alpha,
                 false,
                 false,
                 false,
@@ -84,7 +109,6 @@ pub fn batched_matmul<T: Element>(
             run(bi, dst, gemm::Parallelism::None);
         }
     }
-    out
 }
 
 /// `dst (m x n, row-major) (+)= a (m x k) * b (k x n)`, operands given by pointer and

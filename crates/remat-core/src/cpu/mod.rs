@@ -6,7 +6,7 @@ pub mod erf;
 pub mod matmul;
 pub mod sum;
 
-use crate::dtype::Element;
+use crate::dtype::{Element, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::{contiguous_strides, numel, Dims, Layout};
 use crate::tensor::TensorData;
@@ -19,7 +19,7 @@ pub const PAR_MIN: usize = 1 << 15;
 /// The typed slice behind a tensor's storage. Panics only on an engine bug (dtype mismatch
 /// is checked by every op before it reaches a kernel).
 #[inline]
-pub fn slice<T: Element>(d: &TensorData) -> &[T] {
+pub fn slice<T: Scalar>(d: &TensorData) -> &[T] {
     d.storage
         .as_slice::<T>()
         .expect("kernel called with a storage of another dtype")
@@ -27,7 +27,7 @@ pub fn slice<T: Element>(d: &TensorData) -> &[T] {
 
 /// The view's elements as a contiguous slice, if it is one.
 #[inline]
-pub fn contiguous_slice<T: Element>(d: &TensorData) -> Option<&[T]> {
+pub fn contiguous_slice<T: Scalar>(d: &TensorData) -> Option<&[T]> {
     if d.layout.is_contiguous() {
         let n = d.layout.numel();
         Some(&slice::<T>(d)[d.layout.offset..d.layout.offset + n])
@@ -57,12 +57,13 @@ pub fn with_capacity<T>(n: usize) -> Vec<T> {
     v
 }
 
-/// A vector of `n` elements that the caller will fully overwrite.
+/// A vector of `n` elements that the caller will fully overwrite (any bit pattern is a
+/// valid value of every storage type, bool's `u8` included).
 #[inline]
 #[allow(clippy::uninit_vec)]
-pub fn alloc<T: Element>(n: usize) -> Vec<T> {
+pub fn alloc<T: Scalar>(n: usize) -> Vec<T> {
     let mut v = with_capacity(n);
-    // SAFETY: T is a plain float: every bit pattern is valid, and callers write every element
+    // SAFETY: T is a plain number: every bit pattern is valid, and callers write every element
     // before anything reads it.
     unsafe { v.set_len(n) };
     v
@@ -70,7 +71,7 @@ pub fn alloc<T: Element>(n: usize) -> Vec<T> {
 
 /// A vector of `n` copies of `value`.
 #[inline]
-pub fn filled<T: Element>(n: usize, value: T) -> Vec<T> {
+pub fn filled<T: Scalar>(n: usize, value: T) -> Vec<T> {
     let mut v = with_capacity(n);
     v.resize(n, value);
     v
@@ -105,7 +106,7 @@ pub fn catch_oom<T>(op: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
 }
 
 /// The view's elements in C order.
-pub fn gather<T: Element>(d: &TensorData) -> Vec<T> {
+pub fn gather<T: Scalar>(d: &TensorData) -> Vec<T> {
     if let Some(s) = contiguous_slice::<T>(d) {
         let mut v = with_capacity(s.len());
         v.extend_from_slice(s);
@@ -118,7 +119,7 @@ pub fn gather<T: Element>(d: &TensorData) -> Vec<T> {
 }
 
 /// The view's elements in C order converted to `D` (one allocation, no intermediate copy).
-pub fn gather_cast<S: Element, D: Element>(d: &TensorData) -> Vec<D> {
+pub fn gather_cast<S: Scalar, D: Scalar>(d: &TensorData) -> Vec<D> {
     if S::DTYPE == D::DTYPE {
         // The same type: a plain gather (a memcpy when contiguous), handed over as `Vec<D>`.
         let same: Box<dyn std::any::Any> = Box::new(gather::<S>(d));
@@ -126,7 +127,15 @@ pub fn gather_cast<S: Element, D: Element>(d: &TensorData) -> Vec<D> {
             return *v;
         }
     }
-    let cast = |x: S| D::from_f64(x.to_f64());
+    // Between integer types (and bool) through i64, so int64 values beyond 2^53 survive;
+    // anything involving a float through f64.
+    let cast = |x: S| {
+        if S::DTYPE.is_float() || D::DTYPE.is_float() {
+            D::from_f64(x.to_f64())
+        } else {
+            D::from_i64(x.to_i64())
+        }
+    };
     if let Some(s) = contiguous_slice::<S>(d) {
         return collect_exact(s.iter().map(|&x| cast(x)));
     }
@@ -186,7 +195,7 @@ fn row_base(r: usize, shape: &[usize], strides: &[usize], offset: usize) -> usiz
 }
 
 /// `f` applied to every element, output contiguous in C order.
-pub fn map<T: Element, F: Fn(T) -> T + Sync>(x: &TensorData, f: F) -> Vec<T> {
+pub fn map<T: Scalar, F: Fn(T) -> T + Sync>(x: &TensorData, f: F) -> Vec<T> {
     let n = x.layout.numel();
     let mut out = alloc::<T>(n);
     match contiguous_slice::<T>(x) {
@@ -220,15 +229,15 @@ pub fn map<T: Element, F: Fn(T) -> T + Sync>(x: &TensorData, f: F) -> Vec<T> {
 }
 
 /// `f(a, b)` over the broadcast of `a` and `b` to `shape` (already validated), output
-/// contiguous in C order.
-pub fn zip<T: Element, F: Fn(T, T) -> T + Sync>(
+/// contiguous in C order (of another type for comparisons).
+pub fn zip<T: Scalar, O: Scalar, F: Fn(T, T) -> O + Sync>(
     a: &TensorData,
     b: &TensorData,
     shape: &[usize],
     f: F,
-) -> Vec<T> {
+) -> Vec<O> {
     let n = numel(shape);
-    let mut out = alloc::<T>(n);
+    let mut out = alloc::<O>(n);
     if n == 0 {
         return out;
     }
@@ -237,7 +246,7 @@ pub fn zip<T: Element, F: Fn(T, T) -> T + Sync>(
     let same = a.layout.shape.as_slice() == shape && b.layout.shape.as_slice() == shape;
     if same {
         if let (Some(x), Some(y)) = (contiguous_slice::<T>(a), contiguous_slice::<T>(b)) {
-            let body = |o: &mut [T], x: &[T], y: &[T]| {
+            let body = |o: &mut [O], x: &[T], y: &[T]| {
                 for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
                     *o = f(x, y);
                 }
@@ -268,7 +277,7 @@ pub fn zip<T: Element, F: Fn(T, T) -> T + Sync>(
         cstrides[0][cstrides[0].len() - 1],
         cstrides[1][cstrides[1].len() - 1],
     );
-    let row = |r: usize, o: &mut [T]| {
+    let row = |r: usize, o: &mut [O]| {
         let ba = row_base(r, &cshape, &cstrides[0], la.offset);
         let bb = row_base(r, &cshape, &cstrides[1], lb.offset);
         match (ia, ib) {
@@ -415,7 +424,7 @@ pub fn zip_slice<T: Copy, F: Fn(T, T) -> T>(x: &[T], y: &[T], o: &mut [T], f: F)
 
 /// Reduce `x` over `axes` (sorted, unique) with `init` and `f`, returning the values in C
 /// order of the kept axes (reduced axes removed).
-pub fn reduce<T: Element, F: Fn(T, T) -> T + Sync + Send>(
+pub fn reduce<T: Scalar, F: Fn(T, T) -> T + Sync + Send>(
     x: &TensorData,
     axes: &[usize],
     init: T,

@@ -68,8 +68,9 @@ fn batch_stride(offsets: &[usize]) -> Option<i64> {
         .then_some(s)
 }
 
-/// `out[b] = beta * out[b] + a[b] (m x k) @ b[b] (k x n)` for every batch; `out` is a
-/// contiguous `(batches, m, n)` buffer of `dtype` (read only when `beta != 0`).
+/// `out[b] = beta * out[b] + alpha * a[b] (m x k) @ b[b] (k x n)` for every batch, with
+/// `(alpha, beta) = scale`; `out` is a contiguous `(batches, m, n)` buffer of `dtype` (read
+/// only when `beta != 0`).
 #[allow(clippy::too_many_arguments)]
 pub fn gemm(
     op: &str,
@@ -80,8 +81,9 @@ pub fn gemm(
     k: usize,
     n: usize,
     out: &CudaBuffer,
-    beta: f64,
+    scale: (f64, f64),
 ) -> Result<()> {
+    let (alpha, beta) = scale;
     let batches = a.offsets.len();
     if m == 0 || n == 0 || batches == 0 {
         return Ok(());
@@ -123,7 +125,7 @@ pub fn gemm(
                 let r = unsafe {
                     match dtype {
                         DType::F32 => {
-                            let (alpha, beta) = (1.0f32, beta as f32);
+                            let (alpha, beta) = (alpha as f32, beta as f32);
                             blas::sgemm_strided_batched(
                                 h,
                                 tb,
@@ -145,8 +147,8 @@ pub fn gemm(
                                 count,
                             )
                         }
-                        DType::F64 => {
-                            let (alpha, beta) = (1.0f64, beta);
+                        _ => {
+                            let (alpha, beta) = (alpha, beta);
                             blas::dgemm_strided_batched(
                                 h,
                                 tb,

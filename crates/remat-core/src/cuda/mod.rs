@@ -200,6 +200,17 @@ pub mod launch {
     ) -> Result<Tensor> {
         none(op)
     }
+    /// See the CUDA build.
+    pub fn matmul_nd_scaled(
+        op: &str,
+        _: &Tensor,
+        _: &Tensor,
+        _: &[usize],
+        _: Option<(&Tensor, f64)>,
+        _: f64,
+    ) -> Result<Tensor> {
+        none(op)
+    }
 }
 
 /// Why CUDA cannot be used, or the number of devices.

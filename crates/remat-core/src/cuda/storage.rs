@@ -12,7 +12,7 @@
 
 use super::context::{guarded, DeviceContext};
 use crate::device::Device;
-use crate::dtype::{DType, Element};
+use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaSlice, DevicePtr, DriverError};
 use parking_lot::Mutex;
@@ -137,6 +137,15 @@ impl CudaBuffer {
     /// An uninitialised buffer of `len` elements of `dtype` (every kernel that allocates one
     /// writes all of it).
     pub fn alloc(op: &str, ctx: &Arc<DeviceContext>, len: usize, dtype: DType) -> Result<Self> {
+        // The CUDA kernels are instantiated for float32 and float64 only so far; integer and
+        // bool tensors stay on the CPU (refused here, the one place every device buffer is
+        // made, so no kernel ever sees one).
+        if !dtype.is_float() {
+            return Err(Error::device(
+                op,
+                format!("{dtype} tensors are not supported on CUDA yet (only float32/float64)"),
+            ));
+        }
         let bytes = len
             .checked_mul(dtype.size())
             .ok_or_else(|| Error::shape(op, "tensor too large"))?;
@@ -173,11 +182,11 @@ impl CudaBuffer {
     }
 
     /// A device copy of a host slice.
-    pub fn from_host<T: Element>(op: &str, ctx: &Arc<DeviceContext>, host: &[T]) -> Result<Self> {
+    pub fn from_host<T: Scalar>(op: &str, ctx: &Arc<DeviceContext>, host: &[T]) -> Result<Self> {
         let buf = Self::alloc(op, ctx, host.len(), T::DTYPE)?;
         if !host.is_empty() {
             let bytes = std::mem::size_of_val(host);
-            // SAFETY: a T slice viewed as its bytes (T is a plain float).
+            // SAFETY: a T slice viewed as its bytes (T is a plain number).
             let raw = unsafe { std::slice::from_raw_parts(host.as_ptr() as *const u8, bytes) };
             let device = ctx.device();
             guarded(op, || {
@@ -214,7 +223,7 @@ impl CudaBuffer {
     }
 
     /// The elements `[offset, offset + n)` copied to a host vector (waits for queued work).
-    pub fn to_host<T: Element>(&self, op: &str, offset: usize, n: usize) -> Result<Vec<T>> {
+    pub fn to_host<T: Scalar>(&self, op: &str, offset: usize, n: usize) -> Result<Vec<T>> {
         if T::DTYPE != self.dtype || offset + n > self.len {
             return Err(Error::dtype(op, "device copy of the wrong dtype or range"));
         }

@@ -14,6 +14,9 @@ struct ToDTypeOp {
 }
 
 impl Op for ToDTypeOp {
+    fn any_dtype(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "to_dtype"
     }
@@ -51,6 +54,9 @@ struct ToDeviceOp {
 }
 
 impl Op for ToDeviceOp {
+    fn any_dtype(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "to_device"
     }

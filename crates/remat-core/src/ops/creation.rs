@@ -6,7 +6,7 @@
 use super::from_vec;
 use crate::autograd::node::{BackwardCtx, Op};
 use crate::device::Device;
-use crate::dtype::{DType, Element};
+use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::checked_numel;
 use crate::rng;
@@ -37,7 +37,7 @@ fn fill_with(
         || {
             crate::cpu::catch_oom(op, || {
                 Ok(
-                    crate::dispatch!(dtype, T => from_vec(crate::cpu::filled(n, T::from_f64(value)), shape)),
+                    crate::dispatch_any!(dtype, T => from_vec(crate::cpu::filled(n, T::from_f64(value)), shape)),
                 )
             })
         },
@@ -88,6 +88,12 @@ fn draw(
     dist: Dist,
     key: rng::RngState,
 ) -> Result<Tensor> {
+    if !dtype.is_float() {
+        return Err(Error::dtype(
+            op,
+            format!("{op} draws floating point numbers; {dtype} is not a float dtype"),
+        ));
+    }
     if device != Device::Cpu {
         let host = draw(op, shape, dtype, Device::Cpu, dist, key)?;
         return super::to_device(&host, device).map(|t| t.detach());

@@ -7,7 +7,7 @@ use super::axes::wrap_dims;
 use super::from_vec;
 use crate::autograd::node::{apply, BackwardCtx, Op};
 use crate::cpu;
-use crate::dtype::Element;
+use crate::dtype::Scalar;
 use crate::error::{Error, Result};
 use crate::layout::{contiguous_strides, fmt_shape, numel, Dims};
 use crate::tensor::Tensor;
@@ -19,7 +19,7 @@ struct FlipOp {
 
 /// `src` (C order of `shape`) with the `flipped` axes reversed, in C order. The last axis is
 /// copied a run at a time, forwards or backwards.
-fn flip_kernel<T: Element>(src: &[T], shape: &[usize], flipped: &[usize]) -> Vec<T> {
+fn flip_kernel<T: Scalar>(src: &[T], shape: &[usize], flipped: &[usize]) -> Vec<T> {
     let n = numel(shape);
     let mut out = cpu::with_capacity(n);
     if n == 0 || shape.is_empty() {
@@ -61,13 +61,16 @@ fn flip_kernel<T: Element>(src: &[T], shape: &[usize], flipped: &[usize]) -> Vec
 }
 
 impl Op for FlipOp {
+    fn any_dtype(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "flip"
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
         self.check(x)?;
-        Ok(crate::dispatch!(x.dtype(), T => {
+        Ok(crate::dispatch_any!(x.dtype(), T => {
             let src = cpu::gather::<T>(x.data());
             from_vec(flip_kernel(&src, x.shape(), &self.axes), x.shape())
         }))

@@ -7,7 +7,7 @@ use super::view::IndexItem;
 use super::{check_same_device, from_vec, view};
 use crate::autograd::node::{apply, BackwardCtx, Op};
 use crate::cpu;
-use crate::dtype::{DType, Element};
+use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::{fmt_shape, normalize_axis, numel, Dims};
 use crate::tensor::{Tensor, TensorData};
@@ -23,7 +23,7 @@ fn fmt_shapes(ts: &[Tensor]) -> String {
 
 /// Concatenate views along `axis` into a new C-contiguous buffer of `shape` (all views have
 /// `shape` except along `axis`, already validated).
-fn concat_kernel<T: Element>(parts: &[TensorData], axis: usize, shape: &[usize]) -> Vec<T> {
+fn concat_kernel<T: Scalar>(parts: &[TensorData], axis: usize, shape: &[usize]) -> Vec<T> {
     let outer: usize = shape[..axis].iter().product();
     let inner: usize = shape[axis + 1..].iter().product();
     let srcs: Vec<Cow<'_, [T]>> = parts
@@ -72,12 +72,15 @@ fn unsqueeze(d: &TensorData, axis: usize) -> TensorData {
 }
 
 impl Op for JoinOp {
+    fn any_dtype(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         Self::name_of(self.stack)
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let (parts, shape) = self.parts(inputs)?;
-        Ok(crate::dispatch!(inputs[0].dtype(), T => {
+        Ok(crate::dispatch_any!(inputs[0].dtype(), T => {
             from_vec(concat_kernel::<T>(&parts, self.axis, &shape), &shape)
         }))
     }

@@ -32,7 +32,9 @@ fn as_matrix(x: &Tensor, lhs: bool) -> Tensor {
     view(x, layout)
 }
 
-fn batch_offsets(l: &Layout, batch: &[usize]) -> Result<Vec<usize>> {
+/// Storage offset of each matrix of `l` (at least 2-D) with its batch axes broadcast to
+/// `batch`.
+pub(crate) fn batch_offsets(l: &Layout, batch: &[usize]) -> Result<Vec<usize>> {
     let nd = l.ndim();
     let bl = Layout {
         shape: l.shape[..nd - 2].into(),

@@ -1,15 +1,19 @@
 //! Ops, one file per family; each op's forward sits next to its backward (VJP). Every public
 //! function validates its inputs and returns a typed error naming the op and the shapes.
 
+pub mod advanced_index;
 pub mod axes;
 pub mod convert;
 pub mod creation;
 pub mod cumsum;
 pub mod dropout;
+pub mod einsum;
 pub mod elementwise;
 pub mod flip;
+pub mod gather;
 pub mod inplace;
 pub mod join;
+pub mod linalg;
 pub mod linear;
 pub mod logsumexp;
 pub mod loss;
@@ -28,6 +32,7 @@ pub mod softmax;
 pub mod vector_norm;
 pub mod view;
 
+pub use advanced_index::{index_advanced, Index};
 pub use axes::{
     broadcast_to, expand_as, expand_sizes, flatten, matrix_transpose, movedim, squeeze, unflatten,
     unsqueeze,
@@ -36,17 +41,20 @@ pub use convert::{to_device, to_dtype};
 pub use creation::{full, ones, rand, randn, zeros};
 pub use cumsum::cumsum;
 pub use dropout::dropout;
+pub use einsum::einsum;
 pub use elementwise::unary_fns::*;
 pub use elementwise::{
     add, add_scalar, clamp, clamp_by, clamp_max, clamp_min, div, gelu, leaky_relu, lerp,
     lerp_tensor, maximum, minimum, mul, pow, pow_scalar, scale, softplus, sub, Bound,
 };
 pub use flip::flip;
+pub use gather::{embedding, gather, index_select, nonzero, one_hot, scatter_add};
 pub use inplace::{
     add_, add_inplace, axpy_inplace, clamp_, clamp_by_, copy_, div_, fill_, masked_fill_, mul_,
     normal_, sub_, uniform_, zero_, Operand,
 };
 pub use join::{cat, concat, stack};
+pub use linalg::{addmm, baddbmm, bmm, mm, outer};
 pub use linear::linear;
 pub use logsumexp::logsumexp;
 pub use loss::{cross_entropy, mse_loss};
@@ -73,7 +81,11 @@ use crate::storage::Storage;
 use crate::tensor::{Tensor, TensorData};
 use std::sync::Arc;
 
-/// Run `$body` with `$T` bound to the Rust type of `$dtype`.
+/// Run `$body` with `$T` bound to the Rust float type of `$dtype` (the differentiable
+/// kernels). Only reached with float dtypes: `autograd::node::apply` rejects integer and
+/// bool inputs for every op that does not declare [`Op::any_dtype`](crate::autograd::node::Op::any_dtype),
+/// and the functions outside `apply` that use it check the dtype first; an integer dtype
+/// here is an engine bug.
 #[macro_export]
 macro_rules! dispatch {
     ($dtype:expr, $T:ident => $body:expr) => {
@@ -86,12 +98,43 @@ macro_rules! dispatch {
                 type $T = f64;
                 $body
             }
+            other => unreachable!("float kernel reached with {other}"),
+        }
+    };
+}
+
+/// Run `$body` with `$T` bound to the Rust storage type of `$dtype`, for every dtype (the
+/// kernels that only move or compare elements: copies, casts, gathers, joins, comparisons).
+#[macro_export]
+macro_rules! dispatch_any {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::dtype::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::dtype::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::dtype::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::dtype::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::dtype::DType::Bool => {
+                type $T = u8;
+                $body
+            }
         }
     };
 }
 
 /// A new contiguous tensor from kernel output.
-pub(crate) fn from_vec<T: crate::dtype::Element>(v: Vec<T>, shape: &[usize]) -> Tensor {
+pub(crate) fn from_vec<T: crate::dtype::Scalar>(v: Vec<T>, shape: &[usize]) -> Tensor {
     Tensor::from_data(TensorData {
         storage: Arc::new(Storage::from_vec(v)),
         layout: Layout::contiguous(shape),
@@ -155,7 +198,7 @@ pub fn contiguous_copy(t: &Tensor, dtype: DType) -> Result<Tensor> {
         t.device(),
         || {
             crate::cpu::catch_oom(op, || {
-                Ok(dispatch!(t.dtype(), S => dispatch!(dtype, D => {
+                Ok(dispatch_any!(t.dtype(), S => dispatch_any!(dtype, D => {
                     from_vec(crate::cpu::gather_cast::<S, D>(t.data()), t.shape())
                 })))
             })

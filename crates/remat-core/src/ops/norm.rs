@@ -6,7 +6,7 @@ use super::softmax::{c_order, for_blocks};
 use super::{cast, check_same_device, from_vec};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
 use crate::cpu;
-use crate::dtype::Element;
+use crate::dtype::{Element, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::fmt_shape;
 use crate::tensor::Tensor;

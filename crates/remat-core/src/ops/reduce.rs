@@ -78,9 +78,29 @@ pub(crate) fn broadcast_back(g: &Tensor, axes: &[usize], full: &[usize]) -> Resu
 }
 
 /// Sum over `axes` (None: all axes).
+/// Integer and bool tensors sum exactly (wrapping) to int64, as in PyTorch.
 pub fn sum(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
     let axes = resolve_axes("sum", axes, x.ndim())?;
+    if !x.dtype().is_float() {
+        return sum_int(x, &axes, keepdims);
+    }
     apply(SumOp { axes, keepdims }, &[x], &[])
+}
+
+/// The int64 sum of an integer or bool tensor over (normalised) `axes`.
+fn sum_int(x: &Tensor, axes: &[usize], keepdims: bool) -> Result<Tensor> {
+    if x.device() != crate::device::Device::Cpu {
+        return Err(crate::error::Error::device(
+            "sum",
+            format!("{} sums are not supported on CUDA yet", x.dtype()),
+        ));
+    }
+    let shape = reduced_shape(x.shape(), axes, keepdims);
+    cpu::catch_oom("sum", || {
+        let x = super::cast(x, crate::dtype::DType::I64)?;
+        let v = cpu::reduce::<i64, _>(x.data(), axes, 0, i64::wrapping_add);
+        Ok(from_vec(v, &shape))
+    })
 }
 
 /// Reduce a broadcast gradient back to `shape` (sums leading axes and stretched axes);

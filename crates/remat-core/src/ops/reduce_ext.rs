@@ -7,7 +7,7 @@ use super::reduce::{broadcast_back, reduced_shape, resolve_axes, rows_view, sum_
 use super::{div, from_vec, mul, scale};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
 use crate::cpu;
-use crate::dtype::Element;
+use crate::dtype::{Element, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::{fmt_shape, Dims};
 use crate::tensor::Tensor;
@@ -131,11 +131,25 @@ impl Op for MaxOp {
 /// elements; ties split it evenly. Reducing an axis of extent 0 is a shape error.
 pub fn max(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
     let axes = nonempty_axes("max", axes, x)?;
+    if !x.dtype().is_float() {
+        return via_f64(x, |y| max(y, Some(&as_isize(&axes)), keepdims));
+    }
     apply(
         MaxOp { axes, keepdims },
         &[x],
         &[Save::Input(0), Save::Output],
     )
+}
+
+/// A max/min-like reduction of an integer or bool tensor: computed in float64 (exact for
+/// values below 2^53) and returned in the input's dtype, as PyTorch does.
+fn via_f64(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    super::cast(&f(&super::cast(x, crate::dtype::DType::F64)?)?, x.dtype())
+}
+
+/// Normalised axes back in the signed form the public functions take.
+fn as_isize(axes: &[usize]) -> Vec<isize> {
+    axes.iter().map(|&a| a as isize).collect()
 }
 
 /// The axes of a max/min-like reduction, refusing an axis of extent 0 (no identity).
@@ -158,6 +172,9 @@ fn nonempty_axes(op: &str, axes: Option<&[isize]>, x: &Tensor) -> Result<Dims> {
 /// kernels on both devices, its NaN propagation and its even split of the gradient among ties.
 pub fn min(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
     let axes = nonempty_axes("min", axes, x)?;
+    if !x.dtype().is_float() {
+        return via_f64(x, |y| min(y, Some(&as_isize(&axes)), keepdims));
+    }
     let neg = super::neg(x)?;
     let m = apply(
         MaxOp { axes, keepdims },
@@ -170,6 +187,9 @@ pub fn min(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor>
 /// PyTorch's `amax`: the maximum over `axes` (None: all), values only.
 pub fn amax(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
     let axes = nonempty_axes("amax", axes, x)?;
+    if !x.dtype().is_float() {
+        return via_f64(x, |y| amax(y, Some(&as_isize(&axes)), keepdims));
+    }
     apply(
         MaxOp { axes, keepdims },
         &[x],

@@ -7,13 +7,13 @@
 use super::{cast, check_same_device, from_vec, reduce::sum_to};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
 use crate::cpu;
-use crate::dtype::Element;
+use crate::dtype::Scalar;
 use crate::error::{Error, Result};
 use crate::layout::{broadcast_shapes, fmt_shape};
 use crate::tensor::{Tensor, TensorData};
 
 /// `t`'s elements broadcast to `shape`, in C order.
-fn gather_as<T: Element>(t: &Tensor, shape: &[usize]) -> Result<Vec<T>> {
+fn gather_as<T: Scalar>(t: &Tensor, shape: &[usize]) -> Result<Vec<T>> {
     if t.shape() == shape {
         return Ok(cpu::gather::<T>(t.data()));
     }
@@ -26,8 +26,8 @@ fn gather_as<T: Element>(t: &Tensor, shape: &[usize]) -> Result<Vec<T>> {
 
 /// `cond != 0` broadcast to `shape`, in C order.
 fn mask(cond: &Tensor, shape: &[usize]) -> Result<Vec<bool>> {
-    Ok(crate::dispatch!(cond.dtype(), C => {
-        cpu::collect_exact(gather_as::<C>(cond, shape)?.into_iter().map(|c| c != C::from_f64(0.0)))
+    Ok(crate::dispatch_any!(cond.dtype(), C => {
+        cpu::collect_exact(gather_as::<C>(cond, shape)?.into_iter().map(|c| c != <C as crate::dtype::Scalar>::from_f64(0.0)))
     }))
 }
 
@@ -59,6 +59,9 @@ fn broadcast3(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<crate::layout::Di
 struct WhereOp;
 
 impl Op for WhereOp {
+    fn any_dtype(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "where"
     }
@@ -68,7 +71,7 @@ impl Op for WhereOp {
         let dt = a.dtype().promote(b.dtype());
         let (a, b) = (cast(a, dt)?, cast(b, dt)?);
         let m = mask(cond, &shape)?;
-        Ok(crate::dispatch!(dt, T => {
+        Ok(crate::dispatch_any!(dt, T => {
             let (av, bv) = (gather_as::<T>(&a, &shape)?, gather_as::<T>(&b, &shape)?);
             let out: Vec<T> = cpu::collect_exact(
                 m.iter()

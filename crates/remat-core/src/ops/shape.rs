@@ -88,13 +88,16 @@ fn reshape_view(x: &Tensor, shape: &[usize]) -> Option<Tensor> {
 }
 
 impl Op for ReshapeOp {
+    fn any_dtype(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "reshape"
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
         Ok(reshape_view(x, &self.shape).unwrap_or_else(
-            || crate::dispatch!(x.dtype(), T => from_vec(cpu::gather::<T>(x.data()), &self.shape)),
+            || crate::dispatch_any!(x.dtype(), T => from_vec(cpu::gather::<T>(x.data()), &self.shape)),
         ))
     }
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
@@ -141,6 +144,9 @@ struct ExpandOp {
 }
 
 impl Op for ExpandOp {
+    fn any_dtype(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "expand"
     }
@@ -178,12 +184,15 @@ struct CopyOp {
 }
 
 impl Op for CopyOp {
+    fn any_dtype(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         self.name
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
-        Ok(crate::dispatch!(x.dtype(), T => from_vec(cpu::gather::<T>(x.data()), x.shape())))
+        Ok(crate::dispatch_any!(x.dtype(), T => from_vec(cpu::gather::<T>(x.data()), x.shape())))
     }
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         crate::cuda::launch::copy(self.name, inputs[0])

@@ -9,7 +9,7 @@
 use super::{from_vec, view};
 use crate::autograd::node::{apply, BackwardCtx, Op};
 use crate::cpu;
-use crate::dtype::Element;
+use crate::dtype::{Element, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::{fmt_shape, normalize_axis, numel, Dims, Layout};
 use crate::tensor::Tensor;
@@ -41,6 +41,9 @@ fn check_rank(op: &str, x: &Tensor, ndim: usize) -> Result<()> {
 }
 
 impl Op for PermuteOp {
+    fn any_dtype(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         self.name
     }
@@ -331,6 +334,9 @@ fn scatter<T: Element>(dst: &mut [T], layout: &Layout, src: &[T]) {
 }
 
 impl Op for IndexOp {
+    fn any_dtype(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "index"
     }

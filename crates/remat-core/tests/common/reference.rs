@@ -280,3 +280,33 @@ pub fn gelu_tanh(x: f64) -> f64 {
     let k = (2.0 / std::f64::consts::PI).sqrt();
     0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
 }
+
+/// `np.einsum` for equations of letters with an explicit output (`"ij,jk->ik"`): a plain
+/// loop over every combination of the letters' positions.
+pub fn einsum(equation: &str, arrs: &[&Arr]) -> Arr {
+    let (lhs, out) = equation.split_once("->").expect("explicit output");
+    let terms: Vec<Vec<char>> = lhs.split(',').map(|t| t.chars().collect()).collect();
+    let out: Vec<char> = out.chars().collect();
+    let mut letters: Vec<char> = Vec::new();
+    let mut size: Vec<usize> = Vec::new();
+    for (t, a) in terms.iter().zip(arrs) {
+        for (&c, &n) in t.iter().zip(&a.shape) {
+            match letters.iter().position(|&l| l == c) {
+                Some(p) => assert_eq!(size[p], n, "extent of {c}"),
+                None => {
+                    letters.push(c);
+                    size.push(n);
+                }
+            }
+        }
+    }
+    let pos = |c: char| letters.iter().position(|&l| l == c).unwrap();
+    let out_shape: Vec<usize> = out.iter().map(|&c| size[pos(c)]).collect();
+    let mut data = vec![0.0; out_shape.iter().product()];
+    for i in indices(&size) {
+        let at = |t: &[char]| -> Vec<usize> { t.iter().map(|&c| i[pos(c)]).collect() };
+        let v: f64 = terms.iter().zip(arrs).map(|(t, a)| a.at(&at(t))).product();
+        data[offset(&at(&out), &out_shape)] += v;
+    }
+    Arr::new(&out_shape, data)
+}

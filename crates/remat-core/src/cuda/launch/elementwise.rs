@@ -109,7 +109,7 @@ pub fn full(op: &str, device: Device, shape: &[usize], dtype: DType, value: f64)
             l.arg(&nn);
             match dtype {
                 DType::F32 => l.arg(&v32),
-                DType::F64 => l.arg(&v64),
+                _ => l.arg(&v64),
             };
             l.arg(&yp);
             // SAFETY: matches `fill_*`; writes exactly n elements of `out`.
@@ -135,7 +135,7 @@ pub fn cast(op: &str, x: &Tensor, dtype: DType) -> Result<Tensor> {
         let kl = plan(op, shape, &[x.layout()])?;
         let name = match dtype {
             DType::F64 => "cast_f32_f64",
-            DType::F32 => "cast_f64_f32",
+            _ => "cast_f64_f32",
         };
         let f = ctx.function(op, name)?;
         let (nn, xp, yp) = (n as i64, xb.ptr_at(x.layout().offset), out.ptr());
@@ -177,7 +177,7 @@ pub fn axpy_inplace(op: &str, dst: &Tensor, src: &Tensor, alpha: f64) -> Result<
         l.arg(&nn);
         match dst.dtype() {
             DType::F32 => l.arg(&a32),
-            DType::F64 => l.arg(&a64),
+            _ => l.arg(&a64),
         };
         l.arg(&xp).arg(&kl[0]).arg(&yp);
         // SAFETY: matches `axpy_*`; `dst` is contiguous with n elements from its offset.
@@ -258,7 +258,7 @@ pub fn fill_inplace(op: &str, dst: &Tensor, value: f64) -> Result<()> {
     match dst.dtype() {
         // `fill_*`: writes n contiguous elements from dst's offset.
         DType::F32 => launch!(op, ctx, f, grid(n), nn, v32, yp),
-        DType::F64 => launch!(op, ctx, f, grid(n), nn, value, yp),
+        _ => launch!(op, ctx, f, grid(n), nn, value, yp),
     }
 }
 

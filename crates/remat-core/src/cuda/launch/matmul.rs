@@ -36,6 +36,21 @@ pub fn matmul_nd(
     batch: &[usize],
     init: Option<&Tensor>,
 ) -> Result<Tensor> {
+    matmul_nd_scaled(op, a, b, batch, init.map(|i| (i, 1.0)), 1.0)
+}
+
+/// `beta * init + alpha * (a @ b)` with `init = Some((tensor, beta))` (PyTorch's `addmm` /
+/// `baddbmm`), else `alpha * (a @ b)`; shapes and batches as in [`matmul_nd`]. With
+/// `beta == 0` the initial tensor is not read (NaN in it does not propagate), as in PyTorch.
+pub fn matmul_nd_scaled(
+    op: &str,
+    a: &Tensor,
+    b: &Tensor,
+    batch: &[usize],
+    init: Option<(&Tensor, f64)>,
+    alpha: f64,
+) -> Result<Tensor> {
+    let init = init.filter(|&(_, beta)| beta != 0.0);
     use crate::cuda::blas::{blas_view, gemm, BlasOperand};
     let usable = |t: &Tensor| {
         let l = t.layout();
@@ -58,13 +73,13 @@ pub fn matmul_nd(
     shape.push(m);
     shape.push(n);
     let (out, beta) = match init {
-        Some(i) => {
+        Some((i, beta)) => {
             let l = i.layout().broadcast_to(op, &shape)?;
             let v = Tensor::from_data(TensorData {
                 storage: i.storage().clone(),
                 layout: l,
             });
-            (cast(op, &v, a.dtype())?, 1.0)
+            (cast(op, &v, a.dtype())?, beta)
         }
         None => (
             tensor(
@@ -93,6 +108,16 @@ pub fn matmul_nd(
         rows: k,
         cols: n,
     };
-    gemm(op, a.dtype(), &oa, &ob, m, k, n, buffer(op, &out)?, beta)?;
+    gemm(
+        op,
+        a.dtype(),
+        &oa,
+        &ob,
+        m,
+        k,
+        n,
+        buffer(op, &out)?,
+        (alpha, beta),
+    )?;
     Ok(out)
 }

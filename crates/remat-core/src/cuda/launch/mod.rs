@@ -20,7 +20,7 @@ pub use common::{buffer, plan, tensor};
 pub use elementwise::{
     axpy_inplace, binary, cast, copy, copy_into, empty, fill_inplace, flip, full, unary, where_,
 };
-pub use matmul::matmul_nd;
+pub use matmul::{matmul_nd, matmul_nd_scaled};
 pub use nn::{
     cross_entropy, cross_entropy_backward, dropout, layer_norm, layer_norm_backward, softmax,
     softmax_backward,

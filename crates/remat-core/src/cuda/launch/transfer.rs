@@ -6,12 +6,12 @@ use super::elementwise::{cast, copy};
 use crate::cuda::context;
 use crate::cuda::storage::CudaBuffer;
 use crate::device::Device;
-use crate::dtype::Element;
+use crate::dtype::Scalar;
 use crate::error::Result;
 use crate::tensor::Tensor;
 
 /// `t`'s elements in C order as a host vector of `T` (copies; waits for queued work).
-pub fn to_host_vec<T: Element>(op: &str, t: &Tensor) -> Result<Vec<T>> {
+pub fn to_host_vec<T: Scalar>(op: &str, t: &Tensor) -> Result<Vec<T>> {
     let c = if t.dtype() == T::DTYPE && t.is_contiguous() {
         t.clone()
     } else {
@@ -23,17 +23,17 @@ pub fn to_host_vec<T: Element>(op: &str, t: &Tensor) -> Result<Vec<T>> {
 /// `t` copied to `device` as a new contiguous tensor (no graph).
 pub fn transfer(op: &str, t: &Tensor, device: Device) -> Result<Tensor> {
     match (t.device(), device) {
-        (Device::Cpu, Device::Cpu) => crate::dispatch!(t.dtype(), T => {
+        (Device::Cpu, Device::Cpu) => crate::dispatch_any!(t.dtype(), T => {
             Tensor::from_vec(crate::cpu::gather::<T>(t.data()), t.shape())
         }),
         (Device::Cpu, Device::Cuda(_)) => {
             let ctx = context::get(op, device)?;
-            crate::dispatch!(t.dtype(), T => {
+            crate::dispatch_any!(t.dtype(), T => {
                 let host = crate::cpu::catch_oom(op, || Ok(crate::cpu::gather::<T>(t.data())))?;
                 Ok(tensor(CudaBuffer::from_host(op, &ctx, &host)?, t.shape()))
             })
         }
-        (Device::Cuda(_), Device::Cpu) => crate::dispatch!(t.dtype(), T => {
+        (Device::Cuda(_), Device::Cpu) => crate::dispatch_any!(t.dtype(), T => {
             Tensor::from_vec(to_host_vec::<T>(op, t)?, t.shape())
         }),
         (Device::Cuda(a), Device::Cuda(b)) if a == b => copy(op, t),

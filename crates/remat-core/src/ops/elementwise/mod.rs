@@ -88,9 +88,9 @@ macro_rules! unary_table {
                 match self {
                     $(Unary::$V => crate::dispatch!(x.dtype(), T => {
                         #[allow(unused_variables)]
-                        let $p = <T as crate::dtype::Element>::from_f64(p);
+                        let $p = <T as crate::dtype::Scalar>::from_f64(p);
                         #[allow(unused_imports)]
-                        use crate::dtype::Element as _;
+                        use crate::dtype::{Element as _, Scalar as _};
                         $crate::ops::from_vec(
                             crate::cpu::map_wide(x.data(), move |$x: T| $cpu),
                             x.shape(),
@@ -211,9 +211,9 @@ macro_rules! binary_table {
                 match self {
                     $(Binary::$V => crate::dispatch!(a.dtype(), T => {
                         #[allow(unused_variables)]
-                        let $p = <T as crate::dtype::Element>::from_f64(p);
+                        let $p = <T as crate::dtype::Scalar>::from_f64(p);
                         #[allow(unused_imports)]
-                        use crate::dtype::Element as _;
+                        use crate::dtype::{Element as _, Scalar as _};
                         $crate::ops::from_vec(
                             crate::cpu::zip_wide(
                                 a.data(),
@@ -253,6 +253,7 @@ macro_rules! binary_table {
     }};
 }
 
+mod int_rules;
 mod param_fns;
 pub mod scalar;
 mod table;
@@ -296,8 +297,12 @@ pub fn unary_forward(f: Unary, x: &Tensor, p: f64) -> Result<Tensor> {
     UnaryOp { f, p }.forward(&[x])
 }
 
-/// Apply a unary row, recording it for backward.
+/// Apply a unary row, recording it for backward (integer and bool inputs: see
+/// [`int_rules`]).
 pub fn unary(f: Unary, x: &Tensor, p: f64) -> Result<Tensor> {
+    if !x.dtype().is_float() {
+        return int_rules::unary_int(f, x, p);
+    }
     apply(UnaryOp { f, p }, &[x], f.saves().list())
 }
 
@@ -353,8 +358,12 @@ pub fn binary_forward(f: Binary, a: &Tensor, b: &Tensor, p: f64) -> Result<Tenso
     BinaryOp { f, p }.forward(&[a, b])
 }
 
-/// Apply a binary row, recording it for backward.
+/// Apply a binary row, recording it for backward (integer and bool operands: see
+/// [`int_rules`]).
 pub fn binary(f: Binary, a: &Tensor, b: &Tensor, p: f64) -> Result<Tensor> {
+    if !a.dtype().is_float() || !b.dtype().is_float() {
+        return int_rules::binary_int(f, a, b, p);
+    }
     apply(BinaryOp { f, p }, &[a, b], f.saves().list())
 }
 

@@ -3,7 +3,7 @@
 //! destination's version like every in-place write.
 
 use crate::cpu;
-use crate::dtype::Element;
+use crate::dtype::Scalar;
 use crate::error::{Error, Result};
 use crate::layout::{broadcast_shapes, fmt_shape};
 use crate::ops::{cast, check_same_device};

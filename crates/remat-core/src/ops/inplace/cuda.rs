@@ -8,7 +8,7 @@
 
 use super::update::{Src, Update};
 use crate::cuda::launch;
-use crate::dtype::Element;
+use crate::dtype::Scalar;
 use crate::error::Result;
 use crate::grad_mode::no_grad;
 use crate::ops;

@@ -1,0 +1,118 @@
+//! int64, int32 and bool tensors in the engine: promotion, exact integer arithmetic, the
+//! float-only ops' refusal, casts, and the rule that they never require grad.
+#![allow(clippy::unwrap_used)]
+
+use remat_core::dtype::Category;
+use remat_core::{ops, DType, Error, Tensor};
+
+fn ints(v: &[i64], shape: &[usize]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), shape).unwrap()
+}
+
+#[test]
+fn promotion_follows_pytorch_categories() {
+    use DType::*;
+    assert_eq!(I32.promote(I64), I64);
+    assert_eq!(Bool.promote(I32), I32);
+    assert_eq!(I64.promote(F32), F32);
+    assert_eq!(F32.promote(F64), F64);
+    assert_eq!(Bool.promote(Bool), Bool);
+    assert!(Bool.category() < Category::Integer && Category::Integer < Category::Float);
+    for d in DType::ALL {
+        assert_eq!(DType::parse(d.name()), Some(d));
+    }
+}
+
+#[test]
+fn integer_arithmetic_is_exact_and_keeps_the_dtype() {
+    let big = (1i64 << 53) + 1;
+    let a = ints(&[big, -3, 7], &[3]);
+    let b = ints(&[1, 2, 3], &[3]);
+    let s = ops::add(&a, &b).unwrap();
+    assert_eq!(s.dtype(), DType::I64);
+    assert_eq!(s.to_vec::<i64>(), vec![big + 1, -1, 10]);
+    assert_eq!(ops::mul(&a, &b).unwrap().to_vec::<i64>(), vec![big, -6, 21]);
+    assert_eq!(ops::sub(&b, &a).unwrap().to_vec::<i64>()[1], 5);
+    let total = ops::sum(&a, None, false).unwrap();
+    assert_eq!(total.dtype(), DType::I64);
+    assert_eq!(total.item_i64().unwrap(), big + 4);
+    // Broadcasting against a row.
+    let m = ints(&[1, 2, 3, 4, 5, 6], &[2, 3]);
+    let r = ops::add(&m, &b).unwrap();
+    assert_eq!(r.to_vec::<i64>(), vec![2, 4, 6, 5, 7, 9]);
+    assert_eq!(ops::neg(&m).unwrap().dtype(), DType::I64);
+}
+
+#[test]
+fn mixed_int_float_gives_float_and_division_is_true_division() {
+    let a = ints(&[1, 2, 3], &[3]);
+    let f = Tensor::from_vec(vec![0.5f32, 0.5, 0.5], &[3]).unwrap();
+    let p = ops::mul(&a, &f).unwrap();
+    assert_eq!(p.dtype(), DType::F32);
+    assert_eq!(p.to_vec::<f32>(), vec![0.5, 1.0, 1.5]);
+    let q = ops::div(&a, &a).unwrap();
+    assert_eq!(q.dtype(), DType::F32);
+    assert_eq!(ops::exp(&a).unwrap().dtype(), DType::F32);
+}
+
+#[test]
+fn float_only_ops_refuse_integers_with_a_dtype_error() {
+    let a = ints(&[1, 2, 3], &[3]);
+    let e = ops::softmax(&a, -1).unwrap_err();
+    assert!(matches!(e, Error::DType { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("softmax") && msg.contains("int64") && msg.contains("(3,)"),
+        "{msg}"
+    );
+    assert!(ops::matmul(&a, &a).is_err());
+}
+
+#[test]
+fn integer_tensors_never_require_grad() {
+    let a = ints(&[1, 2], &[2]);
+    assert!(matches!(
+        a.set_requires_grad(true),
+        Err(Error::DType { .. })
+    ));
+    assert!(!a.requires_grad());
+    // An integer result of a recorded op is not part of the graph.
+    let x = Tensor::from_vec(vec![1.5f32, -2.5], &[2]).unwrap();
+    x.set_requires_grad(true).unwrap();
+    let i = ops::to_dtype(&x, DType::I64).unwrap();
+    assert!(!i.requires_grad() && i.grad_fn().is_none());
+    assert_eq!(i.to_vec::<i64>(), vec![1, -2]);
+}
+
+#[test]
+fn casts_between_every_pair_round_trip_small_values() {
+    let src = ints(&[0, 1, 5, -2], &[4]);
+    for d in DType::ALL {
+        let t = ops::to_dtype(&src, d).unwrap();
+        assert_eq!(t.dtype(), d);
+        let back = ops::to_dtype(&t, DType::I64).unwrap().to_vec::<i64>();
+        let want: Vec<i64> = if d == DType::Bool {
+            vec![0, 1, 1, 1]
+        } else {
+            vec![0, 1, 5, -2]
+        };
+        assert_eq!(back, want, "{d}");
+    }
+}
+
+#[test]
+fn shape_ops_move_integer_elements() {
+    let m = ints(&[1, 2, 3, 4, 5, 6], &[2, 3]);
+    let t = ops::transpose(&m, 0, 1).unwrap();
+    assert_eq!(
+        ops::contiguous(&t).unwrap().to_vec::<i64>(),
+        vec![1, 4, 2, 5, 3, 6]
+    );
+    let c = ops::cat(&[m.clone(), m.clone()], 0).unwrap();
+    assert_eq!(c.dtype(), DType::I64);
+    assert_eq!(c.shape(), &[4, 3]);
+    let r = ops::reshape(&t, &[6]).unwrap();
+    assert_eq!(r.to_vec::<i64>(), vec![1, 4, 2, 5, 3, 6]);
+    let f = ops::flip(&m, &[1]).unwrap();
+    assert_eq!(f.to_vec::<i64>(), vec![3, 2, 1, 6, 5, 4]);
+}

@@ -1,0 +1,268 @@
+"""int64, int32 and bool tensors: dtype inference, PyTorch's type promotion, integer
+arithmetic, the float-only ops' errors, conversions, and the rule that integer tensors never
+require grad."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import remat
+
+INT_DTYPES = ["int64", "int32"]
+
+
+def test_dtype_objects_and_aliases():
+    assert str(remat.int64) == "int64" and str(remat.int32) == "int32"
+    assert str(remat.bool) == "bool" and remat.bool is remat.bool_
+    assert remat.long is remat.int64 and remat.double is remat.float64
+    assert remat.float is remat.float32
+    assert remat.int64 == np.int64 and remat.int32 == np.dtype("int32") and remat.bool == np.bool_
+    assert not remat.int64.is_floating_point and remat.float32.is_floating_point
+    assert remat.int64.itemsize == 8 and remat.int32.itemsize == 4 and remat.bool.itemsize == 1
+    assert pickle.loads(pickle.dumps(remat.int32)) is remat.int32
+    assert {remat.int64: 1}[remat.long] == 1
+
+
+@pytest.mark.parametrize(
+    "a,b,want",
+    [
+        ("int64", "int64", "int64"),
+        ("int32", "int64", "int64"),
+        ("int32", "int32", "int32"),
+        ("bool", "int32", "int32"),
+        ("bool", "bool", "bool"),
+        ("int64", "float32", "float32"),
+        ("int32", "float64", "float64"),
+        ("bool", "float32", "float32"),
+        ("float32", "float64", "float64"),
+    ],
+)
+def test_tensor_tensor_promotion(a, b, want):
+    x = remat.tensor(np.array([1, 0, 3]).astype(a))
+    y = remat.tensor(np.array([2, 1, 1]).astype(b))
+    for op in ("__add__", "__mul__", "maximum", "minimum"):
+        got = getattr(x, op)(y)
+        assert str(got.dtype) == want, (op, got.dtype)
+        assert str(getattr(y, op)(x).dtype) == want
+
+
+def test_python_scalars_promote_by_category():
+    i = remat.tensor([1, 2, 3])
+    f = remat.tensor([1.0, 2.0])
+    b = remat.tensor([True, False])
+    assert (i + 1).dtype == remat.int64 and (1 + i).dtype == remat.int64
+    assert (i * 2.5).dtype == remat.float32
+    np.testing.assert_allclose((i * 2.5).numpy(), [2.5, 5.0, 7.5])
+    assert (f * 2).dtype == remat.float32 and (f.double() * 2).dtype == remat.float64
+    assert (b + 1).dtype == remat.int64
+    assert (b * 1.5).dtype == remat.float32
+    assert (remat.tensor([1, 2], dtype=remat.int32) + 1).dtype == remat.int32
+
+
+def test_integer_arithmetic_is_exact():
+    big = 2**53 + 1
+    t = remat.tensor([big, -big])
+    assert (t + 2).tolist() == [big + 2, -big + 2]
+    assert (t - 1).tolist() == [big - 1, -big - 1]
+    assert (t * 1).tolist() == [big, -big]
+    assert t.sum().item() == 0
+    assert t.max().item() == big or t.max().item() == 2**53  # max via float64: |v| < 2^53 exact
+    a = np.array([[5, -3, 7], [0, 2, -8]])
+    x = remat.tensor(a)
+    np.testing.assert_array_equal((x + x).numpy(), a + a)
+    np.testing.assert_array_equal((x * x).numpy(), a * a)
+    np.testing.assert_array_equal((x - 4).numpy(), a - 4)
+    np.testing.assert_array_equal((-x).numpy(), -a)
+    np.testing.assert_array_equal(abs(x).numpy(), abs(a))
+    np.testing.assert_array_equal((x**2).numpy(), a**2)
+    assert (x**2).dtype == remat.int64
+    np.testing.assert_array_equal(x.sum(dim=1).numpy(), a.sum(axis=1))
+    assert x.sum().dtype == remat.int64 and x.sum().item() == a.sum()
+    np.testing.assert_array_equal(x.amax(dim=0).numpy(), a.max(axis=0))
+    np.testing.assert_array_equal(x.relu().numpy(), np.maximum(a, 0))
+    np.testing.assert_array_equal(x.clamp(-2, 3).numpy(), np.clip(a, -2, 3))
+    assert x.clamp(-2, 3).dtype == remat.int64
+
+
+def test_int32_sums_to_int64():
+    x = remat.tensor(np.array([2**30, 2**30, 2**30], dtype=np.int32))
+    s = x.sum()
+    assert s.dtype == remat.int64 and s.item() == 3 * 2**30
+
+
+def test_bool_arithmetic_as_pytorch():
+    a = remat.tensor([True, True, False, False])
+    b = remat.tensor([True, False, True, False])
+    assert (a + b).tolist() == [True, True, True, False]  # or
+    assert (a * b).tolist() == [True, False, False, False]  # and
+    assert a.sum().item() == 2 and a.sum().dtype == remat.int64
+    with pytest.raises(remat.DTypeError, match="sub"):
+        a - b
+    with pytest.raises(remat.DTypeError, match="neg"):
+        remat.neg(a)
+
+
+def test_true_division_and_math_give_float32():
+    x = remat.tensor([1, 2, 4])
+    assert (x / 2).dtype == remat.float32
+    np.testing.assert_allclose((x / 2).numpy(), [0.5, 1.0, 2.0])
+    assert (x / x).dtype == remat.float32
+    for f in ("exp", "sqrt", "sin", "sigmoid", "tanh", "log"):
+        y = getattr(x, f)()
+        assert y.dtype == remat.float32, f
+        np.testing.assert_allclose(y.numpy(), getattr(np, f, None)(x.numpy().astype(np.float32))
+                                   if hasattr(np, f) else y.numpy(), rtol=1e-6)
+
+
+def test_negative_integer_power_is_an_error():
+    with pytest.raises(ValueError, match="negative"):
+        remat.tensor([2, 3]) ** remat.tensor([-1, 1])
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "bool"])
+def test_integer_tensors_never_require_grad(dtype):
+    t = remat.zeros(3, dtype=getattr(remat, dtype))
+    with pytest.raises(remat.DTypeError, match=rf"{dtype}.*\(3,\)"):
+        t.requires_grad_()
+    with pytest.raises(remat.DTypeError, match="only floating point"):
+        t.requires_grad = True
+    with pytest.raises(remat.DTypeError):
+        remat.tensor([1, 2], requires_grad=True)
+    with pytest.raises(remat.DTypeError):
+        remat.zeros(2, dtype=getattr(remat, dtype), requires_grad=True)
+    assert not t.requires_grad
+
+
+def test_integer_result_of_a_graph_does_not_require_grad():
+    x = remat.randn(4, requires_grad=True)
+    i = x.long()
+    assert i.dtype == remat.int64 and not i.requires_grad and i.grad_fn is None
+    # ... and float results of mixing it back in follow only the float input.
+    y = (x * i).sum()
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), i.numpy().astype(np.float32))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: remat.softmax(t, dim=0),
+        lambda t: remat.log_softmax(t, dim=0),
+        lambda t: t.mean(),
+        lambda t: remat.layer_norm(t),
+        lambda t: remat.matmul(t, t),
+        lambda t: t.var(),
+    ],
+)
+def test_float_only_ops_name_the_op_and_shape(call):
+    t = remat.tensor([1, 2, 3])
+    with pytest.raises(remat.DTypeError) as info:
+        call(t)
+    msg = str(info.value)
+    assert "int64" in msg and "(3,)" in msg
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES + ["bool"])
+def test_numpy_round_trip_keeps_dtype_and_shares_memory(dtype):
+    a = (np.arange(6).reshape(2, 3) % 2).astype(dtype)
+    t = remat.from_numpy(a)
+    assert str(t.dtype) == dtype
+    n = t.numpy()
+    assert n.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(n, a)
+    assert np.shares_memory(n, a)
+    np.testing.assert_array_equal(np.asarray(t), a)
+
+
+def test_item_tolist_int_index():
+    t = remat.tensor([[3, -1], [7, 2]])
+    assert t[0, 1].item() == -1 and isinstance(t[0, 1].item(), int)
+    assert t.tolist() == [[3, -1], [7, 2]]
+    assert isinstance(remat.tensor([True])[0].item(), bool)
+    assert isinstance(remat.tensor([1.5])[0].item(), float)
+    assert int(t[1, 0]) == 7
+    xs = ["a", "b", "c"]
+    assert xs[remat.tensor(2)] == "c"
+    with pytest.raises(TypeError):
+        xs[remat.tensor(1.0)]
+
+
+def test_casts():
+    x = remat.tensor([1.7, -2.5, 0.0, 3.0])
+    assert x.long().tolist() == [1, -2, 0, 3]
+    assert x.int().dtype == remat.int32 and x.int().tolist() == [1, -2, 0, 3]
+    assert x.bool().tolist() == [True, True, False, True]
+    assert x.long().float().dtype == remat.float32
+    assert x.type(remat.int64).dtype == remat.int64
+    assert x.type() == "remat.FloatTensor" and x.long().type() == "remat.LongTensor"
+    assert x.to(remat.int64).dtype == remat.int64 and x.to("bool").dtype == remat.bool
+    assert remat.tensor([3, 4]).double().tolist() == [3.0, 4.0]
+    assert remat.tensor([2**40]).int().dtype == remat.int32
+
+
+def test_creation_with_integer_dtypes():
+    z = remat.zeros(2, 3, dtype=remat.int64)
+    assert z.dtype == remat.int64 and z.tolist() == [[0] * 3] * 2
+    assert remat.ones(2, dtype=remat.bool).tolist() == [True, True]
+    assert remat.full((2,), 7, dtype=remat.int32).tolist() == [7, 7]
+    with pytest.raises(remat.DTypeError, match="randn"):
+        remat.randn(2, dtype=remat.int64)
+
+
+def test_shape_and_join_ops_keep_integer_dtypes():
+    a = np.arange(12).reshape(3, 4)
+    t = remat.tensor(a)
+    np.testing.assert_array_equal(t.T.numpy(), a.T)
+    np.testing.assert_array_equal(t.reshape(4, 3).numpy(), a.reshape(4, 3))
+    np.testing.assert_array_equal(t[1:, ::2].numpy(), a[1:, ::2])
+    np.testing.assert_array_equal(remat.cat([t, t], dim=1).numpy(), np.concatenate([a, a], 1))
+    np.testing.assert_array_equal(remat.stack([t, t]).numpy(), np.stack([a, a]))
+    np.testing.assert_array_equal(t.flip(0).numpy(), a[::-1])
+    np.testing.assert_array_equal(t.unsqueeze(0).expand(2, 3, 4).numpy(),
+                                  np.broadcast_to(a, (2, 3, 4)))
+    np.testing.assert_array_equal(t.T.contiguous().numpy(), a.T)
+    np.testing.assert_array_equal(t.clone().numpy(), a)
+    np.testing.assert_array_equal(t.repeat(2, 1).numpy(), np.tile(a, (2, 1)))
+    for part, ref in zip(t.split(2, dim=1), np.split(a, 2, axis=1)):
+        assert part.dtype == remat.int64
+        np.testing.assert_array_equal(part.numpy(), ref)
+    m = remat.tensor([[True, False], [False, True]])
+    np.testing.assert_array_equal(m.T.numpy(), [[True, False], [False, True]])
+
+
+def test_where_with_integer_values():
+    c = remat.tensor([1.0, 0.0, 2.0])
+    got = remat.where(c, remat.tensor([1, 2, 3]), remat.tensor([10, 20, 30]))
+    assert got.dtype == remat.int64 and got.tolist() == [1, 20, 3]
+
+
+def test_repr_follows_pytorch():
+    assert repr(remat.tensor([1, 2])) == "tensor([1, 2])"
+    assert repr(remat.tensor([1, 2], dtype=remat.int32)) == "tensor([1, 2], dtype=remat.int32)"
+    assert repr(remat.tensor([True, False])) == "tensor([ True, False])"
+
+
+def test_cross_entropy_takes_an_int64_tensor_target():
+    logits = remat.randn(3, 4, requires_grad=True)
+    target = remat.tensor([0, 3, 1])
+    a = remat.cross_entropy(logits, target)
+    b = remat.cross_entropy(logits, np.array([0, 3, 1]))
+    assert a.item() == b.item()
+
+
+def test_int_arithmetic_on_views_and_broadcast():
+    a = np.arange(6).reshape(2, 3)
+    t = remat.tensor(a)
+    np.testing.assert_array_equal((t.T + remat.tensor([1, 2])).numpy(), a.T + [1, 2])
+    np.testing.assert_array_equal((t[:, ::2] * t[:, :1]).numpy(), a[:, ::2] * a[:, :1])
+
+
+def test_pickle_and_deepcopy_int_tensors():
+    import copy
+
+    t = remat.tensor([[1, 2], [3, 4]], dtype=remat.int32)
+    for u in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t)):
+        assert u.dtype == remat.int32 and u.tolist() == [[1, 2], [3, 4]]
