@@ -5,14 +5,14 @@
 #![allow(clippy::unwrap_used)]
 
 use remat_core::ops::{self, IndexItem};
-use remat_core::{no_grad, DType, Device};
+use remat_core::{no_grad, DType, Device, Tensor};
 
 #[test]
 fn in_place_ops_leave_the_byte_counters_alone() {
     let x = ops::randn(&[64, 32], DType::F32, Device::Cpu).unwrap();
     let y = ops::randn(&[64, 32], DType::F32, Device::Cpu).unwrap();
     let y64 = ops::randn(&[32], DType::F64, Device::Cpu).unwrap();
-    let mask = ops::rand(&[64, 1], DType::F32, Device::Cpu).unwrap();
+    let mask = Tensor::from_vec((0..64).map(|i| (i % 3 == 0) as u8).collect(), &[64, 1]).unwrap();
     let w = ops::randn(&[32, 32], DType::F32, Device::Cpu).unwrap();
     w.set_requires_grad(true).unwrap();
     let xt = ops::transpose(&x, 0, 1).unwrap();
@@ -24,15 +24,15 @@ fn in_place_ops_leave_the_byte_counters_alone() {
     x.mul_(1.5).unwrap();
     x.div_(&y64).unwrap(); // mixed dtype, broadcast
     xt.clamp_(Some(-1.0), Some(1.0)).unwrap();
-    x.masked_fill_(&mask, 0.25).unwrap();
+    x.masked_fill_(&mask, 0.25).unwrap(); // a bool mask: read as it is
     x.copy_(&y).unwrap();
     xt.fill_(2.0).unwrap();
     x.zero_().unwrap();
     xt.normal_(0.0, 1.0).unwrap();
     x.uniform_(-1.0, 1.0).unwrap();
-    x.setitem(&[IndexItem::Int(0)], 3.0).unwrap();
+    x.setitem(&[IndexItem::Int(0).into()], 3.0).unwrap();
     x.setitem(
-        &[IndexItem::Ellipsis, IndexItem::Int(1)],
+        &[IndexItem::Ellipsis.into(), IndexItem::Int(1).into()],
         &ops::index(&y, &[IndexItem::Ellipsis, IndexItem::Int(2)]).unwrap(),
     )
     .unwrap();

@@ -12,6 +12,14 @@ use common::{det, leaf};
 use remat_core::ops::{self, IndexItem, Operand};
 use remat_core::{no_grad, DType, Device, Error, Tensor};
 
+/// The engine's generator is process-wide and tests run on parallel threads: the tests that
+/// seed it or draw from it take turns.
+static RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn rng_turn() -> std::sync::MutexGuard<'static, ()> {
+    RNG.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn t64(v: &[f64], shape: &[usize]) -> Tensor {
     Tensor::from_vec(v.to_vec(), shape).unwrap()
 }
@@ -289,6 +297,7 @@ fn masked_fill_writes_where_the_mask_is_nonzero() {
 
 #[test]
 fn random_fills_are_reproducible_and_match_the_constructors() {
+    let _rng = rng_turn();
     for dtype in [DType::F32, DType::F64] {
         remat_core::manual_seed(11);
         let a = ops::randn(&[3, 7], dtype, Device::Cpu).unwrap();
@@ -338,6 +347,7 @@ fn random_fills_are_reproducible_and_match_the_constructors() {
 
 #[test]
 fn large_tensors_take_the_parallel_path() {
+    let _rng = rng_turn();
     // A transposed (non-contiguous) destination of 2^17 elements with a broadcast operand.
     let base = ops::full(&[256, 512], 1.0, DType::F32, Device::Cpu).unwrap();
     let t = ops::transpose(&base, 0, 1).unwrap();
@@ -360,15 +370,16 @@ fn large_tensors_take_the_parallel_path() {
 #[test]
 fn setitem_writes_the_indexed_view() {
     let x = ops::zeros(&[3, 4], DType::F64, Device::Cpu).unwrap();
-    x.setitem(&[IndexItem::Int(1)], 5.0).unwrap();
+    x.setitem(&[IndexItem::Int(1).into()], 5.0).unwrap();
     x.setitem(
         &[
-            IndexItem::Ellipsis,
+            IndexItem::Ellipsis.into(),
             IndexItem::Slice {
                 start: Some(-1),
                 stop: None,
                 step: 1,
-            },
+            }
+            .into(),
         ],
         &t64(&[7.0, 8.0, 9.0], &[3, 1]),
     )
@@ -379,8 +390,9 @@ fn setitem_writes_the_indexed_view() {
                 start: None,
                 stop: None,
                 step: 2,
-            },
-            IndexItem::Int(0),
+            }
+            .into(),
+            IndexItem::Int(0).into(),
         ],
         &Tensor::from_vec(vec![-1.0f32, -2.0], &[2]).unwrap(),
     )
@@ -390,26 +402,135 @@ fn setitem_writes_the_indexed_view() {
         vec![-1.0, 0.0, 0.0, 7.0, 5.0, 5.0, 5.0, 8.0, -2.0, 0.0, 0.0, 9.0]
     );
     assert_eq!(x.version(), 3);
-    let e = x.setitem(&[IndexItem::Int(3)], 1.0).unwrap_err();
+    let e = x.setitem(&[IndexItem::Int(3).into()], 1.0).unwrap_err();
     assert!(matches!(e, Error::Shape { .. }), "{e}");
     let e = x
-        .setitem(&[IndexItem::Int(0)], &t64(&[1.0, 2.0], &[2]))
+        .setitem(&[IndexItem::Int(0).into()], &t64(&[1.0, 2.0], &[2]))
         .unwrap_err();
     assert!(matches!(e, Error::Shape { .. }), "{e}");
-    let d = ops::destination(&x, &[IndexItem::Int(2)]).unwrap();
-    let ops::Destination::View(v) = d;
-    assert_eq!(v.to_vec::<f64>(), vec![-2.0, 0.0, 0.0, 9.0]);
+    match ops::destination(&x, &[IndexItem::Int(2).into()]).unwrap() {
+        ops::Destination::View(v) => assert_eq!(v.to_vec::<f64>(), vec![-2.0, 0.0, 0.0, 9.0]),
+        ops::Destination::Elements { .. } => panic!("a basic index names a view"),
+    }
+}
+
+fn i64s(v: &[i64]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap()
+}
+
+#[test]
+fn setitem_with_integer_and_mask_indices_writes_the_named_elements() {
+    // x[[0, 2], 1:] = v: the elements x[[0, 2], 1:] names, in the order it returns them.
+    let x = ops::zeros(&[3, 4], DType::F32, Device::Cpu).unwrap();
+    let rows = ops::Index::Tensor(i64s(&[2, 0]));
+    let tail = IndexItem::Slice {
+        start: Some(1),
+        stop: None,
+        step: 1,
+    }
+    .into();
+    let v = t64(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    x.setitem(&[rows.clone(), tail], &v).unwrap();
+    assert_eq!(
+        x.to_vec::<f64>(),
+        vec![0.0, 4.0, 5.0, 6.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0]
+    );
+    match ops::destination(&x, &[rows]).unwrap() {
+        ops::Destination::Elements { offsets, shape } => {
+            assert_eq!(offsets, vec![8, 9, 10, 11, 0, 1, 2, 3]);
+            assert_eq!(shape.as_slice(), &[2, 4]);
+        }
+        ops::Destination::View(_) => panic!("an integer index names elements"),
+    }
+    // A bool mask over a transposed view; a number value; the last of repeated indices wins.
+    let base = t64(&[1.0, -2.0, 3.0, -4.0, 5.0, -6.0], &[2, 3]);
+    let t = ops::transpose(&base, 0, 1).unwrap();
+    let mask = Tensor::from_vec(vec![0u8, 1, 1, 0, 0, 1], &[3, 2]).unwrap();
+    t.setitem(&[ops::Index::Tensor(mask)], 0.0).unwrap();
+    // t = [[1, -4], [-2, 5], [3, -6]]; masked (0,1), (1,0), (2,1): base[1][0], [0][1], [1][2].
+    assert_eq!(base.to_vec::<f64>(), vec![1.0, 0.0, 3.0, 0.0, 5.0, 0.0]);
+    let y = ops::zeros(&[3], DType::I64, Device::Cpu).unwrap();
+    y.setitem(&[ops::Index::Tensor(i64s(&[1, 1, -1]))], &i64s(&[7, 8, 9]))
+        .unwrap();
+    assert_eq!(y.to_vec::<i64>(), vec![0, 8, 9]);
+    assert_eq!(y.version(), 1);
+    let e = y
+        .setitem(&[ops::Index::Tensor(i64s(&[3]))], 1.0)
+        .unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "{e}");
+    let e = y
+        .setitem(&[ops::Index::Tensor(i64s(&[0, 1]))], &i64s(&[1, 2, 3]))
+        .unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "{e}");
+}
+
+#[test]
+fn integer_and_bool_tensors_follow_torch_dtype_rules() {
+    let x = i64s(&[1, -2, 3]);
+    x.add_(&i64s(&[10, 20, 30]), 2.0)
+        .unwrap()
+        .mul_(3.0)
+        .unwrap()
+        .sub_(1.0, 1.0)
+        .unwrap();
+    assert_eq!(x.to_vec::<i64>(), vec![62, 113, 188]);
+    x.clamp_(Some(100.0), Some(150.0)).unwrap();
+    assert_eq!(x.to_vec::<i64>(), vec![100, 113, 150]);
+    // int32 with Python-style integers and int64 tensors; wrapping like PyTorch.
+    let y = Tensor::from_vec(vec![i32::MAX, 0], &[2]).unwrap();
+    y.add_(1.0, 1.0).unwrap();
+    assert_eq!(y.to_vec::<i32>(), vec![i32::MIN, 1]);
+    y.add_(&i64s(&[1, 1]), 1.0).unwrap();
+    assert_eq!(y.to_vec::<i32>(), vec![i32::MIN + 1, 2]);
+    // A float result does not fit an integer tensor; alpha must be integral; div_ is true
+    // division; random fills need floats.
+    for e in [
+        x.add_(0.5, 1.0).unwrap_err(),
+        x.mul_(&t64(&[1.0, 1.0, 1.0], &[3])).unwrap_err(),
+        x.add_(1.0, 0.5).unwrap_err(),
+        x.div_(2.0).unwrap_err(),
+        x.clamp_(Some(0.5), None).unwrap_err(),
+        x.normal_(0.0, 1.0).unwrap_err(),
+        x.uniform_(0.0, 1.0).unwrap_err(),
+    ] {
+        assert!(matches!(e, Error::DType { .. }), "{e}");
+    }
+    assert!(x.add_(0.5, 1.0).unwrap_err().to_string().contains("int64"));
+    // Floats take integer operands; copies and fills cast anything.
+    let f = t64(&[0.5, 0.5, 0.5], &[3]);
+    f.add_(&i64s(&[1, 2, 3]), 1.0).unwrap();
+    assert_eq!(f.to_vec::<f64>(), vec![1.5, 2.5, 3.5]);
+    x.copy_(&t64(&[1.9, -1.9, 0.0], &[3])).unwrap();
+    assert_eq!(x.to_vec::<i64>(), vec![1, -1, 0]);
+    x.fill_(7.9).unwrap();
+    assert_eq!(x.to_vec::<i64>(), vec![7, 7, 7]);
+    let b = Tensor::from_vec(vec![0u8, 1, 0], &[3]).unwrap();
+    b.fill_(0.5).unwrap();
+    assert_eq!(b.to_vec::<u8>(), vec![1, 1, 1]);
+    b.copy_(&t64(&[0.0, 2.0, 0.0], &[3])).unwrap();
+    assert_eq!(b.to_vec::<u8>(), vec![0, 1, 0]);
+    let e = b.add_(1.0, 1.0).unwrap_err();
+    assert!(matches!(e, Error::DType { .. }), "{e}");
+    // bool masks (and, leniently, nonzero float ones) for masked_fill_, on every dtype.
+    let m = Tensor::from_vec(vec![1u8, 0, 1], &[3]).unwrap();
+    x.masked_fill_(&m, -3.0).unwrap();
+    assert_eq!(x.to_vec::<i64>(), vec![-3, 7, -3]);
+    f.masked_fill_(&m, 0.0).unwrap();
+    assert_eq!(f.to_vec::<f64>(), vec![0.0, 2.5, 0.0]);
+    b.masked_fill_(&t64(&[0.0, 0.0, 3.0], &[3]), 1.0).unwrap();
+    assert_eq!(b.to_vec::<u8>(), vec![0, 1, 1]);
 }
 
 #[test]
 fn leaves_that_require_grad_are_written_only_under_no_grad() {
+    let _rng = rng_turn();
     let w = leaf(&det(&[3], 12));
     let e = w.add_(1.0, 1.0).unwrap_err();
     assert!(matches!(e, Error::Graph { .. }), "{e}");
     assert!(e.to_string().contains("leaf Variable"), "{e}");
     for r in [
         w.zero_().err(),
-        w.setitem(&[IndexItem::Int(0)], 1.0).err(),
+        w.setitem(&[IndexItem::Int(0).into()], 1.0).err(),
         w.normal_(0.0, 1.0).err(),
     ] {
         assert!(matches!(r, Some(Error::Graph { .. })), "{r:?}");
@@ -418,7 +539,7 @@ fn leaves_that_require_grad_are_written_only_under_no_grad() {
     {
         let _g = no_grad();
         w.normal_(0.0, 0.02).unwrap();
-        w.setitem(&[IndexItem::Int(0)], 1.0).unwrap();
+        w.setitem(&[IndexItem::Int(0).into()], 1.0).unwrap();
     }
     assert_eq!(w.to_vec::<f64>()[0], 1.0);
     assert!(w.requires_grad() && w.is_leaf());

@@ -3,15 +3,19 @@
 //! memory), with the operand read through its broadcast layout; large tensors are split into
 //! chunks that run in parallel on the engine's pool. Nothing is allocated except a copy of
 //! an operand that shares the destination's storage at other positions (otherwise an element
-//! could read a value another element's write already replaced).
+//! could read a value another element's write already replaced), or a cast of an operand
+//! whose dtype pairs with the destination's in none of the kernels below.
 //!
-//! Mixed dtypes compute in float64 and round once into the destination, as PyTorch computes
-//! in the promoted dtype; equal dtypes compute in their own.
+//! Arithmetic computes in PyTorch's promoted dtype and rounds once into the destination:
+//! float32 or float64 for floats, wrapping int64 for integers and bool. The kernels are
+//! instantiated for the pairs (destination, operand) that need no cast: equal dtypes, the two
+//! floats either way, an int32 or bool destination with an int64 operand (Python numbers),
+//! and every destination with a bool mask.
 
 use super::update::{Src, Update};
 use crate::cpu;
 use crate::device::Device;
-use crate::dtype::Element;
+use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::{Dims, Layout};
 use crate::tensor::TensorData;
@@ -38,168 +42,363 @@ impl<T> Shared<T> {
     }
 }
 
-/// Run `u` with operand `src` over every element of the CPU view `dst`.
+/// A type updates compute in: `f32`, `f64` (IEEE; NaN propagates through the clamps, as
+/// the clamp rows do) or `i64` (integers and bool, wrapping as PyTorch's integer ops).
+trait Compute: Scalar {
+    /// An element of the operand or the destination in this type.
+    fn load<S: Scalar>(s: S) -> Self;
+    /// This value written into an element of type `T` (rounded, wrapped, or `!= 0`).
+    fn store<T: Scalar>(self) -> T;
+    fn axpy(self, a: Self, v: Self) -> Self;
+    fn mul(self, v: Self) -> Self;
+    fn div(self, v: Self) -> Self;
+    fn clamp_min(self, v: Self) -> Self;
+    fn clamp_max(self, v: Self) -> Self;
+}
+
+macro_rules! compute_float {
+    ($T:ty) => {
+        impl Compute for $T {
+            #[inline(always)]
+            fn load<S: Scalar>(s: S) -> Self {
+                <$T>::from_f64(s.to_f64())
+            }
+            #[inline(always)]
+            fn store<T: Scalar>(self) -> T {
+                T::from_f64(self as f64)
+            }
+            #[inline(always)]
+            fn axpy(self, a: Self, v: Self) -> Self {
+                self + a * v
+            }
+            #[inline(always)]
+            fn mul(self, v: Self) -> Self {
+                self * v
+            }
+            #[inline(always)]
+            fn div(self, v: Self) -> Self {
+                self / v
+            }
+            #[inline(always)]
+            fn clamp_min(self, v: Self) -> Self {
+                if self.is_nan() || self > v {
+                    self
+                } else {
+                    v
+                }
+            }
+            #[inline(always)]
+            fn clamp_max(self, v: Self) -> Self {
+                if self.is_nan() || self < v {
+                    self
+                } else {
+                    v
+                }
+            }
+        }
+    };
+}
+compute_float!(f32);
+compute_float!(f64);
+
+impl Compute for i64 {
+    #[inline(always)]
+    fn load<S: Scalar>(s: S) -> Self {
+        s.to_i64()
+    }
+    #[inline(always)]
+    fn store<T: Scalar>(self) -> T {
+        T::from_i64(self)
+    }
+    #[inline(always)]
+    fn axpy(self, a: Self, v: Self) -> Self {
+        self.wrapping_add(a.wrapping_mul(v))
+    }
+    #[inline(always)]
+    fn mul(self, v: Self) -> Self {
+        self.wrapping_mul(v)
+    }
+    #[inline(always)]
+    fn div(self, v: Self) -> Self {
+        // Integer destinations refuse true division before any kernel runs; never panic.
+        if v == 0 {
+            0
+        } else {
+            self.wrapping_div(v)
+        }
+    }
+    #[inline(always)]
+    fn clamp_min(self, v: Self) -> Self {
+        self.max(v)
+    }
+    #[inline(always)]
+    fn clamp_max(self, v: Self) -> Self {
+        self.min(v)
+    }
+}
+
+/// The dtype an arithmetic update of a `dst` tensor computes in with an operand of dtype
+/// `src` (PyTorch's promotion; integers and bool compute in int64).
+pub(crate) fn compute_dtype(dst: DType, src: DType) -> DType {
+    match dst.promote(src) {
+        d @ (DType::F32 | DType::F64) => d,
+        _ => DType::I64,
+    }
+}
+
+/// Whether the arithmetic kernels read an operand of dtype `src` next to a destination of
+/// dtype `dst` directly (else it is cast to [`compute_dtype`] first).
+fn direct_pair(dst: DType, src: DType) -> bool {
+    use DType::*;
+    matches!(
+        (dst, src),
+        (F32, F32)
+            | (F32, F64)
+            | (F64, F64)
+            | (F64, F32)
+            | (I64, I64)
+            | (I32, I32)
+            | (I32, I64)
+            | (Bool, Bool)
+            | (Bool, I64)
+    )
+}
+
+/// Run `u` with operand `src` over every element of the CPU view `dst` (dtypes already
+/// checked by the public op).
 pub(crate) fn update(op: &str, dst: &TensorData, src: Src<'_>, u: Update) -> Result<()> {
     if dst.storage.device() != Device::Cpu {
         return Err(Error::device(op, "the CPU kernel got a device tensor"));
     }
-    match src {
-        Src::Tensor(s) => {
-            if s.device() != Device::Cpu {
-                return Err(Error::device(op, "the CPU kernel got a device operand"));
-            }
-            crate::dispatch!(dst.storage.dtype(), T => crate::dispatch!(s.dtype(), S => {
-                typed::<T, S>(op, dst, Some(s.data()), 0.0, u)
-            }))
-        }
-        Src::Scalar(v) => {
-            crate::dispatch!(dst.storage.dtype(), T => typed::<T, T>(op, dst, None, v, u))
-        }
-        Src::None => {
-            crate::dispatch!(dst.storage.dtype(), T => typed::<T, T>(op, dst, None, 0.0, u))
+    if let Src::Tensor(s) = src {
+        if s.device() != Device::Cpu {
+            return Err(Error::device(op, "the CPU kernel got a device operand"));
         }
     }
-}
-
-/// The update with the destination's element type `T` and the operand's `S` (a tensor
-/// operand, or the number `scalar` held as one broadcast element).
-fn typed<T: Element, S: Element>(
-    op: &str,
-    dst: &TensorData,
-    src: Option<&TensorData>,
-    scalar: f64,
-    u: Update,
-) -> Result<()> {
-    let shape = &dst.layout.shape;
     if dst.layout.numel() == 0 {
         return Ok(());
     }
-    let held: Vec<S>;
-    let (sbase, sl): (*const S, Layout) = match src {
-        Some(s) => {
-            let bl = s.layout.broadcast_to(op, shape)?;
-            if Arc::ptr_eq(&s.storage, &dst.storage) && bl != dst.layout {
-                let view = TensorData {
-                    storage: s.storage.clone(),
-                    layout: bl,
-                };
-                held = cpu::catch_oom(op, || Ok(cpu::gather::<S>(&view)))?;
-                (held.as_ptr(), Layout::contiguous(shape))
-            } else {
-                // The same raw pointer the destination is written through: the operand is
-                // read by address, never through a slice the writes would alias.
-                (s.storage.as_ptr() as *const S, bl)
-            }
+    let dt = dst.storage.dtype();
+    match (u, src) {
+        (Update::Normal { .. } | Update::Uniform { .. }, _) if dt.is_float() => {
+            crate::dispatch!(dt, T => random::<T>(dst, u));
+            Ok(())
         }
-        None => {
-            held = vec![S::from_f64(scalar)];
-            let zeros: Dims = SmallVec::from_elem(0, shape.len());
-            let l = Layout {
-                shape: shape.clone(),
-                strides: zeros,
-                offset: 0,
+        (Update::Normal { .. } | Update::Uniform { .. }, _) => Err(Error::dtype(
+            op,
+            format!("expects a floating point tensor, got {dt}"),
+        )),
+        (Update::MaskedFill(value), Src::Tensor(mask)) if mask.dtype() == DType::Bool => {
+            let m = operand::<u8>(op, dst, mask.data())?;
+            crate::dispatch_any!(dt, T => {
+                let value: T = T::from_f64(value);
+                run::<T, u8, _>(dst, &m, move |_, x, m| if m != 0 { value } else { x });
+            });
+            Ok(())
+        }
+        (Update::MaskedFill(_), _) => Err(Error::dtype(op, "the mask must be a bool tensor")),
+        (_, Src::Tensor(s)) if !direct_pair(dt, s.dtype()) => {
+            // A copy converts to the destination's dtype; arithmetic to the promoted one.
+            let to = match u {
+                Update::Set => dt,
+                _ => compute_dtype(dt, s.dtype()),
             };
-            (held.as_ptr(), l)
+            let cast = crate::ops::cast(s, to)?;
+            arith(op, dst, Src::Tensor(&cast), u)
         }
+        _ => arith(op, dst, src, u),
+    }
+}
+
+/// `src` (a number, or a tensor of `dst`'s dtype broadcast to `shape`) written at the storage
+/// `offsets` of `dst`, in order (the last of repeated offsets wins). The values are read in
+/// full first: the operand may share `dst`'s storage.
+pub(crate) fn scatter(
+    op: &str,
+    dst: &TensorData,
+    offsets: &[usize],
+    shape: &[usize],
+    src: Src<'_>,
+) -> Result<()> {
+    let len = dst.storage.len();
+    if dst.storage.device() != Device::Cpu || offsets.iter().any(|&o| o >= len) {
+        return Err(Error::value(
+            op,
+            "element offsets outside the CPU tensor's storage",
+        ));
+    }
+    crate::dispatch_any!(dst.storage.dtype(), T => {
+        let values: Vec<T> = match src {
+            Src::Tensor(t) if t.dtype() == T::DTYPE && t.device() == Device::Cpu => {
+                let view = TensorData {
+                    storage: t.storage().clone(),
+                    layout: t.layout().broadcast_to(op, shape)?,
+                };
+                cpu::catch_oom(op, || Ok(cpu::gather::<T>(&view)))?
+            }
+            Src::Scalar(v) => vec![T::from_f64(v); offsets.len().min(1)],
+            _ => return Err(Error::dtype(op, "the values must be a number or a CPU tensor of the destination's dtype")),
+        };
+        let base = dst.storage.as_ptr() as *mut T;
+        for (k, &o) in offsets.iter().enumerate() {
+            let v = if values.len() == offsets.len() { values[k] } else { values[0] };
+            // SAFETY: `o` is inside the storage (checked above); the values were copied out.
+            unsafe { *base.add(o) = v };
+        }
+    });
+    Ok(())
+}
+
+/// An arithmetic update (or a copy) with a directly readable operand.
+fn arith(op: &str, dst: &TensorData, src: Src<'_>, u: Update) -> Result<()> {
+    use DType::*;
+    let dt = dst.storage.dtype();
+    // A number is held as one broadcast element: of the destination's dtype for a fill
+    // (converted as a cast does: `0.5` is true in a bool tensor), else of the compute dtype.
+    let sdt = match (src, u) {
+        (Src::Tensor(s), _) => s.dtype(),
+        (_, Update::Set) => dt,
+        _ => compute_dtype(dt, dt),
     };
-    let dbase = dst.storage.as_ptr() as *mut T;
-    if T::DTYPE == S::DTYPE {
-        formula::<T, S, T>(dbase, &dst.layout, sbase, &sl, u);
-    } else {
-        formula::<T, S, f64>(dbase, &dst.layout, sbase, &sl, u);
+    macro_rules! pair {
+        ($T:ty, $S:ty, $P:ty) => {{
+            let s = source::<$S>(op, dst, src)?;
+            formula::<$T, $S, $P>(dst, &s, u);
+        }};
+    }
+    match (dt, sdt) {
+        (F32, F32) => pair!(f32, f32, f32),
+        (F32, F64) => pair!(f32, f64, f64),
+        (F64, F64) => pair!(f64, f64, f64),
+        (F64, F32) => pair!(f64, f32, f64),
+        (I64, I64) => pair!(i64, i64, i64),
+        (I32, I32) => pair!(i32, i32, i64),
+        (I32, I64) => pair!(i32, i64, i64),
+        (Bool, Bool) => pair!(u8, u8, i64),
+        (Bool, I64) => pair!(u8, i64, i64),
+        (d, s) => {
+            return Err(Error::dtype(
+                op,
+                format!("no in-place kernel for a {d} tensor with a {s} operand"),
+            ))
+        }
     }
     Ok(())
 }
 
-/// Pick the per-element formula of `u`, computed in `P`.
-fn formula<T: Element, S: Element, P: Element>(
-    d: *mut T,
-    dl: &Layout,
-    s: *const S,
-    sl: &Layout,
-    u: Update,
-) {
-    let zero = P::from_f64(0.0);
-    match u {
-        Update::Axpy(a) => {
-            let a = P::from_f64(a);
-            run::<T, S, P, _>(d, dl, s, sl, move |_, x, v| x + a * v)
-        }
-        Update::Mul => run::<T, S, P, _>(d, dl, s, sl, |_, x, v| x * v),
-        Update::Div => run::<T, S, P, _>(d, dl, s, sl, |_, x, v| x / v),
-        Update::Set => run::<T, S, P, _>(d, dl, s, sl, |_, _, v| v),
-        Update::ClampMin => {
-            run::<T, S, P, _>(
-                d,
-                dl,
-                s,
-                sl,
-                |_, x, v| {
-                    if x.is_nan() || x > v {
-                        x
-                    } else {
-                        v
-                    }
-                },
-            )
-        }
-        Update::ClampMax => {
-            run::<T, S, P, _>(
-                d,
-                dl,
-                s,
-                sl,
-                |_, x, v| {
-                    if x.is_nan() || x < v {
-                        x
-                    } else {
-                        v
-                    }
-                },
-            )
-        }
-        Update::MaskedFill(value) => {
-            let value = P::from_f64(value);
-            run::<T, S, P, _>(
-                d,
-                dl,
-                s,
-                sl,
-                move |_, x, m| if m != zero { value } else { x },
-            )
-        }
-        Update::Normal { .. } | Update::Uniform { .. } => {
-            run::<T, S, P, _>(d, dl, s, sl, move |i, _, _| P::from_f64(u.sample(i as u64)))
-        }
+/// The elements an update reads next to `dst`: a pointer, the layout broadcast to `dst`'s
+/// shape, and the buffer it points into when it had to be made here.
+struct Operand<S> {
+    base: *const S,
+    layout: Layout,
+    _held: Vec<S>,
+}
+
+/// `src` as an [`Operand`] of element type `S` (its dtype, or a number).
+fn source<S: Scalar>(op: &str, dst: &TensorData, src: Src<'_>) -> Result<Operand<S>> {
+    match src {
+        Src::Tensor(t) => operand::<S>(op, dst, t.data()),
+        Src::Scalar(v) => Ok(number(dst, S::from_f64(v))),
+        Src::None => Ok(number(dst, S::from_f64(0.0))),
     }
 }
 
-/// `d[i] = f(i, d[i], s[i])` over every element `i` (C order) of the views `dl` of `d` and
-/// `sl` of `s` (same shape), in parallel chunks when large.
-fn run<T: Element, S: Element, P: Element, F>(
-    d: *mut T,
-    dl: &Layout,
-    s: *const S,
-    sl: &Layout,
-    f: F,
-) where
-    F: Fn(usize, P, P) -> P + Sync,
+/// One value broadcast over `dst`'s shape.
+fn number<S: Scalar>(dst: &TensorData, v: S) -> Operand<S> {
+    let held = vec![v];
+    let zeros: Dims = SmallVec::from_elem(0, dst.layout.ndim());
+    Operand {
+        base: held.as_ptr(),
+        layout: Layout {
+            shape: dst.layout.shape.clone(),
+            strides: zeros,
+            offset: 0,
+        },
+        _held: held,
+    }
+}
+
+/// The tensor `s` (dtype `S`) read next to `dst`: through its own storage, or a copy when it
+/// shares `dst`'s storage at other positions.
+fn operand<S: Scalar>(op: &str, dst: &TensorData, s: &TensorData) -> Result<Operand<S>> {
+    if s.storage.dtype() != S::DTYPE {
+        return Err(Error::dtype(op, "operand of an unexpected dtype"));
+    }
+    let shape = &dst.layout.shape;
+    let bl = s.layout.broadcast_to(op, shape)?;
+    if Arc::ptr_eq(&s.storage, &dst.storage) && bl != dst.layout {
+        let view = TensorData {
+            storage: s.storage.clone(),
+            layout: bl,
+        };
+        let held = cpu::catch_oom(op, || Ok(cpu::gather::<S>(&view)))?;
+        return Ok(Operand {
+            base: held.as_ptr(),
+            layout: Layout::contiguous(shape),
+            _held: held,
+        });
+    }
+    // The same raw pointer the destination is written through: the operand is read by
+    // address, never through a slice the writes would alias.
+    Ok(Operand {
+        base: s.storage.as_ptr() as *const S,
+        layout: bl,
+        _held: Vec::new(),
+    })
+}
+
+/// Pick the per-element formula of the arithmetic update `u`, computed in `P`.
+fn formula<T: Scalar, S: Scalar, P: Compute>(dst: &TensorData, s: &Operand<S>, u: Update) {
+    let load = |v: S| P::load(v);
+    match u {
+        Update::Axpy(a) => {
+            let a = P::from_f64(a);
+            run::<T, S, _>(dst, s, move |_, x, v| {
+                P::load(x).axpy(a, load(v)).store::<T>()
+            })
+        }
+        Update::Mul => run::<T, S, _>(dst, s, |_, x, v| P::load(x).mul(load(v)).store()),
+        Update::Div => run::<T, S, _>(dst, s, |_, x, v| P::load(x).div(load(v)).store()),
+        Update::Set => run::<T, S, _>(dst, s, |_, _, v| load(v).store()),
+        Update::ClampMin => run::<T, S, _>(dst, s, |_, x, v| P::load(x).clamp_min(load(v)).store()),
+        Update::ClampMax => run::<T, S, _>(dst, s, |_, x, v| P::load(x).clamp_max(load(v)).store()),
+        // Not arithmetic: dispatched before.
+        Update::MaskedFill(_) | Update::Normal { .. } | Update::Uniform { .. } => {}
+    }
+}
+
+/// A random fill of a float destination.
+fn random<T: Scalar>(dst: &TensorData, u: Update) {
+    let none = number::<T>(dst, T::from_f64(0.0));
+    run::<T, T, _>(dst, &none, move |i, _, _| T::from_f64(u.sample(i as u64)));
+}
+
+/// `d[i] = f(i, d[i], s[i])` over every element `i` (C order) of the view `dst` and the
+/// operand `s` (broadcast to the same shape), in parallel chunks when large.
+fn run<T: Scalar, S: Scalar, F>(dst: &TensorData, s: &Operand<S>, f: F)
+where
+    F: Fn(usize, T, S) -> T + Sync,
 {
+    let (dl, sl) = (&dst.layout, &s.layout);
     let (shape, ds, ss) = merge(&dl.shape, &dl.strides, &sl.strides);
     let n = dl.numel();
+    let d = dst.storage.as_ptr() as *mut T;
     // SAFETY: both offsets lie inside their buffers (valid views with at least one element).
-    let (d, s) = unsafe { (Shared(d.add(dl.offset)), Shared(s.add(sl.offset) as *mut S)) };
+    let (d, s) = unsafe {
+        (
+            Shared(d.add(dl.offset)),
+            Shared(s.base.add(sl.offset) as *mut S),
+        )
+    };
     let chunk = |start: usize, end: usize| {
         walk(&shape, &ds, &ss, start, end, |i, od, os| {
             // SAFETY: `od`/`os` are offsets of elements of the two views, inside their
             // buffers; the destination's elements are distinct, and an operand sharing its
             // storage either sits at the same positions (each element reads its own old
-            // value before writing it) or was copied out by the caller.
+            // value before writing it) or was copied out by `operand`.
             unsafe {
                 let p = d.get().add(od);
-                let x = P::from_f64((*p).to_f64());
-                let v = P::from_f64((*s.get().add(os)).to_f64());
-                *p = T::from_f64(f(i, x, v).to_f64());
+                *p = f(i, *p, *s.get().add(os));
             }
         })
     };

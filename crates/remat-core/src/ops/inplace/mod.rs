@@ -12,6 +12,7 @@
 mod accumulate;
 mod cpu;
 mod cuda;
+mod dtypes;
 pub(crate) mod rules;
 mod update;
 
@@ -19,6 +20,7 @@ pub use accumulate::{add_inplace, axpy_inplace};
 pub(crate) use update::{Src, Update};
 
 use super::Bound;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::grad_mode::no_grad;
 use crate::rng;
@@ -64,9 +66,8 @@ impl<'a> Operand<'a> {
     }
 }
 
-/// Run `steps` into `dst` in order, then record the write once: bump the version counter
-/// (also after a failure: part of the destination may have been written) and drop `dst`'s
-/// checkpoint recipe, which would replay the old value (later consumers keep the data).
+/// Run `steps` into `dst` in order, then [`record`] the write once (also after a failure:
+/// part of the destination may have been written).
 pub(crate) fn write(op: &str, dst: &Tensor, steps: &[(Src<'_>, Update)]) -> Result<()> {
     let mut done = Ok(());
     for &(src, u) in steps {
@@ -79,8 +80,41 @@ pub(crate) fn write(op: &str, dst: &Tensor, steps: &[(Src<'_>, Update)]) -> Resu
             break;
         }
     }
+    record(dst);
+    done
+}
+
+/// Record an in-place write into `dst`: bump its storage's version counter (shared by every
+/// view, so a graph that saved any of them notices) and drop `dst`'s checkpoint recipe, which
+/// would replay the old value (later consumers keep the data instead).
+fn record(dst: &Tensor) {
     dst.storage().bump_version();
     dst.0.state.lock().recipe = None;
+}
+
+/// `value` written at the storage `offsets` of the CPU tensor `dst` (an advanced-index
+/// assignment): a number, or a tensor broadcast to `shape` (the indexed shape), cast to
+/// `dst`'s dtype and read in full before the first write (it may share `dst`'s storage).
+pub(crate) fn scatter(
+    op: &str,
+    dst: &Tensor,
+    offsets: &[usize],
+    shape: &[usize],
+    value: Operand<'_>,
+) -> Result<()> {
+    let values;
+    let src = match value {
+        Operand::Scalar(v) => Src::Scalar(v),
+        Operand::Tensor(v) => {
+            rules::check_broadcast(op, shape, v.shape())?;
+            let _g = no_grad();
+            let host = crate::ops::to_device(&v.detach(), dst.device())?;
+            values = crate::ops::cast(&host, dst.dtype())?;
+            Src::Tensor(&values)
+        }
+    };
+    let done = cpu::scatter(op, dst.data(), offsets, shape, src);
+    record(dst);
     done
 }
 
@@ -127,9 +161,9 @@ fn scalar_value(op: &str, value: Operand<'_>) -> Result<f64> {
     }
 }
 
-/// The mask of `masked_fill_` as the kernels read it: nonzero elements are true. The one
-/// place that decides which masks are accepted: today float tensors (nonzero = true); a bool
-/// dtype becomes a cast to `like`'s dtype here.
+/// The mask of `masked_fill_` as the kernels read it: a bool tensor. The one place that
+/// decides which masks are accepted: bool tensors, and (more lenient than PyTorch) tensors of
+/// any other dtype, whose nonzero elements are true (cast to bool here).
 fn mask_values(op: &str, mask: &Tensor, like: &Tensor) -> Result<Tensor> {
     if mask.device() != like.device() {
         return Err(Error::device(
@@ -141,7 +175,8 @@ fn mask_values(op: &str, mask: &Tensor, like: &Tensor) -> Result<Tensor> {
             ),
         ));
     }
-    Ok(mask.detach())
+    let _g = no_grad();
+    crate::ops::cast(&mask.detach(), DType::Bool)
 }
 
 /// `dst += alpha * other` in place (`Tensor.add_`).
@@ -156,6 +191,8 @@ pub fn sub_(dst: &Tensor, other: Operand<'_>, alpha: f64) -> Result<()> {
 
 fn axpy(op: &str, dst: &Tensor, other: Operand<'_>, alpha: f64) -> Result<()> {
     rules::check_writable(op, dst, other.tensor().as_slice())?;
+    dtypes::check_result(op, dst, other, false)?;
+    dtypes::check_alpha(op, dst, alpha)?;
     match source(op, dst, other)? {
         // `alpha * other` is one number: formed once, as PyTorch does.
         Src::Scalar(v) => write(op, dst, &[(Src::Scalar(alpha * v), Update::Axpy(1.0))]),
@@ -165,16 +202,20 @@ fn axpy(op: &str, dst: &Tensor, other: Operand<'_>, alpha: f64) -> Result<()> {
 
 /// `dst *= other` in place (`Tensor.mul_`).
 pub fn mul_(dst: &Tensor, other: Operand<'_>) -> Result<()> {
+    rules::check_writable("mul_", dst, other.tensor().as_slice())?;
+    dtypes::check_result("mul_", dst, other, false)?;
     binary("mul_", dst, other, Update::Mul)
 }
 
 /// `dst /= other` in place (`Tensor.div_`).
 pub fn div_(dst: &Tensor, other: Operand<'_>) -> Result<()> {
+    rules::check_writable("div_", dst, other.tensor().as_slice())?;
+    dtypes::check_result("div_", dst, other, true)?;
     binary("div_", dst, other, Update::Div)
 }
 
+/// `u` of `other` into `dst` (rules and dtypes checked by the caller).
 fn binary(op: &str, dst: &Tensor, other: Operand<'_>, u: Update) -> Result<()> {
-    rules::check_writable(op, dst, other.tensor().as_slice())?;
     let src = source(op, dst, other)?;
     write(op, dst, &[(src, u)])
 }
@@ -244,6 +285,9 @@ pub fn clamp_by_(dst: &Tensor, min: Option<Bound<'_>>, max: Option<Bound<'_>>) -
         .filter_map(Operand::tensor)
         .collect();
     rules::check_writable(OP, dst, &tensors)?;
+    for b in [lo, hi].into_iter().flatten() {
+        dtypes::check_result(OP, dst, b, false)?;
+    }
     let mut steps = Vec::with_capacity(2);
     if let Some(lo) = lo {
         steps.push((source(OP, dst, lo)?, Update::ClampMin));
@@ -279,6 +323,7 @@ pub fn normal_(dst: &Tensor, mean: f64, std: f64) -> Result<()> {
         ));
     }
     rules::check_writable(OP, dst, &[])?;
+    dtypes::check_float(OP, dst)?;
     let key = rng::reserve(dst.numel() as u64);
     write(OP, dst, &[(Src::None, Update::Normal { mean, std, key })])
 }
@@ -294,6 +339,7 @@ pub fn uniform_(dst: &Tensor, low: f64, high: f64) -> Result<()> {
         ));
     }
     rules::check_writable(OP, dst, &[])?;
+    dtypes::check_float(OP, dst)?;
     let key = rng::reserve(dst.numel() as u64);
     write(OP, dst, &[(Src::None, Update::Uniform { low, high, key })])
 }
