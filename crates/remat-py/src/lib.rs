@@ -12,6 +12,7 @@ pub mod dtype;
 pub mod errors;
 pub mod functions;
 pub mod indexing;
+pub mod inplace;
 pub mod memory;
 pub mod numpy_bridge;
 pub mod ops;
