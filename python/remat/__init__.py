@@ -43,6 +43,18 @@ from ._remat import (
     int32,
     int64,
     index_select,
+    arange,
+    linspace,
+    eye,
+    empty,
+    empty_like,
+    rand_like,
+    randn_like,
+    full_like,
+    randint,
+    as_tensor,
+    tril,
+    triu,
     gather,
     scatter_add,
     embedding,
@@ -238,6 +250,9 @@ __all__ = [
     # shape and join ops
     "broadcast_to", "cat", "chunk", "clone", "concatenate", "expand", "expand_as", "flatten",
     "flip", "movedim", "narrow", "repeat", "split", "squeeze", "unflatten", "unsqueeze",
+    # structured constructors
+    "arange", "linspace", "eye", "empty", "empty_like", "rand_like", "randn_like", "full_like",
+    "randint", "as_tensor", "tril", "triu",
     # selection by integer index
     "index_select", "gather", "scatter_add", "embedding", "one_hot", "nonzero",
     # linear algebra

@@ -30,6 +30,8 @@ __all__ = [
     "cuda_device_count", "cuda_empty_cache", "cuda_is_available", "cuda_synchronize",
     "DeviceError", "div", "dropout", "DType", "DTypeError", "float32", "float64", "int64",
     "int32", "bool_", "index_select", "gather", "scatter_add", "embedding", "one_hot", "nonzero",
+    "arange", "linspace", "eye", "empty", "empty_like", "rand_like", "randn_like", "full_like",
+    "randint", "as_tensor", "tril", "triu",
     "from_numpy", "full", "gelu", "grad", "GraphError", "IndexingError", "is_grad_enabled",
     "layer_norm", "leaky_relu", "lerp", "linear", "live_checkpoint_state", "log_softmax",
     "manual_seed", "matmul",
@@ -334,6 +336,8 @@ class Tensor:
     def gather(self, dim: builtins.int, index: _ArrayLike) -> Tensor: ...
     def scatter_add(self, dim: builtins.int, index: _ArrayLike, src: _ArrayLike) -> Tensor: ...
     def nonzero(self) -> Tensor: ...
+    def tril(self, diagonal: builtins.int = 0) -> Tensor: ...
+    def triu(self, diagonal: builtins.int = 0) -> Tensor: ...
     def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]: ...
 
     # ---- protocols and operators -------------------------------------------------------
@@ -397,7 +401,7 @@ def rand(
 ) -> Tensor: ...
 def full(
     shape: _Shape,
-    value: builtins.float,
+    value: builtins.float | int | builtins.bool,
     dtype: _DTypeLike | None = None,
     requires_grad: bool = False,
     device: _DeviceLike | None = None,
@@ -586,6 +590,75 @@ def scatter_add(x: _ArrayLike, dim: int, index: _ArrayLike, src: _ArrayLike) -> 
 def embedding(input: _ArrayLike, weight: _ArrayLike) -> Tensor: ...
 def one_hot(input: _ArrayLike, num_classes: int = -1) -> Tensor: ...
 def nonzero(x: _ArrayLike) -> Tensor: ...
+
+# structured constructors (crates/remat-py/src/creation.rs)
+def arange(
+    *bounds: builtins.float | Tensor,
+    step: builtins.float | Tensor | None = None,
+    dtype: _DTypeLike | None = None,
+    device: _DeviceLike | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor: ...
+def linspace(
+    start: builtins.float | Tensor,
+    end: builtins.float | Tensor,
+    steps: int,
+    *,
+    dtype: _DTypeLike | None = None,
+    device: _DeviceLike | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor: ...
+def eye(
+    n: int,
+    m: int | None = None,
+    *,
+    dtype: _DTypeLike | None = None,
+    device: _DeviceLike | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor: ...
+def empty(
+    *shape: _Shape,
+    dtype: _DTypeLike | None = None,
+    device: _DeviceLike | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor: ...
+def empty_like(
+    t: _ArrayLike,
+    dtype: _DTypeLike | None = None,
+    requires_grad: builtins.bool = False,
+    device: _DeviceLike | None = None,
+) -> Tensor: ...
+def rand_like(
+    t: _ArrayLike,
+    dtype: _DTypeLike | None = None,
+    requires_grad: builtins.bool = False,
+    device: _DeviceLike | None = None,
+) -> Tensor: ...
+def randn_like(
+    t: _ArrayLike,
+    dtype: _DTypeLike | None = None,
+    requires_grad: builtins.bool = False,
+    device: _DeviceLike | None = None,
+) -> Tensor: ...
+def full_like(
+    t: _ArrayLike,
+    fill_value: builtins.float,
+    dtype: _DTypeLike | None = None,
+    requires_grad: builtins.bool = False,
+    device: _DeviceLike | None = None,
+) -> Tensor: ...
+def randint(
+    *args: int | _Shape,
+    size: _Shape | None = None,
+    dtype: _DTypeLike | None = None,
+    device: _DeviceLike | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor: ...
+def as_tensor(
+    data: _ArrayLike, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None
+) -> Tensor: ...
+def tril(x: _ArrayLike, diagonal: int = 0) -> Tensor: ...
+def triu(x: _ArrayLike, diagonal: int = 0) -> Tensor: ...
 
 # ---- function-only ops ----------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ pub mod autograd;
 pub mod call;
 pub mod checkpoint;
 pub mod convert;
+pub mod creation;
 pub mod dtype;
 pub mod errors;
 pub mod functions;
@@ -36,6 +37,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     split::register(m)?;
     indexing::register(m)?;
+    creation::register(m)?;
     autograd::register(m)?;
     memory::register(m)?;
     checkpoint::register(m)?;
