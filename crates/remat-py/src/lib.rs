@@ -15,6 +15,7 @@ pub mod memory;
 pub mod numpy_bridge;
 pub mod ops;
 pub mod optim;
+pub mod reduce_index;
 pub mod repr;
 pub mod split;
 pub mod tensor;
@@ -34,6 +35,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     functions::register(m)?;
     ops::register(m)?;
     split::register(m)?;
+    reduce_index::register(m)?;
     autograd::register(m)?;
     memory::register(m)?;
     checkpoint::register(m)?;

@@ -1,6 +1,8 @@
 //! Ops, one file per family; each op's forward sits next to its backward (VJP). Every public
 //! function validates its inputs and returns a typed error naming the op and the shapes.
 
+pub mod all_any;
+pub mod argmax;
 pub mod axes;
 pub mod convert;
 pub mod creation;
@@ -27,6 +29,8 @@ pub mod softmax;
 pub mod vector_norm;
 pub mod view;
 
+pub use all_any::{all, any};
+pub use argmax::{argmax, argmin, max_dim, min_dim};
 pub use axes::{
     broadcast_to, expand_as, expand_sizes, flatten, matrix_transpose, movedim, squeeze, unflatten,
     unsqueeze,
