@@ -210,8 +210,8 @@ class set_grad_enabled:
         _remat.set_grad_enabled(self._prev)
 
 
-# `max`, `min`, `all`, `any`, `sum` and `pow` stay out of `__all__` so `from remat import *` does not shadow the
-# builtins; they are still `remat.max` etc.
+# `max`, `min`, `all`, `any`, `sum` and `pow` stay out of `__all__` so `from remat import *`
+# does not shadow the builtins; they are still `remat.max` etc.
 __all__ = [
     "CheckpointError", "CheckpointGroup", "CheckpointProfiler", "DType", "DTypeError",
     "DeviceError", "GraphError", "IndexingError", "ShapeError", "Tensor", "adaptive_checkpoint",
@@ -223,7 +223,8 @@ __all__ = [
     "leaky_relu", "lerp", "linear", "live_checkpoint_state", "sequential_plan",
     "load", "log_softmax", "manual_seed", "matmul", "max_memory_allocated", "maximum", "mean",
     "memory_allocated", "minimum", "mse_loss", "mul", "nn", "no_grad", "ones", "ones_like",
-    "optim", "permute", "return_types", "rand", "randn", "reset_peak_memory_stats", "reshape", "save",
+    "optim", "permute", "return_types", "rand", "randn", "reset_peak_memory_stats", "reshape",
+    "save",
     "set_checkpoint_early_stop", "set_grad_enabled", "set_num_threads",
     "get_num_threads", "softmax", "softplus", "stack", "sub",
     "tensor", "transpose", "utils", "where", "zeros", "zeros_like",

@@ -153,7 +153,7 @@ fn max_dim_second_order() {
         create_graph: true,
         allow_unused: false,
     };
-    let g = grad_with(&[y], &[x.clone()], None, opts).unwrap()[0]
+    let g = grad_with(&[y], std::slice::from_ref(&x), None, opts).unwrap()[0]
         .clone()
         .unwrap();
     assert_eq!(g.to_vec::<f64>(), vec![0.0, 6.0, 0.0, 0.0, 0.0, 8.0]);

@@ -6,7 +6,7 @@
 //! the engine's pool for big inputs. Ties keep the first occurrence and NaN counts as the
 //! maximum (and the minimum), as in PyTorch.
 //!
-//! The values of `max(dim)` are a gather at the indices ([`TakeOp`]) whose gradient goes to
+//! The values of `max(dim)` are a gather at the indices (`TakeOp`) whose gradient goes to
 //! the selected element only (unlike `amax`, whose ties share it); its backward is `where_`
 //! of a one-hot mask, so it is differentiable again (second order).
 
