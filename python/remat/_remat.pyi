@@ -8,11 +8,14 @@ two stub entries are kept side by side in the "op table" sections below.
 
 import builtins
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, final
+from typing import Any, final, overload
 
 import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypeAlias, disjoint_base
+
+from .return_types import max as _MaxResult
+from .return_types import min as _MinResult
 
 __version__: str
 # The parameterless unary ops in the core table's order (not in `__all__`); the generated
@@ -25,7 +28,8 @@ __all__ = [
     "copy_",
     "broadcast_to", "cat", "chunk", "clone", "concatenate", "expand", "expand_as", "flatten",
     "flip", "movedim", "narrow", "repeat", "split", "squeeze", "unflatten", "unsqueeze",
-    "amax", "amin", "cumsum", "logsumexp", "min", "norm", "prod", "std", "var",
+    "amax", "amin", "argmax", "argmin", "all", "any", "cumsum", "logsumexp",
+    "min", "norm", "prod", "std", "var",
     "cross_entropy",
     "cuda_device_count", "cuda_empty_cache", "cuda_is_available", "cuda_synchronize",
     "DeviceError", "div", "dropout", "DType", "DTypeError", "float32", "float64", "int64",
@@ -128,8 +132,11 @@ class Tensor:
     def grad_fn(self) -> str | None: ...
     @property
     def nbytes(self) -> builtins.int: ...
-    @property
-    def size(self) -> builtins.int: ...
+    @overload
+    def size(self, dim: None = None) -> tuple[builtins.int, ...]: ...
+    @overload
+    def size(self, dim: builtins.int) -> builtins.int: ...
+    def element_size(self) -> builtins.int: ...
     @property
     def itemsize(self) -> builtins.int: ...
     @property
@@ -220,6 +227,8 @@ class Tensor:
         *,
         axis: _Axis = None,
         keepdims: builtins.bool | None = None,
+        dtype: _DTypeLike | None = None,
+        out: None = None,
     ) -> Tensor: ...
     def mean(
         self,
@@ -228,9 +237,125 @@ class Tensor:
         *,
         axis: _Axis = None,
         keepdims: builtins.bool | None = None,
+        dtype: _DTypeLike | None = None,
+        out: None = None,
     ) -> Tensor: ...
-    def max(self, axis: _Axis = None, keepdims: builtins.bool = False) -> Tensor: ...
-    def min(self, axis: _Axis = None, keepdims: builtins.bool = False) -> Tensor: ...
+    @overload
+    def max(
+        self,
+        dim: None = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
+    @overload
+    def max(
+        self,
+        dim: Tensor,
+        keepdim: builtins.bool = False,
+        *,
+        axis: None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
+    @overload
+    def max(
+        self,
+        dim: builtins.int,
+        keepdim: builtins.bool = False,
+        *,
+        axis: None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> _MaxResult: ...
+    @overload
+    def max(
+        self,
+        dim: None = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: builtins.int,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> _MaxResult: ...
+    @overload
+    def min(
+        self,
+        dim: None = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
+    @overload
+    def min(
+        self,
+        dim: Tensor,
+        keepdim: builtins.bool = False,
+        *,
+        axis: None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
+    @overload
+    def min(
+        self,
+        dim: builtins.int,
+        keepdim: builtins.bool = False,
+        *,
+        axis: None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> _MinResult: ...
+    @overload
+    def min(
+        self,
+        dim: None = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: builtins.int,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> _MinResult: ...
+    def argmax(
+        self,
+        dim: builtins.int | None = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: builtins.int | None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
+    def argmin(
+        self,
+        dim: builtins.int | None = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: builtins.int | None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
+    def all(
+        self,
+        dim: _Axis = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: _Axis = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
+    def any(
+        self,
+        dim: _Axis = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: _Axis = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
     def amax(
         self,
         dim: _Axis = None,
@@ -254,6 +379,8 @@ class Tensor:
         *,
         axis: _Axis = None,
         keepdims: builtins.bool | None = None,
+        dtype: _DTypeLike | None = None,
+        out: None = None,
     ) -> Tensor: ...
     def var(
         self,
@@ -472,6 +599,8 @@ def sum(
     *,
     axis: _Axis = None,
     keepdims: bool | None = None,
+    dtype: _DTypeLike | None = None,
+    out: None = None,
 ) -> Tensor: ...
 def mean(
     x: _ArrayLike,
@@ -480,9 +609,125 @@ def mean(
     *,
     axis: _Axis = None,
     keepdims: bool | None = None,
+    dtype: _DTypeLike | None = None,
+    out: None = None,
 ) -> Tensor: ...
-def max(x: _ArrayLike, axis: _Axis = None, keepdims: bool = False) -> Tensor: ...
-def min(x: _ArrayLike, axis: _Axis = None, keepdims: bool = False) -> Tensor: ...
+@overload
+def max(
+    x: _ArrayLike,
+    dim: None = None,
+    keepdim: bool = False,
+    *,
+    axis: None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
+@overload
+def max(
+    x: _ArrayLike,
+    dim: Tensor,
+    keepdim: bool = False,
+    *,
+    axis: None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
+@overload
+def max(
+    x: _ArrayLike,
+    dim: int,
+    keepdim: bool = False,
+    *,
+    axis: None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> _MaxResult: ...
+@overload
+def max(
+    x: _ArrayLike,
+    dim: None = None,
+    keepdim: bool = False,
+    *,
+    axis: int,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> _MaxResult: ...
+@overload
+def min(
+    x: _ArrayLike,
+    dim: None = None,
+    keepdim: bool = False,
+    *,
+    axis: None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
+@overload
+def min(
+    x: _ArrayLike,
+    dim: Tensor,
+    keepdim: bool = False,
+    *,
+    axis: None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
+@overload
+def min(
+    x: _ArrayLike,
+    dim: int,
+    keepdim: bool = False,
+    *,
+    axis: None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> _MinResult: ...
+@overload
+def min(
+    x: _ArrayLike,
+    dim: None = None,
+    keepdim: bool = False,
+    *,
+    axis: int,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> _MinResult: ...
+def argmax(
+    x: _ArrayLike,
+    dim: int | None = None,
+    keepdim: bool = False,
+    *,
+    axis: int | None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
+def argmin(
+    x: _ArrayLike,
+    dim: int | None = None,
+    keepdim: bool = False,
+    *,
+    axis: int | None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
+def all(
+    x: _ArrayLike,
+    dim: _Axis = None,
+    keepdim: bool = False,
+    *,
+    axis: _Axis = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
+def any(
+    x: _ArrayLike,
+    dim: _Axis = None,
+    keepdim: bool = False,
+    *,
+    axis: _Axis = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
 def amax(
     x: _ArrayLike,
     dim: _Axis = None,
@@ -506,6 +751,8 @@ def prod(
     *,
     axis: _Axis = None,
     keepdims: bool | None = None,
+    dtype: _DTypeLike | None = None,
+    out: None = None,
 ) -> Tensor: ...
 def var(
     x: _ArrayLike,

@@ -17,6 +17,7 @@ pub mod memory;
 pub mod numpy_bridge;
 pub mod ops;
 pub mod optim;
+pub mod reduce_index;
 pub mod repr;
 pub mod split;
 pub mod tensor;
@@ -38,6 +39,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     split::register(m)?;
     indexing::register(m)?;
     creation::register(m)?;
+    reduce_index::register(m)?;
     autograd::register(m)?;
     memory::register(m)?;
     checkpoint::register(m)?;

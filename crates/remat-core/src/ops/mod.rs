@@ -2,6 +2,8 @@
 //! function validates its inputs and returns a typed error naming the op and the shapes.
 
 pub mod advanced_index;
+pub mod all_any;
+pub mod argmax;
 pub mod axes;
 pub mod convert;
 pub mod creation;
@@ -33,6 +35,8 @@ pub mod vector_norm;
 pub mod view;
 
 pub use advanced_index::{index_advanced, Index};
+pub use all_any::{all, any};
+pub use argmax::{argmax, argmin, max_dim, min_dim};
 pub use axes::{
     broadcast_to, expand_as, expand_sizes, flatten, matrix_transpose, movedim, squeeze, unflatten,
     unsqueeze,
