@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     model = DeepMLP(64, 10, args.depth, args.width, args.checkpoint).to(device)
     opt = optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
-    n_params = sum(p.size for p in model.parameters())
+    n_params = sum(p.numel() for p in model.parameters())
     print(
         f"deep_mlp: {args.depth} residual blocks, width {args.width}, {n_params:,} parameters, "
         f"checkpoint={args.checkpoint}, device={device}"

@@ -132,8 +132,13 @@ def distinct(shape, dtype=np.float64, seed=0, gap=0.05):
 
 
 def rdtype(np_dtype):
-    """The remat dtype matching a NumPy dtype."""
-    return remat.float64 if np.dtype(np_dtype) == np.float64 else remat.float32
+    """The remat dtype matching a NumPy dtype (float32 for the floats other than float64)."""
+    d = np.dtype(np_dtype)
+    if d == np.int64:
+        return remat.int64
+    if d == np.bool_:
+        return remat.bool_
+    return remat.float64 if d == np.float64 else remat.float32
 
 
 # ---------------------------------------------------------------- fixtures

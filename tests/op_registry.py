@@ -154,6 +154,7 @@ class Op:
     tol64: tuple[float, float] = F64_TOL
     grad_tol: tuple[float, float] = (1e-5, 1e-6)  # finite differences (rtol, atol)
     cuda: bool = True  # False: no CUDA path yet, a CUDA input must raise DeviceError
+    out_dtype: Any = None  # the result's NumPy dtype when it is not the inputs' (argmax: int64)
 
     @property
     def differentiable(self) -> bool:
@@ -245,9 +246,45 @@ def with_axes(draw, min_dims=0, tuple_axes=True):
     return shape, tuple(a - nd if draw(st.booleans()) else a for a in axes)
 
 
+def single_reductions():
+    """NumPy spellings with ``axis`` None or an int (``max``/``min``: no tuples)."""
+    return reductions().filter(lambda c: not isinstance(c.params["axis"], tuple))
+
+
 def reductions():
     return st.builds(lambda sa, k: Case((sa[0],), {"axis": sa[1], "keepdims": k}),
                      with_axes(), st.booleans())
+
+
+def _values(r):
+    """The values of a ``(values, indices)`` named tuple (``max``/``min`` with a dim), else
+    ``r`` itself (without a dim they return the 0-d maximum)."""
+    return r.values if isinstance(r, tuple) else r
+
+
+def _indices(r):
+    """The indices of a ``(values, indices)`` named tuple."""
+    return r.indices
+
+
+def np_argmax(x, dim=None, keepdim=False):
+    return np.argmax(x, axis=dim, keepdims=keepdim)
+
+
+def np_argmin(x, dim=None, keepdim=False):
+    return np.argmin(x, axis=dim, keepdims=keepdim)
+
+
+def np_all(x, dim=None, keepdim=False):
+    return np.all(x, axis=_np_dim(dim), keepdims=keepdim)
+
+
+def np_any(x, dim=None, keepdim=False):
+    return np.any(x, axis=_np_dim(dim), keepdims=keepdim)
+
+
+def _np_dim(dim):
+    return tuple(dim) if isinstance(dim, (tuple, list)) else dim
 
 
 def torch_reductions(single=False, **params):
@@ -646,10 +683,6 @@ def np_lerp(start, end, weight):
     return start + weight * (end - start)
 
 
-def _np_dim(dim):
-    return tuple(dim) if isinstance(dim, (tuple, list)) else dim
-
-
 def np_prod(x, dim=None, keepdim=False):
     return np.prod(x, axis=dim, keepdims=keepdim)
 
@@ -990,12 +1023,62 @@ OPS: list[Op] = [
        tol32=(1e-5, 1e-5), tol64=(1e-12, 1e-12),
        errors=(Bad("axis", ((2, 3),), S, {"axis": (0, 5)}),
                Bad("axis_float", ((2, 3),), TypeError, {"axis": 1.5}, names=None))),
-    Op("max", remat.max, ("max",), np.max, DISTINCT, reductions(),
+    # max/min with an int dim/axis return (values, indices): the rows check the values (their
+    # gradient goes to the one selected element; no CUDA path yet), `_indices` the indices.
+    Op("max", remat.max, ("max",), np.max, DISTINCT, single_reductions(),
        (Case(((2, 3),), {"axis": None, "keepdims": False}),
-        Case(((2, 3, 2),), {"axis": -1, "keepdims": False}),
-        Case(((3, 4),), {"axis": 0, "keepdims": True})),
+        Case(((2, 3, 2),), {"axis": None, "keepdims": True})),
+       call=lambda f, ins, p: _values(f(*ins, **p)),
        errors=(Bad("axis", ((2, 3),), S, {"axis": -4}), Bad("empty", ((0,),), S),
-               Bad("empty_axis", ((2, 0),), S, {"axis": 1}))),
+               Bad("empty_axis", ((2, 0),), S, {"axis": 1}),
+               Bad("axis_tuple", ((2, 3),), TypeError, {"axis": (0, 1)}),
+               Bad("dim_and_axis", ((2, 3),), TypeError, {"dim": 0, "axis": 0}),
+               Bad("out", ((2, 3),), TypeError, {"out": Raw(np.zeros(3))}))),
+    Op("max_dim", remat.max, ("max",), lambda x, dim, keepdim: np.max(x, dim, keepdims=keepdim),
+       DISTINCT, torch_reductions(single=True),
+       (Case(((2, 3),), {"dim": 1, "keepdim": False}),
+        Case(((3, 2, 2),), {"dim": 0, "keepdim": True}),
+        Case(((4,),), {"dim": -1, "keepdim": False})),
+       call=lambda f, ins, p: _values(f(*ins, **p)), op="max", cuda=False,
+       errors=(Bad("dim", ((2, 3),), S, {"dim": 2}),
+               Bad("empty_dim", ((3, 0),), S, {"dim": -1}))),
+    Op("max_indices", remat.max, ("max",), np_argmax, DISTINCT,
+       torch_reductions(single=True).filter(lambda c: c.params["dim"] is not None),
+       (Case(((2, 3),), {"dim": 1, "keepdim": False}),),
+       call=lambda f, ins, p: _indices(f(*ins, **p)), op="max", diff=(), cuda=False,
+       out_dtype=np.int64),
+    Op("min_dim", remat.min, ("min",), lambda x, dim, keepdim: np.min(x, dim, keepdims=keepdim),
+       DISTINCT, torch_reductions(single=True),
+       (Case(((2, 3),), {"dim": 0, "keepdim": False}),
+        Case(((2, 3, 2),), {"dim": -1, "keepdim": True})),
+       call=lambda f, ins, p: _values(f(*ins, **p)), op="min", cuda=False,
+       errors=(Bad("dim", ((2, 3),), S, {"dim": -3}),)),
+    Op("min_indices", remat.min, ("min",), np_argmin, DISTINCT,
+       torch_reductions(single=True).filter(lambda c: c.params["dim"] is not None),
+       (Case(((2, 3),), {"dim": 0, "keepdim": True}),),
+       call=lambda f, ins, p: _indices(f(*ins, **p)), op="min", diff=(), cuda=False,
+       out_dtype=np.int64),
+    Op("argmax", remat.argmax, ("argmax",), np_argmax, DISTINCT, torch_reductions(single=True),
+       (Case(((2, 3),), {"dim": None, "keepdim": False}),
+        Case(((2, 3, 4),), {"dim": 1, "keepdim": True})),
+       diff=(), cuda=False, out_dtype=np.int64,
+       errors=(Bad("dim", ((2, 3),), S, {"dim": 2}), Bad("empty", ((0,),), S),
+               Bad("empty_dim", ((2, 0),), S, {"dim": 1}),
+               Bad("dim_tuple", ((2, 3),), TypeError, {"dim": (0, 1)}))),
+    Op("argmin", remat.argmin, ("argmin",), np_argmin, DISTINCT, torch_reductions(single=True),
+       (Case(((3, 2),), {"dim": 0, "keepdim": False}),),
+       diff=(), cuda=False, out_dtype=np.int64,
+       errors=(Bad("dim", ((2, 3),), S, {"dim": -3}), Bad("empty", ((0, 2),), S))),
+    Op("all", remat.all, ("all",), np_all, MASK, torch_reductions(),
+       (Case(((2, 3),), {"dim": None, "keepdim": False}),
+        Case(((2, 3, 2),), {"dim": (0, 2), "keepdim": True})),
+       diff=(), cuda=False, out_dtype=np.bool_,
+       errors=(Bad("dim", ((2, 3),), S, {"dim": 2}),
+               Bad("dup_dim", ((2, 3),), S, {"dim": (1, -1)}))),
+    Op("any", remat.any, ("any",), np_any, MASK, torch_reductions(),
+       (Case(((2, 3),), {"dim": 1, "keepdim": False}),),
+       diff=(), cuda=False, out_dtype=np.bool_,
+       errors=(Bad("dim", ((2, 3),), S, {"dim": -3}),)),
     Op("sum_dim", remat.sum, ("sum",), lambda x, dim, keepdim: np.sum(x, _np_dim(dim),
                                                                        keepdims=keepdim),
        ANY, torch_reductions(),
@@ -1007,9 +1090,10 @@ OPS: list[Op] = [
        ANY, torch_reductions(),
        (Case(((2, 3, 2),), {"dim": 1, "keepdim": False}),),
        tol32=(1e-5, 1e-5), tol64=(1e-12, 1e-12), op="mean"),
-    Op("min", remat.min, ("min",), np.min, DISTINCT, reductions(),
+    Op("min", remat.min, ("min",), np.min, DISTINCT, single_reductions(),
        (Case(((2, 3),), {"axis": None, "keepdims": False}),
-        Case(((3, 4),), {"axis": 0, "keepdims": True})),
+        Case(((3, 4),), {"axis": None, "keepdims": True})),
+       call=lambda f, ins, p: _values(f(*ins, **p)),
        errors=(Bad("axis", ((2, 3),), S, {"axis": 2}), Bad("empty", ((0,),), S))),
     Op("amax", remat.amax, ("amax",), lambda x, dim, keepdim: np.max(x, _np_dim(dim),
                                                                       keepdims=keepdim),

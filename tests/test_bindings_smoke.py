@@ -158,7 +158,8 @@ def test_array_protocol_and_tolist():
 
 def test_attributes():
     t = remat.ones(2, 3, dtype=remat.float64, requires_grad=True)
-    assert t.shape == (2, 3) and t.ndim == 2 and t.size == 6 and t.nbytes == 48
+    assert t.shape == (2, 3) and t.ndim == 2 and t.nbytes == 48
+    assert t.size() == (2, 3) and t.numel() == 6
     assert t.dtype is remat.float64 and t.device == "cpu"
     assert t.is_leaf and t.requires_grad and t.grad is None
     assert len(t) == 2 and t.numel() == 6

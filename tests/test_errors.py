@@ -368,7 +368,7 @@ NAN_OPS = {
     "gelu_tanh": lambda t: remat.gelu(t, approximate="tanh"),
     "sum": lambda t: t.sum(axis=1),
     "mean": lambda t: t.mean(axis=1),
-    "max": lambda t: t.max(axis=1),
+    "max": lambda t: t.max(axis=1).values,
     "softmax": remat.softmax,
     "log_softmax": remat.log_softmax,
     "layer_norm": remat.layer_norm,

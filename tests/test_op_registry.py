@@ -71,7 +71,8 @@ def test_forward_matches_numpy(op, data):
     for label, form in op.forms():
         got = op(*tensors_for(op, arrays), form=form, **case.params)
         assert isinstance(got, remat.Tensor), label
-        assert got.dtype == rdtype(dtype), f"{label}: {got.dtype} from {np.dtype(dtype)} inputs"
+        want = rdtype(op.out_dtype or dtype)
+        assert got.dtype == want, f"{label}: {got.dtype} from {np.dtype(dtype)} inputs"
         assert got.shape == expected.shape, f"{label}: shape {got.shape} != {expected.shape}"
         np.testing.assert_allclose(got.numpy(), expected, rtol=rtol, atol=atol, err_msg=label)
         if first is None:

@@ -58,7 +58,7 @@ WRAPPED = {
     "copy_": "remat.nn.Module.load_state_dict",
 }
 # Re-exported, but kept out of `__all__` so `from remat import *` does not shadow builtins.
-BUILTIN_SHADOWS = {"max", "min", "sum", "pow", "abs", "round"}
+BUILTIN_SHADOWS = {"max", "min", "all", "any", "sum", "pow", "abs", "round"}
 
 
 def _stub_tree() -> ast.Module:

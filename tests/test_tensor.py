@@ -69,7 +69,7 @@ def test_tensor_dtype_argument_overrides():
 
 def test_tensor_from_scalar_is_0d():
     t = remat.tensor(3.5)
-    assert t.shape == () and t.ndim == 0 and t.size == 1
+    assert t.shape == () and t.ndim == 0 and t.numel() == 1 and t.size() == ()
     assert t.item() == 3.5
     assert t.tolist() == 3.5
 
@@ -203,7 +203,7 @@ def test_attributes(dtype):
     t = remat.tensor(a)
     assert t.shape == (2, 3, 4) and isinstance(t.shape, tuple)
     assert t.ndim == 3
-    assert t.size == 24
+    assert t.numel() == 24 and t.size() == (2, 3, 4) and t.size(-1) == 4
     assert t.nbytes == 24 * np.dtype(dtype).itemsize
     assert t.dtype == rdtype(dtype)
     assert len(t) == 2
@@ -319,7 +319,7 @@ def test_non_contiguous_arrays(make, ctor):
 def test_0d_arrays():
     for a in [np.array(2.5), np.array(2.5, dtype=np.float32), np.float64(2.5)]:
         t = remat.tensor(a)
-        assert t.shape == () and t.ndim == 0 and t.size == 1
+        assert t.shape == () and t.ndim == 0 and t.numel() == 1
         assert t.item() == 2.5
         assert t.numpy().shape == ()
         assert t.dtype == rdtype(np.asarray(a).dtype)
@@ -331,7 +331,7 @@ def test_0d_arrays():
 def test_empty_arrays(shape):
     a = np.zeros(shape, dtype=np.float32)
     t = remat.tensor(a)
-    assert t.shape == shape and t.size == 0 and t.nbytes == 0
+    assert t.shape == shape and t.numel() == 0 and t.nbytes == 0
     assert t.numpy().shape == shape
     assert t.tolist() == a.tolist()
     assert (t + 1).shape == shape

@@ -43,6 +43,18 @@ from ._remat import (
     int32,
     int64,
     index_select,
+    arange,
+    linspace,
+    eye,
+    empty,
+    empty_like,
+    rand_like,
+    randn_like,
+    full_like,
+    randint,
+    as_tensor,
+    tril,
+    triu,
     gather,
     scatter_add,
     embedding,
@@ -72,6 +84,10 @@ from ._remat import (
     min as min,
     amax,
     amin,
+    argmax,
+    argmin,
+    all as all,
+    any as any,
     prod,
     var,
     std,
@@ -218,8 +234,8 @@ class set_grad_enabled:
         _remat.set_grad_enabled(self._prev)
 
 
-# `max`, `min`, `sum` and `pow` stay out of `__all__` so `from remat import *` does not shadow the
-# builtins; they are still `remat.max` etc.
+# `max`, `min`, `all`, `any`, `sum` and `pow` stay out of `__all__` so `from remat import *`
+# does not shadow the builtins; they are still `remat.max` etc.
 __all__ = [
     "CheckpointError", "CheckpointGroup", "CheckpointProfiler", "DType", "DTypeError",
     "DeviceError", "GraphError", "IndexingError", "ShapeError", "Tensor", "adaptive_checkpoint",
@@ -231,19 +247,23 @@ __all__ = [
     "leaky_relu", "lerp", "linear", "live_checkpoint_state", "sequential_plan",
     "load", "log_softmax", "manual_seed", "matmul", "max_memory_allocated", "maximum", "mean",
     "memory_allocated", "minimum", "mse_loss", "mul", "nn", "no_grad", "ones", "ones_like",
-    "optim", "permute", "rand", "randn", "reset_peak_memory_stats", "reshape", "save",
+    "optim", "permute", "return_types", "rand", "randn", "reset_peak_memory_stats", "reshape",
+    "save",
     "set_checkpoint_early_stop", "set_grad_enabled", "set_num_threads",
     "get_num_threads", "softmax", "softplus", "stack", "sub",
     "tensor", "transpose", "utils", "where", "zeros", "zeros_like",
     # shape and join ops
     "broadcast_to", "cat", "chunk", "clone", "concatenate", "expand", "expand_as", "flatten",
     "flip", "movedim", "narrow", "repeat", "split", "squeeze", "unflatten", "unsqueeze",
+    # structured constructors
+    "arange", "linspace", "eye", "empty", "empty_like", "rand_like", "randn_like", "full_like",
+    "randint", "as_tensor", "tril", "triu",
     # selection by integer index
     "index_select", "gather", "scatter_add", "embedding", "one_hot", "nonzero",
     # linear algebra
     "addmm", "baddbmm", "bmm", "einsum", "mm", "outer",
     # reductions
-    "amax", "amin", "cumsum", "logsumexp", "norm", "prod", "std", "var",
+    "amax", "amin", "argmax", "argmin", "cumsum", "logsumexp", "norm", "prod", "std", "var",
     # BEGIN GENERATED: unary ops __all__ (tools/gen_bindings.py)
     "neg", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "erf", "rsqrt",
     "square", "log1p", "expm1", "sign", "floor", "ceil", "silu",
@@ -264,7 +284,7 @@ from .checkpoint import (  # noqa: E402
     sequential_plan,
     set_checkpoint_early_stop,
 )
-from . import nn, optim, cuda, utils  # noqa: E402
+from . import nn, optim, cuda, utils, return_types  # noqa: E402
 from .serialization import save, load  # noqa: E402
 
 # PyTorch's dtype spellings. `remat.bool` and `remat.float` would shadow the builtins inside this

@@ -8,11 +8,14 @@ two stub entries are kept side by side in the "op table" sections below.
 
 import builtins
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, final
+from typing import Any, final, overload
 
 import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypeAlias, disjoint_base
+
+from .return_types import max as _MaxResult
+from .return_types import min as _MinResult
 
 __version__: str
 # The parameterless unary ops in the core table's order (not in `__all__`); the generated
@@ -25,11 +28,14 @@ __all__ = [
     "copy_",
     "broadcast_to", "cat", "chunk", "clone", "concatenate", "expand", "expand_as", "flatten",
     "flip", "movedim", "narrow", "repeat", "split", "squeeze", "unflatten", "unsqueeze",
-    "amax", "amin", "cumsum", "logsumexp", "min", "norm", "prod", "std", "var",
+    "amax", "amin", "argmax", "argmin", "all", "any", "cumsum", "logsumexp",
+    "min", "norm", "prod", "std", "var",
     "cross_entropy",
     "cuda_device_count", "cuda_empty_cache", "cuda_is_available", "cuda_synchronize",
     "DeviceError", "div", "dropout", "DType", "DTypeError", "float32", "float64", "int64",
     "int32", "bool_", "index_select", "gather", "scatter_add", "embedding", "one_hot", "nonzero",
+    "arange", "linspace", "eye", "empty", "empty_like", "rand_like", "randn_like", "full_like",
+    "randint", "as_tensor", "tril", "triu",
     "from_numpy", "full", "gelu", "grad", "GraphError", "IndexingError", "is_grad_enabled",
     "layer_norm", "leaky_relu", "lerp", "linear", "live_checkpoint_state", "log_softmax",
     "manual_seed", "matmul",
@@ -126,8 +132,11 @@ class Tensor:
     def grad_fn(self) -> str | None: ...
     @property
     def nbytes(self) -> builtins.int: ...
-    @property
-    def size(self) -> builtins.int: ...
+    @overload
+    def size(self, dim: None = None) -> tuple[builtins.int, ...]: ...
+    @overload
+    def size(self, dim: builtins.int) -> builtins.int: ...
+    def element_size(self) -> builtins.int: ...
     @property
     def itemsize(self) -> builtins.int: ...
     @property
@@ -218,6 +227,8 @@ class Tensor:
         *,
         axis: _Axis = None,
         keepdims: builtins.bool | None = None,
+        dtype: _DTypeLike | None = None,
+        out: None = None,
     ) -> Tensor: ...
     def mean(
         self,
@@ -226,9 +237,125 @@ class Tensor:
         *,
         axis: _Axis = None,
         keepdims: builtins.bool | None = None,
+        dtype: _DTypeLike | None = None,
+        out: None = None,
     ) -> Tensor: ...
-    def max(self, axis: _Axis = None, keepdims: builtins.bool = False) -> Tensor: ...
-    def min(self, axis: _Axis = None, keepdims: builtins.bool = False) -> Tensor: ...
+    @overload
+    def max(
+        self,
+        dim: None = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
+    @overload
+    def max(
+        self,
+        dim: Tensor,
+        keepdim: builtins.bool = False,
+        *,
+        axis: None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
+    @overload
+    def max(
+        self,
+        dim: builtins.int,
+        keepdim: builtins.bool = False,
+        *,
+        axis: None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> _MaxResult: ...
+    @overload
+    def max(
+        self,
+        dim: None = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: builtins.int,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> _MaxResult: ...
+    @overload
+    def min(
+        self,
+        dim: None = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
+    @overload
+    def min(
+        self,
+        dim: Tensor,
+        keepdim: builtins.bool = False,
+        *,
+        axis: None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
+    @overload
+    def min(
+        self,
+        dim: builtins.int,
+        keepdim: builtins.bool = False,
+        *,
+        axis: None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> _MinResult: ...
+    @overload
+    def min(
+        self,
+        dim: None = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: builtins.int,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> _MinResult: ...
+    def argmax(
+        self,
+        dim: builtins.int | None = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: builtins.int | None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
+    def argmin(
+        self,
+        dim: builtins.int | None = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: builtins.int | None = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
+    def all(
+        self,
+        dim: _Axis = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: _Axis = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
+    def any(
+        self,
+        dim: _Axis = None,
+        keepdim: builtins.bool = False,
+        *,
+        axis: _Axis = None,
+        keepdims: builtins.bool | None = None,
+        out: None = None,
+    ) -> Tensor: ...
     def amax(
         self,
         dim: _Axis = None,
@@ -252,6 +379,8 @@ class Tensor:
         *,
         axis: _Axis = None,
         keepdims: builtins.bool | None = None,
+        dtype: _DTypeLike | None = None,
+        out: None = None,
     ) -> Tensor: ...
     def var(
         self,
@@ -334,6 +463,8 @@ class Tensor:
     def gather(self, dim: builtins.int, index: _ArrayLike) -> Tensor: ...
     def scatter_add(self, dim: builtins.int, index: _ArrayLike, src: _ArrayLike) -> Tensor: ...
     def nonzero(self) -> Tensor: ...
+    def tril(self, diagonal: builtins.int = 0) -> Tensor: ...
+    def triu(self, diagonal: builtins.int = 0) -> Tensor: ...
     def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]: ...
 
     # ---- in-place ops (crates/remat-py/src/inplace.rs): each returns the tensor itself ----
@@ -418,7 +549,7 @@ def rand(
 ) -> Tensor: ...
 def full(
     shape: _Shape,
-    value: builtins.float,
+    value: builtins.float | int | builtins.bool,
     dtype: _DTypeLike | None = None,
     requires_grad: bool = False,
     device: _DeviceLike | None = None,
@@ -489,6 +620,8 @@ def sum(
     *,
     axis: _Axis = None,
     keepdims: bool | None = None,
+    dtype: _DTypeLike | None = None,
+    out: None = None,
 ) -> Tensor: ...
 def mean(
     x: _ArrayLike,
@@ -497,9 +630,125 @@ def mean(
     *,
     axis: _Axis = None,
     keepdims: bool | None = None,
+    dtype: _DTypeLike | None = None,
+    out: None = None,
 ) -> Tensor: ...
-def max(x: _ArrayLike, axis: _Axis = None, keepdims: bool = False) -> Tensor: ...
-def min(x: _ArrayLike, axis: _Axis = None, keepdims: bool = False) -> Tensor: ...
+@overload
+def max(
+    x: _ArrayLike,
+    dim: None = None,
+    keepdim: bool = False,
+    *,
+    axis: None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
+@overload
+def max(
+    x: _ArrayLike,
+    dim: Tensor,
+    keepdim: bool = False,
+    *,
+    axis: None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
+@overload
+def max(
+    x: _ArrayLike,
+    dim: int,
+    keepdim: bool = False,
+    *,
+    axis: None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> _MaxResult: ...
+@overload
+def max(
+    x: _ArrayLike,
+    dim: None = None,
+    keepdim: bool = False,
+    *,
+    axis: int,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> _MaxResult: ...
+@overload
+def min(
+    x: _ArrayLike,
+    dim: None = None,
+    keepdim: bool = False,
+    *,
+    axis: None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
+@overload
+def min(
+    x: _ArrayLike,
+    dim: Tensor,
+    keepdim: bool = False,
+    *,
+    axis: None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
+@overload
+def min(
+    x: _ArrayLike,
+    dim: int,
+    keepdim: bool = False,
+    *,
+    axis: None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> _MinResult: ...
+@overload
+def min(
+    x: _ArrayLike,
+    dim: None = None,
+    keepdim: bool = False,
+    *,
+    axis: int,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> _MinResult: ...
+def argmax(
+    x: _ArrayLike,
+    dim: int | None = None,
+    keepdim: bool = False,
+    *,
+    axis: int | None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
+def argmin(
+    x: _ArrayLike,
+    dim: int | None = None,
+    keepdim: bool = False,
+    *,
+    axis: int | None = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
+def all(
+    x: _ArrayLike,
+    dim: _Axis = None,
+    keepdim: bool = False,
+    *,
+    axis: _Axis = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
+def any(
+    x: _ArrayLike,
+    dim: _Axis = None,
+    keepdim: bool = False,
+    *,
+    axis: _Axis = None,
+    keepdims: bool | None = None,
+    out: None = None,
+) -> Tensor: ...
 def amax(
     x: _ArrayLike,
     dim: _Axis = None,
@@ -523,6 +772,8 @@ def prod(
     *,
     axis: _Axis = None,
     keepdims: bool | None = None,
+    dtype: _DTypeLike | None = None,
+    out: None = None,
 ) -> Tensor: ...
 def var(
     x: _ArrayLike,
@@ -607,6 +858,75 @@ def scatter_add(x: _ArrayLike, dim: int, index: _ArrayLike, src: _ArrayLike) -> 
 def embedding(input: _ArrayLike, weight: _ArrayLike) -> Tensor: ...
 def one_hot(input: _ArrayLike, num_classes: int = -1) -> Tensor: ...
 def nonzero(x: _ArrayLike) -> Tensor: ...
+
+# structured constructors (crates/remat-py/src/creation.rs)
+def arange(
+    *bounds: builtins.float | Tensor,
+    step: builtins.float | Tensor | None = None,
+    dtype: _DTypeLike | None = None,
+    device: _DeviceLike | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor: ...
+def linspace(
+    start: builtins.float | Tensor,
+    end: builtins.float | Tensor,
+    steps: int,
+    *,
+    dtype: _DTypeLike | None = None,
+    device: _DeviceLike | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor: ...
+def eye(
+    n: int,
+    m: int | None = None,
+    *,
+    dtype: _DTypeLike | None = None,
+    device: _DeviceLike | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor: ...
+def empty(
+    *shape: _Shape,
+    dtype: _DTypeLike | None = None,
+    device: _DeviceLike | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor: ...
+def empty_like(
+    t: _ArrayLike,
+    dtype: _DTypeLike | None = None,
+    requires_grad: builtins.bool = False,
+    device: _DeviceLike | None = None,
+) -> Tensor: ...
+def rand_like(
+    t: _ArrayLike,
+    dtype: _DTypeLike | None = None,
+    requires_grad: builtins.bool = False,
+    device: _DeviceLike | None = None,
+) -> Tensor: ...
+def randn_like(
+    t: _ArrayLike,
+    dtype: _DTypeLike | None = None,
+    requires_grad: builtins.bool = False,
+    device: _DeviceLike | None = None,
+) -> Tensor: ...
+def full_like(
+    t: _ArrayLike,
+    fill_value: builtins.float,
+    dtype: _DTypeLike | None = None,
+    requires_grad: builtins.bool = False,
+    device: _DeviceLike | None = None,
+) -> Tensor: ...
+def randint(
+    *args: int | _Shape,
+    size: _Shape | None = None,
+    dtype: _DTypeLike | None = None,
+    device: _DeviceLike | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor: ...
+def as_tensor(
+    data: _ArrayLike, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None
+) -> Tensor: ...
+def tril(x: _ArrayLike, diagonal: int = 0) -> Tensor: ...
+def triu(x: _ArrayLike, diagonal: int = 0) -> Tensor: ...
 
 # ---- function-only ops ----------------------------------------------------------------------
 

@@ -139,6 +139,18 @@ impl ReduceArgs {
     }
 }
 
+/// NumPy's `out=` argument, which the reductions accept so that `np.sum(t)`, `np.max(t)`
+/// etc. (which call `t.sum(axis=None, dtype=None, out=None)`) work: only None.
+pub fn no_out(op: &str, out: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    match out {
+        Some(o) if !o.is_none() => Err(PyTypeError::new_err(format!(
+            "{op}: out= is not supported (got {}); use the returned tensor",
+            type_name(o)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Ints from an int or a tuple/list of ints (`what` names the argument in errors).
 pub fn int_list(op: &str, what: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<isize>> {
     if obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>() {

@@ -16,7 +16,7 @@ use pyo3::types::PyTuple;
 use remat_core::{ops, DType, Device, Tensor};
 
 /// Set `requires_grad` on a fresh leaf and wrap it.
-fn leaf(t: Tensor, requires_grad: bool) -> PyResult<PyTensor> {
+pub(crate) fn leaf(t: Tensor, requires_grad: bool) -> PyResult<PyTensor> {
     if requires_grad {
         t.set_requires_grad(true).py()?;
     }
@@ -62,7 +62,7 @@ fn numel_saturating(shape: &[usize]) -> usize {
     shape.iter().fold(1usize, |a, &d| a.saturating_mul(d))
 }
 
-type Filler = fn(&[usize], DType, Device) -> remat_core::Result<Tensor>;
+pub(crate) type Filler = fn(&[usize], DType, Device) -> remat_core::Result<Tensor>;
 
 fn filled(
     py: Python<'_>,
@@ -141,20 +141,29 @@ fn rand(
 fn full(
     py: Python<'_>,
     shape: &Bound<'_, PyAny>,
-    value: f64,
+    value: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
     let s = args::shape_of("full", shape)?;
-    let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::F32);
+    // PyTorch infers the dtype from the fill value: bool, int64 or the default float32.
+    let inferred = if value.is_instance_of::<pyo3::types::PyBool>() {
+        DType::Bool
+    } else if value.is_instance_of::<pyo3::types::PyInt>() {
+        DType::I64
+    } else {
+        DType::F32
+    };
+    let value: f64 = value.extract()?;
+    let dt = parse_opt_dtype(dtype)?.unwrap_or(inferred);
     let dev = args::device(device)?;
     let big = numel_saturating(&s) >= crate::call::GIL_RELEASE_MIN;
     let t = run(py, big, || ops::full(&s, value, dt, dev))?;
     leaf(t, requires_grad)
 }
 
-fn like(
+pub(crate) fn like(
     py: Python<'_>,
     op: &str,
     t: &Bound<'_, PyAny>,

@@ -302,32 +302,78 @@ tensor_ops! {
         }
         /// Sum over `dim` (an int, a tuple or None: all axes); `axis`/`keepdims` are
         /// NumPy's spellings of `dim`/`keepdim`.
-        #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+        #[pyo3(signature = (
+            dim=None, keepdim=false, *, axis=None, keepdims=None, dtype=None, out=None
+        ))]
         fn sum(
             py, x, dim: Option<&Bound<'_, PyAny>>, keepdim: bool,
-            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>
+            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>,
+            dtype: Option<&Bound<'_, PyAny>>, out: Option<&Bound<'_, PyAny>>
         ) {
+            args::no_out("sum", out)?;
+            let x = &as_dtype(x, dtype)?;
             let r = ReduceArgs::new("sum", dim, axis, keepdim, keepdims)?;
             unary(py, x, |x| ops::sum(x, r.dims(), r.keepdim))
         }
         /// Mean over `dim` (an int, a tuple or None: all axes); `axis`/`keepdims` accepted.
-        #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+        #[pyo3(signature = (
+            dim=None, keepdim=false, *, axis=None, keepdims=None, dtype=None, out=None
+        ))]
         fn mean(
             py, x, dim: Option<&Bound<'_, PyAny>>, keepdim: bool,
-            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>
+            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>,
+            dtype: Option<&Bound<'_, PyAny>>, out: Option<&Bound<'_, PyAny>>
         ) {
+            args::no_out("mean", out)?;
+            let x = &as_dtype(x, dtype)?;
             let r = ReduceArgs::new("mean", dim, axis, keepdim, keepdims)?;
             unary(py, x, |x| ops::mean(x, r.dims(), r.keepdim))
         }
-        /// Maximum values over `axis` (None: all axes, a 0-d tensor; values, not indices).
-        #[pyo3(signature = (axis=None, keepdims=false))]
-        fn max(py, x, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) {
-            reduce(py, "max", x, axis, keepdims, ops::max)
+        /// The int64 index of the maximum along `dim` (None: into the flattened tensor);
+        /// the first among ties, NaN counts as the maximum. Never differentiable.
+        #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None, out=None))]
+        fn argmax(
+            py, x, dim: Option<&Bound<'_, PyAny>>, keepdim: bool,
+            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>, out: Option<&Bound<'_, PyAny>>
+        ) {
+            args::no_out("argmax", out)?;
+            let r = ReduceArgs::new("argmax", dim, axis, keepdim, keepdims)?;
+            let d = r.single_dim("argmax")?;
+            unary(py, x, |x| ops::argmax(x, d, r.keepdim))
         }
-        /// Minimum values over `axis` (None: all axes, a 0-d tensor; values, not indices).
-        #[pyo3(signature = (axis=None, keepdims=false))]
-        fn min(py, x, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) {
-            reduce(py, "min", x, axis, keepdims, ops::min)
+        /// The int64 index of the minimum along `dim` (None: into the flattened tensor);
+        /// the first among ties, NaN counts as the minimum. Never differentiable.
+        #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None, out=None))]
+        fn argmin(
+            py, x, dim: Option<&Bound<'_, PyAny>>, keepdim: bool,
+            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>, out: Option<&Bound<'_, PyAny>>
+        ) {
+            args::no_out("argmin", out)?;
+            let r = ReduceArgs::new("argmin", dim, axis, keepdim, keepdims)?;
+            let d = r.single_dim("argmin")?;
+            unary(py, x, |x| ops::argmin(x, d, r.keepdim))
+        }
+        /// Whether every element over `dim` (an int, a tuple or None: all axes) is nonzero;
+        /// a bool tensor, for any input dtype.
+        #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None, out=None))]
+        fn all(
+            py, x, dim: Option<&Bound<'_, PyAny>>, keepdim: bool,
+            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>, out: Option<&Bound<'_, PyAny>>
+        ) {
+            args::no_out("all", out)?;
+            let r = ReduceArgs::new("all", dim, axis, keepdim, keepdims)?;
+            unary(py, x, |x| ops::all(x, r.dims(), r.keepdim))
+        }
+        /// Whether any element over `dim` (an int, a tuple or None: all axes) is nonzero;
+        /// a bool tensor, for any input dtype.
+        #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None, out=None))]
+        fn any(
+            py, x, dim: Option<&Bound<'_, PyAny>>, keepdim: bool,
+            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>, out: Option<&Bound<'_, PyAny>>
+        ) {
+            args::no_out("any", out)?;
+            let r = ReduceArgs::new("any", dim, axis, keepdim, keepdims)?;
+            unary(py, x, |x| ops::any(x, r.dims(), r.keepdim))
         }
         /// Maximum over `dim` (an int, a tuple or None: all axes), values only; ties share
         /// the gradient evenly.
@@ -350,11 +396,16 @@ tensor_ops! {
             unary(py, x, |x| ops::amin(x, r.dims(), r.keepdim))
         }
         /// Product over `dim` (an int, or None: all elements); exact gradients with zeros.
-        #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+        #[pyo3(signature = (
+            dim=None, keepdim=false, *, axis=None, keepdims=None, dtype=None, out=None
+        ))]
         fn prod(
             py, x, dim: Option<&Bound<'_, PyAny>>, keepdim: bool,
-            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>
+            axis: Option<&Bound<'_, PyAny>>, keepdims: Option<bool>,
+            dtype: Option<&Bound<'_, PyAny>>, out: Option<&Bound<'_, PyAny>>
         ) {
+            args::no_out("prod", out)?;
+            let x = &as_dtype(x, dtype)?;
             let r = ReduceArgs::new("prod", dim, axis, keepdim, keepdims)?;
             let d = r.single_dim("prod")?;
             unary(py, x, |x| ops::prod(x, d, r.keepdim))
@@ -612,16 +663,13 @@ fn clamp_args(
 }
 
 /// Reduction helper: max / min over `axis`.
-fn reduce(
-    py: Python<'_>,
-    op: &str,
-    x: &Tensor,
-    axis: Option<&Bound<'_, PyAny>>,
-    keepdims: bool,
-    f: fn(&Tensor, Option<&[isize]>, bool) -> remat_core::Result<Tensor>,
-) -> PyResult<PyTensor> {
-    let axes = args::axes(op, axis)?;
-    unary(py, x, |x| f(x, axes.as_deref(), keepdims))
+/// The input of a reduction with a `dtype=` argument: cast first (differentiably), as
+/// PyTorch's `sum(dtype=...)`.
+fn as_dtype(x: &Tensor, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Tensor> {
+    match crate::dtype::parse_opt_dtype(dtype)? {
+        Some(d) if d != x.dtype() => ops::to_dtype(x, d).py(),
+        _ => Ok(x.clone()),
+    }
 }
 
 /// `var`/`std` arguments: the reduction's, and the correction from `correction` or

@@ -174,10 +174,33 @@ impl PyTensor {
     fn nbytes(&self) -> usize {
         self.inner.nbytes()
     }
-    /// Number of elements.
-    #[getter]
-    fn size(&self) -> usize {
-        self.inner.numel()
+    /// The shape as a tuple (PyTorch's method), or the extent of axis `dim` (negative
+    /// counts from the end; out of range is an IndexError). `numel()` counts the elements.
+    #[pyo3(signature = (dim=None))]
+    fn size<'py>(&self, py: Python<'py>, dim: Option<isize>) -> PyResult<Bound<'py, PyAny>> {
+        let shape = self.inner.shape();
+        let Some(d) = dim else {
+            return Ok(PyTuple::new(py, shape)?.into_any());
+        };
+        let n = shape.len() as isize;
+        let a = if d < 0 { d + n } else { d };
+        if n == 0 {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "size: dimension specified as {d} but the tensor has no dimensions"
+            )));
+        }
+        if !(0..n).contains(&a) {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "size: dimension out of range (expected to be in range of [{}, {}], but got {d})",
+                -n,
+                n - 1
+            )));
+        }
+        shape[a as usize].into_bound_py_any(py)
+    }
+    /// Bytes per element (PyTorch spelling of `itemsize`).
+    fn element_size(&self) -> usize {
+        self.inner.dtype().size()
     }
     /// Bytes per element.
     #[getter]

@@ -5,7 +5,7 @@
 //! 2. the basic items run as a view ([`index`]), each tensor item replaced by a full slice;
 //! 3. the indexed axes move to the front and merge into one, the index tensors (broadcast
 //!    together, negatives wrapped, bounds checked) combine into one flat position list,
-//!    and one [`index_select`](super::gather) takes the rows;
+//!    and one [`index_select`](super::index_select) takes the rows;
 //! 4. the result axes (the broadcast index shape) go where NumPy puts them: in place of the
 //!    indexed axes when these were adjacent, else first.
 //!

@@ -2,6 +2,8 @@
 //! function validates its inputs and returns a typed error naming the op and the shapes.
 
 pub mod advanced_index;
+pub mod all_any;
+pub mod argmax;
 pub mod axes;
 pub mod convert;
 pub mod creation;
@@ -21,6 +23,7 @@ pub mod matmul;
 pub mod moments;
 pub mod norm;
 pub mod prod;
+pub mod ranges;
 pub mod reduce;
 pub mod reduce_ext;
 pub mod repeat;
@@ -33,6 +36,8 @@ pub mod vector_norm;
 pub mod view;
 
 pub use advanced_index::{index_advanced, Index};
+pub use all_any::{all, any};
+pub use argmax::{argmax, argmin, max_dim, min_dim};
 pub use axes::{
     broadcast_to, expand_as, expand_sizes, flatten, matrix_transpose, movedim, squeeze, unflatten,
     unsqueeze,
@@ -62,6 +67,7 @@ pub use matmul::matmul;
 pub use moments::{std, var};
 pub use norm::layer_norm;
 pub use prod::prod;
+pub use ranges::{arange, eye, linspace, randint, tril, triu};
 pub use reduce::{sum, sum_to};
 pub use reduce_ext::{amax, amin, max, mean, min};
 pub use repeat::repeat;

@@ -298,7 +298,7 @@ pub fn unary_forward(f: Unary, x: &Tensor, p: f64) -> Result<Tensor> {
 }
 
 /// Apply a unary row, recording it for backward (integer and bool inputs: see
-/// [`int_rules`]).
+/// `int_rules`).
 pub fn unary(f: Unary, x: &Tensor, p: f64) -> Result<Tensor> {
     if !x.dtype().is_float() {
         return int_rules::unary_int(f, x, p);
@@ -359,7 +359,7 @@ pub fn binary_forward(f: Binary, a: &Tensor, b: &Tensor, p: f64) -> Result<Tenso
 }
 
 /// Apply a binary row, recording it for backward (integer and bool operands: see
-/// [`int_rules`]).
+/// `int_rules`).
 pub fn binary(f: Binary, a: &Tensor, b: &Tensor, p: f64) -> Result<Tensor> {
     if !a.dtype().is_float() || !b.dtype().is_float() {
         return int_rules::binary_int(f, a, b, p);
