@@ -4,10 +4,11 @@
 //!
 //! Each public op checks PyTorch's rules (`rules`: no leaf that requires grad and no graph
 //! tensor under grad mode, no overlapping destination, operands that broadcast to the
-//! destination), then runs one or more [`Update`]s through [`write`]: a CPU walk over the
-//! destination's strides (`cpu`, no allocation) or the CUDA launches (`cuda`). Every write
-//! bumps the storage's version counter, shared by all views of it, so a graph that saved the
-//! tensor raises `Error::Graph` at backward instead of computing with the new values.
+//! destination; `dtypes`: results that fit the tensor's dtype), then runs one or more
+//! updates (`update::Update`) through `write`: a CPU walk over the destination's strides
+//! (`cpu`, no allocation) or the CUDA launches (`cuda`). Every write bumps the storage's
+//! version counter, shared by all views of it, so a graph that saved the tensor raises
+//! `Error::Graph` at backward instead of computing with the new values.
 
 mod accumulate;
 mod cpu;
