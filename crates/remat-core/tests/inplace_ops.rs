@@ -359,6 +359,21 @@ fn large_tensors_take_the_parallel_path() {
             assert_eq!(got[r * 512 + c], 1.0 + 2.0 * r as f32, "({r}, {c})");
         }
     }
+    // Contiguous operands take the slice path, chunk by chunk; x *= x reads its own storage.
+    let n = 300_001;
+    let a = Tensor::from_vec((0..n).map(|i| i as f64).collect(), &[n]).unwrap();
+    let b = Tensor::from_vec((0..n).map(|i| (i % 7) as f64).collect(), &[n]).unwrap();
+    a.add_(&b, -1.0)
+        .unwrap()
+        .mul_(&a.detach())
+        .unwrap()
+        .add_(0.5, 2.0)
+        .unwrap();
+    let got = a.to_vec::<f64>();
+    for i in [0usize, 1, 16_383, 16_384, 16_385, 200_000, n - 1] {
+        let v = (i - i % 7) as f64;
+        assert_eq!(got[i], v * v + 1.0, "element {i}");
+    }
     remat_core::manual_seed(5);
     let big = ops::randn(&[300, 301], DType::F32, Device::Cpu).unwrap();
     remat_core::manual_seed(5);

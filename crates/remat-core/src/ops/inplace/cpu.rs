@@ -291,6 +291,8 @@ fn arith(op: &str, dst: &TensorData, src: Src<'_>, u: Update) -> Result<()> {
 struct Operand<S> {
     base: *const S,
     layout: Layout,
+    /// Whether it reads the destination's own storage (then at the same positions).
+    aliased: bool,
     _held: Vec<S>,
 }
 
@@ -314,6 +316,7 @@ fn number<S: Scalar>(dst: &TensorData, v: S) -> Operand<S> {
             strides: zeros,
             offset: 0,
         },
+        aliased: false,
         _held: held,
     }
 }
@@ -335,6 +338,7 @@ fn operand<S: Scalar>(op: &str, dst: &TensorData, s: &TensorData) -> Result<Oper
         return Ok(Operand {
             base: held.as_ptr(),
             layout: Layout::contiguous(shape),
+            aliased: false,
             _held: held,
         });
     }
@@ -343,6 +347,7 @@ fn operand<S: Scalar>(op: &str, dst: &TensorData, s: &TensorData) -> Result<Oper
     Ok(Operand {
         base: s.storage.as_ptr() as *const S,
         layout: bl,
+        aliased: Arc::ptr_eq(&s.storage, &dst.storage),
         _held: Vec::new(),
     })
 }
@@ -379,7 +384,7 @@ fn run<T: Scalar, S: Scalar, F>(dst: &TensorData, s: &Operand<S>, f: F)
 where
     F: Fn(usize, T, S) -> T + Sync,
 {
-    let (dl, sl) = (&dst.layout, &s.layout);
+    let (dl, sl, s_aliased) = (&dst.layout, &s.layout, s.aliased);
     let (shape, ds, ss) = merge(&dl.shape, &dl.strides, &sl.strides);
     let n = dl.numel();
     let d = dst.storage.as_ptr() as *mut T;
@@ -390,7 +395,29 @@ where
             Shared(s.base.add(sl.offset) as *mut S),
         )
     };
+    // Both views contiguous (or the operand one broadcast value) and in different buffers:
+    // plain slices, which the compiler vectorises.
+    let flat = shape.len() == 1 && ds[0] == 1 && ss[0] <= 1 && !s_aliased;
     let chunk = |start: usize, end: usize| {
+        if flat {
+            // SAFETY: `start..end` are elements of both views (the operand's one element
+            // when its stride is 0); the buffers are distinct, so the slices do not alias.
+            unsafe {
+                let out = std::slice::from_raw_parts_mut(d.get().add(start), end - start);
+                if ss[0] == 1 {
+                    let src = std::slice::from_raw_parts(s.get().add(start), end - start);
+                    for (k, (x, &v)) in out.iter_mut().zip(src).enumerate() {
+                        *x = f(start + k, *x, v);
+                    }
+                } else {
+                    let v = *s.get();
+                    for (k, x) in out.iter_mut().enumerate() {
+                        *x = f(start + k, *x, v);
+                    }
+                }
+            }
+            return;
+        }
         walk(&shape, &ds, &ss, start, end, |i, od, os| {
             // SAFETY: `od`/`os` are offsets of elements of the two views, inside their
             // buffers; the destination's elements are distinct, and an operand sharing its
@@ -475,10 +502,14 @@ fn walk(
     let mut i = start;
     loop {
         let stop = shape[last].min(j + (end - i));
-        for jj in j..stop {
-            body(i, ra + jj * ia, rb + jj * ib);
-            i += 1;
+        // Unit and zero strides get their own loops, which the compiler vectorises.
+        let first = i - j;
+        match (ia, ib) {
+            (1, 1) => (j..stop).for_each(|jj| body(first + jj, ra + jj, rb + jj)),
+            (1, 0) => (j..stop).for_each(|jj| body(first + jj, ra + jj, rb)),
+            _ => (j..stop).for_each(|jj| body(first + jj, ra + jj * ia, rb + jj * ib)),
         }
+        i += stop - j;
         if i >= end {
             return;
         }
