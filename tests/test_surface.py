@@ -196,7 +196,7 @@ def test_dunder_all_lists_existing_names_once():
 # Function and method, but not table rows: `split`/`chunk` return tuples (split.rs), and
 # `Tensor.split` names its first parameter `split_size` where `remat.split` says
 # `split_size_or_sections`, as in PyTorch. `zero_`/`copy_`: the functions are nn's raw writes
-# (`WRAPPED`: contiguous destinations, no grad-mode rules), the methods PyTorch's in-place ops
+# (`WRAPPED`: no grad-mode rules, `copy_` of one shape), the methods PyTorch's in-place ops
 # (crates/remat-py/src/inplace.rs).
 NOT_FROM_TABLE = {"backward", "split", "chunk", "zero_", "copy_"}
 

@@ -6,8 +6,10 @@
 //! parameter and the state tensors must be contiguous tensors on one device, of one float
 //! dtype and the gradient's shape; the gradient may be any layout. Large tensors are updated
 //! in parallel on the rayon pool; CUDA tensors by one fused kernel per update (`sgd_*`,
-//! `adam_*`, same formulas, operation for operation). `zero_` and `copy_` are the other in-place writes `nn` needs
-//! (`zero_grad(set_to_none=False)`, `load_state_dict`).
+//! `adam_*`, same formulas, operation for operation). `zero_` and `copy_` are the other in-place
+//! writes `nn` needs (`zero_grad(set_to_none=False)`, `load_state_dict`), through the in-place
+//! ops' machinery (`ops::inplace`) without their grad-mode rules. Every update bumps the
+//! version counter of what it writes.
 
 use crate::cpu;
 use crate::dtype::{Element, Scalar};
@@ -393,38 +395,14 @@ pub fn adam_step(
     done
 }
 
-/// Set every element of `t` to zero in place (`zero_grad(set_to_none=False)`). `t` must be
-/// contiguous; no graph is recorded.
+/// Set every element of `t` to zero in place (`zero_grad(set_to_none=False)`): any dtype and
+/// layout, no grad-mode rules (the caller owns `t`); the version counter records it.
 pub fn zero_(t: &Tensor) -> Result<()> {
-    const OP: &str = "zero_";
-    if !t.is_contiguous() {
-        return Err(Error::shape(
-            OP,
-            format!(
-                "tensor of shape {} must be contiguous to be zeroed in place",
-                fmt_shape(t.shape())
-            ),
-        ));
-    }
-    let done = crate::device::on_device(
-        t.device(),
-        || -> Result<_> {
-            crate::dispatch!(t.dtype(), T => {
-                // SAFETY: gradients and parameters are only zeroed between backward passes, when no
-                // kernel reads their storage.
-                let s = unsafe { elems_mut::<T>(OP, t)? };
-                s.fill(T::from_f64(0.0));
-            });
-            Ok(())
-        },
-        || crate::cuda::launch::fill_inplace(OP, t, 0.0),
-    );
-    bump(&[t]);
-    done
+    crate::ops::inplace::assign("zero_", t, crate::ops::Operand::Scalar(0.0))
 }
 
-/// Copy `src`'s elements into `dst` in place (`load_state_dict`), casting to `dst`'s dtype.
-/// `dst` must be contiguous and `src` of the same shape (any layout); no graph is recorded.
+/// Copy `src`'s elements into `dst` in place (`load_state_dict`), casting to `dst`'s dtype:
+/// `src` of the same shape (any layout), same device; no grad-mode rules and no graph.
 pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
     const OP: &str = "copy_";
     check_same_device(OP, &[dst, src])?;
@@ -438,33 +416,5 @@ pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
             ),
         ));
     }
-    if !dst.is_contiguous() {
-        return Err(Error::shape(
-            OP,
-            format!(
-                "destination of shape {} must be contiguous to be written in place",
-                fmt_shape(dst.shape())
-            ),
-        ));
-    }
-    let src = crate::ops::cast(src, dst.dtype())?;
-    let done = crate::device::on_device(
-        dst.device(),
-        || -> Result<_> {
-            crate::dispatch!(dst.dtype(), T => {
-                let vals = grad_values::<T>(OP, &src, &[dst])?;
-                // SAFETY: parameters are only loaded between steps, when no kernel reads them; the
-                // source was copied out above if it shares the destination's storage.
-                let d = unsafe { elems_mut::<T>(OP, dst)? };
-                d.copy_from_slice(&vals);
-            });
-            Ok(())
-        },
-        || {
-            let src = cuda_grad(OP, &src, &[dst])?;
-            crate::cuda::launch::copy_into(OP, &src, dst, false)
-        },
-    );
-    bump(&[dst]);
-    done
+    crate::ops::inplace::assign(OP, dst, crate::ops::Operand::Tensor(src))
 }

@@ -534,6 +534,11 @@ fn integer_and_bool_tensors_follow_torch_dtype_rules() {
     assert_eq!(f.to_vec::<f64>(), vec![0.0, 2.5, 0.0]);
     b.masked_fill_(&t64(&[0.0, 0.0, 3.0], &[3]), 1.0).unwrap();
     assert_eq!(b.to_vec::<u8>(), vec![0, 1, 1]);
+    // nn's raw writes (`load_state_dict`, `zero_grad`) take every dtype too.
+    remat_core::optim::copy_(&x, &t64(&[4.0, 5.0, 6.0], &[3])).unwrap();
+    assert_eq!(x.to_vec::<i64>(), vec![4, 5, 6]);
+    remat_core::optim::zero_(&b).unwrap();
+    assert_eq!(b.to_vec::<u8>(), vec![0, 0, 0]);
 }
 
 #[test]

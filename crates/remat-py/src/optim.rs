@@ -79,15 +79,14 @@ fn adam_step(
     })
 }
 
-/// Zero a contiguous tensor in place (`zero_grad(set_to_none=False)`).
+/// Zero a tensor in place, any dtype and layout (`zero_grad(set_to_none=False)`).
 #[pyfunction]
 fn zero_(py: Python<'_>, t: PyRef<'_, PyTensor>) -> PyResult<()> {
     let t = t.inner.clone();
     run(py, heavy(&[&t]), || optim::zero_(&t))
 }
 
-/// Copy `src` into the contiguous tensor `dst` in place, casting to its dtype
-/// (`load_state_dict`).
+/// Copy `src` (same shape) into `dst` in place, casting to its dtype (`load_state_dict`).
 #[pyfunction]
 fn copy_(py: Python<'_>, dst: PyRef<'_, PyTensor>, src: PyRef<'_, PyTensor>) -> PyResult<()> {
     let (d, s) = (dst.inner.clone(), src.inner.clone());
