@@ -15,7 +15,7 @@ import gc
 
 import numpy as np
 import pytest
-from conftest import check_grad, rdtype, seeds, t64
+from conftest import check_grad, seeds, t64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from op_registry import (
@@ -57,6 +57,10 @@ def test_every_parameterless_unary_op_has_a_row():
 
 # ---------------------------------------------------------------------------- forward
 
+_RESULT_DTYPES = {np.dtype(np.float32): remat.float32, np.dtype(np.float64): remat.float64,
+                  np.dtype(np.int64): remat.int64, np.dtype(np.int32): remat.int32,
+                  np.dtype(np.bool_): remat.bool_}
+
 
 @pytest.mark.parametrize("op", OPS, ids=ids(OPS))
 @settings(max_examples=15)
@@ -71,7 +75,8 @@ def test_forward_matches_numpy(op, data):
     for label, form in op.forms():
         got = op(*tensors_for(op, arrays), form=form, **case.params)
         assert isinstance(got, remat.Tensor), label
-        assert got.dtype == rdtype(dtype), f"{label}: {got.dtype} from {np.dtype(dtype)} inputs"
+        want = _RESULT_DTYPES[np.dtype(op.out_dtype or dtype)]
+        assert got.dtype == want, f"{label}: {got.dtype} from {np.dtype(dtype)} inputs"
         assert got.shape == expected.shape, f"{label}: shape {got.shape} != {expected.shape}"
         np.testing.assert_allclose(got.numpy(), expected, rtol=rtol, atol=atol, err_msg=label)
         if first is None:

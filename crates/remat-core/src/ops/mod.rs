@@ -2,6 +2,7 @@
 //! function validates its inputs and returns a typed error naming the op and the shapes.
 
 pub mod axes;
+pub mod compare;
 pub mod convert;
 pub mod creation;
 pub mod cumsum;
@@ -9,10 +10,13 @@ pub mod dropout;
 pub mod elementwise;
 pub mod flip;
 pub mod inplace;
+pub mod int_div;
 pub mod join;
 pub mod linear;
+pub mod logical;
 pub mod logsumexp;
 pub mod loss;
+pub mod masked;
 pub mod matmul;
 pub mod moments;
 pub mod norm;
@@ -31,6 +35,7 @@ pub use axes::{
     broadcast_to, expand_as, expand_sizes, flatten, matrix_transpose, movedim, squeeze, unflatten,
     unsqueeze,
 };
+pub use compare::{eq, ge, gt, isfinite, isinf, isnan, le, lt, ne};
 pub use convert::{to_device, to_dtype};
 pub use creation::{full, ones, rand, randn, zeros};
 pub use cumsum::cumsum;
@@ -42,10 +47,16 @@ pub use elementwise::{
 };
 pub use flip::flip;
 pub use inplace::{add_inplace, axpy_inplace};
+pub use int_div::{floor_divide, remainder};
+pub use logical::{
+    bitwise_and, bitwise_not, bitwise_or, bitwise_xor, logical_and, logical_not, logical_or,
+    logical_xor,
+};
 pub use join::{cat, concat, stack};
 pub use linear::linear;
 pub use logsumexp::logsumexp;
 pub use loss::{cross_entropy, mse_loss};
+pub use masked::{masked_fill, masked_fill_scalar};
 pub use matmul::matmul;
 pub use moments::{std, var};
 pub use norm::layer_norm;
