@@ -94,7 +94,10 @@ fn logical_and_bitwise_ops() {
         ops::bitwise_xor(&i, &j).unwrap().to_vec::<i64>(),
         [5 ^ 3, -6 ^ 3, !12]
     );
-    assert_eq!(ops::bitwise_not(&i).unwrap().to_vec::<i64>(), [!5, !-6, !12]);
+    assert_eq!(
+        ops::bitwise_not(&i).unwrap().to_vec::<i64>(),
+        [!5, !-6, !12]
+    );
     let i32s = Tensor::from_vec(vec![7i32, -8], &[2]).unwrap();
     let n = ops::bitwise_not(&i32s).unwrap();
     assert_eq!(n.dtype(), DType::I32);
@@ -136,7 +139,11 @@ fn masked_fill_values_errors_and_gradient() {
     let e = ops::masked_fill_scalar(&x, &ints(&[1, 0, 1], &[3]), 0.0).unwrap_err();
     assert!(matches!(e, Error::DType { .. }) && e.to_string().contains("masked_fill"));
     assert!(e.to_string().contains("int64"));
-    let big = ops::gt(&ints(&[1, 0, 1, 1], &[4]), &Tensor::scalar_i64(0, DType::I64)).unwrap();
+    let big = ops::gt(
+        &ints(&[1, 0, 1, 1], &[4]),
+        &Tensor::scalar_i64(0, DType::I64),
+    )
+    .unwrap();
     let e = ops::masked_fill_scalar(&x, &big, 0.0).unwrap_err();
     assert!(matches!(e, Error::Shape { .. }), "{e}");
     assert!(e.to_string().contains("(4,)") && e.to_string().contains("(2, 3)"));

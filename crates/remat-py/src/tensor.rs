@@ -571,10 +571,24 @@ impl PyTensor {
         slf
     }
     fn __floordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, "floor_divide", &self.inner, other, false, ops::floor_divide)
+        binop(
+            py,
+            "floor_divide",
+            &self.inner,
+            other,
+            false,
+            ops::floor_divide,
+        )
     }
     fn __rfloordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, "floor_divide", &self.inner, other, true, ops::floor_divide)
+        binop(
+            py,
+            "floor_divide",
+            &self.inner,
+            other,
+            true,
+            ops::floor_divide,
+        )
     }
     fn __mod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
         binop(py, "remainder", &self.inner, other, false, ops::remainder)
@@ -583,10 +597,24 @@ impl PyTensor {
         binop(py, "remainder", &self.inner, other, true, ops::remainder)
     }
     fn __and__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, "bitwise_and", &self.inner, other, false, ops::bitwise_and)
+        binop(
+            py,
+            "bitwise_and",
+            &self.inner,
+            other,
+            false,
+            ops::bitwise_and,
+        )
     }
     fn __rand__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, "bitwise_and", &self.inner, other, true, ops::bitwise_and)
+        binop(
+            py,
+            "bitwise_and",
+            &self.inner,
+            other,
+            true,
+            ops::bitwise_and,
+        )
     }
     fn __or__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
         binop(py, "bitwise_or", &self.inner, other, false, ops::bitwise_or)
@@ -595,10 +623,24 @@ impl PyTensor {
         binop(py, "bitwise_or", &self.inner, other, true, ops::bitwise_or)
     }
     fn __xor__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, "bitwise_xor", &self.inner, other, false, ops::bitwise_xor)
+        binop(
+            py,
+            "bitwise_xor",
+            &self.inner,
+            other,
+            false,
+            ops::bitwise_xor,
+        )
     }
     fn __rxor__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binop(py, "bitwise_xor", &self.inner, other, true, ops::bitwise_xor)
+        binop(
+            py,
+            "bitwise_xor",
+            &self.inner,
+            other,
+            true,
+            ops::bitwise_xor,
+        )
     }
     fn __invert__(&self, py: Python<'_>) -> PyResult<PyTensor> {
         unary(py, &self.inner, ops::bitwise_not)

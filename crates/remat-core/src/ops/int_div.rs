@@ -131,14 +131,20 @@ impl Op for DivOp {
         // Only `remainder` on floats is recorded.
         let g = ctx.grad;
         let ga = if ctx.needs_grad(0) {
-            Some(to_dtype(&sum_to(g, &ctx.inputs[0].shape)?, ctx.inputs[0].dtype)?)
+            Some(to_dtype(
+                &sum_to(g, &ctx.inputs[0].shape)?,
+                ctx.inputs[0].dtype,
+            )?)
         } else {
             None
         };
         let gb = if ctx.needs_grad(1) {
             let q = floor_divide(&ctx.saved[0], &ctx.saved[1])?;
             let d = super::mul(g, &super::neg(&cast(&q, g.dtype())?)?)?;
-            Some(to_dtype(&sum_to(&d, &ctx.inputs[1].shape)?, ctx.inputs[1].dtype)?)
+            Some(to_dtype(
+                &sum_to(&d, &ctx.inputs[1].shape)?,
+                ctx.inputs[1].dtype,
+            )?)
         } else {
             None
         };

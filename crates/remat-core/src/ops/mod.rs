@@ -48,12 +48,12 @@ pub use elementwise::{
 pub use flip::flip;
 pub use inplace::{add_inplace, axpy_inplace};
 pub use int_div::{floor_divide, remainder};
+pub use join::{cat, concat, stack};
+pub use linear::linear;
 pub use logical::{
     bitwise_and, bitwise_not, bitwise_or, bitwise_xor, logical_and, logical_not, logical_or,
     logical_xor,
 };
-pub use join::{cat, concat, stack};
-pub use linear::linear;
 pub use logsumexp::logsumexp;
 pub use loss::{cross_entropy, mse_loss};
 pub use masked::{masked_fill, masked_fill_scalar};
