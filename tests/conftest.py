@@ -136,6 +136,8 @@ def rdtype(np_dtype):
     d = np.dtype(np_dtype)
     if d == np.int64:
         return remat.int64
+    if d == np.int32:
+        return remat.int32
     if d == np.bool_:
         return remat.bool_
     return remat.float64 if d == np.float64 else remat.float32

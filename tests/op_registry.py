@@ -154,7 +154,7 @@ class Op:
     tol64: tuple[float, float] = F64_TOL
     grad_tol: tuple[float, float] = (1e-5, 1e-6)  # finite differences (rtol, atol)
     cuda: bool = True  # False: no CUDA path yet, a CUDA input must raise DeviceError
-    out_dtype: Any = None  # the result's NumPy dtype when it is not the inputs' (argmax: int64)
+    out_dtype: Any = None  # the result's NumPy dtype when not the inputs' (argmax int64, bool)
 
     @property
     def differentiable(self) -> bool:
@@ -196,6 +196,10 @@ _OPERATORS = {
     "__add__": operator.add, "__sub__": operator.sub, "__mul__": operator.mul,
     "__truediv__": operator.truediv, "__pow__": operator.pow, "__matmul__": operator.matmul,
     "__neg__": operator.neg, "__getitem__": operator.getitem, "__abs__": operator.abs,
+    "__eq__": operator.eq, "__ne__": operator.ne, "__lt__": operator.lt, "__le__": operator.le,
+    "__gt__": operator.gt, "__ge__": operator.ge, "__floordiv__": operator.floordiv,
+    "__mod__": operator.mod, "__and__": operator.and_, "__or__": operator.or_,
+    "__xor__": operator.xor, "__invert__": operator.invert,
 }
 
 
@@ -619,6 +623,20 @@ def linears(draw, bias=True):
     return Case(((*batch, i), (o, i), (o,)) if bias else ((*batch, i), (o, i)))
 
 
+def _i64(a):
+    return np.asarray(a).astype(np.int64)
+
+
+@st.composite
+def masked_fill_cases(draw):
+    """(x shape, mask shape broadcastable to it) and a fill value."""
+    shape = draw(shapes(max_dims=3))
+    k = draw(st.integers(0, len(shape)))
+    mask = tuple(s if draw(st.booleans()) else 1 for s in shape[len(shape) - k:])
+    value = draw(st.sampled_from([0.0, -1.5, 2.0, float("inf")]))
+    return Case((shape, mask), {"value": value})
+
+
 def where_cases():
     return broadcast(3, max_dims=3)
 
@@ -904,6 +922,43 @@ OPS: list[Op] = [
        (Case(((2, 3),), {"exponent": 2}), Case(((2, 3),), {"exponent": -1.5}),
         Case(((3,),), {"exponent": 1.7})),
        call=lambda f, ins, p: f(ins[0], p["exponent"]), op="pow"),
+    # ---- floor division and remainder (Python's sign conventions; floats here, integers in
+    # test_compare_logical.py). floor_divide is piecewise constant and never recorded.
+    binary("floor_divide", remat.floor_divide, ("floor_divide", "__floordiv__"),
+           np.floor_divide, (ANY, NONZERO), symbol="//", diff=(), cuda=False),
+    binary("remainder", remat.remainder, ("remainder", "__mod__"), np.remainder,
+           (ANY, NONZERO), symbol="%", cuda=False),
+    # ---- comparisons, logical and bitwise ops, float classes: bool results, never recorded.
+    # `t == "a"` / `t != None` are NotImplemented (Python then compares identities: False/True,
+    # as for any object), so the non-numeric cases skip the == and != operator forms.
+    *[binary(n, getattr(remat, n), (n, dunder), ref, symbol=sym, diff=(), cuda=False,
+             out_dtype=np.bool_, type_skip=skip)
+      for n, dunder, ref, sym, skip in (
+          ("eq", "__eq__", np.equal, "==", ("Tensor.__eq__",)),
+          ("ne", "__ne__", np.not_equal, "!=", ("Tensor.__ne__",)),
+          ("lt", "__lt__", np.less, "<", ()),
+          ("le", "__le__", np.less_equal, "<=", ()),
+          ("gt", "__gt__", np.greater, ">", ()),
+          ("ge", "__ge__", np.greater_equal, ">=", ()))],
+    *[binary(n, getattr(remat, n), (n,), getattr(np, n), diff=(), cuda=False,
+             out_dtype=np.bool_) for n in ("logical_and", "logical_or", "logical_xor")],
+    # Bitwise ops take integers (the sampled values truncate to -1, 0, 1).
+    *[binary(n, getattr(remat, n), (n, dunder), ref, symbol=sym, diff=(), cuda=False,
+             dtypes=(np.int64, np.int32))
+      for n, dunder, ref, sym in (
+          ("bitwise_and", "__and__", lambda a, b: np.bitwise_and(_i64(a), _i64(b)), "&"),
+          ("bitwise_or", "__or__", lambda a, b: np.bitwise_or(_i64(a), _i64(b)), "|"),
+          ("bitwise_xor", "__xor__", lambda a, b: np.bitwise_xor(_i64(a), _i64(b)), "^"))],
+    unary("bitwise_not", remat.bitwise_not, ("bitwise_not", "__invert__"),
+          lambda x: np.invert(_i64(x)), diff=(), cuda=False, dtypes=(np.int64, np.int32)),
+    *[unary(n, getattr(remat, n), (n,), getattr(np, n), diff=(), cuda=False,
+            out_dtype=np.bool_) for n in ("logical_not", "isnan", "isinf", "isfinite")],
+    # The mask is drawn as 0/1 and passed as a bool tensor (`m != 0`).
+    Op("masked_fill", remat.masked_fill, ("masked_fill",),
+       lambda x, m, value: np.where(m != 0, value, x), (ANY, MASK), masked_fill_cases(),
+       (Case(((2, 3), (2, 3)), {"value": 0.5}), Case(((2, 3), (3,)), {"value": -1.0}),
+        Case(((4, 1, 3), (1, 3)), {"value": 0.0})),
+       diff=(0,), call=lambda f, ins, p: f(ins[0], ins[1] != 0, p["value"]), cuda=False),
     # ---- linear algebra
     Op("matmul", remat.matmul, ("matmul", "__matmul__"), np.matmul, ANY, matmuls(),
        (Case(((2, 3), (3, 4))), Case(((3,), (3,))), Case(((3,), (2, 3, 2))),

@@ -239,6 +239,8 @@ def test_function_and_method_come_from_one_row(name):
     else:
         assert f_params[1:] == m_params[1:]
     x = remat.tensor([[0.5, 1.5], [2.0, 0.25]], dtype=remat.float64)
+    if name.startswith("bitwise"):  # integers only
+        x = remat.tensor([[5, -6], [0, 3]])
     args = {"matmul": (x,), "add": (x,), "sub": (x,), "mul": (x,), "div": (x,), "pow": (2.0,),
             "reshape": (4,), "permute": (1, 0), "softmax": (0,), "sum": (1, True),
             "unsqueeze": (0,), "unflatten": (1, (2, 1)), "movedim": (0, 1), "narrow": (1, 1, 1),
@@ -251,7 +253,9 @@ def test_function_and_method_come_from_one_row(name):
             "index_select": (1, remat.tensor([1, 0])),
             "gather": (1, remat.tensor([[1, 0], [0, 0]])),
             "scatter_add": (1, remat.tensor([[1, 0], [0, 0]]), x)}
-    extra = args.get(name, ())
+    args["masked_fill"] = (x > 1, 0.0)
+    binary = [p[0] for p in f_params[:2]] == ["a", "b"]
+    extra = args.get(name, (x.T,) if binary else ())
     # The tensor the op is called on, where a 2-D one does not fit.
     x = {"bmm": x[None], "outer": x[0]}.get(name, x)
     a, b = fn(x, *extra), getattr(x, name)(*extra)

@@ -127,6 +127,34 @@ from ._remat import (
     zeros,
     zeros_like,
 )
+# Comparisons, logical/bitwise ops, masking and floor division (issue #12).
+from ._remat import (
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    eq,
+    floor_divide,
+    ge,
+    greater,
+    greater_equal,
+    gt,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    less,
+    less_equal,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    lt,
+    masked_fill,
+    ne,
+    not_equal,
+    remainder,
+)
 # The parameterless unary ops (`_remat._unary_ops`, from the core's elementwise table).
 # BEGIN GENERATED: unary ops imports (tools/gen_bindings.py)
 from ._remat import (
@@ -264,6 +292,11 @@ __all__ = [
     "addmm", "baddbmm", "bmm", "einsum", "mm", "outer",
     # reductions
     "amax", "amin", "argmax", "argmin", "cumsum", "logsumexp", "norm", "prod", "std", "var",
+    # comparisons, logical/bitwise, masking, floor division
+    "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",
+    "greater_equal", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "floor_divide", "remainder", "logical_not", "bitwise_not", "isnan", "isinf",
+    "isfinite", "masked_fill",
     # BEGIN GENERATED: unary ops __all__ (tools/gen_bindings.py)
     "neg", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "erf", "rsqrt",
     "square", "log1p", "expm1", "sign", "floor", "ceil", "silu",

@@ -266,6 +266,44 @@ tensor_ops! {
         maximum(other) => ops::maximum;
         /// Elementwise minimum with broadcasting (NaN propagates; ties split the gradient).
         minimum(other) => ops::minimum;
+        /// `a == b` elementwise with broadcasting: a bool tensor (NaN is unequal).
+        eq(other) => ops::eq;
+        /// `a != b` elementwise with broadcasting: a bool tensor (NaN is unequal).
+        ne(other) => ops::ne;
+        /// `a < b` elementwise with broadcasting: a bool tensor.
+        lt(other) => ops::lt;
+        /// `a <= b` elementwise with broadcasting: a bool tensor.
+        le(other) => ops::le;
+        /// `a > b` elementwise with broadcasting: a bool tensor.
+        gt(other) => ops::gt;
+        /// `a >= b` elementwise with broadcasting: a bool tensor.
+        ge(other) => ops::ge;
+        /// Alias of `ne`.
+        not_equal(other) => ops::ne;
+        /// Alias of `lt`.
+        less(other) => ops::lt;
+        /// Alias of `le`.
+        less_equal(other) => ops::le;
+        /// Alias of `gt`.
+        greater(other) => ops::gt;
+        /// Alias of `ge`.
+        greater_equal(other) => ops::ge;
+        /// Logical and of any dtypes (nonzero is true): a bool tensor.
+        logical_and(other) => ops::logical_and;
+        /// Logical or of any dtypes (nonzero is true): a bool tensor.
+        logical_or(other) => ops::logical_or;
+        /// Logical exclusive or of any dtypes (nonzero is true): a bool tensor.
+        logical_xor(other) => ops::logical_xor;
+        /// `a & b`: bitwise and of integer tensors, logical and of bool tensors.
+        bitwise_and(other) => ops::bitwise_and;
+        /// `a | b`: bitwise or of integer tensors, logical or of bool tensors.
+        bitwise_or(other) => ops::bitwise_or;
+        /// `a ^ b`: bitwise xor of integer tensors, logical xor of bool tensors.
+        bitwise_xor(other) => ops::bitwise_xor;
+        /// `a // b`: division rounded toward -inf (integers exactly; not differentiable).
+        floor_divide(other) => ops::floor_divide;
+        /// `a % b` with the divisor's sign, as Python's `%` (differentiable for floats).
+        remainder(other) => ops::remainder;
     }
 
     // ---- ops with more arguments: `x` is the tensor (`self` of the method) ----------------
@@ -543,6 +581,33 @@ tensor_ops! {
         fn clip(py, x, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) {
             clamp_args(py, "clip", x, min, max)
         }
+        /// Where `x` is zero (any dtype): a bool tensor.
+        fn logical_not(py, x) {
+            unary(py, x, ops::logical_not)
+        }
+        /// `~x`: bitwise not of an integer tensor, logical not of a bool tensor.
+        fn bitwise_not(py, x) {
+            unary(py, x, ops::bitwise_not)
+        }
+        /// Where `x` is NaN: a bool tensor (all False for integer tensors).
+        fn isnan(py, x) {
+            unary(py, x, ops::isnan)
+        }
+        /// Where `x` is +inf or -inf: a bool tensor (all False for integer tensors).
+        fn isinf(py, x) {
+            unary(py, x, ops::isinf)
+        }
+        /// Where `x` is finite: a bool tensor (all True for integer tensors).
+        fn isfinite(py, x) {
+            unary(py, x, ops::isfinite)
+        }
+        /// `value` (a number or a 0-d tensor) where the bool `mask` (broadcast to `x`) is
+        /// True, else `x`; keeps `x`'s dtype; differentiable (zero gradient where masked).
+        fn masked_fill(py, x, mask: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) {
+            let mask = convert::extract_tensor("masked_fill", mask)?;
+            let value = fill_value("masked_fill", value, x)?;
+            run(py, heavy(&[x, &mask]), || ops::masked_fill(x, &mask, &value)).map(wrap)
+        }
         /// `x + weight * (end - x)`, broadcast; `weight` a number or a tensor.
         fn lerp(py, x, end: &Bound<'_, PyAny>, weight: &Bound<'_, PyAny>) {
             let end = operand("lerp", end, x.dtype())?;
@@ -605,6 +670,21 @@ fn transpose_args(x: &Tensor, axes: &Bound<'_, PyTuple>) -> PyResult<Tensor> {
         return ops::transpose(x, axes[0], axes[1]).py();
     }
     ops::permute(x, &axes).py()
+}
+
+/// The fill value of `masked_fill`: a Python number as a 0-d tensor of `x`'s dtype and
+/// device (ints exactly), or a tensor (the core checks it is 0-d).
+fn fill_value(op: &str, value: &Bound<'_, PyAny>, x: &Tensor) -> PyResult<Tensor> {
+    if let Some(v) = python_scalar(value) {
+        let t = match value.extract::<i64>() {
+            Ok(i) if !x.dtype().is_float() && value.is_instance_of::<pyo3::types::PyInt>() => {
+                Tensor::scalar_i64(i, x.dtype())
+            }
+            _ => Tensor::scalar(v, x.dtype()),
+        };
+        return ops::to_device(&t, x.device()).py();
+    }
+    convert::extract_tensor(op, value)
 }
 
 /// `approximate="none" | "tanh"` of gelu.

@@ -590,6 +590,139 @@ impl PyTensor {
     fn __pos__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf
     }
+    fn __floordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(
+            py,
+            "floor_divide",
+            &self.inner,
+            other,
+            false,
+            ops::floor_divide,
+        )
+    }
+    fn __rfloordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(
+            py,
+            "floor_divide",
+            &self.inner,
+            other,
+            true,
+            ops::floor_divide,
+        )
+    }
+    fn __mod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(py, "remainder", &self.inner, other, false, ops::remainder)
+    }
+    fn __rmod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(py, "remainder", &self.inner, other, true, ops::remainder)
+    }
+    fn __and__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(
+            py,
+            "bitwise_and",
+            &self.inner,
+            other,
+            false,
+            ops::bitwise_and,
+        )
+    }
+    fn __rand__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(
+            py,
+            "bitwise_and",
+            &self.inner,
+            other,
+            true,
+            ops::bitwise_and,
+        )
+    }
+    fn __or__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(py, "bitwise_or", &self.inner, other, false, ops::bitwise_or)
+    }
+    fn __ror__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(py, "bitwise_or", &self.inner, other, true, ops::bitwise_or)
+    }
+    fn __xor__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(
+            py,
+            "bitwise_xor",
+            &self.inner,
+            other,
+            false,
+            ops::bitwise_xor,
+        )
+    }
+    fn __rxor__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binop(
+            py,
+            "bitwise_xor",
+            &self.inner,
+            other,
+            true,
+            ops::bitwise_xor,
+        )
+    }
+    fn __invert__(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, ops::bitwise_not)
+    }
+
+    // ---- comparisons: elementwise, bool tensors (Python reflects `2 < t` to `t > 2`) -----
+
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        compare_op(py, "eq", &self.inner, other, ops::eq)
+    }
+    fn __ne__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        compare_op(py, "ne", &self.inner, other, ops::ne)
+    }
+    fn __lt__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        compare_op(py, "lt", &self.inner, other, ops::lt)
+    }
+    fn __le__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        compare_op(py, "le", &self.inner, other, ops::le)
+    }
+    fn __gt__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        compare_op(py, "gt", &self.inner, other, ops::gt)
+    }
+    fn __ge__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        compare_op(py, "ge", &self.inner, other, ops::ge)
+    }
+    /// Identity-based, as `object.__hash__` (and PyTorch): tensors are dict keys and set
+    /// members by identity, although `==` compares elementwise.
+    fn __hash__(slf: &Bound<'_, Self>) -> isize {
+        // CPython's `_Py_HashPointer`: the address rotated right by 4 bits (-1 is reserved).
+        let p = slf.as_ptr() as usize;
+        let h = p.rotate_right(4) as isize;
+        if h == -1 {
+            -2
+        } else {
+            h
+        }
+    }
+}
+
+/// `self (op) other` for a comparison: like [`binop`], but an operand remat cannot convert
+/// (None, a string, any object) gives NotImplemented, so `t == None` is False and
+/// `t in [1, "a", t]` works as for any Python object. NumPy values of a dtype remat lacks
+/// still raise.
+fn compare_op(
+    py: Python<'_>,
+    op: &str,
+    this: &Tensor,
+    other: &Bound<'_, PyAny>,
+    f: fn(&Tensor, &Tensor) -> remat_core::Result<Tensor>,
+) -> PyResult<PyObject> {
+    match binop(py, op, this, other, false, f) {
+        Err(_)
+            if !other.is_instance_of::<PyTensor>()
+                && python_scalar(other).is_none()
+                && !convert::is_numpy_value(other)?
+                && !other.is_instance_of::<PyList>()
+                && !other.is_instance_of::<PyTuple>() =>
+        {
+            Ok(py.NotImplemented())
+        }
+        r => r,
+    }
 }
 
 /// `slf` converted to `dtype` (itself when it already has it).

@@ -5,6 +5,7 @@ pub mod advanced_index;
 pub mod all_any;
 pub mod argmax;
 pub mod axes;
+pub mod compare;
 pub mod convert;
 pub mod creation;
 pub mod cumsum;
@@ -14,11 +15,14 @@ pub mod elementwise;
 pub mod flip;
 pub mod gather;
 pub mod inplace;
+pub mod int_div;
 pub mod join;
 pub mod linalg;
 pub mod linear;
+pub mod logical;
 pub mod logsumexp;
 pub mod loss;
+pub mod masked;
 pub mod matmul;
 pub mod moments;
 pub mod norm;
@@ -42,6 +46,7 @@ pub use axes::{
     broadcast_to, expand_as, expand_sizes, flatten, matrix_transpose, movedim, squeeze, unflatten,
     unsqueeze,
 };
+pub use compare::{eq, ge, gt, isfinite, isinf, isnan, le, lt, ne};
 pub use convert::{to_device, to_dtype};
 pub use creation::{full, ones, rand, randn, zeros};
 pub use cumsum::cumsum;
@@ -58,11 +63,17 @@ pub use inplace::{
     add_, add_inplace, axpy_inplace, clamp_, clamp_by_, copy_, div_, fill_, masked_fill_, mul_,
     normal_, sub_, uniform_, zero_, Operand,
 };
+pub use int_div::{floor_divide, remainder};
 pub use join::{cat, concat, stack};
 pub use linalg::{addmm, baddbmm, bmm, mm, outer};
 pub use linear::linear;
+pub use logical::{
+    bitwise_and, bitwise_not, bitwise_or, bitwise_xor, logical_and, logical_not, logical_or,
+    logical_xor,
+};
 pub use logsumexp::logsumexp;
 pub use loss::{cross_entropy, mse_loss};
+pub use masked::{masked_fill, masked_fill_scalar};
 pub use matmul::matmul;
 pub use moments::{std, var};
 pub use norm::layer_norm;

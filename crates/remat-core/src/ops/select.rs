@@ -1,5 +1,6 @@
 //! `where_(cond, a, b)`: elementwise choice with NumPy broadcasting among all three operands.
-//! `cond` is a float tensor (nonzero, NaN included, is true); `a` and `b` promote like binary
+//! `cond` is a tensor of any dtype, usually a bool mask from a comparison (nonzero, NaN
+//! included, is true); `a` and `b` promote like binary
 //! arithmetic. Gradients flow to `a` and `b` (masked, then reduced to their shapes), never
 //! to `cond`. On CUDA the `where_*` kernel picks between the operands; `cond` first becomes
 //! an is-zero mask in the operands' dtype (exact whatever `cond`'s dtype; NaN is nonzero).
