@@ -79,7 +79,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear the gradients of all optimized parameters (None, or zero-filled in place)."""
-        from .nn import _zero_grads
+        from .nn.modules import _zero_grads
 
         _zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
 

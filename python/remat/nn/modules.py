@@ -21,9 +21,9 @@ import numpy as np
 
 import remat
 
-from . import _remat, _validate
-from ._remat import Tensor
-from .checkpoint import _apply as _checkpoint_apply
+from .. import _remat, _validate
+from .._remat import Tensor
+from ..checkpoint import _apply as _checkpoint_apply
 
 __all__ = [
     "Parameter",
