@@ -6,7 +6,26 @@ parameters and calls."""
 from __future__ import annotations
 
 from . import functional
-from .modules import *  # noqa: F403
-from .modules import __all__ as _module_names
+from .modules import (
+    CrossEntropyLoss,
+    Dropout,
+    Flatten,
+    GELU,
+    Identity,
+    LayerNorm,
+    Linear,
+    MSELoss,
+    Module,
+    ModuleList,
+    Parameter,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    Tanh,
+)
 
-__all__ = [*_module_names, "functional"]
+__all__ = [
+    "Parameter", "Module", "Linear", "ReLU", "GELU", "Tanh", "Sigmoid", "Dropout", "LayerNorm",
+    "Identity", "Flatten", "MSELoss", "CrossEntropyLoss", "Sequential", "ModuleList",
+    "functional",
+]
