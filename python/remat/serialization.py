@@ -1,30 +1,46 @@
-"""Saving and loading state dicts as NumPy ``.npz`` archives.
+"""Saving and loading tensors: ``remat.save(obj, path)`` / ``remat.load(path)``.
 
-``remat.save(model.state_dict(), "model.npz")`` writes one array per key, in key order, to
-exactly the given path (no suffix is appended); ``remat.load(path)`` returns an ``OrderedDict``
-of NumPy arrays in the same order, ready for ``Module.load_state_dict`` (which reports shape
-mismatches as ``remat.ShapeError``). No pickling is involved in either direction.
+Three forms, chosen by the path and the object, none of which pickles code:
+
+- ``*.safetensors`` paths use the safetensors format (through the ``safetensors`` package),
+  so weights move to and from PyTorch and Hugging Face. The object is a flat mapping of
+  names to tensors; ``metadata`` (a ``dict[str, str]``) is stored in the header.
+- A flat mapping of names to Tensors, NumPy arrays or numbers (a ``state_dict()``; a Module
+  given directly stands for its state dict) is written as an ``.npz`` archive, one array per
+  key in key order, to exactly the given path: ``np.load`` reads it too.
+- Anything else — nested dicts, lists and tuples of Tensors, arrays and plain values (ints,
+  floats, strings, bools, None), e.g. ``{"model": sd, "optim": opt.state_dict(), "epoch":
+  3}`` — is an ``.npz`` archive of the arrays plus a JSON description of the structure.
+
+``remat.load`` returns Tensors (as ``torch.load`` does), in an ``OrderedDict`` for the flat
+forms and in the saved structure otherwise.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import zipfile
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, Union
 
 import numpy as np
 
+from . import _remat
 from ._remat import Tensor
 
 __all__ = ["save", "load"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
+# Name of the archive entry that holds the JSON structure of a nested object.
+_TREE = "__remat_tree__"
+
 
 def _as_array(key: str, value: Any) -> np.ndarray:
     if isinstance(value, Tensor):
-        return np.array(value.detach().numpy(), copy=True)
+        return np.array(value.detach().cpu().numpy(), copy=True)
     arr = np.asarray(value)
     if arr.dtype == object:
         raise TypeError(
@@ -34,22 +50,23 @@ def _as_array(key: str, value: Any) -> np.ndarray:
     return arr
 
 
-def save(obj: Any, path: PathLike) -> None:
-    """Write a state dict (a mapping of names to Tensors, NumPy arrays or numbers; a Module's
-    ``state_dict()`` is taken if a Module is given) to ``path`` as an ``.npz`` archive, keeping
-    key order. The archive is the one ``np.savez`` writes and ``np.load`` reads."""
-    if hasattr(obj, "state_dict") and callable(obj.state_dict) and not hasattr(obj, "keys"):
-        obj = obj.state_dict()
-    if not hasattr(obj, "items"):
-        raise TypeError(
-            f"remat.save expects a state dict (a mapping of names to arrays), got "
-            f"{type(obj).__name__}"
-        )
-    arrays = []
-    for key, value in obj.items():
-        if not isinstance(key, str):
-            raise TypeError(f"remat.save: keys must be strings, got {key!r}")
-        arrays.append((key, _as_array(key, value)))
+def _is_safetensors(path: PathLike) -> bool:
+    return os.fspath(path).lower().endswith(".safetensors")
+
+
+def _is_leaf(value: Any) -> bool:
+    return isinstance(value, (Tensor, np.ndarray, np.generic, int, float)) and not isinstance(
+        value, bool
+    )
+
+
+def _flat(obj: Any) -> bool:
+    return isinstance(obj, Mapping) and all(
+        isinstance(k, str) and k != _TREE and _is_leaf(v) for k, v in obj.items()
+    )
+
+
+def _write_npz(path: PathLike, arrays: list[tuple[str, np.ndarray]]) -> None:
     # What np.savez does, written out so that any key (even "file") is allowed and the file
     # lands at exactly `path`.
     with zipfile.ZipFile(os.fspath(path), mode="w", compression=zipfile.ZIP_STORED) as zf:
@@ -58,23 +75,114 @@ def save(obj: Any, path: PathLike) -> None:
                 np.lib.format.write_array(f, arr, allow_pickle=False)
 
 
-def load(path: PathLike) -> OrderedDict:
-    """Read an ``.npz`` archive written by :func:`save` (or ``np.savez``) into an
-    ``OrderedDict`` of name → NumPy array, in the saved order.
+def _describe(value: Any, arrays: list[tuple[str, np.ndarray]], where: str) -> Any:
+    """The JSON description of ``value``; its tensors and arrays are appended to ``arrays``."""
+    if isinstance(value, (Tensor, np.ndarray)):
+        kind = "__tensor__" if isinstance(value, Tensor) else "__ndarray__"
+        key = f"{len(arrays)}"
+        arrays.append((key, _as_array(where, value)))
+        return {kind: key}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        items = []
+        for k, v in value.items():
+            if not isinstance(k, (str, int)) or isinstance(k, bool):
+                raise TypeError(f"remat.save: dict key {k!r} at {where} is not a str or int")
+            items.append([k, _describe(v, arrays, f"{where}[{k!r}]")])
+        return {"__dict__": items}
+    if isinstance(value, (list, tuple)):
+        kind = "__list__" if isinstance(value, list) else "__tuple__"
+        return {kind: [_describe(v, arrays, f"{where}[{i}]") for i, v in enumerate(value)]}
+    raise TypeError(
+        f"remat.save: {where} is a {type(value).__name__}; only Tensors, NumPy arrays, "
+        "numbers, strings, bools, None and dicts/lists/tuples of them can be saved"
+    )
+
+
+def _rebuild(node: Any, arrays: Mapping[str, np.ndarray]) -> Any:
+    if isinstance(node, dict):
+        if "__tensor__" in node:
+            return _remat.from_numpy(arrays[node["__tensor__"]])
+        if "__ndarray__" in node:
+            return arrays[node["__ndarray__"]]
+        if "__dict__" in node:
+            return {k: _rebuild(v, arrays) for k, v in node["__dict__"]}
+        if "__list__" in node:
+            return [_rebuild(v, arrays) for v in node["__list__"]]
+        if "__tuple__" in node:
+            return tuple(_rebuild(v, arrays) for v in node["__tuple__"])
+        raise ValueError(f"unknown node {sorted(node)}")
+    return node
+
+
+def save(obj: Any, path: PathLike, metadata: dict[str, str] | None = None) -> None:
+    """Write ``obj`` to ``path`` in the form the module docstring describes (a Module stands
+    for its ``state_dict()``). ``metadata`` is only for ``.safetensors`` paths."""
+    if hasattr(obj, "state_dict") and callable(obj.state_dict) and not hasattr(obj, "keys"):
+        obj = obj.state_dict()
+    if _is_safetensors(path):
+        _save_safetensors(obj, path, metadata)
+        return
+    if metadata is not None:
+        raise ValueError("remat.save: metadata is only stored in .safetensors files")
+    if _flat(obj):
+        _write_npz(path, [(k, _as_array(k, v)) for k, v in obj.items()])
+        return
+    arrays: list[tuple[str, np.ndarray]] = []
+    tree = json.dumps(_describe(obj, arrays, "obj"))
+    arrays.append((_TREE, np.frombuffer(tree.encode("utf-8"), dtype=np.uint8)))
+    _write_npz(path, arrays)
+
+
+def _safetensors_numpy() -> Any:
+    try:
+        import safetensors.numpy
+    except ImportError as e:  # pragma: no cover - a dependency of the package
+        raise ImportError(
+            "reading and writing .safetensors files needs the `safetensors` package "
+            "(pip install safetensors)"
+        ) from e
+    return safetensors.numpy
+
+
+def _save_safetensors(obj: Any, path: PathLike, metadata: dict[str, str] | None) -> None:
+    if not _flat(obj):
+        raise TypeError(
+            "remat.save: a .safetensors file holds a flat mapping of names to tensors, got "
+            f"{type(obj).__name__}"
+        )
+    arrays = {k: np.ascontiguousarray(_as_array(k, v)) for k, v in obj.items()}
+    _safetensors_numpy().save_file(arrays, os.fspath(path), metadata=metadata)
+
+
+def load(path: PathLike) -> Any:
+    """Read what :func:`save` wrote (or an ``np.savez`` archive, or any ``.safetensors``
+    file, PyTorch's and Hugging Face's included): Tensors in an ``OrderedDict`` in the saved
+    order, or the saved nested structure.
 
     A file that cannot be opened raises ``OSError`` (``FileNotFoundError``, ...); a file that
     is not such an archive, or whose contents are corrupt, raises ``ValueError`` naming it."""
     file = os.fspath(path)
     try:
+        if _is_safetensors(file):
+            arrays = _safetensors_numpy().load_file(file)
+            return OrderedDict((k, _remat.from_numpy(v)) for k, v in arrays.items())
         z = np.load(file, allow_pickle=False)
         if not isinstance(z, np.lib.npyio.NpzFile):
             raise ValueError("it holds a single array, not an archive of named arrays")
         with z:
-            return OrderedDict((k, z[k]) for k in z.files)
+            entries = OrderedDict((k, z[k]) for k in z.files)
+        if _TREE in entries:
+            tree = json.loads(entries.pop(_TREE).tobytes().decode("utf-8"))
+            return _rebuild(tree, entries)
+        return OrderedDict((k, _remat.from_numpy(v)) for k, v in entries.items())
     except (OSError, MemoryError):
         raise
     except Exception as e:  # NumPy's parser leaks ValueError, SyntaxError, TokenError, ...
         raise ValueError(
-            f"remat.load: {file!r} is not a valid archive written by remat.save "
+            f"remat.load: {file!r} is not a valid file written by remat.save "
             f"({type(e).__name__}: {e})"
         ) from e

@@ -109,16 +109,41 @@ fn scatter_add_fn(
 }
 
 /// Rows of `weight (V, D)` at the integer `input` ids, shaped `input.shape + (D,)`.
+/// `padding_idx`: positions with that id pass no gradient to the table. `max_norm`: the
+/// looked-up rows whose `norm_type`-norm exceeds it are first rescaled in place to that norm.
 #[pyfunction]
-#[pyo3(signature = (input, weight))]
+#[pyo3(signature = (
+    input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=false,
+    sparse=false
+))]
+#[allow(clippy::too_many_arguments)]
 pub fn embedding(
     py: Python<'_>,
     input: &Bound<'_, PyAny>,
     weight: &Bound<'_, PyAny>,
+    padding_idx: Option<i64>,
+    max_norm: Option<f64>,
+    norm_type: f64,
+    scale_grad_by_freq: bool,
+    sparse: bool,
 ) -> PyResult<PyTensor> {
+    if scale_grad_by_freq || sparse {
+        return Err(pyo3::exceptions::PyNotImplementedError::new_err(
+            "embedding: scale_grad_by_freq and sparse gradients are not supported",
+        ));
+    }
     let ids = index_tensor("embedding", input)?;
     let w = convert::extract_tensor("embedding", weight)?;
-    indexed(py, &[&w, &ids], || ops::embedding(&ids, &w))
+    if let Some(m) = max_norm {
+        indexed(py, &[&w, &ids], || {
+            ops::embedding_renorm_(&w, &ids, m, norm_type)?;
+            Ok(ids.clone())
+        })?;
+    }
+    indexed(py, &[&w, &ids], || match padding_idx {
+        Some(p) => ops::embedding_padded(&ids, &w, p),
+        None => ops::embedding(&ids, &w),
+    })
 }
 
 /// An int64 tensor of shape `input.shape + (num_classes,)` with a 1 at each class index

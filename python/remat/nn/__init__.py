@@ -5,7 +5,9 @@ parameters and calls."""
 
 from __future__ import annotations
 
-from . import functional
+from . import functional, init, utils
+from .activation import LeakyReLU, LogSoftmax, SiLU, Softmax, Softplus
+from .containers import ModuleDict, ParameterDict, ParameterList
 from .modules import (
     CrossEntropyLoss,
     Dropout,
@@ -23,9 +25,11 @@ from .modules import (
     Sigmoid,
     Tanh,
 )
+from .sparse import Embedding
 
 __all__ = [
     "Parameter", "Module", "Linear", "ReLU", "GELU", "Tanh", "Sigmoid", "Dropout", "LayerNorm",
     "Identity", "Flatten", "MSELoss", "CrossEntropyLoss", "Sequential", "ModuleList",
-    "functional",
+    "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "Softplus", "ModuleDict", "ParameterList",
+    "ParameterDict", "Embedding", "functional", "init", "utils",
 ]

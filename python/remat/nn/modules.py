@@ -71,6 +71,52 @@ class Parameter(metaclass=_ParameterMeta):
         return t
 
 
+class RemovableHandle:
+    """Returned by the hook registrations; ``remove()`` (or leaving a ``with`` block)
+    unregisters the hook. Removing twice is harmless."""
+
+    _next_id = 0
+
+    def __init__(self, table: dict) -> None:
+        self._table = table
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self) -> None:
+        """Unregister the hook."""
+        self._table.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+class _Hooks:
+    """A module's forward pre-hooks and forward hooks, each ``{handle id: (fn, with_kwargs)}``
+    in call order."""
+
+    def __init__(self) -> None:
+        self.pre: dict = {}
+        self.post: dict = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.pre or self.post)
+
+    def add(self, kind: str, hook: Any, prepend: bool, with_kwargs: bool) -> RemovableHandle:
+        if not callable(hook):
+            raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+        table = self.pre if kind == "pre" else self.post
+        handle = RemovableHandle(table)
+        table[handle.id] = (hook, bool(with_kwargs))
+        if prepend:
+            table[handle.id] = table.pop(handle.id)
+            for k in [k for k in table if k != handle.id]:
+                table[k] = table.pop(k)
+        return handle
+
+
 class _IncompatibleKeys(NamedTuple):
     missing_keys: list
     unexpected_keys: list
@@ -205,6 +251,31 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward() defined")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        hooks = self.__dict__.get("_hooks")
+        if hooks:
+            for hook, with_kwargs in list(hooks.pre.values()):
+                if with_kwargs:
+                    result = hook(self, args, kwargs)
+                    if result is not None:
+                        if not (isinstance(result, tuple) and len(result) == 2):
+                            raise RuntimeError(
+                                "forward pre-hook with kwargs must return None or a tuple of "
+                                f"(new_args, new_kwargs), but got {result!r}"
+                            )
+                        args, kwargs = result
+                else:
+                    result = hook(self, args)
+                    if result is not None:
+                        args = result if isinstance(result, tuple) else (result,)
+        out = self._call_forward(args, kwargs)
+        if hooks:
+            for hook, with_kwargs in list(hooks.post.values()):
+                result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
+                if result is not None:
+                    out = result
+        return out
+
+    def _call_forward(self, args: tuple, kwargs: dict) -> Any:
         if self.activation_checkpointing:
             # Arguments travel packed, so every keyword reaches forward (none is taken for
             # checkpoint_segment's own options) and every Tensor in them is a segment input.
@@ -212,6 +283,30 @@ class Module:
                 _checkpoint_apply, self.forward, args, kwargs, name=type(self).__name__
             )
         return self.forward(*args, **kwargs)
+
+    def _hook_table(self) -> _Hooks:
+        self._ensure_init()
+        table = self.__dict__.get("_hooks")
+        if table is None:
+            table = self.__dict__["_hooks"] = _Hooks()
+        return table
+
+    def register_forward_pre_hook(
+        self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(module, args)`` before every ``forward``; a non-None result replaces the
+        positional arguments (a non-tuple is wrapped in one). With ``with_kwargs=True`` the
+        hook is ``hook(module, args, kwargs)`` and may return ``(args, kwargs)``. Returns a
+        handle whose ``remove()`` unregisters it."""
+        return self._hook_table().add("pre", hook, prepend, with_kwargs)
+
+    def register_forward_hook(
+        self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(module, args, output)`` after every ``forward``; a non-None result
+        replaces the output. With ``with_kwargs=True`` the hook is ``hook(module, args, kwargs,
+        output)``. Returns a handle whose ``remove()`` unregisters it."""
+        return self._hook_table().add("post", hook, prepend, with_kwargs)
 
     # -- traversal --------------------------------------------------------------------------
 
@@ -231,6 +326,20 @@ class Module:
                 continue
             sub = prefix + ("." if prefix else "") + name
             yield from m.named_modules(memo, sub, remove_duplicate)
+
+    def get_submodule(self, target: str) -> Module:
+        """The descendant named by the dotted path ``target`` ("" is the module itself);
+        ``AttributeError`` names the first part that is missing or not a Module."""
+        if target == "":
+            return self
+        mod: Module = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return mod
 
     def modules(self) -> Iterator[Module]:
         """This module and every descendant, each once."""

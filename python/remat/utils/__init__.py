@@ -4,6 +4,6 @@ PyTorch script unchanged."""
 
 from __future__ import annotations
 
-from . import checkpoint
+from . import checkpoint, data
 
-__all__ = ["checkpoint"]
+__all__ = ["checkpoint", "data"]

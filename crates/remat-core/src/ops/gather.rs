@@ -238,6 +238,91 @@ pub fn embedding(ids: &Tensor, weight: &Tensor) -> Result<Tensor> {
     reshape(&rows, &shape)
 }
 
+/// `embedding` with PyTorch's `padding_idx`: the output is the same, but positions whose id
+/// is `padding_idx` (negative counts from the end) pass no gradient to the table, so that row
+/// stays as it is through training.
+pub fn embedding_padded(ids: &Tensor, weight: &Tensor, padding_idx: i64) -> Result<Tensor> {
+    let rows = embedding(ids, weight)?;
+    let v = weight.shape()[0] as i64;
+    if padding_idx < -v || padding_idx >= v {
+        return Err(Error::shape(
+            "embedding",
+            format!(
+                "padding_idx {padding_idx} is out of range for a weight of shape {}",
+                fmt_shape(weight.shape())
+            ),
+        ));
+    }
+    if !rows.requires_grad() {
+        return Ok(rows);
+    }
+    let pad = padding_idx.rem_euclid(v);
+    let keep: Vec<u8> = index_list("embedding", ids)?
+        .iter()
+        .map(|&i| u8::from(i.rem_euclid(v) != pad))
+        .collect();
+    let mut shape: Dims = ids.shape().into();
+    shape.push(1);
+    let keep = from_vec(keep, &shape);
+    // The same values either way; only the kept positions are connected to the graph.
+    super::where_(&keep, &rows, &rows.detach())
+}
+
+/// PyTorch's `embedding_renorm_` (the `max_norm` option of `embedding`): every row of
+/// `weight` that `ids` looks up and whose `norm_type`-norm exceeds `max_norm` is scaled in
+/// place to norm `max_norm` (by `max_norm / (norm + 1e-7)`), without recording a graph.
+pub fn embedding_renorm_(
+    weight: &Tensor,
+    ids: &Tensor,
+    max_norm: f64,
+    norm_type: f64,
+) -> Result<()> {
+    if weight.ndim() != 2 {
+        return Err(Error::shape(
+            "embedding_renorm_",
+            format!(
+                "weight must be 2-D, got shape {}",
+                fmt_shape(weight.shape())
+            ),
+        ));
+    }
+    let n = weight.shape()[0];
+    let mut rows = positions(
+        "embedding_renorm_",
+        &index_list("embedding_renorm_", ids)?,
+        n,
+        false,
+        0,
+    )?;
+    rows.sort_unstable();
+    rows.dedup();
+    let _guard = crate::grad_mode::no_grad();
+    let idx = from_vec(
+        rows.iter().map(|&r| r as i64).collect::<Vec<i64>>(),
+        &[rows.len()],
+    );
+    let picked = index_select(weight, 0, &idx)?;
+    let norms = super::norm(&picked, norm_type, Some(&[1]), true)?;
+    let norms = super::convert::to_dtype(&norms, DType::F64)?.try_to_vec::<f64>()?;
+    let scales: Vec<f64> = norms
+        .iter()
+        .map(|&nv| {
+            if nv > max_norm {
+                max_norm / (nv + 1e-7)
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    let scales = super::convert::to_dtype(&from_vec(scales, &[rows.len(), 1]), weight.dtype())?;
+    let scaled = super::mul(&picked, &scales)?;
+    super::setitem::setitem(
+        weight,
+        &[super::advanced_index::Index::Tensor(idx)],
+        super::inplace::Operand::Tensor(&scaled),
+    )
+}
+
 // ------------------------------------------------------------------------ gather / scatter
 
 /// Error unless `idx` has `x`'s rank and no larger extent than `x` on the other axes.

@@ -58,7 +58,10 @@ pub use elementwise::{
     lerp_tensor, maximum, minimum, mul, pow, pow_scalar, scale, softplus, sub, Bound,
 };
 pub use flip::flip;
-pub use gather::{embedding, gather, index_select, nonzero, one_hot, scatter_add};
+pub use gather::{
+    embedding, embedding_padded, embedding_renorm_, gather, index_select, nonzero, one_hot,
+    scatter_add,
+};
 pub use inplace::{
     add_, add_inplace, axpy_inplace, clamp_, clamp_by_, copy_, div_, fill_, masked_fill_, mul_,
     normal_, sub_, uniform_, zero_, Operand,

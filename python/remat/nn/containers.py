@@ -1,0 +1,203 @@
+"""Keyed and parameter containers with ``torch.nn``'s behaviour: ``ModuleDict`` (named child
+modules, insertion ordered), ``ParameterList`` and ``ParameterDict`` (parameters registered
+under ``"0"``, ``"1"``, ... or their keys, so ``parameters()`` and ``state_dict()`` see them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from .._remat import Tensor
+from .modules import Module, Parameter
+
+__all__ = ["ModuleDict", "ParameterList", "ParameterDict"]
+
+
+def _pairs(values: Any, owner: str) -> Iterable[tuple[str, Any]]:
+    if isinstance(values, Mapping):
+        return list(values.items())
+    pairs = []
+    for j, item in enumerate(values):
+        if not (isinstance(item, (tuple, list)) and len(item) == 2):
+            raise TypeError(
+                f"{owner}.update: element #{j} should be a (key, value) pair, got "
+                f"{type(item).__name__}"
+            )
+        pairs.append((item[0], item[1]))
+    return pairs
+
+
+class ModuleDict(Module):
+    """Child modules held by string key; indexing, ``in``, ``len``, iteration over keys,
+    ``keys()/values()/items()``, ``update``, ``pop`` and ``clear`` as on a dict."""
+
+    def __init__(self, modules: Mapping[str, Module] | Iterable | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._modules))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._modules
+
+    def keys(self) -> Any:
+        """The keys, in insertion order."""
+        return self._modules.keys()
+
+    def values(self) -> Any:
+        """The modules, in insertion order."""
+        return self._modules.values()
+
+    def items(self) -> Any:
+        """``(key, module)`` pairs, in insertion order."""
+        return self._modules.items()
+
+    def update(self, modules: Mapping[str, Module] | Iterable) -> None:
+        """Add or replace the modules of a mapping or an iterable of ``(key, module)``."""
+        for key, module in _pairs(modules, "ModuleDict"):
+            self[key] = module
+
+    def pop(self, key: str) -> Module:
+        """Remove ``key`` and return its module."""
+        module = self[key]
+        del self[key]
+        return module
+
+    def clear(self) -> None:
+        """Remove every module."""
+        self._modules.clear()
+
+
+def _as_parameter(value: Any) -> Any:
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value
+
+
+class ParameterList(Module):
+    """A list of parameters, registered under ``"0"``, ``"1"``, ...; a Tensor that is not yet
+    a parameter is made one (``nn.Parameter``), other values are kept as plain attributes."""
+
+    def __init__(self, values: Iterable[Any] | None = None) -> None:
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self.extend(values)
+
+    def _key(self, idx: int) -> str:
+        return str(_index(idx, self._size, "ParameterList"))
+
+    def __getitem__(self, idx: int | slice) -> Any:
+        if isinstance(idx, slice):
+            return ParameterList([self[i] for i in range(self._size)[idx]])
+        return getattr(self, self._key(idx))
+
+    def __setitem__(self, idx: int, value: Any) -> None:
+        setattr(self, self._key(idx), _as_parameter(value))
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter([self[i] for i in range(self._size)])
+
+    def append(self, value: Any) -> ParameterList:
+        """Add ``value`` at the end; returns self."""
+        self._size += 1
+        self[self._size - 1] = value
+        return self
+
+    def extend(self, values: Iterable[Any]) -> ParameterList:
+        """Append each of ``values``; returns self."""
+        for v in values:
+            self.append(v)
+        return self
+
+    def extra_repr(self) -> str:
+        lines = []
+        for i in range(self._size):
+            p = self[i]
+            if isinstance(p, Tensor):
+                shape = "x".join(str(d) for d in p.shape)
+                lines.append(f"({i}): Parameter containing: [{p.dtype} of size {shape}]")
+            else:
+                lines.append(f"({i}): Object of type: {type(p).__name__}")
+        return "\n".join(lines)
+
+
+def _index(idx: int, n: int, owner: str) -> int:
+    idx = int(idx)
+    if not -n <= idx < n:
+        raise IndexError(f"index {idx} is out of range for {owner} of {n}")
+    return idx % n
+
+
+class ParameterDict(Module):
+    """Parameters held by string key, with a dict's methods; Tensors become parameters."""
+
+    def __init__(self, parameters: Mapping[str, Any] | Iterable | None = None) -> None:
+        super().__init__()
+        self._keys: dict[str, None] = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._keys:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if not isinstance(key, str):
+            raise TypeError(f"ParameterDict keys must be strings, got {type(key).__name__}")
+        self._keys[key] = None
+        setattr(self, key, _as_parameter(value))
+
+    def __delitem__(self, key: str) -> None:
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._keys))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def keys(self) -> Any:
+        """The keys, in insertion order."""
+        return self._keys.keys()
+
+    def values(self) -> list:
+        """The parameters, in insertion order."""
+        return [self[k] for k in self._keys]
+
+    def items(self) -> list:
+        """``(key, parameter)`` pairs, in insertion order."""
+        return [(k, self[k]) for k in self._keys]
+
+    def update(self, parameters: Mapping[str, Any] | Iterable) -> None:
+        """Add or replace the entries of a mapping or an iterable of ``(key, value)``."""
+        for key, value in _pairs(parameters, "ParameterDict"):
+            self[key] = value
+
+    def pop(self, key: str) -> Any:
+        """Remove ``key`` and return its value."""
+        value = self[key]
+        del self[key]
+        return value

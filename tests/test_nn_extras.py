@@ -1,0 +1,381 @@
+"""nn modules beyond the layers (activations, Embedding, ModuleDict, ParameterList,
+ParameterDict), forward hooks and get_submodule, nn.init, nn.utils gradient clipping,
+utils.data and remat.save/load (nested objects and .safetensors)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import remat
+from remat import nn
+from remat.nn import functional as F
+from remat.nn import init
+from remat.utils.data import DataLoader, Dataset, TensorDataset, default_collate, random_split
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+# ------------------------------------------------------------------------------ activations
+
+@pytest.mark.parametrize(
+    "module, fn",
+    [
+        (nn.SiLU(), lambda x: x / (1 + np.exp(-x))),
+        (nn.LeakyReLU(0.2), lambda x: np.where(x > 0, x, 0.2 * x)),
+        (nn.Softmax(dim=1), lambda x: np.exp(x) / np.exp(x).sum(1, keepdims=True)),
+        (nn.LogSoftmax(dim=-1), lambda x: x - np.log(np.exp(x).sum(-1, keepdims=True))),
+        (nn.Softplus(), lambda x: np.log1p(np.exp(x))),
+    ],
+)
+def test_activation_modules_match_numpy(module, fn):
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    got = module(remat.tensor(x))
+    np.testing.assert_allclose(got.numpy(), fn(x), rtol=1e-10, atol=1e-12)
+
+
+def test_activation_reprs():
+    assert repr(nn.LeakyReLU(0.1)) == "LeakyReLU(negative_slope=0.1)"
+    assert repr(nn.Softmax(dim=1)) == "Softmax(dim=1)"
+    assert repr(nn.SiLU()) == "SiLU()"
+
+
+def test_functional_names_are_the_top_level_functions():
+    for name in F.__all__:
+        assert getattr(F, name) is getattr(remat, name), name
+
+
+# -------------------------------------------------------------------------------- embedding
+
+def test_embedding_lookup_and_scatter_add_gradient():
+    remat.manual_seed(0)
+    emb = nn.Embedding(6, 3)
+    assert emb.weight.shape == (6, 3) and emb.weight.requires_grad
+    ids = remat.tensor([[1, 4, 1], [0, 5, 1]])
+    out = emb(ids)
+    assert out.shape == (2, 3, 3)
+    np.testing.assert_array_equal(out.numpy(), _np(emb.weight)[ids.numpy()])
+    out.sum().backward()
+    counts = np.bincount(ids.numpy().ravel(), minlength=6)[:, None] * np.ones((1, 3))
+    np.testing.assert_array_equal(emb.weight.grad.numpy(), counts)
+
+
+def test_embedding_padding_idx_row_is_zero_and_gets_no_gradient():
+    remat.manual_seed(1)
+    emb = nn.Embedding(5, 2, padding_idx=-1)
+    assert emb.padding_idx == 4
+    np.testing.assert_array_equal(_np(emb.weight)[4], [0.0, 0.0])
+    ids = remat.tensor([4, 2, 4, 0])
+    (emb(ids) * 3.0).sum().backward()
+    g = emb.weight.grad.numpy()
+    np.testing.assert_array_equal(g[4], [0.0, 0.0])
+    np.testing.assert_array_equal(g[2], [3.0, 3.0])
+    assert repr(emb) == "Embedding(5, 2, padding_idx=4)"
+
+
+def test_embedding_padding_idx_keeps_forward_values_and_second_order():
+    w = remat.tensor(np.arange(8.0).reshape(4, 2), requires_grad=True)
+    ids = remat.tensor([0, 1, 1, 3])
+    out = remat.embedding(ids, w, padding_idx=1)
+    np.testing.assert_array_equal(out.numpy(), np.arange(8.0).reshape(4, 2)[[0, 1, 1, 3]])
+    (g,) = remat.grad((out**2).sum(), [w], create_graph=True)
+    np.testing.assert_array_equal(g.numpy()[1], [0.0, 0.0])
+    np.testing.assert_array_equal(g.numpy()[3], [12.0, 14.0])
+    (h,) = remat.grad(g.sum(), [w])
+    np.testing.assert_array_equal(h.numpy(), [[2, 2], [0, 0], [0, 0], [2, 2]])
+
+
+def test_embedding_max_norm_renormalises_looked_up_rows_in_place():
+    w = remat.tensor([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]])
+    out = remat.embedding(remat.tensor([0, 1]), w, max_norm=1.0)
+    norms = np.linalg.norm(w.numpy(), axis=1)
+    np.testing.assert_allclose(norms[:2], [1.0, 0.5], rtol=1e-6)
+    assert norms[2] == pytest.approx(10.0)  # not looked up: unchanged
+    np.testing.assert_allclose(out.numpy(), w.numpy()[:2])
+
+
+def test_embedding_errors():
+    with pytest.raises(ValueError, match="padding_idx"):
+        nn.Embedding(3, 2, padding_idx=3)
+    emb = nn.Embedding(3, 2)
+    with pytest.raises(IndexError, match="embedding"):
+        emb(remat.tensor([3]))
+    with pytest.raises(TypeError, match="embedding"):
+        emb(remat.tensor([0.0]))
+
+
+def test_embedding_from_pretrained_is_frozen():
+    table = remat.tensor([[1.0, 2.0], [3.0, 4.0]])
+    emb = nn.Embedding.from_pretrained(table)
+    assert not emb.weight.requires_grad
+    np.testing.assert_array_equal(emb(remat.tensor([1])).numpy(), [[3.0, 4.0]])
+
+
+# ------------------------------------------------------------------------------- containers
+
+def test_module_dict_registers_children():
+    d = nn.ModuleDict({"a": nn.Linear(2, 3)})
+    d["b"] = nn.ReLU()
+    d.update([("c", nn.Linear(3, 1))])
+    assert list(d) == ["a", "b", "c"] and len(d) == 3 and "b" in d
+    assert [k for k, _ in d.named_parameters()] == ["a.weight", "a.bias", "c.weight", "c.bias"]
+    assert isinstance(d.pop("b"), nn.ReLU) and list(d.keys()) == ["a", "c"]
+
+
+def test_parameter_list_and_dict_register_parameters():
+    pl = nn.ParameterList([remat.ones(2), remat.zeros(3)])
+    pl.append(remat.ones(1))
+    assert len(pl) == 3 and all(p.requires_grad for p in pl)
+    assert list(pl.state_dict()) == ["0", "1", "2"]
+    assert pl[-1].shape == (1,)
+    pd = nn.ParameterDict({"scale": remat.ones(1)})
+    pd["shift"] = remat.zeros(1)
+    assert list(pd) == ["scale", "shift"] and pd["shift"].requires_grad
+    assert sorted(k for k, _ in pd.named_parameters()) == ["scale", "shift"]
+
+
+# --------------------------------------------------------------------------- hooks, lookup
+
+def test_forward_hooks_run_in_order_and_can_replace_values():
+    lin = nn.Linear(2, 2)
+    seen = []
+    h1 = lin.register_forward_pre_hook(lambda m, args: (args[0] * 0.0,))
+    h2 = lin.register_forward_hook(lambda m, args, out: seen.append(out.shape))
+    h3 = lin.register_forward_hook(lambda m, args, out: out + 1.0, prepend=False)
+    out = lin(remat.ones(4, 2))
+    np.testing.assert_allclose(out.numpy(), np.broadcast_to(_np(lin.bias) + 1.0, (4, 2)))
+    assert seen == [(4, 2)]
+    for h in (h1, h2, h3):
+        h.remove()
+    out = lin(remat.ones(1, 2))
+    np.testing.assert_allclose(out.numpy(), np.ones((1, 2)) @ _np(lin.weight).T + _np(lin.bias),
+                               rtol=1e-6)
+    assert seen == [(4, 2)]
+
+
+def test_forward_pre_hook_with_kwargs_and_prepend():
+    calls = []
+    m = nn.Identity()
+    m.register_forward_pre_hook(lambda mod, args: calls.append("second"))
+    m.register_forward_pre_hook(lambda mod, args: calls.append("first"), prepend=True)
+    m.register_forward_pre_hook(
+        lambda mod, args, kwargs: ((args[0] + 1,), kwargs), with_kwargs=True
+    )
+    assert m(1) == 2 and calls == ["first", "second"]
+
+
+def test_hooks_run_around_a_checkpointed_module():
+    remat.manual_seed(0)
+    lin = nn.Linear(3, 3)
+    lin.activation_checkpointing = True
+    outs = []
+    lin.register_forward_hook(lambda m, a, o: outs.append(o))
+    x = remat.randn(2, 3, requires_grad=True)
+    lin(x).sum().backward()
+    assert len(outs) == 1 and x.grad is not None
+
+
+def test_get_submodule():
+    net = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU(), nn.Linear(2, 1)))
+    assert net.get_submodule("1.1") is net[1][1]
+    assert net.get_submodule("") is net
+    with pytest.raises(AttributeError, match="nothere"):
+        net.get_submodule("1.nothere")
+    with pytest.raises(AttributeError, match="not an nn.Module"):
+        net.get_submodule("0.weight")
+
+
+# ------------------------------------------------------------------------------------ init
+
+def test_init_fans_and_bounds_follow_pytorch():
+    remat.manual_seed(0)
+    w = remat.zeros(64, 32, 3, 3)
+    fan_in, fan_out = 32 * 9, 64 * 9
+    init.kaiming_uniform_(w, a=math.sqrt(5))
+    bound = init.calculate_gain("leaky_relu", math.sqrt(5)) * math.sqrt(3.0 / fan_in)
+    assert np.abs(w.numpy()).max() <= bound and np.abs(w.numpy()).max() > 0.95 * bound
+    init.xavier_uniform_(w, gain=2.0)
+    a = 2.0 * math.sqrt(6.0 / (fan_in + fan_out))
+    assert np.abs(w.numpy()).max() <= a and np.abs(w.numpy()).max() > 0.95 * a
+    init.kaiming_normal_(w, mode="fan_out", nonlinearity="relu")
+    assert w.numpy().std() == pytest.approx(math.sqrt(2.0 / fan_out), rel=0.05)
+    init.xavier_normal_(w)
+    assert w.numpy().std() == pytest.approx(math.sqrt(2.0 / (fan_in + fan_out)), rel=0.05)
+
+
+def test_init_simple_fills_and_gains():
+    w = remat.zeros(3, 4)
+    assert init.ones_(w) is w and np.all(w.numpy() == 1)
+    init.constant_(w, 2.5)
+    assert np.all(w.numpy() == 2.5)
+    init.zeros_(w)
+    assert np.all(w.numpy() == 0)
+    init.eye_(w)
+    np.testing.assert_array_equal(w.numpy(), np.eye(3, 4))
+    init.uniform_(w, -0.1, 0.1)
+    assert np.all(np.abs(w.numpy()) <= 0.1)
+    init.normal_(w, 5.0, 0.0)
+    assert np.all(w.numpy() == 5.0)
+    assert init.calculate_gain("tanh") == pytest.approx(5 / 3)
+    assert init.calculate_gain("relu") == pytest.approx(math.sqrt(2))
+    assert init.calculate_gain("conv2d") == 1.0
+    with pytest.raises(ValueError, match="nonlinearity"):
+        init.calculate_gain("bogus")
+
+
+def test_init_on_a_parameter_needs_no_no_grad_and_is_reproducible():
+    lin = nn.Linear(10, 10)
+    remat.manual_seed(3)
+    init.trunc_normal_(lin.weight, std=0.5, a=-0.6, b=0.6)
+    first = _np(lin.weight).copy()
+    assert np.all(np.abs(first) <= 0.6) and lin.weight.is_leaf
+    remat.manual_seed(3)
+    init.trunc_normal_(lin.weight, std=0.5, a=-0.6, b=0.6)
+    np.testing.assert_array_equal(_np(lin.weight), first)
+
+
+def test_init_errors():
+    with pytest.raises(ValueError, match="fewer than 2 dimensions"):
+        init.xavier_uniform_(remat.zeros(3))
+    with pytest.raises(remat.DTypeError, match="float"):
+        init.normal_(remat.zeros(3, dtype=remat.int64))
+    with pytest.raises(ValueError, match="mode"):
+        init.kaiming_uniform_(remat.zeros(2, 2), mode="fan_avg")
+
+
+# ------------------------------------------------------------------------------- clipping
+
+def test_clip_grad_norm_scales_all_gradients_together():
+    a = remat.tensor([3.0], requires_grad=True)
+    b = remat.tensor([4.0], requires_grad=True)
+    (a * a / 2 + b * b / 2).sum().backward()  # grads 3 and 4: total norm 5
+    total = nn.utils.clip_grad_norm_([a, b], max_norm=1.0)
+    assert total.item() == pytest.approx(5.0)
+    coef = 1.0 / (5.0 + 1e-6)
+    assert a.grad.item() == pytest.approx(3 * coef) and b.grad.item() == pytest.approx(4 * coef)
+    total = nn.utils.clip_grad_norm_([a, b], max_norm=10.0)  # below: untouched
+    assert total.item() == pytest.approx(1.0, rel=1e-5)
+    inf = nn.utils.clip_grad_norm_([a, b], max_norm=1.0, norm_type=float("inf"))
+    assert inf.item() == pytest.approx(4 * coef, rel=1e-5)
+
+
+def test_clip_grad_value_and_nonfinite_error():
+    p = remat.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    (p * p).sum().backward()
+    nn.utils.clip_grad_value_(p, 1.5)
+    np.testing.assert_array_equal(p.grad.numpy(), [1.5, -1.5, 1.5])
+    p.grad = remat.tensor([float("inf"), 0.0, 0.0])
+    with pytest.raises(RuntimeError, match="non-finite"):
+        nn.utils.clip_grad_norm_(p, 1.0, error_if_nonfinite=True)
+
+
+# ------------------------------------------------------------------------------------ data
+
+def test_tensor_dataset_and_loader_batches():
+    x = remat.arange(20).reshape(10, 2).float()
+    y = remat.arange(10)
+    ds = TensorDataset(x, y)
+    assert len(ds) == 10 and ds[3][1].item() == 3
+    dl = DataLoader(ds, batch_size=4)
+    batches = list(dl)
+    assert len(dl) == 3 and [b[0].shape for b in batches] == [(4, 2), (4, 2), (2, 2)]
+    assert batches[0][1].dtype == remat.int64
+    assert len(DataLoader(ds, batch_size=4, drop_last=True)) == 2
+    assert [len(b[1]) for b in DataLoader(ds, batch_size=4, drop_last=True)] == [4, 4]
+
+
+def test_loader_shuffle_is_a_seeded_permutation():
+    ds = TensorDataset(remat.arange(50))
+    dl = DataLoader(ds, batch_size=7, shuffle=True)
+    remat.manual_seed(5)
+    first = np.concatenate([b[0].numpy() for b in dl])
+    remat.manual_seed(5)
+    again = np.concatenate([b[0].numpy() for b in dl])
+    assert sorted(first.tolist()) == list(range(50)) and first.tolist() != list(range(50))
+    np.testing.assert_array_equal(first, again)
+
+
+def test_default_collate_structures_and_custom_dataset():
+    class Squares(Dataset):
+        def __len__(self):
+            return 5
+
+        def __getitem__(self, i):
+            return {"x": np.full(2, i, np.float32), "y": i * i, "name": f"s{i}"}
+
+    batch = next(iter(DataLoader(Squares(), batch_size=5)))
+    assert batch["x"].shape == (5, 2) and batch["y"].tolist() == [0, 1, 4, 9, 16]
+    assert batch["name"] == ["s0", "s1", "s2", "s3", "s4"]
+    assert default_collate([(1.0, 2), (3.0, 4)])[0].dtype == remat.float64
+    a, b = random_split(Squares(), [3, 2])
+    assert sorted([a.indices + b.indices][0]) == [0, 1, 2, 3, 4]
+
+
+def test_loader_argument_errors():
+    with pytest.raises(ValueError, match="batch_size"):
+        DataLoader([1, 2], batch_size=0)
+    with pytest.raises(ValueError, match="num_workers"):
+        DataLoader([1, 2], num_workers=2)
+    with pytest.raises(remat.ShapeError, match="size mismatch"):
+        TensorDataset(remat.zeros(3), remat.zeros(4))
+
+
+# ----------------------------------------------------------------------------- save / load
+
+def test_save_load_nested_objects(tmp_path):
+    obj = {
+        "model": {"w": remat.randn(2, 3), "steps": remat.tensor([1, 2])},
+        "epoch": 3,
+        "history": [0.5, None, "text", (remat.zeros(1), np.ones(2))],
+        7: True,
+    }
+    remat.save(obj, tmp_path / "ckpt.pt")
+    back = remat.load(tmp_path / "ckpt.pt")
+    assert back["epoch"] == 3 and back[7] is True
+    assert back["history"][:3] == [0.5, None, "text"]
+    assert isinstance(back["history"][3], tuple)
+    assert isinstance(back["history"][3][1], np.ndarray)
+    np.testing.assert_array_equal(back["model"]["w"].numpy(), obj["model"]["w"].numpy())
+    assert back["model"]["steps"].dtype == remat.int64
+
+
+def test_save_load_state_dict_returns_tensors_in_order(tmp_path):
+    net = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 1))
+    remat.save(net, tmp_path / "net.npz")
+    back = remat.load(tmp_path / "net.npz")
+    assert list(back) == list(net.state_dict())
+    assert all(isinstance(v, remat.Tensor) for v in back.values())
+    np.load(tmp_path / "net.npz")  # still a plain NumPy archive
+
+
+def test_safetensors_round_trip_and_format(tmp_path):
+    safetensors_numpy = pytest.importorskip("safetensors.numpy")
+    sd = {"w": remat.randn(3, 2), "ids": remat.arange(4), "mask": remat.tensor([True, False])}
+    path = tmp_path / "weights.safetensors"
+    remat.save(sd, path, metadata={"format": "pt"})
+    raw = safetensors_numpy.load_file(str(path))  # readable by the reference library
+    assert raw["w"].dtype == np.float32 and raw["ids"].dtype == np.int64
+    back = remat.load(path)
+    assert set(back) == {"w", "ids", "mask"}
+    for k in sd:
+        np.testing.assert_array_equal(back[k].numpy(), sd[k].numpy())
+        assert back[k].dtype == sd[k].dtype
+    with pytest.raises(TypeError, match="flat mapping"):
+        remat.save({"nested": {"w": remat.ones(1)}}, tmp_path / "bad.safetensors")
+
+
+def test_safetensors_files_written_by_pytorch_load(tmp_path):
+    torch = pytest.importorskip("torch")
+    st_torch = pytest.importorskip("safetensors.torch")
+    st_torch.save_file({"w": torch.arange(6.0).reshape(2, 3)}, str(tmp_path / "t.safetensors"))
+    back = remat.load(tmp_path / "t.safetensors")
+    np.testing.assert_array_equal(back["w"].numpy(), np.arange(6.0).reshape(2, 3))
+    remat.save({"v": remat.ones(2)}, tmp_path / "r.safetensors")
+    assert st_torch.load_file(str(tmp_path / "r.safetensors"))["v"].tolist() == [1.0, 1.0]
+
+
+def test_save_refuses_code(tmp_path):
+    with pytest.raises(TypeError, match="function"):
+        remat.save({"f": [print]}, tmp_path / "x.pt")
