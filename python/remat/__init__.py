@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 from typing import Any, Callable, TypeVar
 
 from . import _remat
@@ -202,8 +203,12 @@ class _GradMode:
     def __exit__(self, *exc: object) -> None:
         _remat.set_grad_enabled(self._prev.pop())
 
+    def _fresh(self) -> _GradMode:
+        """A new switch of the same kind (each decorated call enters its own)."""
+        return type(self)()
+
     def __call__(self, fn: _F) -> _F:
-        mode = type(self)
+        mode = self._fresh
         if inspect.isgeneratorfunction(fn):
 
             @functools.wraps(fn)
@@ -248,6 +253,40 @@ class enable_grad(_GradMode):
     _enabled = True
 
 
+class inference_mode(_GradMode):
+    """``with remat.inference_mode(): ...`` (or as a decorator): graph recording off, as for
+    :class:`no_grad`; ``inference_mode(False)`` leaves the mode as it is. remat has no
+    separate "inference tensors": what is computed inside can later be used in autograd."""
+
+    def __init__(self, mode: bool = True) -> None:
+        super().__init__()
+        self._mode = bool(mode)
+        self._inference_prev: list[bool] = []
+
+    def _fresh(self) -> _GradMode:
+        return inference_mode(self._mode)
+
+    def __enter__(self) -> None:
+        self._inference_prev.append(is_inference_mode_enabled())
+        if self._mode:
+            _inference_state.on = True
+            self._prev.append(_remat.set_grad_enabled(False))
+
+    def __exit__(self, *exc: object) -> None:
+        if self._mode:
+            _remat.set_grad_enabled(self._prev.pop())
+        _inference_state.on = self._inference_prev.pop()
+
+
+# Per thread, like grad mode itself.
+_inference_state = threading.local()
+
+
+def is_inference_mode_enabled() -> bool:
+    """Whether an :class:`inference_mode` block is active on this thread."""
+    return bool(getattr(_inference_state, "on", False))
+
+
 class set_grad_enabled:
     """Set grad mode now (``remat.set_grad_enabled(False)``) or for a block
     (``with remat.set_grad_enabled(False): ...`` restores the previous mode on exit)."""
@@ -269,7 +308,8 @@ __all__ = [
     "DeviceError", "GraphError", "IndexingError", "ShapeError", "Tensor", "adaptive_checkpoint",
     "add", "backward", "checkpoint", "checkpoint_scope", "checkpoint_segment",
     "checkpoint_sequential", "clamp", "clip", "concat", "cross_entropy", "cuda", "div", "dropout",
-    "enable_grad", "float32", "float64", "int64", "int32", "bool_", "long", "double",
+    "enable_grad", "device", "autograd", "inference_mode", "is_inference_mode_enabled",
+    "float32", "float64", "int64", "int32", "bool_", "long", "double",
     "from_numpy", "full", "gelu", "grad",
     "gradient_checkpoint_forward", "gradient_checkpoint_scope", "is_grad_enabled", "layer_norm",
     "leaky_relu", "lerp", "linear", "live_checkpoint_state", "sequential_plan",
@@ -317,7 +357,8 @@ from .checkpoint import (  # noqa: E402
     sequential_plan,
     set_checkpoint_early_stop,
 )
-from . import nn, optim, cuda, utils, return_types  # noqa: E402
+from . import nn, optim, cuda, utils, return_types, autograd  # noqa: E402
+from ._device import device  # noqa: E402
 from .serialization import save, load  # noqa: E402
 
 # PyTorch's dtype spellings. `remat.bool` and `remat.float` would shadow the builtins inside this

@@ -45,6 +45,10 @@ pub(crate) struct TensorState {
     pub(crate) creation: Option<Arc<Creation>>,
     /// Set on checkpointed tensors: consumers save this recipe instead of the data.
     pub(crate) recipe: Option<Arc<Recipe>>,
+    /// Gradient hooks of a leaf (a non-leaf's live on its grad_fn node).
+    pub(crate) hooks: crate::autograd::hooks::HookList,
+    /// Whether `retain_grad` was called (non-leaves).
+    pub(crate) retains_grad: bool,
 }
 
 /// The shared part of a tensor.

@@ -11,7 +11,9 @@ pub mod convert;
 pub mod creation;
 pub mod dtype;
 pub mod errors;
+pub mod function;
 pub mod functions;
+pub mod hooks;
 pub mod indexing;
 pub mod inplace;
 pub mod memory;
@@ -44,6 +46,8 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::register(m)?;
     memory::register(m)?;
     checkpoint::register(m)?;
+    hooks::register(m)?;
+    function::register(m)?;
     optim::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

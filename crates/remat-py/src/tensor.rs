@@ -119,13 +119,18 @@ impl PyTensor {
     fn dtype(&self, py: Python<'_>) -> PyResult<Py<PyDType>> {
         dtype_object(py, self.inner.dtype())
     }
-    /// Device string: `"cpu"` or `"cuda:N"`.
+    /// The device: a `remat.device` (a `str` subclass), `"cpu"` or `"cuda:N"`.
     #[getter]
-    fn device<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
-        match self.inner.device() {
+    fn device<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        static CLASS: pyo3::sync::GILOnceCell<PyObject> = pyo3::sync::GILOnceCell::new();
+        let class = CLASS.get_or_try_init(py, || -> PyResult<PyObject> {
+            Ok(py.import("remat._device")?.getattr("device")?.unbind())
+        })?;
+        let name = match self.inner.device() {
             Device::Cpu => intern!(py, "cpu").clone(),
             d => PyString::new(py, &d.to_string()),
-        }
+        };
+        class.bind(py).call1((name,))
     }
     /// Whether gradients flow to this tensor.
     #[getter]
@@ -373,6 +378,29 @@ impl PyTensor {
     /// A new leaf sharing this tensor's storage, cut from the graph.
     fn detach(&self) -> PyTensor {
         wrap(self.inner.detach())
+    }
+    /// The tensor's values without autograd: a tensor sharing this one's storage that needs
+    /// no gradient (as `detach()`). Assigning writes the values of a tensor of the same shape
+    /// and dtype into this tensor's storage, outside the graph (`p.data = new_values`).
+    #[getter]
+    fn data(&self) -> PyTensor {
+        wrap(self.inner.detach())
+    }
+    #[setter]
+    fn set_data(&self, value: PyRef<'_, PyTensor>) -> PyResult<()> {
+        let (dst, src) = (&self.inner, &value.inner);
+        if dst.shape() != src.shape() || dst.dtype() != src.dtype() {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "data: remat assigns .data by copying, so the new value must have this \
+                 tensor's shape and dtype: got {} {:?} for {} {:?}",
+                src.dtype(),
+                src.shape(),
+                dst.dtype(),
+                dst.shape()
+            )));
+        }
+        let _guard = remat_core::no_grad();
+        remat_core::ops::copy_(&dst.detach(), src).py()
     }
     /// Set `requires_grad` in place and return this tensor.
     #[pyo3(signature = (flag=true))]

@@ -332,7 +332,10 @@ fn run(
         while let Some(Ready(_, i)) = heap.pop() {
             let node = nodes[i].clone();
             let k = key(&node);
-            let g = buffers.remove(&k);
+            let g = match buffers.remove(&k) {
+                Some(g) => Some(super::hooks::run_hooks(&node, g)?),
+                None => None,
+            };
             let is_target = target_keys.contains(&k);
             if is_target {
                 if let Some(g) = &g {

@@ -2,8 +2,10 @@
 //! gradient accumulation into leaves.
 
 pub mod engine;
+pub mod hooks;
 pub mod node;
 pub(crate) mod saved;
 
 pub use engine::{backward, backward_with, grad, grad_with, GradOptions};
+pub use hooks::{GradHook, HookHandle};
 pub use node::{BackwardCtx, InputMeta, Node, Op, Save};

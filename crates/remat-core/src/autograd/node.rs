@@ -123,6 +123,8 @@ pub struct Node {
     pub(crate) saves: SmallVec<[Save; 2]>,
     /// Creation order: the engine runs ready nodes newest first.
     pub(crate) seq: u64,
+    /// Gradient hooks of the tensor this node made (`Tensor::register_hook`).
+    pub(crate) hooks: Mutex<super::hooks::HookList>,
 }
 
 /// How a non-leaf tensor was made, kept on the tensor handle (not on the node) so that
@@ -187,6 +189,7 @@ impl Node {
             saved: Mutex::new(Some(SmallVec::new())),
             saves: SmallVec::new(),
             seq: NEXT_SEQ.fetch_add(1, Ordering::Relaxed),
+            hooks: Mutex::default(),
         });
         st.accumulator = Arc::downgrade(&node);
         node
@@ -326,6 +329,7 @@ fn record_in<O: Op>(
         saved: Mutex::new(Some(slots)),
         saves: saves.iter().copied().collect(),
         seq: NEXT_SEQ.fetch_add(1, Ordering::Relaxed),
+        hooks: Mutex::default(),
     });
     let creation = Arc::new(Creation {
         op,

@@ -1,0 +1,159 @@
+//! Tensor gradient hooks (`Tensor::register_hook`) and `retain_grad`, as in PyTorch.
+//!
+//! A hook sees the gradient with respect to its tensor when backward (or `grad`) has summed
+//! it, and may replace it. A non-leaf tensor's hooks live on its grad_fn node (the node
+//! receives exactly that tensor's gradient: every op has one output); a leaf's live on the
+//! tensor itself, read by its gradient accumulator. Hooks are kept in registration order and
+//! run before the gradient is used (passed on, accumulated into `.grad`, or returned by
+//! `grad`). `retain_grad` is a hook that accumulates into a non-leaf's `.grad`; it holds the
+//! tensor weakly, so a graph never keeps its own outputs alive.
+
+use super::node::{Node, NodeKind};
+use crate::error::{Error, Result};
+use crate::tensor::{Tensor, TensorImpl};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+/// A gradient hook: given the gradient, returns a replacement or `None` to keep it.
+pub type GradHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+
+/// The hooks of one tensor, each with the id its handle removes it by, and the
+/// `retain_grad` hook, which always runs last (as in PyTorch), so `.grad` holds the gradient
+/// the other hooks made.
+#[derive(Default, Clone)]
+pub(crate) struct HookList(Vec<(u64, GradHook)>, Option<GradHook>);
+
+impl HookList {
+    fn run(&self, mut g: Tensor) -> Result<Tensor> {
+        for (_, h) in &self.0 {
+            if let Some(new) = h(&g)? {
+                g = new;
+            }
+        }
+        if let Some(retain) = &self.1 {
+            retain(&g)?;
+        }
+        Ok(g)
+    }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Removes one hook; returned by [`Tensor::register_hook`].
+pub struct HookHandle {
+    id: u64,
+    place: Place,
+}
+
+enum Place {
+    Node(Weak<Node>),
+    Leaf(Weak<TensorImpl>),
+}
+
+impl HookHandle {
+    /// Unregister the hook (harmless if it is already gone).
+    pub fn remove(&self) {
+        let remove = |list: &mut HookList| list.0.retain(|(id, _)| *id != self.id);
+        match &self.place {
+            Place::Node(n) => {
+                if let Some(n) = n.upgrade() {
+                    remove(&mut n.hooks.lock());
+                }
+            }
+            Place::Leaf(t) => {
+                if let Some(t) = t.upgrade() {
+                    remove(&mut t.state.lock().hooks);
+                }
+            }
+        }
+    }
+}
+
+/// The gradient flowing into `node` after its tensor's hooks ran: the op's own hooks, or
+/// for an accumulator, the leaf's.
+pub(crate) fn run_hooks(node: &Node, g: Tensor) -> Result<Tensor> {
+    match &node.kind {
+        NodeKind::Op(_) => {
+            let hooks = snapshot(&node.hooks);
+            hooks.run(g)
+        }
+        NodeKind::Accumulate(leaf) => {
+            let hooks = leaf.state.lock().hooks.clone();
+            hooks.run(g)
+        }
+    }
+}
+
+/// A copy of the list, so a hook may register or remove hooks without deadlocking.
+fn snapshot(list: &Mutex<HookList>) -> HookList {
+    list.lock().clone()
+}
+
+impl Tensor {
+    /// Register `hook` to see (and optionally replace) the gradient with respect to this
+    /// tensor during every later backward or `grad`. Error if the tensor does not require
+    /// grad.
+    pub fn register_hook(&self, hook: GradHook) -> Result<HookHandle> {
+        if !self.requires_grad() {
+            return Err(Error::graph(
+                "register_hook",
+                "cannot register a hook on a tensor that doesn't require gradient",
+            ));
+        }
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let place = match &self.0.grad_fn {
+            Some(node) => {
+                node.hooks.lock().0.push((id, hook));
+                Place::Node(Arc::downgrade(node))
+            }
+            None => {
+                self.0.state.lock().hooks.0.push((id, hook));
+                Place::Leaf(Arc::downgrade(&self.0))
+            }
+        };
+        Ok(HookHandle { id, place })
+    }
+
+    /// Keep this non-leaf tensor's gradient in `.grad` after backward (accumulating across
+    /// backward calls, as for leaves). A no-op on leaves; an error if no gradient is needed.
+    pub fn retain_grad(&self) -> Result<()> {
+        if !self.requires_grad() {
+            return Err(Error::graph(
+                "retain_grad",
+                "can't retain_grad on Tensor that has requires_grad=False",
+            ));
+        }
+        if self.0.grad_fn.is_none() {
+            return Ok(());
+        }
+        {
+            let mut st = self.0.state.lock();
+            if st.retains_grad {
+                return Ok(());
+            }
+            st.retains_grad = true;
+        }
+        let me = Arc::downgrade(&self.0);
+        let hook: GradHook = Arc::new(move |g: &Tensor| {
+            if let Some(t) = me.upgrade() {
+                let mut st = t.state.lock();
+                st.grad = Some(match st.grad.take() {
+                    None => g.detach(),
+                    Some(prev) => crate::ops::add(&prev, &g.detach())?,
+                });
+                st.grad_owned = false;
+            }
+            Ok(None)
+        });
+        if let Some(node) = &self.0.grad_fn {
+            node.hooks.lock().1 = Some(hook);
+        }
+        Ok(())
+    }
+
+    /// Whether [`Tensor::retain_grad`] was called on this non-leaf tensor.
+    pub fn retains_grad(&self) -> bool {
+        self.0.state.lock().retains_grad
+    }
+}

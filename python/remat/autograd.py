@@ -1,0 +1,191 @@
+"""``remat.autograd``: ``grad``, ``backward`` and custom differentiable functions.
+
+:class:`Function` follows ``torch.autograd.Function``: subclass it with static
+``forward(ctx, *args)`` and ``backward(ctx, *grad_outputs)`` and call ``MyFn.apply(...)``.
+``forward`` runs without recording a graph; its result is then recorded as one engine op per
+differentiable output, and the tensors given to ``ctx.save_for_backward`` become that op's
+saved-tensor slots, so checkpointing, saved-tensor version checks and memory accounting treat
+them exactly like a built-in op's. ``backward`` runs under the engine's grad mode: with
+``create_graph=True`` it is itself recorded, so higher-order gradients work when it is
+written with remat ops. Inside ``remat.checkpoint(fn)``/segments the function is simply re-run;
+for ``remat.checkpoint(tensor)`` recipes the op replays ``forward``.
+
+A function with several outputs records one op per output; each op's backward calls
+``backward`` with that output's gradient and zeros for the others (the vector-Jacobian
+product is linear in the output gradients, so the sum is the same).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import remat
+
+from . import _remat
+from ._remat import Tensor, backward, grad
+
+__all__ = ["Function", "FunctionCtx", "grad", "backward"]
+
+
+class FunctionCtx:
+    """The ``ctx`` of a :class:`Function`: ``save_for_backward(*tensors)`` in ``forward``,
+    ``saved_tensors`` in ``backward``; ``needs_input_grad`` says which inputs need a
+    gradient. Any other attribute set in ``forward`` is there in ``backward``."""
+
+    def __init__(self, needs_input_grad: tuple) -> None:
+        self.needs_input_grad = needs_input_grad
+        self.to_save: tuple = ()
+        self._saved: tuple | None = None
+        self.materialize_grads = True
+        self.non_differentiable: set[int] = set()
+        self.dirty: tuple = ()
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        """Keep ``tensors`` (Tensors or None) for ``backward``."""
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(
+                    f"save_for_backward can only save Tensors or None, got "
+                    f"{type(t).__name__} at position {i}"
+                )
+        self.to_save = tensors
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The tensors given to ``save_for_backward``, read back from the op's slots."""
+        if self._saved is None:
+            raise RuntimeError(
+                "saved_tensors is only available in backward (after save_for_backward in "
+                "forward)"
+            )
+        return self._saved
+
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        """Declare outputs that get no gradient (integer outputs never do)."""
+        self.non_differentiable |= {id(t) for t in tensors}
+
+    def mark_dirty(self, *tensors: Tensor) -> None:
+        """Declare inputs that ``forward`` modified in place (their version counters were
+        bumped by the in-place ops themselves)."""
+        self.dirty = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """With False, ``backward`` receives None (not zeros) for outputs without a
+        gradient."""
+        self.materialize_grads = bool(value)
+
+
+class Function:
+    """Base class of custom differentiable functions (see the module docstring)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
+        """Compute the outputs from the inputs; subclasses define it."""
+        raise NotImplementedError("You must implement the forward function for custom Function")
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
+        """Return one gradient (or None) per argument of ``forward``."""
+        raise NotImplementedError("You must implement the backward function for custom Function")
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        """Run ``forward`` and record it so that backward calls ``backward``."""
+        needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        ctx = FunctionCtx(needs)
+        with remat.no_grad():
+            result = cls.forward(ctx, *args, **kwargs)
+        if not (remat.is_grad_enabled() and any(needs)):
+            return result
+        single = not isinstance(result, tuple)
+        outs = (result,) if single else result
+        return _record(cls, ctx, args, kwargs, outs, single)
+
+
+def _record(cls: type[Function], ctx: FunctionCtx, args: tuple, kwargs: dict, outs: tuple,
+            single: bool) -> Any:
+    positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+    inputs = [args[i] for i in positions]
+    diff = [
+        isinstance(o, Tensor) and id(o) not in ctx.non_differentiable
+        and o.dtype in (remat.float32, remat.float64)
+        for o in outs
+    ]
+    saved = ctx.to_save
+    results = list(outs)
+    for k, o in enumerate(outs):
+        if not diff[k]:
+            continue
+        extra: list[Tensor] = []
+        slots: list[int] = []
+        for t in saved:
+            if t is None:
+                continue
+            j = next((j for j, x in enumerate(inputs) if x is t), None)
+            if t is o:
+                slots.append(-1)
+            elif j is not None:
+                slots.append(j)
+            else:  # an intermediate or another output: an extra input with no gradient
+                slots.append(len(inputs) + len(extra))
+                extra.append(t.detach())
+        results[k] = _remat._record_function(
+            cls.__name__, inputs + extra, o.detach(), slots,
+            _backward_of(cls, ctx, args, outs, diff, k, positions, len(extra)),
+            _replay_of(cls, args, kwargs, positions, k),
+        )
+    return results[0] if single else tuple(results)
+
+
+def _backward_of(cls: type[Function], ctx: FunctionCtx, args: tuple, outs: tuple, diff: list,
+                 k: int, positions: list, n_extra: int) -> Any:
+    def run(grad_out: Tensor, saved: list) -> list:
+        it = iter(saved)
+        ctx._saved = tuple(None if t is None else next(it) for t in ctx.to_save)
+        grads: list[Any] = []
+        for i, o in enumerate(outs):
+            if i == k:
+                grads.append(grad_out)
+            elif isinstance(o, Tensor) and diff[i] and ctx.materialize_grads:
+                grads.append(remat.zeros_like(o))
+            else:
+                grads.append(None)
+        res = cls.backward(ctx, *grads)
+        res = res if isinstance(res, tuple) else (res,)
+        if len(res) < len(args) or any(r is not None for r in res[len(args):]):
+            raise RuntimeError(
+                f"function {cls.__name__}Backward returned an incorrect number of gradients "
+                f"(expected {len(args)}, got {len(res)})"
+            )
+        out: list[Any] = []
+        for i in positions:
+            g = res[i]
+            if g is not None and not isinstance(g, Tensor):
+                raise TypeError(
+                    f"function {cls.__name__}Backward returned a {type(g).__name__} as the "
+                    f"gradient of input {i}; expected a Tensor or None"
+                )
+            if g is not None and tuple(g.shape) != tuple(args[i].shape):
+                raise remat.ShapeError(
+                    f"function {cls.__name__}Backward returned an invalid gradient at index "
+                    f"{i} - got {tuple(g.shape)} but expected shape compatible with "
+                    f"{tuple(args[i].shape)}"
+                )
+            out.append(g if ctx.needs_input_grad[i] else None)
+        return out + [None] * n_extra
+
+    return run
+
+
+def _replay_of(cls: type[Function], args: tuple, kwargs: dict, positions: list, k: int) -> Any:
+    def run(inputs: list) -> Tensor:
+        new_args = list(args)
+        for p, t in zip(positions, inputs):
+            new_args[p] = t
+        ctx = FunctionCtx(tuple(False for _ in args))
+        with remat.no_grad():
+            result = cls.forward(ctx, *new_args, **kwargs)
+        outs = result if isinstance(result, tuple) else (result,)
+        return outs[k]
+
+    return run
