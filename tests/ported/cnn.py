@@ -45,7 +45,7 @@ def train(steps=40, seed=0, batch=64):
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-2, total_steps=steps)
     losses = []
-    for step in range(steps):
+    for _ in range(steps):
         idx = torch.randint(0, x_train.shape[0], (batch,))
         loss = loss_fn(model, (x_train[idx], y_train[idx]))
         opt.zero_grad()
