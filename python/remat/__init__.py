@@ -72,6 +72,8 @@ from ._remat import (
     linear,
     log_softmax,
     manual_seed,
+    Generator,
+    initial_seed,
     set_num_threads,
     get_num_threads,
     matmul,
@@ -308,7 +310,8 @@ __all__ = [
     "DeviceError", "GraphError", "IndexingError", "ShapeError", "Tensor", "adaptive_checkpoint",
     "add", "backward", "checkpoint", "checkpoint_scope", "checkpoint_segment",
     "checkpoint_sequential", "clamp", "clip", "concat", "cross_entropy", "cuda", "div", "dropout",
-    "enable_grad", "device", "autograd", "inference_mode", "is_inference_mode_enabled",
+    "enable_grad", "device", "autograd", "Generator", "initial_seed", "testing",
+    "from_dlpack", "inference_mode", "is_inference_mode_enabled",
     "float32", "float64", "int64", "int32", "bool_", "long", "double",
     "from_numpy", "full", "gelu", "grad",
     "gradient_checkpoint_forward", "gradient_checkpoint_scope", "is_grad_enabled", "layer_norm",
@@ -357,8 +360,9 @@ from .checkpoint import (  # noqa: E402
     sequential_plan,
     set_checkpoint_early_stop,
 )
-from . import nn, optim, cuda, utils, return_types, autograd  # noqa: E402
+from . import nn, optim, cuda, utils, return_types, autograd, testing  # noqa: E402
 from ._device import device  # noqa: E402
+from ._dlpack import from_dlpack  # noqa: E402
 from .serialization import save, load  # noqa: E402
 
 # PyTorch's dtype spellings. `remat.bool` and `remat.float` would shadow the builtins inside this

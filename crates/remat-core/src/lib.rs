@@ -51,5 +51,5 @@ pub use error::{Error, Result};
 pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, set_grad_enabled};
 pub use memory::{max_memory_allocated, memory_allocated, reset_peak_memory_stats};
 pub use parallel::{num_threads as get_num_threads, set_num_threads};
-pub use rng::manual_seed;
+pub use rng::{initial_seed, manual_seed, Generator};
 pub use tensor::Tensor;

@@ -145,3 +145,56 @@ mod tests {
         assert!(REPLAY.get().is_none());
     }
 }
+
+/// The seed of this thread's stream (the last `manual_seed`, or the default seed).
+pub fn initial_seed() -> u64 {
+    get_state().seed
+}
+
+/// A private random stream, as `torch.Generator`: ops run under [`Generator::run`] draw from
+/// it instead of the global generator (which is left alone), and it advances by what they
+/// drew, so a generator seeded the same way gives the same numbers whatever else runs.
+#[derive(Debug)]
+pub struct Generator {
+    state: Mutex<RngState>,
+}
+
+impl Default for Generator {
+    fn default() -> Self {
+        Generator::new(0x5eed_2026)
+    }
+}
+
+impl Generator {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> Generator {
+        Generator {
+            state: Mutex::new(RngState { seed, offset: 0 }),
+        }
+    }
+
+    /// Restart the stream from `seed`.
+    pub fn manual_seed(&self, seed: u64) {
+        *self.state.lock() = RngState { seed, offset: 0 };
+    }
+
+    /// The current position of the stream.
+    pub fn state(&self) -> RngState {
+        *self.state.lock()
+    }
+
+    /// Move the stream to a position saved with [`Generator::state`].
+    pub fn set_state(&self, state: RngState) {
+        *self.state.lock() = state;
+    }
+
+    /// Run `f` drawing from this generator, then keep the position it reached.
+    pub fn run<R>(&self, f: impl FnOnce() -> R) -> R {
+        let mut state = self.state.lock();
+        let guard = replay(*state);
+        let out = f();
+        *state = get_state();
+        drop(guard);
+        out
+    }
+}

@@ -156,36 +156,42 @@ fn empty_like(
 
 /// `rand_like(t)`: uniform samples in [0, 1) of `t`'s shape, dtype and device.
 #[pyfunction]
-#[pyo3(signature = (t, dtype=None, requires_grad=false, device=None))]
+#[pyo3(signature = (t, dtype=None, requires_grad=false, device=None, generator=None))]
 fn rand_like(
     py: Python<'_>,
     t: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
     device: Option<&Bound<'_, PyAny>>,
+    generator: Option<&Bound<'_, crate::generator::PyGenerator>>,
 ) -> PyResult<PyTensor> {
-    like(py, "rand_like", t, dtype, requires_grad, device, ops::rand)
+    crate::generator::drawing(generator, || {
+        like(py, "rand_like", t, dtype, requires_grad, device, ops::rand)
+    })
 }
 
 /// `randn_like(t)`: standard normal samples of `t`'s shape, dtype and device.
 #[pyfunction]
-#[pyo3(signature = (t, dtype=None, requires_grad=false, device=None))]
+#[pyo3(signature = (t, dtype=None, requires_grad=false, device=None, generator=None))]
 fn randn_like(
     py: Python<'_>,
     t: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
     device: Option<&Bound<'_, PyAny>>,
+    generator: Option<&Bound<'_, crate::generator::PyGenerator>>,
 ) -> PyResult<PyTensor> {
-    like(
-        py,
-        "randn_like",
-        t,
-        dtype,
-        requires_grad,
-        device,
-        ops::randn,
-    )
+    crate::generator::drawing(generator, || {
+        like(
+            py,
+            "randn_like",
+            t,
+            dtype,
+            requires_grad,
+            device,
+            ops::randn,
+        )
+    })
 }
 
 /// `full_like(t, fill_value)`: `fill_value` everywhere, `t`'s shape, dtype and device.
@@ -214,7 +220,7 @@ fn full_like(
 /// `randint(high, size)` or `randint(low, high, size)`: integers uniform in `[low, high)`
 /// (int64 unless `dtype` says otherwise).
 #[pyfunction]
-#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None))]
 fn randint(
     py: Python<'_>,
     args: &Bound<'_, PyTuple>,
@@ -222,6 +228,7 @@ fn randint(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
+    generator: Option<&Bound<'_, crate::generator::PyGenerator>>,
 ) -> PyResult<PyTensor> {
     let items: Vec<Bound<'_, PyAny>> = args.iter().collect();
     let (low, high, size) = match (items.as_slice(), size) {
@@ -238,7 +245,9 @@ fn randint(
     let shape = args::shape_of("randint", &size)?;
     let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::I64);
     let dev = args::device(device)?;
-    let t = run(py, false, || ops::randint(low, high, &shape, dt, dev))?;
+    let t = crate::generator::drawing(generator, || {
+        run(py, false, || ops::randint(low, high, &shape, dt, dev))
+    })?;
     leaf(t, requires_grad)
 }
 

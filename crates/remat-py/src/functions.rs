@@ -109,30 +109,36 @@ fn ones(
 
 /// `remat.randn(*shape, ...)`: standard normal samples.
 #[pyfunction]
-#[pyo3(signature = (*shape, dtype=None, requires_grad=false, device=None))]
+#[pyo3(signature = (*shape, dtype=None, requires_grad=false, device=None, generator=None))]
 fn randn(
     py: Python<'_>,
     shape: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
     device: Option<&Bound<'_, PyAny>>,
+    generator: Option<&Bound<'_, crate::generator::PyGenerator>>,
 ) -> PyResult<PyTensor> {
     let s = args::shape_from_args("randn", shape)?;
-    filled(py, s, dtype, requires_grad, device, ops::randn)
+    crate::generator::drawing(generator, || {
+        filled(py, s, dtype, requires_grad, device, ops::randn)
+    })
 }
 
 /// `remat.rand(*shape, ...)`: uniform samples in [0, 1).
 #[pyfunction]
-#[pyo3(signature = (*shape, dtype=None, requires_grad=false, device=None))]
+#[pyo3(signature = (*shape, dtype=None, requires_grad=false, device=None, generator=None))]
 fn rand(
     py: Python<'_>,
     shape: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
     device: Option<&Bound<'_, PyAny>>,
+    generator: Option<&Bound<'_, crate::generator::PyGenerator>>,
 ) -> PyResult<PyTensor> {
     let s = args::shape_from_args("rand", shape)?;
-    filled(py, s, dtype, requires_grad, device, ops::rand)
+    crate::generator::drawing(generator, || {
+        filled(py, s, dtype, requires_grad, device, ops::rand)
+    })
 }
 
 /// `remat.full(shape, value, dtype=None, requires_grad=False, device="cpu")`.

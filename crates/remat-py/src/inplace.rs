@@ -179,15 +179,25 @@ impl PyTensor {
     }
     /// Filled with normal samples (mean `mean`, standard deviation `std`) in place from the
     /// engine's generator (`remat.manual_seed` makes them reproducible); returns self.
-    #[pyo3(signature = (mean=0.0, std=1.0))]
-    fn normal_(slf: Bound<'_, Self>, mean: f64, std: f64) -> PyResult<Bound<'_, Self>> {
-        in_place(slf, |t| ops::normal_(t, mean, std))
+    #[pyo3(signature = (mean=0.0, std=1.0, *, generator=None))]
+    fn normal_<'py>(
+        slf: Bound<'py, Self>,
+        mean: f64,
+        std: f64,
+        generator: Option<&Bound<'_, crate::generator::PyGenerator>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        crate::generator::drawing(generator, || in_place(slf, |t| ops::normal_(t, mean, std)))
     }
     /// Filled with uniform samples in `[a, b)` in place from the engine's generator; returns
     /// self.
-    #[pyo3(signature = (a=0.0, b=1.0))]
-    fn uniform_(slf: Bound<'_, Self>, a: f64, b: f64) -> PyResult<Bound<'_, Self>> {
-        in_place(slf, |t| ops::uniform_(t, a, b))
+    #[pyo3(signature = (a=0.0, b=1.0, *, generator=None))]
+    fn uniform_<'py>(
+        slf: Bound<'py, Self>,
+        a: f64,
+        b: f64,
+        generator: Option<&Bound<'_, crate::generator::PyGenerator>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        crate::generator::drawing(generator, || in_place(slf, |t| ops::uniform_(t, a, b)))
     }
 
     /// `self[key] = value` in place: `key` as for indexing (ints, slices, None, `...`,

@@ -71,15 +71,17 @@ class Subset(Dataset):
         return len(self.indices)
 
 
-def _permutation(n: int) -> list[int]:
-    """A permutation of ``range(n)`` from remat's seeded generator."""
+def _permutation(n: int, generator: Any = None) -> list[int]:
+    """A permutation of ``range(n)`` from remat's seeded generator (or ``generator``)."""
     if n == 0:
         return []
-    keys = remat.rand(n, dtype=remat.float64).numpy()
+    keys = remat.rand(n, dtype=remat.float64, generator=generator).numpy()
     return [int(i) for i in np.argsort(keys, kind="stable")]
 
 
-def random_split(dataset: Any, lengths: Sequence[int | float]) -> list[Subset]:
+def random_split(
+    dataset: Any, lengths: Sequence[int | float], generator: Any = None
+) -> list[Subset]:
     """Split ``dataset`` at random into non-overlapping subsets of the given lengths (or
     fractions summing to 1, the remainder spread round-robin as PyTorch does)."""
     n = len(dataset)
@@ -93,7 +95,7 @@ def random_split(dataset: Any, lengths: Sequence[int | float]) -> list[Subset]:
         raise ValueError(
             "Sum of input lengths does not equal the length of the input dataset!"
         )
-    order = _permutation(n)
+    order = _permutation(n, generator)
     out, start = [], 0
     for size in sizes:
         out.append(Subset(dataset, order[start : start + size]))
@@ -174,12 +176,13 @@ class DataLoader:
         self.num_workers = 0
         self.collate_fn = collate_fn if collate_fn is not None else default_collate
         self.drop_last = bool(drop_last)
+        self.generator = generator
 
     def _indices(self) -> list[int]:
         if self.sampler is not None:
             return list(self.sampler)
         n = len(self.dataset)
-        return _permutation(n) if self.shuffle else list(range(n))
+        return _permutation(n, self.generator) if self.shuffle else list(range(n))
 
     def _batches(self) -> Iterator[list[int]]:
         if self.batch_sampler is not None:

@@ -1,0 +1,149 @@
+"""Interop and runtime: DLPack in both directions (zero-copy with NumPy; with PyTorch where
+installed), format(), Generator / initial_seed, and remat.testing.assert_close."""
+
+import numpy as np
+import pytest
+
+import remat
+from remat.testing import assert_close
+
+
+# ------------------------------------------------------------------------------- DLPack
+
+@pytest.mark.parametrize("dtype", [remat.float32, remat.float64, remat.int64, remat.int32,
+                                   remat.bool_])
+def test_numpy_from_dlpack_shares_memory(dtype):
+    t = remat.zeros(2, 3, dtype=dtype)
+    a = np.from_dlpack(t)
+    assert a.shape == (2, 3) and a.dtype == np.dtype(dtype)
+    a[1, 2] = 1
+    assert t[1, 2].item() == 1
+
+
+def test_from_dlpack_imports_numpy_memory_without_copying():
+    a = np.arange(6.0).reshape(2, 3)
+    t = remat.from_dlpack(a)
+    assert t.dtype == remat.float64 and t.shape == (2, 3)
+    t.fill_(5.0)
+    assert np.all(a == 5.0)
+    assert remat.from_dlpack(t) is t
+
+
+def test_dlpack_of_a_view_and_a_capsule():
+    t = remat.arange(12).reshape(3, 4)[:, 1::2]
+    back = remat.from_dlpack(t.__dlpack__())
+    np.testing.assert_array_equal(back.numpy(), t.numpy())
+    assert t.__dlpack_device__() == (1, 0)
+
+
+def test_dlpack_refuses_tensors_that_require_grad_and_bad_inputs():
+    with pytest.raises(RuntimeError, match="require gradient"):
+        remat.ones(2, requires_grad=True).__dlpack__()
+    with pytest.raises(TypeError, match="__dlpack__"):
+        remat.from_dlpack([1, 2])
+
+    class OnGpu:
+        def __dlpack_device__(self):
+            return (2, 0)
+
+        def __dlpack__(self, **kw):
+            raise AssertionError("not reached")
+
+    with pytest.raises(remat.DeviceError, match="CPU"):
+        remat.from_dlpack(OnGpu())
+
+
+def test_dlpack_with_pytorch_both_ways():
+    torch = pytest.importorskip("torch")
+    t = remat.arange(4).float()
+    tt = torch.from_dlpack(t)
+    tt[0] = 9.0
+    assert t[0].item() == 9.0
+    src = torch.zeros(3)
+    r = remat.from_dlpack(src)
+    r.fill_(2.0)
+    assert src.tolist() == [2.0, 2.0, 2.0]
+
+
+# ------------------------------------------------------------------------------- format
+
+def test_format_of_zero_d_tensors_and_others():
+    loss = remat.tensor(0.123456)
+    assert f"{loss:.3f}" == "0.123" and f"{remat.tensor(7):04d}" == "0007"
+    t = remat.ones(2)
+    assert f"{t}" == str(t)
+    with pytest.raises(TypeError, match="0-d"):
+        f"{t:.2f}"
+
+
+# ---------------------------------------------------------------------------- generator
+
+def test_generator_streams_are_private_and_reproducible():
+    remat.manual_seed(11)
+    assert remat.initial_seed() == 11
+    g = remat.Generator().manual_seed(3)
+    a = remat.randn(4, generator=g)
+    global_draw = remat.rand(2)
+    g.manual_seed(3)
+    b = remat.randn(4, generator=g)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    remat.manual_seed(11)
+    np.testing.assert_array_equal(remat.rand(2).numpy(), global_draw.numpy())  # untouched
+    assert g.initial_seed() == 3 and g.device == "cpu"
+
+
+def test_generator_state_round_trip_and_every_sampler():
+    g = remat.Generator().manual_seed(5)
+    state = g.get_state()
+    first = [remat.rand(3, generator=g), remat.randint(0, 10, (3,), generator=g),
+             remat.randn_like(remat.ones(2), generator=g), remat.rand_like(remat.ones(2),
+                                                                             generator=g),
+             remat.zeros(3).normal_(generator=g), remat.zeros(3).uniform_(generator=g)]
+    g.set_state(state)
+    again = [remat.rand(3, generator=g), remat.randint(0, 10, (3,), generator=g),
+             remat.randn_like(remat.ones(2), generator=g), remat.rand_like(remat.ones(2),
+                                                                             generator=g),
+             remat.zeros(3).normal_(generator=g), remat.zeros(3).uniform_(generator=g)]
+    for x, y in zip(first, again):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+    with pytest.raises(ValueError, match="seed, offset"):
+        g.set_state(remat.ones(3))
+
+
+def test_dataloader_and_random_split_take_a_generator():
+    from remat.utils.data import DataLoader, TensorDataset, random_split
+
+    ds = TensorDataset(remat.arange(20))
+    orders = []
+    for _ in range(2):
+        g = remat.Generator().manual_seed(1)
+        orders.append([b[0].tolist() for b in DataLoader(ds, 5, shuffle=True, generator=g)])
+    assert orders[0] == orders[1]
+    a = random_split(ds, [0.5, 0.5], generator=remat.Generator().manual_seed(2))
+    b = random_split(ds, [0.5, 0.5], generator=remat.Generator().manual_seed(2))
+    assert a[0].indices == b[0].indices
+
+
+# ------------------------------------------------------------------------- assert_close
+
+def test_assert_close_defaults_and_options():
+    assert_close(remat.tensor([1.0, 2.0]), remat.tensor([1.0, 2.0 + 1e-6]))
+    with pytest.raises(AssertionError, match="not close"):
+        assert_close(remat.tensor([1.0]), remat.tensor([1.1]))
+    assert_close(remat.tensor([1.0]), remat.tensor([1.1]), rtol=0.2, atol=0.0)
+    with pytest.raises(AssertionError, match="dtype"):
+        assert_close(remat.ones(1), remat.ones(1, dtype=remat.float64))
+    assert_close(remat.ones(1), remat.ones(1, dtype=remat.float64), check_dtype=False)
+    with pytest.raises(AssertionError, match="shape"):
+        assert_close(remat.ones(2), remat.ones(3))
+    nan = remat.tensor([float("nan")])
+    with pytest.raises(AssertionError):
+        assert_close(nan, nan)
+    assert_close(nan, nan, equal_nan=True)
+    assert_close({"a": [remat.ones(1), 2.0]}, {"a": [remat.ones(1), 2.0]})
+    with pytest.raises(AssertionError, match="custom"):
+        assert_close(remat.ones(1), remat.zeros(1), msg="custom")
+    with pytest.raises(ValueError, match="rtol"):
+        assert_close(remat.ones(1), remat.ones(1), rtol=1.0)
+    with pytest.raises(AssertionError):
+        assert_close(remat.tensor([1, 2]), remat.tensor([1, 3]))
