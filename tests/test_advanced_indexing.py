@@ -144,3 +144,21 @@ def test_indexing_under_checkpoint_matches_plain():
     w2 = remat.tensor(w, requires_grad=True)
     remat.checkpoint(f, w2).backward()
     np.testing.assert_array_equal(w1.grad.numpy(), w2.grad.numpy())
+
+
+def test_scatter_add_with_an_index_smaller_than_src():
+    # As PyTorch: only src's leading block of index's shape is scattered.
+    x = remat.zeros(3, 4, dtype=remat.float64)
+    src = remat.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+    idx = remat.tensor([[0, 1], [2, 0]])
+    out = x.scatter_add(0, idx, src)
+    want = np.zeros((3, 4))
+    for i in range(2):
+        for j in range(2):
+            want[idx.numpy()[i, j], j] += np.arange(12.0).reshape(3, 4)[i, j]
+    np.testing.assert_array_equal(out.numpy(), want)
+    (out * remat.arange(12.0).reshape(3, 4)).sum().backward()
+    g = src.grad.numpy()
+    assert np.all(g[2:] == 0) and np.all(g[:, 2:] == 0) and g[0, 1] == 5.0
+    with pytest.raises(remat.ShapeError, match="no larger extent than src"):
+        x.scatter_add(0, remat.zeros(4, 2, dtype=remat.int64), src)

@@ -472,7 +472,8 @@ pub fn gather(x: &Tensor, dim: isize, idx: &Tensor) -> Result<Tensor> {
 
 /// PyTorch's `scatter_add(x, dim, index, src)`: a copy of `x` with each `src[i][j][k]` added
 /// at `[i][index[i][j][k]][k]` (for `dim = 1`; repeated positions accumulate).
-/// Differentiable in `x` and `src`. remat requires `index` and `src` of one shape.
+/// Differentiable in `x` and `src`. `index` may be smaller than `src` on any axis: only
+/// the leading block of `src` of `index`'s shape is used, as in PyTorch.
 pub fn scatter_add(x: &Tensor, dim: isize, idx: &Tensor, src: &Tensor) -> Result<Tensor> {
     let dim = axis("scatter_add", dim, x.shape())?;
     check_gather_shapes("scatter_add", x.shape(), idx.shape(), dim)?;
@@ -486,17 +487,27 @@ pub fn scatter_add(x: &Tensor, dim: isize, idx: &Tensor, src: &Tensor) -> Result
             ),
         ));
     }
-    if idx.shape() != src.shape() {
+    let fits = idx.ndim() == src.ndim() && idx.shape().iter().zip(src.shape()).all(|(i, s)| i <= s);
+    if !fits {
         return Err(Error::shape(
             "scatter_add",
             format!(
-                "index of shape {} and src of shape {} must have one shape",
+                "index of shape {} must have src's rank and no larger extent than src (shape \
+                 {}) on any axis",
                 fmt_shape(idx.shape()),
                 fmt_shape(src.shape())
             ),
         ));
     }
-    scatter_add_at(x, dim, idx, src)
+    // As PyTorch: only the leading `index.shape` block of src is scattered (the rest gets a
+    // zero gradient through the narrowing).
+    let mut src = src.clone();
+    for (d, &n) in idx.shape().iter().enumerate() {
+        if src.shape()[d] != n {
+            src = super::narrow(&src, d as isize, 0, n as isize)?;
+        }
+    }
+    scatter_add_at(x, dim, idx, &src)
 }
 
 // ----------------------------------------------------------------------- one_hot / nonzero
