@@ -397,6 +397,27 @@ pub fn map_slice<T: Copy, F: Fn(T) -> T>(s: &[T], o: &mut [T], f: F) {
     body(s, o, f)
 }
 
+/// Run `f` in a copy compiled for AVX2 where the CPU has it (the baseline copy otherwise),
+/// like [`map_slice`]: for row kernels whose loops (written in eight lanes) should use
+/// 256-bit vectors. No FMA is enabled, so the results do not depend on which copy runs.
+#[inline(always)]
+pub fn with_avx2<R, F: FnOnce() -> R>(f: F) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        /// # Safety
+        /// The CPU must support AVX2.
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2<R, F: FnOnce() -> R>(f: F) -> R {
+            f()
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            return unsafe { avx2(f) };
+        }
+    }
+    f()
+}
+
 /// `o[i] = f(x[i], y[i])`, dispatched like [`map_slice`].
 #[inline(always)]
 pub fn zip_slice<T: Copy, F: Fn(T, T) -> T>(x: &[T], y: &[T], o: &mut [T], f: F) {

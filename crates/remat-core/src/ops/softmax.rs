@@ -62,28 +62,83 @@ fn split_at_axis(shape: &[usize], axis: usize) -> (usize, usize, usize) {
     (outer, shape[axis], inner)
 }
 
+/// The largest element of a row (NaN never wins a comparison; it still reaches the result
+/// through `exp`). Eight independent lanes so the loop vectorises.
+#[inline]
+fn row_max<T: Element>(x: &[T]) -> T {
+    let mut acc = [T::neg_infinity(); 8];
+    let chunks = x.chunks_exact(8);
+    let rem = chunks.remainder();
+    for c in chunks {
+        for i in 0..8 {
+            if c[i] > acc[i] {
+                acc[i] = c[i];
+            }
+        }
+    }
+    let mut m = T::neg_infinity();
+    for &v in acc.iter().chain(rem) {
+        if v > m {
+            m = v;
+        }
+    }
+    m
+}
+
+/// `y[i] = e^(x[i] - m)` (the vectorising [`Element::kernel_exp`]; arguments are `<= 0`)
+/// and their sum, in eight lanes (a fixed order: the result does not depend on threads).
+#[inline]
+fn exp_shifted<T: Element>(x: &[T], y: &mut [T], m: T) -> T {
+    let mut acc = [T::zero(); 8];
+    let mut xc = x.chunks_exact(8);
+    let mut yc = y.chunks_exact_mut(8);
+    for (xs, ys) in (&mut xc).zip(&mut yc) {
+        for i in 0..8 {
+            let e = (xs[i] - m).kernel_exp();
+            ys[i] = e;
+            acc[i] += e;
+        }
+    }
+    let mut s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (o, &v) in yc.into_remainder().iter_mut().zip(xc.remainder()) {
+        let e = (v - m).kernel_exp();
+        *o = e;
+        s += e;
+    }
+    s
+}
+
+/// `sum_i a[i] * b[i]` in eight lanes.
+#[inline]
+fn dot8<T: Element>(a: &[T], b: &[T]) -> T {
+    let mut acc = [T::zero(); 8];
+    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ar, br) = (ac.remainder(), bc.remainder());
+    for (x, y) in ac.zip(bc) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    let mut s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (&x, &y) in ar.iter().zip(br) {
+        s += x * y;
+    }
+    s
+}
+
 /// Softmax (or log-softmax) of one `(n, inner)` block along its first axis.
 fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: bool) {
     let one = T::from_f64(1.0);
     if inner == 1 {
-        let m = x
-            .iter()
-            .fold(T::neg_infinity(), |m, &v| if v > m { v } else { m });
-        let mut s = T::from_f64(0.0);
+        // One contiguous row: max, exp and sum, scale; each pass vectorises.
+        let m = row_max(x);
+        let s = exp_shifted(x, y, m);
         if log {
-            for &v in x {
-                s += (v - m).exp();
-            }
-            let ls = s.ln();
+            let shift = m + s.ln();
             for (o, &v) in y.iter_mut().zip(x) {
-                *o = v - m - ls;
+                *o = v - shift;
             }
         } else {
-            for (o, &v) in y.iter_mut().zip(x) {
-                let e = (v - m).exp();
-                *o = e;
-                s += e;
-            }
             let inv = one / s;
             for o in y.iter_mut() {
                 *o *= inv;
@@ -146,6 +201,13 @@ fn softmax_backward_block<T: Element>(
 ) {
     // softmax:     gx = y (g - sum_k g y)
     // log_softmax: gx = g - exp(y) sum_k g
+    if inner == 1 && !log {
+        let a = dot8(g, y);
+        for ((o, &g), &y) in gx.iter_mut().zip(g).zip(y) {
+            *o = y * (g - a);
+        }
+        return;
+    }
     let mut acc = cpu::filled(inner, T::from_f64(0.0));
     for k in 0..n {
         let r = k * inner..(k + 1) * inner;
@@ -188,7 +250,7 @@ impl Op for SoftmaxOp {
             let src = c_order::<T>(x.data());
             let mut out = cpu::alloc::<T>(src.len());
             for_blocks(&mut out, block, |b, o| {
-                softmax_block(&src[b * block..(b + 1) * block], o, n, inner, log)
+                cpu::with_avx2(|| softmax_block(&src[b * block..(b + 1) * block], o, n, inner, log))
             });
             from_vec(out, x.shape())
         }))
@@ -249,7 +311,7 @@ impl Op for SoftmaxBackwardOp {
             let mut out = cpu::alloc::<T>(ys.len());
             for_blocks(&mut out, block, |b, o| {
                 let r = b * block..(b + 1) * block;
-                softmax_backward_block(&gs[r.clone()], &ys[r], o, n, inner, log)
+                cpu::with_avx2(|| softmax_backward_block(&gs[r.clone()], &ys[r], o, n, inner, log))
             });
             from_vec(out, y.shape())
         }))
