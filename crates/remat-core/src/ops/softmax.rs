@@ -62,8 +62,8 @@ fn split_at_axis(shape: &[usize], axis: usize) -> (usize, usize, usize) {
     (outer, shape[axis], inner)
 }
 
-/// The largest element of a row (NaN never wins a comparison; it still reaches the result
-/// through `exp`). Eight independent lanes so the loop vectorises.
+/// The largest element of a row, ignoring NaN (a NaN still reaches the result through
+/// `exp`). Eight independent lanes so the loop vectorises.
 #[inline]
 fn row_max<T: Element>(x: &[T]) -> T {
     let mut acc = [T::neg_infinity(); 8];
@@ -71,9 +71,9 @@ fn row_max<T: Element>(x: &[T]) -> T {
     let rem = chunks.remainder();
     for c in chunks {
         for i in 0..8 {
-            if c[i] > acc[i] {
-                acc[i] = c[i];
-            }
+            // `max` ignores a NaN lane (it still reaches the result through `exp`) and
+            // compiles to vector max instructions.
+            acc[i] = acc[i].max(c[i]);
         }
     }
     let mut m = T::neg_infinity();
