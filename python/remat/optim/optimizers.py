@@ -17,8 +17,8 @@ import numpy as np
 
 import remat
 
-from . import _remat, _validate
-from ._remat import Tensor
+from .. import _remat, _validate
+from .._remat import Tensor
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
 
@@ -79,7 +79,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear the gradients of all optimized parameters (None, or zero-filled in place)."""
-        from .nn.modules import _zero_grads
+        from ..nn.modules import _zero_grads
 
         _zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
 

@@ -1,0 +1,9 @@
+"""Optimizers in the style of ``torch.optim`` (``remat.optim.SGD``, ``Adam``, ``AdamW``) and
+learning-rate schedules (:mod:`remat.optim.lr_scheduler`)."""
+
+from __future__ import annotations
+
+from . import lr_scheduler
+from .optimizers import SGD, Adam, AdamW, Optimizer
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]

@@ -1,0 +1,395 @@
+"""Learning-rate schedules with ``torch.optim.lr_scheduler``'s names, arguments and
+formulas. Each scheduler sets ``group["lr"]`` of its optimizer's parameter groups from the
+group's ``initial_lr`` and its step count ``last_epoch``, in closed form:
+
+- ``StepLR``: ``base · gamma^(epoch // step_size)``
+- ``MultiStepLR``: ``base · gamma^(number of milestones <= epoch)``
+- ``ExponentialLR``: ``base · gamma^epoch``
+- ``CosineAnnealingLR``: ``eta_min + (base - eta_min)(1 + cos(π · epoch / T_max)) / 2``
+- ``LambdaLR``: ``base · lr_lambda(epoch)``
+- ``LinearLR``: ``base · (start + (end - start) · min(epoch, total_iters) / total_iters)``
+- ``ConstantLR``: ``base · factor`` before ``total_iters``, ``base`` after
+- ``OneCycleLR``: PyTorch's two- or three-phase cosine/linear cycle, cycling momentum (or
+  Adam's beta1) inversely
+- ``SequentialLR``: hands over from one scheduler to the next at ``milestones``.
+
+As in PyTorch, constructing a scheduler takes its first step (epoch 0), and ``step()`` is
+called after ``optimizer.step()``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import types
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .optimizers import Optimizer
+
+__all__ = [
+    "LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR",
+    "LinearLR", "ConstantLR", "OneCycleLR", "SequentialLR",
+]
+
+
+def _check_optimizer(owner: str, optimizer: Any) -> None:
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError(f"{owner}: {type(optimizer).__name__} is not an Optimizer")
+
+
+class LRScheduler:
+    """Base class: subclasses define :meth:`_lr_at` (the closed form)."""
+
+    _keep_out: tuple = ("optimizer",)
+
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
+        _check_optimizer(type(self).__name__, optimizer)
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(
+                        f"param 'initial_lr' is not specified in param_groups[{i}] when "
+                        "resuming an optimizer"
+                    )
+        self.base_lrs: list[float] = [g["initial_lr"] for g in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._last_lr: list[float] = []
+        self.step()
+
+    def _lr_at(self, base_lr: float, group_index: int, epoch: int) -> float:
+        raise NotImplementedError
+
+    def get_lr(self) -> list[float]:
+        """The learning rates for the current ``last_epoch``."""
+        return [self._lr_at(b, i, self.last_epoch) for i, b in enumerate(self.base_lrs)]
+
+    def get_last_lr(self) -> list[float]:
+        """The learning rates the last :meth:`step` set."""
+        return list(self._last_lr)
+
+    def step(self, epoch: int | None = None) -> None:
+        """Advance one step (or jump to ``epoch``) and set the groups' learning rates."""
+        self.last_epoch = self.last_epoch + 1 if epoch is None else int(epoch)
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            group["lr"] = lr
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict:
+        """Everything but the optimizer (and callables), for :meth:`load_state_dict`."""
+        return {k: v for k, v in self.__dict__.items() if k not in self._keep_out}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        self.__dict__.update(state_dict)
+
+
+class StepLR(LRScheduler):
+    """Multiply the learning rate by ``gamma`` every ``step_size`` epochs."""
+
+    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
+        if isinstance(step_size, bool) or not isinstance(step_size, int) or step_size <= 0:
+            raise ValueError(f"StepLR: step_size must be a positive int, got {step_size!r}")
+        self.step_size, self.gamma = step_size, float(gamma)
+        super().__init__(optimizer, last_epoch)
+
+    def _lr_at(self, base_lr: float, group_index: int, epoch: int) -> float:
+        return base_lr * self.gamma ** (epoch // self.step_size)
+
+
+class MultiStepLR(LRScheduler):
+    """Multiply the learning rate by ``gamma`` at each milestone (repeats count twice)."""
+
+    def __init__(self, optimizer: Optimizer, milestones: Sequence[int], gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
+        self.milestones = sorted(int(m) for m in milestones)
+        self.gamma = float(gamma)
+        super().__init__(optimizer, last_epoch)
+
+    def _lr_at(self, base_lr: float, group_index: int, epoch: int) -> float:
+        return base_lr * self.gamma ** bisect.bisect_right(self.milestones, epoch)
+
+
+class ExponentialLR(LRScheduler):
+    """Multiply the learning rate by ``gamma`` every epoch."""
+
+    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
+        self.gamma = float(gamma)
+        super().__init__(optimizer, last_epoch)
+
+    def _lr_at(self, base_lr: float, group_index: int, epoch: int) -> float:
+        return base_lr * self.gamma**epoch
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Cosine from the base learning rate down to ``eta_min`` over ``T_max`` epochs."""
+
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,  # noqa: N803
+                 last_epoch: int = -1) -> None:
+        if isinstance(T_max, bool) or not isinstance(T_max, int) or T_max <= 0:
+            raise ValueError(f"CosineAnnealingLR: T_max must be a positive int, got {T_max!r}")
+        self.T_max, self.eta_min = T_max, float(eta_min)
+        super().__init__(optimizer, last_epoch)
+
+    def _lr_at(self, base_lr: float, group_index: int, epoch: int) -> float:
+        cos = math.cos(math.pi * epoch / self.T_max)
+        return self.eta_min + (base_lr - self.eta_min) * (1 + cos) / 2
+
+
+class LambdaLR(LRScheduler):
+    """The base learning rate times ``lr_lambda(epoch)`` (one function, or one per group)."""
+
+    _keep_out = ("optimizer", "lr_lambdas")
+
+    def __init__(self, optimizer: Optimizer,
+                 lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
+                 last_epoch: int = -1) -> None:
+        _check_optimizer("LambdaLR", optimizer)
+        n = len(optimizer.param_groups)
+        if callable(lr_lambda):
+            self.lr_lambdas = [lr_lambda] * n
+        else:
+            fns = list(lr_lambda)
+            if len(fns) != n:
+                raise ValueError(f"Expected {n} lr_lambdas, but got {len(fns)}")
+            self.lr_lambdas = fns
+        super().__init__(optimizer, last_epoch)
+
+    def _lr_at(self, base_lr: float, group_index: int, epoch: int) -> float:
+        return base_lr * self.lr_lambdas[group_index](epoch)
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        # As PyTorch: only callable objects' attributes are saved, never functions.
+        state["lr_lambdas"] = [
+            None if isinstance(f, (types.FunctionType, types.BuiltinFunctionType))
+            else dict(f.__dict__) for f in self.lr_lambdas
+        ]
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state = dict(state_dict)
+        lambdas = state.pop("lr_lambdas", [])
+        super().load_state_dict(state)
+        for f, saved in zip(self.lr_lambdas, lambdas):
+            if saved is not None:
+                f.__dict__.update(saved)
+
+
+class LinearLR(LRScheduler):
+    """Scale the base learning rate linearly from ``start_factor`` to ``end_factor`` over
+    ``total_iters`` epochs, then keep ``end_factor``."""
+
+    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3,
+                 end_factor: float = 1.0, total_iters: int = 5, last_epoch: int = -1) -> None:
+        if not 0 < start_factor <= 1:
+            raise ValueError(
+                "Starting multiplicative factor expected to be greater than 0 and less or "
+                f"equal to 1, got {start_factor}"
+            )
+        if not 0 <= end_factor <= 1:
+            raise ValueError(
+                "Ending multiplicative factor expected to be between 0 and 1, got "
+                f"{end_factor}"
+            )
+        self.start_factor, self.end_factor = float(start_factor), float(end_factor)
+        self.total_iters = int(total_iters)
+        super().__init__(optimizer, last_epoch)
+
+    def _lr_at(self, base_lr: float, group_index: int, epoch: int) -> float:
+        frac = min(self.total_iters, epoch) / self.total_iters if self.total_iters else 1.0
+        return base_lr * (self.start_factor + (self.end_factor - self.start_factor) * frac)
+
+
+class ConstantLR(LRScheduler):
+    """The base learning rate times ``factor`` until ``total_iters``, then the base."""
+
+    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
+                 last_epoch: int = -1) -> None:
+        if not 0 <= factor <= 1:
+            raise ValueError(
+                f"Constant multiplicative factor expected to be between 0 and 1, got {factor}"
+            )
+        self.factor, self.total_iters = float(factor), int(total_iters)
+        super().__init__(optimizer, last_epoch)
+
+    def _lr_at(self, base_lr: float, group_index: int, epoch: int) -> float:
+        return base_lr * (self.factor if epoch < self.total_iters else 1.0)
+
+
+class OneCycleLR(LRScheduler):
+    """PyTorch's 1cycle policy: from ``max_lr / div_factor`` up to ``max_lr`` over
+    ``pct_start`` of ``total_steps``, then down to ``initial_lr / final_div_factor``
+    (``three_phase``: back to the initial rate first), annealing by cosine or linearly, and
+    cycling momentum (SGD) or beta1 (Adam) between ``max_momentum`` and ``base_momentum``
+    the other way."""
+
+    def __init__(self, optimizer: Optimizer, max_lr: float | Sequence[float],
+                 total_steps: int | None = None, epochs: int | None = None,
+                 steps_per_epoch: int | None = None, pct_start: float = 0.3,
+                 anneal_strategy: str = "cos", cycle_momentum: bool = True,
+                 base_momentum: float | Sequence[float] = 0.85,
+                 max_momentum: float | Sequence[float] = 0.95, div_factor: float = 25.0,
+                 final_div_factor: float = 1e4, three_phase: bool = False,
+                 last_epoch: int = -1) -> None:
+        _check_optimizer("OneCycleLR", optimizer)
+        if total_steps is not None:
+            if total_steps <= 0 or not isinstance(total_steps, int):
+                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+            self.total_steps = total_steps
+        elif epochs is not None and steps_per_epoch is not None:
+            if epochs <= 0 or steps_per_epoch <= 0:
+                raise ValueError(
+                    f"Expected positive epochs and steps_per_epoch, got {epochs}, "
+                    f"{steps_per_epoch}"
+                )
+            self.total_steps = epochs * steps_per_epoch
+        else:
+            raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+        if not 0 <= pct_start <= 1:
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(
+                f"anneal_strategy must be one of 'cos' or 'linear', instead got "
+                f"{anneal_strategy}"
+            )
+        self.anneal_strategy = anneal_strategy
+        t = self.total_steps
+        if three_phase:
+            self._phases = [
+                (float(pct_start * t) - 1, "initial_lr", "max_lr", "max_momentum",
+                 "base_momentum"),
+                (float(2 * pct_start * t) - 2, "max_lr", "initial_lr", "base_momentum",
+                 "max_momentum"),
+                (t - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum"),
+            ]
+        else:
+            self._phases = [
+                (float(pct_start * t) - 1, "initial_lr", "max_lr", "max_momentum",
+                 "base_momentum"),
+                (t - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"),
+            ]
+        groups = optimizer.param_groups
+        max_lrs = self._per_group("max_lr", max_lr, len(groups))
+        if last_epoch == -1:
+            for g, m in zip(groups, max_lrs):
+                g["initial_lr"] = m / div_factor
+                g["max_lr"] = m
+                g["min_lr"] = g["initial_lr"] / final_div_factor
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError(
+                    "optimizer must support momentum or beta1 with `cycle_momentum` option "
+                    "enabled"
+                )
+            self._use_beta1 = "betas" in optimizer.defaults
+            maxs = self._per_group("max_momentum", max_momentum, len(groups))
+            bases = self._per_group("base_momentum", base_momentum, len(groups))
+            if last_epoch == -1:
+                for g, mx, bs in zip(groups, maxs, bases):
+                    self._set_momentum(g, mx)
+                    g["max_momentum"], g["base_momentum"] = mx, bs
+        super().__init__(optimizer, last_epoch)
+
+    @staticmethod
+    def _per_group(name: str, value: Any, n: int) -> list[float]:
+        if isinstance(value, (list, tuple)):
+            if len(value) != n:
+                raise ValueError(f"expected {n} values for {name}, got {len(value)}")
+            return [float(v) for v in value]
+        return [float(value)] * n
+
+    def _set_momentum(self, group: dict, m: float) -> None:
+        if self._use_beta1:
+            group["betas"] = (m, *group["betas"][1:])
+        else:
+            group["momentum"] = m
+
+    def _anneal(self, start: float, end: float, pct: float) -> float:
+        if self.anneal_strategy == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self) -> list[float]:
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(
+                f"Tried to step {step} times. The specified number of total steps is "
+                f"{self.total_steps}"
+            )
+        lrs = []
+        for group in self.optimizer.param_groups:
+            start = 0.0
+            for i, (end, lr0, lr1, m0, m1) in enumerate(self._phases):
+                if step <= end or i == len(self._phases) - 1:
+                    pct = (step - start) / (end - start) if end != start else 1.0
+                    lrs.append(self._anneal(group[lr0], group[lr1], pct))
+                    if self.cycle_momentum:
+                        self._set_momentum(group, self._anneal(group[m0], group[m1], pct))
+                    break
+                start = end
+        return lrs
+
+
+class SequentialLR(LRScheduler):
+    """Run ``schedulers[i]`` between ``milestones[i-1]`` and ``milestones[i]``; each takes
+    over from its own epoch 0."""
+
+    _keep_out = ("optimizer", "_schedulers")
+
+    def __init__(self, optimizer: Optimizer, schedulers: Sequence[LRScheduler],
+                 milestones: Sequence[int], last_epoch: int = -1) -> None:
+        _check_optimizer("SequentialLR", optimizer)
+        if len(schedulers) < 1:
+            raise ValueError("SequentialLR expects at least one scheduler")
+        for i, s in enumerate(schedulers):
+            if s.optimizer is not optimizer:
+                raise ValueError(
+                    f"SequentialLR expects all schedulers to belong to the same optimizer, but "
+                    f"got scheduler at index {i} with a different one"
+                )
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(
+                "Sequential Schedulers expects number of schedulers provided to be one more "
+                f"than the number of milestone points, but got number of schedulers "
+                f"{len(schedulers)} and the number of milestones to be equal to "
+                f"{len(milestones)}"
+            )
+        self._schedulers = list(schedulers)
+        self._milestones = [int(m) for m in milestones]
+        self.optimizer = optimizer
+        self.last_epoch = last_epoch + 1
+        for g in optimizer.param_groups:
+            g["lr"] = g["initial_lr"]
+        self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
+        # The first scheduler starts over at its epoch 0.
+        self._schedulers[0].step(0)
+        self._last_lr = self._schedulers[0].get_last_lr()
+
+    def step(self, epoch: int | None = None) -> None:
+        self.last_epoch += 1
+        idx = bisect.bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            scheduler.step(0)
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state = dict(state_dict)
+        subs = state.pop("_schedulers", [])
+        super().load_state_dict(state)
+        for s, sd in zip(self._schedulers, subs):
+            s.load_state_dict(sd)
