@@ -65,7 +65,7 @@ def attention_block(x, wq, wk, wv):
 
 
 def norm_block(x, w, g, b):
-    return remat.layer_norm(remat.gelu(x @ w), g, b)
+    return remat.layer_norm(remat.gelu(x @ w), weight=g, bias=b)
 
 
 def dropout_block(x, w):

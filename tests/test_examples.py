@@ -44,3 +44,14 @@ def test_memory_tradeoff_quick_writes_png(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert out.exists() and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "depth" in r.stdout and "sqrt" in r.stdout
+
+
+def test_gpt_compare_quick():
+    """examples/gpt.py trains plain and checkpointed from one seed: identical losses."""
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "gpt.py"), "--compare", "--steps", "3", "--layers", "1",
+         "--d", "16", "--context", "16", "--batch", "4"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "losses identical: True" in out.stdout

@@ -315,7 +315,7 @@ def test_layer_norm_default_eps_and_positional():
     b = rand_array((6,), np.float64, 2)
     t = remat.tensor(a)
     assert_close(remat.layer_norm(t), np_layer_norm(a), np.float64, rtol=1e-9, atol=1e-9)
-    assert_close(remat.layer_norm(t, remat.tensor(w), remat.tensor(b)),
+    assert_close(remat.layer_norm(t, weight=remat.tensor(w), bias=remat.tensor(b)),
                  np_layer_norm(a, w, b), np.float64, rtol=1e-9, atol=1e-9)
 
 
@@ -331,7 +331,7 @@ def test_cross_entropy(kind, n, c, dtype, seed):
     target = rng.integers(0, c, size=n)
     expected = np_cross_entropy(logits.astype(np.float64), target)
     tgt = {"numpy": target, "list": target.tolist(), "numpy32": target.astype(np.int32),
-           "tensor": remat.tensor(target.astype(np.float32))}[kind]
+           "tensor": remat.tensor(target)}[kind]
     got = remat.cross_entropy(remat.tensor(logits), tgt)
     assert got.shape == () and got.dtype == rdtype(dtype)
     assert_close(got, np.asarray(expected, dtype=dtype), dtype)

@@ -26,6 +26,7 @@ _unary_ops: tuple[str, ...]
 # What the extension module lists in its `__all__` (PyO3 adds every registered name).
 __all__ = [
     "_TensorHookHandle", "_record_function", "Generator", "initial_seed",
+    "l1_loss", "binary_cross_entropy_with_logits", "nll_loss", "scaled_dot_product_attention",
     "adam_step", "adaptive_checkpoint", "add", "backward", "checkpoint_segment",
     "checkpoint_tensor", "CheckpointError", "checkpoint_sequential", "clamp", "clip", "concat",
     "copy_",
@@ -1063,14 +1064,65 @@ def softplus(
 ) -> Tensor: ...
 def leaky_relu(x: _ArrayLike, negative_slope: builtins.float = 0.01) -> Tensor: ...
 def layer_norm(
-    x: _ArrayLike,
+    input: _ArrayLike,
+    normalized_shape: int | _Shape | None = None,
     weight: _ArrayLike | None = None,
     bias: _ArrayLike | None = None,
     eps: builtins.float = 1e-5,
 ) -> Tensor: ...
 def linear(x: _ArrayLike, weight: _ArrayLike, bias: _ArrayLike | None = None) -> Tensor: ...
-def mse_loss(pred: _Operand, target: _Operand) -> Tensor: ...
-def cross_entropy(logits: _ArrayLike, target: _ArrayLike | Sequence[int]) -> Tensor: ...
+def mse_loss(
+    input: _Operand,
+    target: _Operand,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor: ...
+def l1_loss(
+    input: _Operand,
+    target: _Operand,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor: ...
+def binary_cross_entropy_with_logits(
+    input: _ArrayLike,
+    target: _Operand,
+    weight: _Operand | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    pos_weight: _Operand | None = None,
+) -> Tensor: ...
+def nll_loss(
+    input: _ArrayLike,
+    target: _ArrayLike | Sequence[int],
+    weight: _Operand | None = None,
+    size_average: bool | None = None,
+    ignore_index: int = -100,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor: ...
+def cross_entropy(
+    input: _ArrayLike,
+    target: _ArrayLike | Sequence[int],
+    weight: _Operand | None = None,
+    size_average: bool | None = None,
+    ignore_index: int = -100,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    label_smoothing: builtins.float = 0.0,
+) -> Tensor: ...
+def scaled_dot_product_attention(
+    query: _ArrayLike,
+    key: _ArrayLike,
+    value: _ArrayLike,
+    attn_mask: _ArrayLike | None = None,
+    dropout_p: builtins.float = 0.0,
+    is_causal: bool = False,
+    scale: builtins.float | None = None,
+    enable_gqa: bool = False,
+) -> Tensor: ...
 def einsum(equation: str, *operands: _ArrayLike | Sequence[_ArrayLike]) -> Tensor: ...
 
 # ---- autograd -------------------------------------------------------------------------------

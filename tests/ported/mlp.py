@@ -25,7 +25,7 @@ class Model(nn.Module):
 
 def make_data(n=512, d_in=20, classes=4, seed=0):
     rng = np.random.default_rng(seed)
-    centers = rng.standard_normal((classes, d_in)) * 0.4
+    centers = rng.standard_normal((classes, d_in)) * 0.8
     y = rng.integers(0, classes, n)
     x = centers[y] + rng.standard_normal((n, d_in))
     return torch.tensor(x, dtype=torch.float32), torch.tensor(y)

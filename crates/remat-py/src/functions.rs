@@ -4,13 +4,12 @@
 //! methods are declared once in `ops.rs`.
 
 use crate::args;
-use crate::call::{binary, heavy, run, unary};
+use crate::call::{heavy, run, unary};
 use crate::convert::{self, operand, operand_pair};
 use crate::dtype::parse_opt_dtype;
 use crate::errors::CoreResultExt;
 use crate::tensor::{wrap, PyTensor};
-use numpy::{PyUntypedArray, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use remat_core::{ops, DType, Device, Tensor};
@@ -360,25 +359,68 @@ fn leaky_relu(py: Python<'_>, x: &Bound<'_, PyAny>, negative_slope: f64) -> PyRe
     unary(py, &x, |x| ops::leaky_relu(x, negative_slope))
 }
 
-/// Layer normalisation over the last axis, with optional affine weight and bias.
+/// PyTorch's `layer_norm(input, normalized_shape=None, weight=None, bias=None, eps=1e-5)`:
+/// normalise over the trailing axes `normalized_shape` (default: the last axis), then scale
+/// by `weight` and shift by `bias` (both of that shape).
 #[pyfunction]
-#[pyo3(signature = (x, weight=None, bias=None, eps=1e-5))]
+#[pyo3(signature = (input, normalized_shape=None, weight=None, bias=None, eps=1e-5))]
 fn layer_norm(
     py: Python<'_>,
-    x: &Bound<'_, PyAny>,
+    input: &Bound<'_, PyAny>,
+    normalized_shape: Option<&Bound<'_, PyAny>>,
     weight: Option<&Bound<'_, PyAny>>,
     bias: Option<&Bound<'_, PyAny>>,
     eps: f64,
 ) -> PyResult<PyTensor> {
-    let x = convert::extract_tensor("layer_norm", x)?;
+    const OP: &str = "layer_norm";
+    let x = convert::extract_tensor(OP, input)?;
     let opt = |o: Option<&Bound<'_, PyAny>>| -> PyResult<Option<Tensor>> {
         match o {
-            Some(o) if !o.is_none() => operand("layer_norm", o, x.dtype()).map(Some),
+            Some(o) if !o.is_none() => operand(OP, o, x.dtype()).map(Some),
             _ => Ok(None),
         }
     };
     let (w, b) = (opt(weight)?, opt(bias)?);
-    unary(py, &x, |x| ops::layer_norm(x, w.as_ref(), b.as_ref(), eps))
+    let norm: Vec<usize> = match normalized_shape {
+        Some(s) if !s.is_none() => {
+            if s.downcast::<PyTensor>().is_ok() {
+                return Err(PyTypeError::new_err(
+                    "layer_norm: normalized_shape must be an int or a tuple of ints (PyTorch's \
+                     signature: layer_norm(input, normalized_shape, weight, bias, eps)); pass \
+                     the weight as weight=",
+                ));
+            }
+            args::shape_of(OP, s)?
+        }
+        _ => x.shape().last().map(|&n| vec![n]).unwrap_or_default(),
+    };
+    let k = norm.len();
+    if k == 0 || x.ndim() < k || x.shape()[x.ndim() - k..] != norm[..] {
+        return Err(crate::errors::to_pyerr(remat_core::Error::shape(
+            OP,
+            format!(
+                "normalized_shape {norm:?} must be the trailing axes of the input of shape {:?}",
+                x.shape()
+            ),
+        )));
+    }
+    if k == 1 {
+        return unary(py, &x, |x| ops::layer_norm(x, w.as_ref(), b.as_ref(), eps));
+    }
+    // Several trailing axes: normalise them as one.
+    let n: usize = norm.iter().product();
+    let mut flat: Vec<usize> = x.shape()[..x.ndim() - k].to_vec();
+    flat.push(n);
+    let shape = x.shape().to_vec();
+    run(py, heavy(&[&x]), || {
+        let flat_param = |t: &Option<Tensor>| -> remat_core::Result<Option<Tensor>> {
+            t.as_ref().map(|t| ops::reshape(t, &[n])).transpose()
+        };
+        let (fw, fb) = (flat_param(&w)?, flat_param(&b)?);
+        let y = ops::layer_norm(&ops::reshape(&x, &flat)?, fw.as_ref(), fb.as_ref(), eps)?;
+        ops::reshape(&y, &shape)
+    })
+    .map(PyTensor::from)
 }
 
 /// `x @ weight.T + bias`, fused (the bias is added inside the matrix product).
@@ -397,68 +439,6 @@ fn linear(
         _ => None,
     };
     run(py, heavy(&[&x, &w]), || ops::linear(&x, &w, b.as_ref())).map(PyTensor::from)
-}
-
-/// Mean squared error.
-#[pyfunction]
-fn mse_loss(
-    py: Python<'_>,
-    pred: &Bound<'_, PyAny>,
-    target: &Bound<'_, PyAny>,
-) -> PyResult<PyTensor> {
-    let (pred, target) = operand_pair("mse_loss", pred, target)?;
-    binary(py, &pred, &target, ops::mse_loss)
-}
-
-/// Class indices from a NumPy int array, a list or a Tensor; non-integer values raise
-/// ValueError.
-fn class_indices(target: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
-    let py = target.py();
-    let np = convert::numpy(py)?;
-    let arr = match target.downcast::<PyTensor>() {
-        Ok(t) => crate::numpy_bridge::to_numpy(py, &t.get().inner)?,
-        Err(_) => np.getattr("asarray")?.call1((target,))?,
-    };
-    let arr = arr.downcast_into::<PyUntypedArray>()?;
-    let kind = arr.dtype().getattr("kind")?.extract::<String>()?;
-    let ints = match kind.as_str() {
-        "i" | "u" | "b" => arr.call_method1("astype", ("int64",))?,
-        "f" => {
-            let all_int: bool = np
-                .getattr("all")?
-                .call1((np
-                    .getattr("equal")?
-                    .call1((&arr, np.getattr("floor")?.call1((&arr,))?))?,))?
-                .extract()?;
-            if !all_int {
-                return Err(PyValueError::new_err(
-                    "cross_entropy: target must hold integer class indices, got non-integer values",
-                ));
-            }
-            arr.call_method1("astype", ("int64",))?
-        }
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "cross_entropy: target must hold integer class indices, got dtype {}",
-                arr.dtype()
-            )))
-        }
-    };
-    ints.call_method0("ravel")?
-        .call_method0("tolist")?
-        .extract()
-}
-
-/// Mean cross-entropy of `logits (N, C)` against integer class indices `target (N,)`.
-#[pyfunction]
-fn cross_entropy(
-    py: Python<'_>,
-    logits: &Bound<'_, PyAny>,
-    target: &Bound<'_, PyAny>,
-) -> PyResult<PyTensor> {
-    let x = convert::extract_tensor("cross_entropy", logits)?;
-    let t = class_indices(target)?;
-    unary(py, &x, |x| ops::cross_entropy(x, &t))
 }
 
 /// Register the functions.
@@ -482,8 +462,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(softplus, m)?)?;
     m.add_function(wrap_pyfunction!(leaky_relu, m)?)?;
     m.add_function(wrap_pyfunction!(layer_norm, m)?)?;
-    m.add_function(wrap_pyfunction!(mse_loss, m)?)?;
-    m.add_function(wrap_pyfunction!(cross_entropy, m)?)?;
     m.add_function(wrap_pyfunction!(einsum, m)?)?;
     Ok(())
 }

@@ -18,6 +18,7 @@ pub mod generator;
 pub mod hooks;
 pub mod indexing;
 pub mod inplace;
+pub mod losses;
 pub mod memory;
 pub mod numpy_bridge;
 pub mod ops;
@@ -40,6 +41,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<numpy_bridge::StorageOwner>()?;
     functions::register(m)?;
+    losses::register(m)?;
     ops::register(m)?;
     split::register(m)?;
     indexing::register(m)?;

@@ -9,14 +9,12 @@ from . import functional, init, utils
 from .activation import LeakyReLU, LogSoftmax, SiLU, Softmax, Softplus
 from .containers import ModuleDict, ParameterDict, ParameterList
 from .modules import (
-    CrossEntropyLoss,
     Dropout,
     Flatten,
     GELU,
     Identity,
     LayerNorm,
     Linear,
-    MSELoss,
     Module,
     ModuleList,
     Parameter,
@@ -25,11 +23,13 @@ from .modules import (
     Sigmoid,
     Tanh,
 )
+from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .sparse import Embedding
 
 __all__ = [
     "Parameter", "Module", "Linear", "ReLU", "GELU", "Tanh", "Sigmoid", "Dropout", "LayerNorm",
     "Identity", "Flatten", "MSELoss", "CrossEntropyLoss", "Sequential", "ModuleList",
     "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "Softplus", "ModuleDict", "ParameterList",
-    "ParameterDict", "Embedding", "functional", "init", "utils",
+    "ParameterDict", "Embedding", "functional", "init", "utils", "L1Loss", "NLLLoss",
+    "BCEWithLogitsLoss",
 ]

@@ -5,17 +5,21 @@ and the rest unchanged. Each name is the same object as the top-level ``remat.X`
 from __future__ import annotations
 
 from .._remat import (
+    binary_cross_entropy_with_logits,
     cross_entropy,
     dropout,
     embedding,
     gelu,
+    l1_loss,
     layer_norm,
     leaky_relu,
     linear,
     log_softmax,
     mse_loss,
+    nll_loss,
     one_hot,
     relu,
+    scaled_dot_product_attention,
     sigmoid,
     silu,
     softmax,
@@ -24,6 +28,7 @@ from .._remat import (
 )
 
 __all__ = [
+    "binary_cross_entropy_with_logits", "l1_loss", "nll_loss", "scaled_dot_product_attention",
     "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "leaky_relu", "linear",
     "log_softmax", "mse_loss", "one_hot", "relu", "sigmoid", "silu", "softmax", "softplus",
     "tanh",

@@ -37,8 +37,6 @@ __all__ = [
     "LayerNorm",
     "Identity",
     "Flatten",
-    "MSELoss",
-    "CrossEntropyLoss",
     "Sequential",
     "ModuleList",
 ]
@@ -715,24 +713,23 @@ class LayerNorm(Module):
         dtype: Any = None,
     ) -> None:
         super().__init__()
-        if isinstance(normalized_shape, (tuple, list)):
-            if len(normalized_shape) != 1:
-                raise ValueError(
-                    "LayerNorm normalises over the last axis only: normalized_shape must be an "
-                    f"int or a 1-tuple, got {tuple(normalized_shape)}"
-                )
-            normalized_shape = normalized_shape[0]
-        n = _validate.integer("LayerNorm", "normalized_shape", normalized_shape, minimum=0)
-        self.normalized_shape = (n,)
+        dims = normalized_shape if isinstance(normalized_shape, (tuple, list)) else (
+            normalized_shape,)
+        if len(dims) == 0:
+            raise ValueError("LayerNorm: normalized_shape must name at least one axis")
+        shape = tuple(
+            _validate.integer("LayerNorm", "normalized_shape", d, minimum=0) for d in dims
+        )
+        self.normalized_shape = shape
         self.eps = _validate.nonnegative("LayerNorm", "eps", eps)
         self.elementwise_affine = elementwise_affine
         kw = {} if dtype is None else {"dtype": dtype}
         if device is not None:
             kw["device"] = device
         if elementwise_affine:
-            self.weight = remat.ones(n, requires_grad=True, **kw)
+            self.weight = remat.ones(*shape, requires_grad=True, **kw)
             if bias:
-                self.bias = remat.zeros(n, requires_grad=True, **kw)
+                self.bias = remat.zeros(*shape, requires_grad=True, **kw)
             else:
                 self.register_parameter("bias", None)
         else:
@@ -740,12 +737,13 @@ class LayerNorm(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:
-        if x.shape[-1:] != self.normalized_shape:
+        k = len(self.normalized_shape)
+        if tuple(x.shape[-k:]) != self.normalized_shape:
             raise remat.ShapeError(
-                f"LayerNorm: expected input with last axis {self.normalized_shape[0]}, got "
+                f"LayerNorm: expected input with trailing axes {self.normalized_shape}, got "
                 f"shape {_fmt_shape(x.shape)}"
             )
-        return remat.layer_norm(x, self.weight, self.bias, eps=self.eps)
+        return remat.layer_norm(x, self.normalized_shape, self.weight, self.bias, eps=self.eps)
 
     def extra_repr(self) -> str:
         return (
@@ -778,20 +776,6 @@ class Flatten(Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
-
-
-class MSELoss(Module):
-    """Mean squared error: ``remat.mse_loss(pred, target)``."""
-
-    def forward(self, pred: Tensor, target: Any) -> Tensor:
-        return remat.mse_loss(pred, target)
-
-
-class CrossEntropyLoss(Module):
-    """Mean cross entropy of logits against integer class indices."""
-
-    def forward(self, logits: Tensor, target: Any) -> Tensor:
-        return remat.cross_entropy(logits, target)
 
 
 # -- containers ---------------------------------------------------------------------------

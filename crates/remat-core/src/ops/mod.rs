@@ -4,6 +4,7 @@
 pub mod advanced_index;
 pub mod all_any;
 pub mod argmax;
+pub mod attention;
 pub mod axes;
 pub mod compare;
 pub mod convert;
@@ -22,6 +23,7 @@ pub mod linear;
 pub mod logical;
 pub mod logsumexp;
 pub mod loss;
+pub mod loss_options;
 pub mod masked;
 pub mod matmul;
 pub mod moments;
@@ -42,6 +44,7 @@ pub mod view;
 pub use advanced_index::{index_advanced, Index};
 pub use all_any::{all, any};
 pub use argmax::{argmax, argmin, max_dim, min_dim};
+pub use attention::scaled_dot_product_attention;
 pub use axes::{
     broadcast_to, expand_as, expand_sizes, flatten, matrix_transpose, movedim, squeeze, unflatten,
     unsqueeze,
@@ -76,6 +79,10 @@ pub use logical::{
 };
 pub use logsumexp::logsumexp;
 pub use loss::{cross_entropy, mse_loss};
+pub use loss_options::{
+    binary_cross_entropy_with_logits, cross_entropy_with, l1_loss, mse_loss_with, nll_loss,
+    Reduction,
+};
 pub use masked::{masked_fill, masked_fill_scalar};
 pub use matmul::matmul;
 pub use moments::{std, var};
