@@ -134,9 +134,10 @@ fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: 
         let m = row_max(x);
         let s = exp_shifted(x, y, m);
         if log {
-            let shift = m + s.ln();
+            // (v - m) first: exact for nearby values, where m + ln(s) would round.
+            let ls = s.ln();
             for (o, &v) in y.iter_mut().zip(x) {
-                *o = v - shift;
+                *o = v - m - ls;
             }
         } else {
             let inv = one / s;
