@@ -82,7 +82,7 @@ def test_sgd_momentum_two_steps_literal():
     p, opt = run_steps(optim.SGD, [1.0], [[0.5], [0.5]], lr=0.1, momentum=0.9)
     # step 1: buf = 0.5, p = 0.95; step 2: buf = 0.9 * 0.5 + 0.5 = 0.95, p = 0.855
     np.testing.assert_allclose(_np(p), [0.855], rtol=0, atol=1e-15)
-    np.testing.assert_allclose(_np(opt.state[id(p)]["momentum_buffer"]), [0.95], atol=1e-15)
+    np.testing.assert_allclose(_np(opt.state[p]["momentum_buffer"]), [0.95], atol=1e-15)
 
 
 @pytest.mark.parametrize(
@@ -119,7 +119,7 @@ def test_adam_one_step_literal():
     p, opt = run_steps(optim.Adam, [1.0, -1.0], [[0.5, -2.0]], lr=0.1)
     want = [1 - 0.1 * 0.5 / (0.5 + 1e-8), -1 + 0.1 * 2 / (2 + 1e-8)]
     np.testing.assert_allclose(_np(p), want, rtol=1e-14)
-    st = opt.state[id(p)]
+    st = opt.state[p]
     assert st["step"] == 1
     np.testing.assert_allclose(_np(st["exp_avg"]), [0.05, -0.2], rtol=1e-14)
     np.testing.assert_allclose(_np(st["exp_avg_sq"]), [0.00025, 0.004], rtol=1e-12)
@@ -138,7 +138,7 @@ def test_adam_matches_pytorch_formula(kw, nsteps):
     p, opt = run_steps(optim.Adam, P0, GRADS[:nsteps], **kw)
     ref_p, ref_m, ref_v = adam_ref(P0, GRADS[:nsteps], **kw)
     np.testing.assert_allclose(_np(p), ref_p, rtol=1e-12, atol=1e-14)
-    st = opt.state[id(p)]
+    st = opt.state[p]
     assert st["step"] == nsteps
     np.testing.assert_allclose(_np(st["exp_avg"]), ref_m, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(_np(st["exp_avg_sq"]), ref_v, rtol=1e-12, atol=1e-14)
@@ -177,7 +177,7 @@ def test_params_without_grad_are_skipped_and_state_is_lazy():
     opt = optim.Adam([a, b], lr=0.1)
     set_grad(a, GRADS[0])
     opt.step()
-    assert id(b) not in opt.state or not opt.state[id(b)]
+    assert b not in opt.state
     np.testing.assert_array_equal(_np(b), P0)
     assert not np.array_equal(_np(a), P0)
 
@@ -260,3 +260,81 @@ def test_bad_arguments():
     np.testing.assert_allclose(_np(q), [0.9], rtol=1e-6)
     opt.step()  # no grad: no-op
     np.testing.assert_array_equal(_np(p), [1.0])
+
+
+# -------------------------------------------------------------------- RMSprop, Adagrad
+
+
+def _np_rmsprop(w, grads, lr, alpha=0.99, eps=1e-8, wd=0.0, momentum=0.0, centered=False):
+    v, m, buf = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
+    for grad in grads:
+        g = grad(w) + wd * w
+        v = alpha * v + (1 - alpha) * g * g
+        if centered:
+            m = alpha * m + (1 - alpha) * g
+            avg = np.sqrt(v - m * m) + eps
+        else:
+            avg = np.sqrt(v) + eps
+        if momentum:
+            buf = momentum * buf + g / avg
+            w = w - lr * buf
+        else:
+            w = w - lr * g / avg
+    return w
+
+
+def _np_adagrad(w, grads, lr, lr_decay=0.0, wd=0.0, init=0.0, eps=1e-10):
+    acc = np.full_like(w, init)
+    for step, grad in enumerate(grads, 1):
+        g = grad(w) + wd * w
+        clr = lr / (1 + (step - 1) * lr_decay)
+        acc = acc + g * g
+        w = w - clr * g / (np.sqrt(acc) + eps)
+    return w
+
+
+@pytest.mark.parametrize("kw", [{}, {"centered": True}, {"momentum": 0.9, "weight_decay": 0.1},
+                                {"centered": True, "momentum": 0.5}])
+def test_rmsprop_matches_pytorch_formulas(kw):
+    w0 = np.array([0.5, -1.5, 2.0])
+    p = remat.tensor(w0, requires_grad=True)
+    opt = remat.optim.RMSprop([p], lr=0.01, **kw)
+    for _ in range(5):
+        opt.zero_grad()
+        (p * p * p).sum().backward()
+        opt.step()
+    want = _np_rmsprop(w0, [lambda w: 3 * w * w] * 5, 0.01, wd=kw.get("weight_decay", 0.0),
+                       momentum=kw.get("momentum", 0.0), centered=kw.get("centered", False))
+    np.testing.assert_allclose(_np(p), want, rtol=1e-12)
+    assert opt.state[p]["step"] == 5 and "square_avg" in opt.state[p]
+
+
+def test_adagrad_matches_pytorch_formulas_and_round_trips():
+    w0 = np.array([0.5, -1.5, 2.0])
+    p = remat.tensor(w0, requires_grad=True)
+    opt = remat.optim.Adagrad([p], lr=0.1, lr_decay=0.01, weight_decay=0.1,
+                              initial_accumulator_value=0.5)
+    for _ in range(4):
+        opt.zero_grad()
+        (p * p * p).sum().backward()
+        opt.step()
+    want = _np_adagrad(w0, [lambda w: 3 * w * w] * 4, 0.1, 0.01, 0.1, 0.5)
+    np.testing.assert_allclose(_np(p), want, rtol=1e-12)
+    sd = opt.state_dict()
+    q = remat.tensor(_np(p), requires_grad=True)
+    opt2 = remat.optim.Adagrad([q], lr=0.1)
+    opt2.load_state_dict(sd)
+    assert opt2.state[q]["step"] == 4 and opt2.param_groups[0]["lr_decay"] == 0.01
+    with pytest.raises(ValueError, match="Adagrad.*lr_decay"):
+        remat.optim.Adagrad([q], lr_decay=-1.0)
+    with pytest.raises(ValueError, match="RMSprop.*alpha"):
+        remat.optim.RMSprop([q], alpha=-0.5)
+
+
+def test_state_is_keyed_by_parameter():
+    a, b = remat.ones(2, requires_grad=True), remat.ones(3, requires_grad=True)
+    opt = remat.optim.Adam([a, b])
+    (a.sum()).backward()
+    opt.step()
+    assert list(opt.state) == [a] and a in opt.state and b not in opt.state
+    assert set(opt.state[a]) == {"step", "exp_avg", "exp_avg_sq"} and len(opt.state) == 1

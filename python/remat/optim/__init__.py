@@ -4,6 +4,8 @@ learning-rate schedules (:mod:`remat.optim.lr_scheduler`)."""
 from __future__ import annotations
 
 from . import lr_scheduler
-from .optimizers import SGD, Adam, AdamW, Optimizer
+from .optimizers import SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
+__all__ = [
+    "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler",
+]

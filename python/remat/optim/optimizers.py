@@ -11,7 +11,7 @@ hyperparameters override the defaults; ``param_groups[i]["lr"]`` may be changed 
 from __future__ import annotations
 
 from typing import Any, Callable
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -20,7 +20,30 @@ import remat
 from .. import _remat, _validate
 from .._remat import Tensor
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
+
+
+class _StateView(Mapping):
+    """The optimizer's state keyed by parameter (a live view; parameters hash by
+    identity)."""
+
+    def __init__(self, opt: Optimizer) -> None:
+        self._opt = opt
+
+    def _params(self) -> list:
+        return [p for g in self._opt.param_groups for p in g["params"]
+                if self._opt._state.get(id(p))]
+
+    def __getitem__(self, p: Any) -> dict:
+        if not isinstance(p, Tensor) or not self._opt._state.get(id(p)):
+            raise KeyError(p)
+        return self._opt._state[id(p)]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._params())
+
+    def __len__(self) -> int:
+        return len(self._params())
 
 
 class Optimizer:
@@ -73,9 +96,10 @@ class Optimizer:
         _validate.nonnegative(type(self).__name__, "lr", group["lr"])
 
     @property
-    def state(self) -> dict:
-        """Per-parameter state, keyed by the parameter tensor's ``id``."""
-        return self._state
+    def state(self) -> _StateView:
+        """Per-parameter state keyed by the parameter, as PyTorch: ``opt.state[p]`` is the
+        dict of ``p``'s state (``"step"``, buffers)."""
+        return _StateView(self)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear the gradients of all optimized parameters (None, or zero-filled in place)."""
@@ -288,3 +312,109 @@ class AdamW(Adam):
         weight_decay: float = 1e-2,
     ) -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+
+class RMSprop(Optimizer):
+    """RMSprop, as ``torch.optim.RMSprop``::
+
+    g = grad + weight_decay * p
+    v = alpha * v + (1 - alpha) * g²
+    avg = sqrt(v - m²) + eps with m = alpha * m + (1 - alpha) * g (centered) | sqrt(v) + eps
+    buf = momentum * buf + g / avg; p -= lr * buf (momentum > 0) | p -= lr * g / avg
+
+    The update is a few in-place engine ops per parameter (no graph is recorded).
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        momentum: float = 0.0,
+        centered: bool = False,
+    ) -> None:
+        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                        momentum=momentum, centered=centered)
+        super().__init__(params, defaults)
+
+    def _validate(self, group: dict) -> None:
+        super()._validate(group)
+        name = type(self).__name__
+        _validate.nonnegative(name, "alpha", group["alpha"])
+        _validate.nonnegative(name, "eps", group["eps"])
+        _validate.nonnegative(name, "weight_decay", group["weight_decay"])
+        _validate.nonnegative(name, "momentum", group["momentum"])
+
+    def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        with remat.no_grad():
+            if not state:
+                state["step"] = 0
+                state["square_avg"] = remat.zeros_like(p)
+                if group["momentum"] > 0:
+                    state["momentum_buffer"] = remat.zeros_like(p)
+                if group["centered"]:
+                    state["grad_avg"] = remat.zeros_like(p)
+            state["step"] += 1
+            alpha, eps = float(group["alpha"]), float(group["eps"])
+            if group["weight_decay"]:
+                g = g + p * float(group["weight_decay"])
+            v = state["square_avg"]
+            v.mul_(alpha).add_(g * g * (1 - alpha))
+            if group["centered"]:
+                m = state["grad_avg"]
+                m.mul_(alpha).add_(g * (1 - alpha))
+                avg = (v - m * m).sqrt() + eps
+            else:
+                avg = v.sqrt() + eps
+            if group["momentum"] > 0:
+                buf = state["momentum_buffer"]
+                buf.mul_(float(group["momentum"])).add_(g / avg)
+                p.sub_(buf * float(group["lr"]))
+            else:
+                p.sub_(g / avg * float(group["lr"]))
+
+
+class Adagrad(Optimizer):
+    """Adagrad, as ``torch.optim.Adagrad``::
+
+    g = grad + weight_decay * p
+    clr = lr / (1 + (step - 1) * lr_decay)
+    sum += g²;  p -= clr * g / (sqrt(sum) + eps)
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-2,
+        lr_decay: float = 0.0,
+        weight_decay: float = 0.0,
+        initial_accumulator_value: float = 0.0,
+        eps: float = 1e-10,
+    ) -> None:
+        defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, eps=eps)
+        super().__init__(params, defaults)
+
+    def _validate(self, group: dict) -> None:
+        super()._validate(group)
+        name = type(self).__name__
+        _validate.nonnegative(name, "lr_decay", group["lr_decay"])
+        _validate.nonnegative(name, "weight_decay", group["weight_decay"])
+        _validate.nonnegative(name, "initial_accumulator_value",
+                              group["initial_accumulator_value"])
+        _validate.nonnegative(name, "eps", group["eps"])
+
+    def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        with remat.no_grad():
+            if not state:
+                state["step"] = 0
+                state["sum"] = remat.full_like(p, float(group["initial_accumulator_value"]))
+            state["step"] += 1
+            if group["weight_decay"]:
+                g = g + p * float(group["weight_decay"])
+            clr = float(group["lr"]) / (1 + (state["step"] - 1) * float(group["lr_decay"]))
+            acc = state["sum"]
+            acc.add_(g * g)
+            p.sub_(g / (acc.sqrt() + float(group["eps"])) * clr)
