@@ -25,6 +25,10 @@ __version__: str
 _unary_ops: tuple[str, ...]
 # What the extension module lists in its `__all__` (PyO3 adds every registered name).
 __all__ = [
+    # convolution, pooling, padding (issue #13)
+    "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
+    "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d", "pad", "_im2col", "_col2im",
     "_TensorHookHandle", "_record_function", "Generator", "initial_seed",
     "l1_loss", "binary_cross_entropy_with_logits", "nll_loss", "scaled_dot_product_attention",
     "adam_step", "adaptive_checkpoint", "add", "backward", "checkpoint_segment",
@@ -1122,6 +1126,111 @@ def scaled_dot_product_attention(
     is_causal: bool = False,
     scale: builtins.float | None = None,
     enable_gqa: bool = False,
+) -> Tensor: ...
+# ---- convolution, pooling, padding ---------------------------------------------------------
+
+_Size: TypeAlias = int | tuple[int, ...] | list[int]
+
+def conv1d(
+    input: _ArrayLike,
+    weight: _ArrayLike,
+    bias: _ArrayLike | None = None,
+    stride: _Size = 1,
+    padding: _Size | str = 0,
+    dilation: _Size = 1,
+    groups: int = 1,
+) -> Tensor: ...
+def conv2d(
+    input: _ArrayLike,
+    weight: _ArrayLike,
+    bias: _ArrayLike | None = None,
+    stride: _Size = 1,
+    padding: _Size | str = 0,
+    dilation: _Size = 1,
+    groups: int = 1,
+) -> Tensor: ...
+def conv3d(
+    input: _ArrayLike,
+    weight: _ArrayLike,
+    bias: _ArrayLike | None = None,
+    stride: _Size = 1,
+    padding: _Size | str = 0,
+    dilation: _Size = 1,
+    groups: int = 1,
+) -> Tensor: ...
+def max_pool1d(
+    input: _ArrayLike,
+    kernel_size: _Size,
+    stride: _Size | None = None,
+    padding: _Size = 0,
+    dilation: _Size = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any: ...
+def max_pool2d(
+    input: _ArrayLike,
+    kernel_size: _Size,
+    stride: _Size | None = None,
+    padding: _Size = 0,
+    dilation: _Size = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any: ...
+def max_pool3d(
+    input: _ArrayLike,
+    kernel_size: _Size,
+    stride: _Size | None = None,
+    padding: _Size = 0,
+    dilation: _Size = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any: ...
+def avg_pool1d(
+    input: _ArrayLike,
+    kernel_size: _Size,
+    stride: _Size | None = None,
+    padding: _Size = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: builtins.float | None = None,
+) -> Tensor: ...
+def avg_pool2d(
+    input: _ArrayLike,
+    kernel_size: _Size,
+    stride: _Size | None = None,
+    padding: _Size = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: builtins.float | None = None,
+) -> Tensor: ...
+def avg_pool3d(
+    input: _ArrayLike,
+    kernel_size: _Size,
+    stride: _Size | None = None,
+    padding: _Size = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: builtins.float | None = None,
+) -> Tensor: ...
+def adaptive_avg_pool1d(input: _ArrayLike, output_size: int | Sequence[int | None]) -> Tensor: ...
+def adaptive_avg_pool2d(input: _ArrayLike, output_size: int | Sequence[int | None]) -> Tensor: ...
+def adaptive_avg_pool3d(input: _ArrayLike, output_size: int | Sequence[int | None]) -> Tensor: ...
+def pad(
+    input: _ArrayLike,
+    pad: Sequence[int],
+    mode: str = "constant",
+    value: builtins.float | None = None,
+) -> Tensor: ...
+def _im2col(
+    input: _ArrayLike, kernel_size: _Size, dilation: _Size = 1, padding: _Size = 0, stride: _Size = 1
+) -> Tensor: ...
+def _col2im(
+    input: _ArrayLike,
+    output_size: _Size,
+    kernel_size: _Size,
+    dilation: _Size = 1,
+    padding: _Size = 0,
+    stride: _Size = 1,
 ) -> Tensor: ...
 def einsum(equation: str, *operands: _ArrayLike | Sequence[_ArrayLike]) -> Tensor: ...
 

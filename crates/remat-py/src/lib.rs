@@ -7,6 +7,7 @@ pub mod args;
 pub mod autograd;
 pub mod call;
 pub mod checkpoint;
+pub mod conv;
 pub mod convert;
 pub mod creation;
 pub mod dlpack;
@@ -42,6 +43,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<numpy_bridge::StorageOwner>()?;
     functions::register(m)?;
     losses::register(m)?;
+    conv::register(m)?;
     ops::register(m)?;
     split::register(m)?;
     indexing::register(m)?;

@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use std::borrow::Cow;
 
 /// The view's elements in C order: borrowed when the view is contiguous, else gathered.
-pub(crate) fn c_order<T: Element>(d: &TensorData) -> Cow<'_, [T]> {
+pub(crate) fn c_order<T: crate::dtype::Scalar>(d: &TensorData) -> Cow<'_, [T]> {
     match cpu::contiguous_slice::<T>(d) {
         Some(s) => Cow::Borrowed(s),
         None => Cow::Owned(cpu::gather::<T>(d)),
