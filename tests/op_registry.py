@@ -25,6 +25,16 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import remat
+import remat.nn.functional as F
+from np_windows import (
+    np_adaptive_avg_pool,
+    np_avg_pool,
+    np_conv,
+    np_fold,
+    np_max_pool,
+    np_pad,
+    np_unfold,
+)
 
 # ------------------------------------------------------------------------------ data model
 
@@ -832,6 +842,88 @@ def binary(name, fn, methods, ref, domains=(ANY, ANY), symbol=None, type_skip=()
               **kw)
 
 
+@st.composite
+def conv_cases(draw, rank, bias=True, same=False):
+    """A convolution: ``(x, weight[, bias])`` shapes and stride/padding/dilation/groups."""
+    ints = lambda lo, hi: tuple(draw(st.integers(lo, hi)) for _ in range(rank))  # noqa: E731
+    n, g, cg, og = (draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.integers(1, 3)),
+                    draw(st.integers(1, 2)))
+    k, d = ints(1, 3), ints(1, 2)
+    s, p = ((1,) * rank, (0,) * rank) if same else (ints(1, 2), ints(0, 2))
+    sp = tuple(max(d[i] * (k[i] - 1) + 1 - 2 * p[i], 1) + draw(st.integers(0, 3))
+               for i in range(rank))
+    shapes = ((n, g * cg) + sp, (g * og, cg) + k) + (((g * og,),) if bias else ())
+    return Case(shapes, {"stride": s, "padding": "same" if same else p, "dilation": d,
+                         "groups": g})
+
+
+@st.composite
+def pool_cases(draw, rank, kind="max"):
+    """A pooling call: one ``(N, C, *spatial)`` or ``(C, *spatial)`` input and its window."""
+    ints = lambda lo, hi: tuple(draw(st.integers(lo, hi)) for _ in range(rank))  # noqa: E731
+    k, s = ints(1, 3), ints(1, 3)
+    d = ints(1, 2) if kind == "max" else (1,) * rank
+    p = tuple(draw(st.integers(0, ((k[i] - 1) * d[i] + 1) // 2)) for i in range(rank))
+    sp = tuple(max(d[i] * (k[i] - 1) + 1 - 2 * p[i], 1) + draw(st.integers(0, 4))
+               for i in range(rank))
+    lead = draw(st.sampled_from([(2, 2), (3,), (1, 2)]))
+    params = {"kernel_size": k, "stride": s, "padding": p, "ceil_mode": draw(st.booleans())}
+    if kind == "max":
+        params["dilation"] = d
+    else:
+        params["count_include_pad"] = draw(st.booleans())
+        params["divisor_override"] = draw(st.sampled_from([None, None, 2]))
+    return Case((lead + sp,), params)
+
+
+@st.composite
+def adaptive_cases(draw, rank):
+    sp = tuple(draw(st.integers(1, 7)) for _ in range(rank))
+    out = tuple(draw(st.integers(1, 8)) for _ in range(rank))
+    return Case((draw(st.sampled_from([(2, 2), (3,)])) + sp,), {"output_size": out})
+
+
+@st.composite
+def pad_cases(draw, mode):
+    shape = draw(shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
+    j = draw(st.integers(1, len(shape)))
+    amounts = []
+    for a in range(j):
+        n = shape[len(shape) - 1 - a]
+        lo, hi = {"constant": (-(n - 1) // 2, 2), "reflect": (0, n - 1), "replicate": (0, 2),
+                  "circular": (0, n)}[mode]
+        amounts += [draw(st.integers(lo, hi)), draw(st.integers(lo, hi))]
+    params = {"pad": tuple(amounts), "mode": mode}
+    if mode == "constant":
+        params["value"] = draw(st.sampled_from([0.0, 1.5]))
+    return Case((shape,), params)
+
+
+def pad_row(mode, examples):
+    return Op(f"pad_{mode}", remat.pad, (), np_pad, ANY, pad_cases(mode), examples, op="pad",
+              cuda=False,
+              errors=(Bad("odd", ((2, 3),), ValueError, {"pad": (1,), "mode": mode}),
+                      Bad("long", ((3,),), ValueError, {"pad": (1, 1, 1, 1), "mode": mode})))
+
+
+def conv_errors():
+    return (Bad("channels", ((1, 3, 4, 4), (2, 2, 3, 3)), S),
+            Bad("kernel_too_big", ((1, 1, 2, 2), (1, 1, 3, 3)), S),
+            Bad("groups", ((1, 4, 4, 4), (3, 2, 1, 1)), S, {"groups": 2}),
+            Bad("weight_rank", ((1, 1, 4, 4, 4), (1, 1, 3, 3)), S),
+            Bad("bias", ((1, 1, 4, 4), (2, 1, 3, 3), (3,)), S),
+            Bad("int_input", (Raw(np.ones((1, 1, 4, 4), np.int64)), (1, 1, 3, 3)),
+                remat.DTypeError),
+            Bad("stride_zero", ((1, 1, 4, 4), (1, 1, 3, 3)), ValueError, {"stride": 0}))
+
+
+def pool_errors(rank):
+    sp = (4,) * rank
+    return (Bad("padding", ((1, 1) + sp,), ValueError, {"kernel_size": 2, "padding": 2}),
+            Bad("rank", ((4,) * max(rank - 1, 1),), S, {"kernel_size": 1}),
+            Bad("too_small", ((1, 1) + (1,) * rank,), S, {"kernel_size": 2}))
+
+
 def _seq(f, inputs, params):
     return f(list(inputs), **params)
 
@@ -1374,6 +1466,87 @@ OPS: list[Op] = [
        (Case(((2, 3), (2, 3), (1, 3))), Case(((3,), (2, 1), ()))), diff=(1, 2),
        errors=(Bad("shape", ((2,), (3,), (3,)), S), Bad("ab_shape", ((1,), (2,), (3,)), S),
                Bad("cond_str", (Raw("x"), (2,), (2,)), TypeError))),
+    # ---- convolution, pooling, padding (sliding windows; NumPy references in np_windows.py)
+    Op("conv1d", remat.conv1d, (), np_conv, ANY, conv_cases(1),
+       (Case(((2, 2, 7), (4, 1, 3), (4,)), {"stride": 2, "padding": 1, "dilation": 1,
+                                             "groups": 2}),),
+       cuda=False, tol32=(1e-4, 1e-4), tol64=(1e-10, 1e-10),
+       errors=(Bad("channels", ((1, 3, 4), (2, 2, 3)), S),)),
+    Op("conv2d", remat.conv2d, (), np_conv, ANY, conv_cases(2),
+       (Case(((2, 3, 5, 4), (4, 3, 3, 2), (4,)), {"stride": (2, 1), "padding": (1, 0),
+                                                   "dilation": (1, 2), "groups": 1}),
+        Case(((1, 4, 4, 4), (2, 2, 2, 2), (2,)), {"stride": 1, "padding": 1, "dilation": 1,
+                                                   "groups": 2}),
+        Case(((3, 4, 4), (2, 3, 1, 1), (2,)), {"stride": 1, "padding": 0, "dilation": 1,
+                                                "groups": 1})),
+       cuda=False, tol32=(1e-4, 1e-4), tol64=(1e-10, 1e-10), errors=conv_errors()),
+    Op("conv2d_same", remat.conv2d, (), np_conv, ANY, conv_cases(2, bias=False, same=True),
+       (Case(((1, 2, 5, 5), (3, 2, 2, 3)), {"stride": 1, "padding": "same",
+                                            "dilation": (1, 2), "groups": 1}),),
+       op="conv2d", cuda=False, tol32=(1e-4, 1e-4), tol64=(1e-10, 1e-10),
+       errors=(Bad("same_strided", ((1, 1, 4, 4), (1, 1, 3, 3)), ValueError,
+                   {"padding": "same", "stride": 2}),
+               Bad("padding_word", ((1, 1, 4, 4), (1, 1, 3, 3)), ValueError,
+                   {"padding": "full"}))),
+    Op("conv3d", remat.conv3d, (), np_conv, ANY, conv_cases(3),
+       (Case(((1, 2, 3, 4, 3), (2, 2, 2, 2, 2), (2,)), {"stride": 1, "padding": 1,
+                                                        "dilation": 1, "groups": 1}),),
+       cuda=False, tol32=(1e-4, 1e-4), tol64=(1e-10, 1e-10)),
+    Op("max_pool1d", remat.max_pool1d, (), lambda x, **p: np_max_pool(x, rank=1, **p),
+       DISTINCT, pool_cases(1),
+       (Case(((2, 3, 7),), {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 1,
+                            "ceil_mode": True}),),
+       cuda=False, errors=pool_errors(1)),
+    Op("max_pool2d", remat.max_pool2d, (), lambda x, **p: np_max_pool(x, rank=2, **p),
+       DISTINCT, pool_cases(2),
+       (Case(((2, 2, 5, 6),), {"kernel_size": 2, "stride": 2, "padding": 0, "dilation": 1,
+                               "ceil_mode": False}),
+        Case(((3, 5, 5),), {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 1),
+                            "dilation": (1, 2), "ceil_mode": True})),
+       cuda=False, errors=pool_errors(2)),
+    Op("avg_pool1d", remat.avg_pool1d, (), lambda x, **p: np_avg_pool(x, rank=1, **p),
+       ANY, pool_cases(1, "avg"),
+       (Case(((2, 3, 7),), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True,
+                            "count_include_pad": False}),),
+       cuda=False, errors=pool_errors(1)),
+    Op("avg_pool2d", remat.avg_pool2d, (), lambda x, **p: np_avg_pool(x, rank=2, **p),
+       ANY, pool_cases(2, "avg"),
+       (Case(((2, 2, 5, 6),), {"kernel_size": 2}),
+        Case(((3, 5, 5),), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True,
+                            "count_include_pad": False}),
+        Case(((1, 2, 4, 4),), {"kernel_size": 2, "divisor_override": 3})),
+       cuda=False, errors=pool_errors(2) + (
+           Bad("divisor_zero", ((1, 1, 4, 4),), ValueError,
+               {"kernel_size": 2, "divisor_override": 0}),)),
+    Op("adaptive_avg_pool2d", remat.adaptive_avg_pool2d, (),
+       lambda x, output_size: np_adaptive_avg_pool(x, output_size, rank=2), ANY,
+       adaptive_cases(2),
+       (Case(((2, 2, 5, 7),), {"output_size": (2, 3)}), Case(((3, 4, 4),), {"output_size": 1})),
+       cuda=False,
+       errors=(Bad("rank", ((4, 4),), S, {"output_size": 2}),
+               Bad("zero", ((1, 1, 4, 4),), S, {"output_size": (0, 2)}))),
+    pad_row("constant", (Case(((2, 3, 4),), {"pad": (1, 2, -1, 1), "mode": "constant",
+                                             "value": 0.5}),)),
+    pad_row("reflect", (Case(((2, 3, 4),), {"pad": (1, 3, 2, 0), "mode": "reflect"}),)),
+    pad_row("replicate", (Case(((2, 3, 4),), {"pad": (2, 1, 0, 1), "mode": "replicate"}),)),
+    pad_row("circular", (Case(((2, 3, 4),), {"pad": (4, 1, 3, 2), "mode": "circular"}),)),
+    Op("unfold", F.unfold, (), np_unfold, ANY,
+       st.builds(lambda n, c, h, w, k, d, p, s: Case(((n, c, h + (k - 1) * d, w + d),),
+                                                      {"kernel_size": (k, 2), "dilation": d,
+                                                       "padding": p, "stride": s}),
+                 st.integers(1, 2), st.integers(1, 3), st.integers(1, 4), st.integers(1, 4),
+                 st.integers(1, 3), st.integers(1, 2), st.integers(0, 1), st.integers(1, 2)),
+       (Case(((2, 2, 5, 4),), {"kernel_size": (2, 3), "dilation": (2, 1), "padding": 1,
+                               "stride": (2, 1)}),),
+       cuda=False, errors=(Bad("rank", ((2, 4, 4),), S, {"kernel_size": 2}),)),
+    Op("fold", F.fold, (), np_fold, ANY,
+       st.builds(lambda n, c, h, w: Case(((n, c * 4, (h - 1) * w),),
+                                         {"output_size": (h, w + 1), "kernel_size": 2}),
+                 st.integers(1, 2), st.integers(1, 3), st.integers(2, 5), st.integers(1, 4)),
+       (Case(((2, 3 * 6, 12),), {"output_size": (5, 4), "kernel_size": (2, 3),
+                                 "dilation": (2, 1), "padding": 1, "stride": (2, 1)}),),
+       cuda=False, errors=(Bad("blocks", ((1, 4, 5),), S, {"output_size": (3, 3),
+                                                           "kernel_size": 2}),)),
     # ---- losses
     Op("mse_loss", remat.mse_loss, (), lambda p, y: np.mean((p - y) ** 2), ANY, mse_cases(),
        (Case(((3, 4), (3, 4))), Case(((5,), (5,)))),

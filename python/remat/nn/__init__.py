@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from . import functional, init, utils
 from .activation import LeakyReLU, LogSoftmax, SiLU, Softmax, Softplus
+from .conv import Conv1d, Conv2d, Conv3d
 from .containers import ModuleDict, ParameterDict, ParameterList
 from .modules import (
     Dropout,
@@ -24,6 +25,25 @@ from .modules import (
     Tanh,
 )
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AvgPool1d,
+    AvgPool2d,
+    AvgPool3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    MaxPool1d,
+    MaxPool2d,
+    MaxPool3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ZeroPad1d,
+    ZeroPad2d,
+)
 from .sparse import Embedding
 
 __all__ = [
@@ -31,5 +51,8 @@ __all__ = [
     "Identity", "Flatten", "MSELoss", "CrossEntropyLoss", "Sequential", "ModuleList",
     "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "Softplus", "ModuleDict", "ParameterList",
     "ParameterDict", "Embedding", "functional", "init", "utils", "L1Loss", "NLLLoss",
-    "BCEWithLogitsLoss",
+    "BCEWithLogitsLoss", "Conv1d", "Conv2d", "Conv3d", "MaxPool1d", "MaxPool2d", "MaxPool3d",
+    "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d",
+    "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
 ]

@@ -92,8 +92,8 @@ fn argmax_windows<T: Element>(plane: &Plane, x: &[T], out: &mut [i64]) {
                         }
                     }
                 }
-                // The padding rule leaves at least one element in every window.
-                out[o] = best.map_or(0, |(i, _)| i as i64);
+                // A window wholly in the padding (possible with dilation) is marked -1.
+                out[o] = best.map_or(-1, |(i, _)| i as i64);
                 o += 1;
             }
         }
@@ -131,8 +131,17 @@ pub fn max_pool(x: &Tensor, win: &Window) -> Result<(Tensor, Tensor)> {
             })
         });
     });
+    // Windows that hold no input element give -inf, as in PyTorch (gathering element 0,
+    // then masked, so their gradient is zero).
+    let empty: Vec<u8> = idx.iter().map(|&i| u8::from(i < 0)).collect();
+    let any_empty = empty.contains(&1);
+    idx.iter_mut().for_each(|i| *i = (*i).max(0));
     let idx = from_vec(idx, &[planes, l]);
-    let values = gather(&reshape(x, &[planes, p_in])?, 1, &idx)?;
+    let mut values = gather(&reshape(x, &[planes, p_in])?, 1, &idx)?;
+    if any_empty {
+        let mask = from_vec(empty, &[planes, l]);
+        values = super::masked_fill_scalar(&values, &mask, f64::NEG_INFINITY)?;
+    }
     let shape = pooled_shape(x.shape(), win.rank(), &out);
     Ok((reshape(&values, &shape)?, reshape(&idx, &shape)?))
 }
