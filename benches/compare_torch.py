@@ -52,6 +52,8 @@ MATMUL_SIZES = (256, 1024, 2048)
 SOFTMAX_SHAPE = (4096, 1024)
 LAYER_NORM_SHAPE = (4096, 1024)
 ATTENTION = (8, 8, 256, 64)  # batch, heads, tokens, head size
+CONV = (16, 32, 32, 64)  # batch, in channels, height = width, out channels
+EMBEDDING = (8192, 512, (16, 256))  # vocab, dim, ids shape
 LR = 1e-4
 
 
@@ -207,6 +209,29 @@ def work_op(lib: _Lib, runs: int, name: str) -> dict:
             for p in (x, w, bias):
                 p.grad = None
             fwd().backward(g)
+
+        return {"ms": _time_ms(step, runs)}
+    if name == "conv2d":
+        n, c, hw, o = CONV
+        x, g = randn((n, c, hw, hw), True), randn((n, o, hw, hw))
+        w, bias = randn((o, c, 3, 3), True), randn((o,), True)
+        conv = m.nn.functional.conv2d
+
+        def step():
+            for p in (x, w, bias):
+                p.grad = None
+            conv(x, w, bias, padding=1).backward(g)
+
+        return {"ms": _time_ms(step, runs)}
+    if name == "embedding":
+        vocab, dim, shape = EMBEDDING
+        ids = lib.tensor(rng.integers(0, vocab, size=shape))
+        w, g = randn((vocab, dim), True), randn(shape + (dim,))
+        emb = m.nn.functional.embedding
+
+        def step():
+            w.grad = None
+            emb(ids, w).backward(g)
 
         return {"ms": _time_ms(step, runs)}
     raise SystemExit(f"unknown op workload {name}")
@@ -422,7 +447,8 @@ def main() -> None:
     results = {}
     # Runs per subprocess: with the default 5 rounds every figure is a median of >= 5 runs.
     plan = [("overhead", 1)] + [(f"matmul:{s}", 3) for s in MATMUL_SIZES]
-    plan += [("op:softmax", 3), ("op:layer_norm", 3), ("op:einsum", 3)]
+    plan += [("op:softmax", 3), ("op:layer_norm", 3), ("op:einsum", 3), ("op:conv2d", 3)]
+    plan += [("op:embedding", 3)]
     plan += [("mlp:plain", 1), ("mlp:ckpt", 1)]
     prefixes = [p for p in args.workloads.split(",") if p]
     if prefixes:
@@ -448,7 +474,8 @@ def main() -> None:
         f"{MLP_SEGMENTS} segments (PyTorch: use_reentrant=False)",
         f"- ops (float32, ms per call): softmax over the last axis of {SOFTMAX_SHAPE}; "
         f"layer_norm forward+backward on {LAYER_NORM_SHAPE} with weight and bias; "
-        "einsum 'bhqd,bhkd->bhqk' at B={}, H={}, T={}, D={}".format(*ATTENTION),
+        "einsum 'bhqd,bhkd->bhqk' at B={}, H={}, T={}, D={}; ".format(*ATTENTION)
+        + "conv2d and embedding: every input that has a gradient requires it",
         "- peak memory of a step above the step's start, gradients pre-allocated: remat from "
         "its byte counters; RSS growth = ru_maxrss after the step minus before "
         "(peak reset through /proc/self/clear_refs"
@@ -494,6 +521,12 @@ def main() -> None:
     row(f"layer_norm {LAYER_NORM_SHAPE} forward+backward", "ms", "ms", "op:layer_norm", ms2)
     b, h, t, d = ATTENTION
     row(f"einsum 'bhqd,bhkd->bhqk' B={b} H={h} T={t} D={d}", "ms", "ms", "op:einsum", ms2)
+    n, c, hw, o = CONV
+    row(f"conv2d 3×3 pad 1, x ({n}, {c}, {hw}, {hw}) → {o} channels, forward+backward", "ms",
+        "ms", "op:conv2d", ms2)
+    vocab, dim, shape = EMBEDDING
+    row(f"embedding ({vocab}, {dim}) of {shape} ids, forward+backward", "ms", "ms",
+        "op:embedding", ms2)
     row("MLP step, no checkpointing", "ms", "step_ms", "mlp:plain", ms)
     row(f"MLP step, checkpoint_sequential({MLP_SEGMENTS})", "ms", "step_ms", "mlp:ckpt", ms)
     row(

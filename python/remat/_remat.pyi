@@ -1222,7 +1222,11 @@ def pad(
     value: builtins.float | None = None,
 ) -> Tensor: ...
 def _im2col(
-    input: _ArrayLike, kernel_size: _Size, dilation: _Size = 1, padding: _Size = 0, stride: _Size = 1
+    input: _ArrayLike,
+    kernel_size: _Size,
+    dilation: _Size = 1,
+    padding: _Size = 0,
+    stride: _Size = 1,
 ) -> Tensor: ...
 def _col2im(
     input: _ArrayLike,

@@ -32,7 +32,7 @@ class _ConvNd(Module):
     ``remat.pad`` before an unpadded convolution)."""
 
     _rank = 0
-    _fn: Any = None
+    _fn = ""  # the remat function each subclass calls
 
     def __init__(
         self,
@@ -99,7 +99,7 @@ class _ConvNd(Module):
             padding: Any = 0
         else:
             padding = self.padding
-        return type(self)._fn(
+        return getattr(remat, self._fn)(
             x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups
         )
 
@@ -125,18 +125,18 @@ class Conv1d(_ConvNd):
     """1-D convolution over ``(N, C, L)`` (or ``(C, L)``) inputs."""
 
     _rank = 1
-    _fn = staticmethod(remat.conv1d)
+    _fn = "conv1d"
 
 
 class Conv2d(_ConvNd):
     """2-D convolution over ``(N, C, H, W)`` (or ``(C, H, W)``) inputs."""
 
     _rank = 2
-    _fn = staticmethod(remat.conv2d)
+    _fn = "conv2d"
 
 
 class Conv3d(_ConvNd):
     """3-D convolution over ``(N, C, D, H, W)`` (or unbatched) inputs."""
 
     _rank = 3
-    _fn = staticmethod(remat.conv3d)
+    _fn = "conv3d"

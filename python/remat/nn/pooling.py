@@ -20,7 +20,7 @@ __all__ = [
 
 
 class _MaxPoolNd(Module):
-    _fn: Any = None
+    _fn = ""  # the remat function each subclass calls
 
     def __init__(
         self,
@@ -37,7 +37,7 @@ class _MaxPoolNd(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, x: Tensor) -> Any:
-        return type(self)._fn(
+        return getattr(remat, self._fn)(
             x, self.kernel_size, self.stride, self.padding, self.dilation,
             ceil_mode=self.ceil_mode, return_indices=self.return_indices,
         )
@@ -52,23 +52,23 @@ class _MaxPoolNd(Module):
 class MaxPool1d(_MaxPoolNd):
     """1-D max pooling."""
 
-    _fn = staticmethod(remat.max_pool1d)
+    _fn = "max_pool1d"
 
 
 class MaxPool2d(_MaxPoolNd):
     """2-D max pooling."""
 
-    _fn = staticmethod(remat.max_pool2d)
+    _fn = "max_pool2d"
 
 
 class MaxPool3d(_MaxPoolNd):
     """3-D max pooling."""
 
-    _fn = staticmethod(remat.max_pool3d)
+    _fn = "max_pool3d"
 
 
 class _AvgPoolNd(Module):
-    _fn: Any = None
+    _fn = ""  # the remat function each subclass calls
 
     def __init__(
         self,
@@ -85,7 +85,7 @@ class _AvgPoolNd(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, x: Tensor) -> Tensor:
-        return type(self)._fn(
+        return getattr(remat, self._fn)(
             x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
             self.count_include_pad, self.divisor_override,
         )
@@ -97,30 +97,30 @@ class _AvgPoolNd(Module):
 class AvgPool1d(_AvgPoolNd):
     """1-D average pooling."""
 
-    _fn = staticmethod(remat.avg_pool1d)
+    _fn = "avg_pool1d"
 
 
 class AvgPool2d(_AvgPoolNd):
     """2-D average pooling."""
 
-    _fn = staticmethod(remat.avg_pool2d)
+    _fn = "avg_pool2d"
 
 
 class AvgPool3d(_AvgPoolNd):
     """3-D average pooling."""
 
-    _fn = staticmethod(remat.avg_pool3d)
+    _fn = "avg_pool3d"
 
 
 class _AdaptiveAvgPoolNd(Module):
-    _fn: Any = None
+    _fn = ""  # the remat function each subclass calls
 
     def __init__(self, output_size: Any) -> None:
         super().__init__()
         self.output_size = output_size
 
     def forward(self, x: Tensor) -> Tensor:
-        return type(self)._fn(x, self.output_size)
+        return getattr(remat, self._fn)(x, self.output_size)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
@@ -129,19 +129,19 @@ class _AdaptiveAvgPoolNd(Module):
 class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     """1-D adaptive average pooling to ``output_size``."""
 
-    _fn = staticmethod(remat.adaptive_avg_pool1d)
+    _fn = "adaptive_avg_pool1d"
 
 
 class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     """2-D adaptive average pooling to ``output_size`` (``None`` entries keep the size)."""
 
-    _fn = staticmethod(remat.adaptive_avg_pool2d)
+    _fn = "adaptive_avg_pool2d"
 
 
 class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """3-D adaptive average pooling to ``output_size``."""
 
-    _fn = staticmethod(remat.adaptive_avg_pool3d)
+    _fn = "adaptive_avg_pool3d"
 
 
 class _PadNd(Module):

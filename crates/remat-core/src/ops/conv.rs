@@ -82,11 +82,13 @@ impl Op for ConvOp {
             None
         };
         let gw = if ctx.needs_grad(1) {
-            // One GEMM per group over all N·L positions: (G, O/G, N·L) · (G, N·L, kg).
+            // One GEMM per group over all N·L positions: (G, O/G, N·L) · (G, kg, N·L)ᵀ. The
+            // permutes move whole L-long rows (cheap copies; none when N = 1), and the
+            // transpose is a view the GEMM reads directly.
             let cols = reshape(&unfold(x, &self.win)?, &[n, g, kg, l])?;
             let a = reshape(&permute(&gy, &[1, 2, 0, 3])?, &[g, og, n * l])?;
-            let b = reshape(&permute(&cols, &[1, 0, 3, 2])?, &[g, n * l, kg])?;
-            Some(reshape(&matmul(&a, &b)?, w.shape())?)
+            let b = reshape(&permute(&cols, &[1, 2, 0, 3])?, &[g, kg, n * l])?;
+            Some(reshape(&matmul(&a, &matrix_transpose(&b)?)?, w.shape())?)
         } else {
             None
         };

@@ -1,0 +1,197 @@
+//! Convolution, pooling and padding in the Rust API: forward against direct loops, gradients
+//! against finite differences (float64), the unfold/fold adjoint identity, and errors that
+//! name the op and the shapes.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+use common::{check_grad, det};
+use remat_core::ops::{self, ConvPadding, PadMode, Window};
+use remat_core::{Error, Tensor};
+
+/// Direct 2-D convolution (groups, stride, padding, dilation) with four nested loops.
+#[allow(clippy::too_many_arguments)]
+fn direct_conv2d(
+    x: &[f64],
+    xs: [usize; 4],
+    w: &[f64],
+    ws: [usize; 4],
+    s: usize,
+    p: usize,
+    d: usize,
+    g: usize,
+) -> (Vec<f64>, [usize; 4]) {
+    let [n, c, h, wd] = xs;
+    let [o, cg, kh, kw] = ws;
+    let oh = (h + 2 * p - d * (kh - 1) - 1) / s + 1;
+    let ow = (wd + 2 * p - d * (kw - 1) - 1) / s + 1;
+    let og = o / g;
+    let mut out = vec![0.0; n * o * oh * ow];
+    for b in 0..n {
+        for oc in 0..o {
+            let grp = oc / og;
+            for i in 0..oh {
+                for j in 0..ow {
+                    let mut acc = 0.0;
+                    for ci in 0..cg {
+                        let ch = grp * cg + ci;
+                        for a in 0..kh {
+                            for e in 0..kw {
+                                let y = (i * s + a * d) as isize - p as isize;
+                                let z = (j * s + e * d) as isize - p as isize;
+                                if y < 0 || z < 0 || y >= h as isize || z >= wd as isize {
+                                    continue;
+                                }
+                                let xv = x[((b * c + ch) * h + y as usize) * wd + z as usize];
+                                acc += xv * w[((oc * cg + ci) * kh + a) * kw + e];
+                            }
+                        }
+                    }
+                    out[((b * o + oc) * oh + i) * ow + j] = acc;
+                }
+            }
+        }
+    }
+    (out, [n, o, oh, ow])
+}
+
+fn close(a: &[f64], b: &[f64]) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert!((x - y).abs() < 1e-12, "{x} vs {y}");
+    }
+}
+
+#[test]
+fn conv2d_matches_direct_loops() {
+    for &(s, p, d, g) in &[(1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 2), (2, 0, 1, 4)] {
+        let x = det(&[2, 4, 7, 6], 1);
+        let w = det(&[4, 4 / g, 3, 2], 2);
+        let y = ops::conv(
+            &x,
+            &w,
+            None,
+            &[s, s],
+            &ConvPadding::Explicit([p, p].into_iter().collect()),
+            &[d, d],
+            g,
+        )
+        .unwrap();
+        let (want, shape) = direct_conv2d(
+            &x.to_vec::<f64>(),
+            [2, 4, 7, 6],
+            &w.to_vec::<f64>(),
+            [4, 4 / g, 3, 2],
+            s,
+            p,
+            d,
+            g,
+        );
+        assert_eq!(y.shape(), shape);
+        close(&y.to_vec::<f64>(), &want);
+    }
+}
+
+#[test]
+fn conv_gradients_match_finite_differences() {
+    let pad = ConvPadding::Explicit([1, 0].into_iter().collect());
+    check_grad(
+        &[det(&[2, 2, 5, 4], 3), det(&[2, 1, 2, 3], 4), det(&[2], 5)],
+        |t| ops::conv(&t[0], &t[1], Some(&t[2]), &[2, 1], &pad, &[1, 1], 2).unwrap(),
+        1e-6,
+    );
+    // conv1d with 'same' padding (an even kernel: the extra zero goes at the end).
+    check_grad(
+        &[det(&[1, 2, 6], 6), det(&[3, 2, 4], 7)],
+        |t| ops::conv(&t[0], &t[1], None, &[1], &ConvPadding::Same, &[1], 1).unwrap(),
+        1e-6,
+    );
+}
+
+#[test]
+fn unfold_and_fold_are_adjoint() {
+    // <unfold(x), c> == <x, fold(c)> for any x, c.
+    let win = Window::new(&[2, 3], &[2, 1], &[1, 1], &[1, 2]);
+    let x = det(&[2, 3, 5, 6], 8);
+    let u = ops::unfold(&x, &win).unwrap();
+    let c = det(u.shape(), 9);
+    let f = ops::fold(&c, &[5, 6], &win).unwrap();
+    let dot = |a: &Tensor, b: &Tensor| -> f64 {
+        a.to_vec::<f64>()
+            .iter()
+            .zip(b.to_vec::<f64>())
+            .map(|(p, q)| p * q)
+            .sum()
+    };
+    assert!((dot(&u, &c) - dot(&x, &f)).abs() < 1e-10);
+}
+
+#[test]
+fn max_pool_values_indices_and_gradient() {
+    let x = Tensor::from_vec((0..16).map(|v| v as f64).collect::<Vec<_>>(), &[1, 1, 4, 4]).unwrap();
+    let win = Window::new(&[2, 2], &[2, 2], &[0, 0], &[1, 1]);
+    let (v, i) = ops::max_pool(&x, &win).unwrap();
+    assert_eq!(v.to_vec::<f64>(), vec![5.0, 7.0, 13.0, 15.0]);
+    assert_eq!(i.to_vec::<i64>(), vec![5, 7, 13, 15]);
+    let mut ceil = Window::new(&[3], &[2], &[1], &[1]);
+    ceil.ceil_mode = true;
+    check_grad(
+        &[det(&[2, 7], 10)],
+        |t| ops::max_pool(&t[0], &ceil).unwrap().0,
+        1e-6,
+    );
+}
+
+#[test]
+fn avg_pool_and_pad_gradients() {
+    let mut win = Window::new(&[3, 2], &[2, 2], &[1, 1], &[1, 1]);
+    win.ceil_mode = true;
+    check_grad(
+        &[det(&[1, 2, 5, 5], 11)],
+        |t| ops::avg_pool(&t[0], &win, false, None).unwrap(),
+        1e-6,
+    );
+    for mode in [
+        PadMode::Constant,
+        PadMode::Reflect,
+        PadMode::Replicate,
+        PadMode::Circular,
+    ] {
+        check_grad(
+            &[det(&[2, 3, 4], 12)],
+            |t| ops::pad(&t[0], &[1, 2, 2, 0], mode, 0.5).unwrap(),
+            1e-6,
+        );
+    }
+    check_grad(
+        &[det(&[2, 5, 7], 13)],
+        |t| ops::adaptive_avg_pool(&t[0], &[3, 4]).unwrap(),
+        1e-6,
+    );
+}
+
+#[test]
+fn bad_inputs_are_errors_naming_op_and_shapes() {
+    let x = det(&[1, 3, 4, 4], 14);
+    let e = ops::conv(
+        &x,
+        &det(&[2, 2, 3, 3], 15),
+        None,
+        &[1, 1],
+        &ConvPadding::Valid,
+        &[1, 1],
+        1,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }));
+    let msg = e.to_string();
+    assert!(
+        msg.contains("conv2d") && msg.contains("(1, 3, 4, 4)"),
+        "{msg}"
+    );
+    let e = ops::max_pool(&x, &Window::new(&[2, 2], &[1, 1], &[2, 2], &[1, 1])).unwrap_err();
+    assert!(e.to_string().contains("max_pool2d"), "{e}");
+    let e = ops::pad(&x, &[5, 5], PadMode::Reflect, 0.0).unwrap_err();
+    assert!(e.to_string().contains("pad"), "{e}");
+    let e = ops::unfold(&x, &Window::new(&[0, 2], &[1, 1], &[0, 0], &[1, 1])).unwrap_err();
+    assert!(e.to_string().contains("kernel_size"), "{e}");
+}
