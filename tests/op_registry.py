@@ -766,6 +766,24 @@ def np_layer_norm(x, w=None, b=None, eps=1e-5):
     return y
 
 
+def np_rms_norm(x, w=None, normalized_shape=(), eps=None):
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    eps = np.finfo(np.float32).eps if eps is None else eps  # PyTorch's float32 default
+    y = x / np.sqrt(np.mean(x * x, axis=axes, keepdims=True) + eps)
+    return y if w is None else y * w
+
+
+def np_group_norm(x, w=None, b=None, num_groups=1, eps=1e-5):
+    n, c = x.shape[:2]
+    g = x.reshape(n, num_groups, -1)
+    y = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + eps)).reshape(
+        x.shape)
+    shape = (c,) + (1,) * (x.ndim - 2)
+    if w is not None:
+        y = y * w.reshape(shape)
+    return y if b is None else y + b.reshape(shape)
+
+
 def np_cross_entropy(logits, target):
     lp = np_log_softmax(logits, axis=-1)
     return -lp[np.arange(len(target)), np.asarray(target)].mean()
@@ -1146,6 +1164,31 @@ OPS: list[Op] = [
        shapes(min_dims=1, max_dims=3, max_side=6).map(lambda s: Case((s, s[-1:]))),
        (Case(((2, 2, 4), (4,))),), call=lambda f, ins, p: f(ins[0], bias=ins[1]),
        op="layer_norm", tol32=(1e-4, 1e-4), tol64=(1e-9, 1e-9), grad_tol=(1e-4, 1e-6)),
+    Op("rms_norm", remat.rms_norm, (), np_rms_norm, ANY,
+       st.builds(lambda s, k, eps: Case((s, s[len(s) - k:]), {"normalized_shape": s[len(s) - k:],
+                                                          "eps": eps}),
+                 shapes(min_dims=2, max_dims=3, max_side=5), st.integers(1, 2),
+                 st.sampled_from([1e-6, 1e-5, 1e-2])),
+       (Case(((3, 5), (5,)), {"normalized_shape": (5,), "eps": 1e-5}),
+        Case(((2, 2, 4), (2, 4)), {"normalized_shape": (2, 4), "eps": 1e-3})),
+       call=lambda f, ins, p: f(ins[0], p["normalized_shape"], ins[1], p["eps"]),
+       tol32=(1e-4, 1e-4), tol64=(1e-9, 1e-9), grad_tol=(1e-4, 1e-6), cuda=False,
+       errors=(Bad("shape", ((2, 3), (2,)), S, {"normalized_shape": (2,), "eps": None}),
+               Bad("weight", ((2, 3), (2,)), S, {"normalized_shape": (3,), "eps": None}),
+               Bad("eps", ((2, 3), (3,)), ValueError, {"normalized_shape": (3,), "eps": -1.0}))),
+    Op("group_norm", remat.group_norm, (), np_group_norm, ANY,
+       st.builds(lambda n, g, cg, sp, eps: Case(((n, g * cg) + sp, (g * cg,), (g * cg,)),
+                                                {"num_groups": g, "eps": eps}),
+                 st.integers(1, 3), st.integers(1, 3), st.integers(1, 2),
+                 shapes(min_dims=1, max_dims=2, min_side=2, max_side=4),
+                 st.sampled_from([1e-5, 1e-2])),
+       (Case(((2, 4, 3), (4,), (4,)), {"num_groups": 2, "eps": 1e-5}),
+        Case(((1, 3, 2, 2), (3,), (3,)), {"num_groups": 3, "eps": 1e-3})),
+       call=lambda f, ins, p: f(ins[0], p["num_groups"], ins[1], ins[2], p["eps"]),
+       tol32=(1e-4, 1e-4), tol64=(1e-9, 1e-9), grad_tol=(1e-4, 1e-6), cuda=False,
+       errors=(Bad("groups", ((2, 4, 3), (4,), (4,)), S, {"num_groups": 3, "eps": 1e-5}),
+               Bad("weight", ((2, 4, 3), (3,), (4,)), S, {"num_groups": 2, "eps": 1e-5}),
+               Bad("rank", ((4,), (4,), (4,)), S, {"num_groups": 2, "eps": 1e-5}))),
     Op("dropout", remat.dropout, (), np_dropout, NONZERO,
        one(p=st.sampled_from([0.0, 0.2, 0.5, 0.9]), training=st.booleans()),
        (Case(((4, 5),), {"p": 0.4, "training": True}), Case(((3,),), {"p": 0.5, "training": True})),

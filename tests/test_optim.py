@@ -36,10 +36,12 @@ def sgd_ref(p, grads, lr, momentum=0.0, weight_decay=0.0, dampening=0.0, nestero
     return p
 
 
-def adam_ref(p, grads, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled=False):
+def adam_ref(p, grads, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled=False,
+             amsgrad=False):
     p = p.copy()
     m = np.zeros_like(p)
     v = np.zeros_like(p)
+    vmax = np.zeros_like(p)
     b1, b2 = betas
     for t, g in enumerate(grads, start=1):
         if decoupled:
@@ -49,7 +51,8 @@ def adam_ref(p, grads, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decou
         m = b1 * m + (1 - b1) * g
         v = b2 * v + (1 - b2) * g * g
         step_size = lr / (1 - b1**t)
-        denom = np.sqrt(v) / np.sqrt(1 - b2**t) + eps
+        vmax = np.maximum(vmax, v)
+        denom = np.sqrt(vmax if amsgrad else v) / np.sqrt(1 - b2**t) + eps
         p = p - step_size * m / denom
     return p, m, v
 
@@ -152,6 +155,23 @@ def test_adamw_matches_pytorch_formula(kw, nsteps):
     full.update(kw)
     ref_p, _, _ = adam_ref(P0, GRADS[:nsteps], decoupled=True, **full)
     np.testing.assert_allclose(_np(p), ref_p, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("cls, decoupled", [(optim.Adam, False), (optim.AdamW, True)])
+@pytest.mark.parametrize("kw", [dict(lr=0.01), dict(lr=0.01, weight_decay=0.1)])
+def test_amsgrad_matches_pytorch_formula(cls, decoupled, kw):
+    # Gradients that shrink after the second step: v falls, so v_max differs from v.
+    grads = [g * s for g, s in zip(GRADS, [1.0, 5.0, 0.1, 0.2, 0.1])]
+    p, opt = run_steps(cls, P0, grads, amsgrad=True, **kw)
+    full = dict(weight_decay=0.0 if not decoupled else 1e-2)
+    full.update(kw)
+    ref_p, _, ref_v = adam_ref(P0, grads, decoupled=decoupled, amsgrad=True, **full)
+    plain_p, _, _ = adam_ref(P0, grads, decoupled=decoupled, **full)
+    assert not np.allclose(ref_p, plain_p)  # the case does exercise amsgrad
+    np.testing.assert_allclose(_np(p), ref_p, rtol=1e-12, atol=1e-14)
+    st = opt.state[p]
+    assert np.all(_np(st["max_exp_avg_sq"]) >= ref_v)
+    assert opt.param_groups[0]["amsgrad"] is True
 
 
 def test_adamw_decay_differs_from_adam_l2():

@@ -89,6 +89,8 @@ from ._remat import (
     adaptive_avg_pool2d,
     adaptive_avg_pool3d,
     pad,
+    rms_norm,
+    group_norm,
     Generator,
     initial_seed,
     set_num_threads,
@@ -344,7 +346,7 @@ __all__ = [
     # convolution, pooling, padding
     "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-    "adaptive_avg_pool3d", "pad",
+    "adaptive_avg_pool3d", "pad", "rms_norm", "group_norm",
     # shape and join ops
     "broadcast_to", "cat", "chunk", "clone", "concatenate", "expand", "expand_as", "flatten",
     "flip", "movedim", "narrow", "repeat", "split", "squeeze", "unflatten", "unsqueeze",

@@ -28,7 +28,7 @@ __all__ = [
     # convolution, pooling, padding (issue #13)
     "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-    "adaptive_avg_pool3d", "pad", "_im2col", "_col2im",
+    "adaptive_avg_pool3d", "pad", "_im2col", "_col2im", "rms_norm", "group_norm",
     "_TensorHookHandle", "_record_function", "Generator", "initial_seed",
     "l1_loss", "binary_cross_entropy_with_logits", "nll_loss", "scaled_dot_product_attention",
     "adam_step", "adaptive_checkpoint", "add", "backward", "checkpoint_segment",
@@ -1236,6 +1236,19 @@ def _col2im(
     padding: _Size = 0,
     stride: _Size = 1,
 ) -> Tensor: ...
+def rms_norm(
+    input: _ArrayLike,
+    normalized_shape: int | Sequence[int],
+    weight: _Operand | None = None,
+    eps: builtins.float | None = None,
+) -> Tensor: ...
+def group_norm(
+    input: _ArrayLike,
+    num_groups: int,
+    weight: _Operand | None = None,
+    bias: _Operand | None = None,
+    eps: builtins.float = 1e-5,
+) -> Tensor: ...
 def einsum(equation: str, *operands: _ArrayLike | Sequence[_ArrayLike]) -> Tensor: ...
 
 # ---- autograd -------------------------------------------------------------------------------
@@ -1388,6 +1401,7 @@ def adam_step(
     eps: builtins.float = 1e-8,
     weight_decay: builtins.float = 0.0,
     decoupled: bool = False,
+    max_exp_avg_sq: Tensor | None = None,
 ) -> None: ...
 def zero_(t: Tensor) -> None: ...
 def copy_(dst: Tensor, src: Tensor) -> None: ...

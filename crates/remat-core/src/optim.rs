@@ -285,6 +285,7 @@ pub fn adam_step(
     eps: f64,
     weight_decay: f64,
     decoupled: bool,
+    max_exp_avg_sq: Option<&Tensor>,
 ) -> Result<()> {
     let op = if decoupled { "adamw_step" } else { "adam_step" };
     if lr.is_nan() || lr < 0.0 {
@@ -301,12 +302,9 @@ pub fn adam_step(
             ));
         }
     }
-    validate(
-        op,
-        param,
-        grad,
-        &[("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq)],
-    )?;
+    let mut states = vec![("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq)];
+    states.extend(max_exp_avg_sq.map(|t| ("max_exp_avg_sq", t)));
+    validate(op, param, grad, &states)?;
     let bias_correction1 = 1.0 - beta1.powi(step.min(i32::MAX as u64) as i32);
     let bias_correction2 = 1.0 - beta2.powi(step.min(i32::MAX as u64) as i32);
     let step_size = lr / bias_correction1;
@@ -315,7 +313,9 @@ pub fn adam_step(
         param.device(),
         || -> Result<_> {
             crate::dispatch!(param.dtype(), T => {
-                let g = grad_values::<T>(op, grad, &[param, exp_avg, exp_avg_sq])?;
+                let mut all = vec![param, exp_avg, exp_avg_sq];
+                all.extend(max_exp_avg_sq);
+                let g = grad_values::<T>(op, grad, &all)?;
                 // SAFETY: the parameter and its two moment buffers are distinct storages (checked in
                 // `validate`) that no kernel reads during the step: optimizer steps run between
                 // backward passes; the gradient was copied out above if it aliases any of them.
@@ -325,6 +325,11 @@ pub fn adam_step(
                         elems_mut::<T>(op, exp_avg)?,
                         elems_mut::<T>(op, exp_avg_sq)?,
                     )
+                };
+                // SAFETY: as above (a distinct storage, checked in `validate`).
+                let mut vmax = match max_exp_avg_sq {
+                    Some(t) => Some(unsafe { elems_mut::<T>(op, t)? }),
+                    None => None,
                 };
                 let decay = T::from_f64(1.0 - lr * weight_decay);
                 let wd = T::from_f64(weight_decay);
@@ -337,8 +342,9 @@ pub fn adam_step(
                 let eps = T::from_f64(eps);
                 let half = T::from_f64(0.5);
                 let one = T::from_f64(1.0);
-                let f = |p: &mut [T], m: &mut [T], v: &mut [T], g: &[T]| {
-                    for (((p, m), v), &g) in p.iter_mut().zip(m.iter_mut()).zip(v.iter_mut()).zip(g) {
+                // `vmax` (amsgrad): the running maximum of `v`, which the denominator uses.
+                let f = |p: &mut [T], m: &mut [T], v: &mut [T], g: &[T], mut vmax: Option<&mut [T]>| {
+                    for (i, (((p, m), v), &g)) in p.iter_mut().zip(m.iter_mut()).zip(v.iter_mut()).zip(g).enumerate() {
                         let g = if !use_wd {
                             g
                         } else if decoupled {
@@ -354,20 +360,39 @@ pub fn adam_step(
                             g - (g - *m) * (one - w1)
                         };
                         *v = *v * b2 + w2 * g * g;
-                        let denom = v.sqrt() / bc2s + eps;
+                        let second = match vmax.as_deref_mut() {
+                            Some(vm) => {
+                                // torch.maximum: NaN propagates.
+                                #[allow(clippy::eq_op)]
+                                if *v > vm[i] || *v != *v {
+                                    vm[i] = *v;
+                                }
+                                vm[i]
+                            }
+                            None => *v,
+                        };
+                        let denom = second.sqrt() / bc2s + eps;
                         *p += neg_step * (*m / denom);
                     }
                 };
                 if p.len() >= cpu::PAR_MIN {
-                    crate::parallel::install(|| {
-                        p.par_chunks_mut(CHUNK)
+                    crate::parallel::install(|| match vmax.as_deref_mut() {
+                        Some(vm) => p
+                            .par_chunks_mut(CHUNK)
                             .zip(m.par_chunks_mut(CHUNK))
                             .zip(v.par_chunks_mut(CHUNK))
                             .zip(g.par_chunks(CHUNK))
-                            .for_each(|(((p, m), v), g)| f(p, m, v, g))
+                            .zip(vm.par_chunks_mut(CHUNK))
+                            .for_each(|((((p, m), v), g), vm)| f(p, m, v, g, Some(vm))),
+                        None => p
+                            .par_chunks_mut(CHUNK)
+                            .zip(m.par_chunks_mut(CHUNK))
+                            .zip(v.par_chunks_mut(CHUNK))
+                            .zip(g.par_chunks(CHUNK))
+                            .for_each(|(((p, m), v), g)| f(p, m, v, g, None)),
                     });
                 } else {
-                    f(p, m, v, &g);
+                    f(p, m, v, &g, vmax);
                 }
             });
             Ok(())
@@ -380,6 +405,7 @@ pub fn adam_step(
                 &g,
                 exp_avg,
                 exp_avg_sq,
+                max_exp_avg_sq,
                 decoupled,
                 lr,
                 weight_decay,
@@ -392,6 +418,9 @@ pub fn adam_step(
         },
     );
     bump(&[param, exp_avg, exp_avg_sq]);
+    if let Some(t) = max_exp_avg_sq {
+        bump(&[t]);
+    }
     done
 }
 

@@ -162,7 +162,7 @@ fn adam_one_step_literal() {
     let p = t64(&[1.0, -1.0]);
     let g = t64(&[0.5, -2.0]);
     let (m, v) = (zeros(2, DType::F64), zeros(2, DType::F64));
-    adam_step(&p, &g, &m, &v, 1, 0.1, 0.9, 0.999, 1e-8, 0.0, false).unwrap();
+    adam_step(&p, &g, &m, &v, 1, 0.1, 0.9, 0.999, 1e-8, 0.0, false, None).unwrap();
     assert_close(&m.to_vec::<f64>(), &[0.05, -0.2], 1e-15);
     assert_close(&v.to_vec::<f64>(), &[0.00025, 0.004], 1e-13);
     let want = [
@@ -178,12 +178,12 @@ fn adamw_decays_the_parameter_first() {
     let g = t64(&[0.0]);
     let (m, v) = (zeros(1, DType::F64), zeros(1, DType::F64));
     // zero gradient: only the decoupled decay moves the parameter.
-    adam_step(&p, &g, &m, &v, 1, 0.1, 0.9, 0.999, 1e-8, 0.01, true).unwrap();
+    adam_step(&p, &g, &m, &v, 1, 0.1, 0.9, 0.999, 1e-8, 0.01, true, None).unwrap();
     assert_close(&p.to_vec::<f64>(), &[2.0 * (1.0 - 0.1 * 0.01)], 1e-15);
     // Adam's L2 weight decay instead enters the gradient: g = 0.01 * 2 = 0.02.
     let p = t64(&[2.0]);
     let (m, v) = (zeros(1, DType::F64), zeros(1, DType::F64));
-    adam_step(&p, &g, &m, &v, 1, 0.1, 0.9, 0.999, 1e-8, 0.01, false).unwrap();
+    adam_step(&p, &g, &m, &v, 1, 0.1, 0.9, 0.999, 1e-8, 0.01, false, None).unwrap();
     assert_close(&m.to_vec::<f64>(), &[0.002], 1e-13);
     assert_close(
         &p.to_vec::<f64>(),
@@ -204,7 +204,10 @@ fn adam_several_steps_match_reference_f64_f32_and_parallel() {
             for step in 1..=5u64 {
                 let g = det(n, 20 + step);
                 let gt = remat_core::ops::cast(&t64(&g), dtype).unwrap();
-                adam_step(&p, &gt, &m, &v, step, 0.01, 0.9, 0.999, 1e-8, wd, adamw).unwrap();
+                adam_step(
+                    &p, &gt, &m, &v, step, 0.01, 0.9, 0.999, 1e-8, wd, adamw, None,
+                )
+                .unwrap();
                 for i in 0..n {
                     adam_ref(
                         &mut rp[i],
@@ -250,7 +253,7 @@ fn mismatches_are_typed_errors() {
         "{e}"
     );
     let g32 = zeros(2, DType::F32);
-    let e = adam_step(&p, &g32, &m, &v, 1, 0.1, 0.9, 0.999, 1e-8, 0.0, false).unwrap_err();
+    let e = adam_step(&p, &g32, &m, &v, 1, 0.1, 0.9, 0.999, 1e-8, 0.0, false, None).unwrap_err();
     assert!(matches!(e, Error::DType { .. }), "{e}");
     let e = adam_step(
         &p,
@@ -264,6 +267,7 @@ fn mismatches_are_typed_errors() {
         1e-8,
         0.0,
         false,
+        None,
     )
     .unwrap_err();
     assert!(matches!(e, Error::Shape { .. }), "{e}");
@@ -290,6 +294,7 @@ fn mismatches_are_typed_errors() {
         1e-8,
         0.0,
         false,
+        None,
     )
     .unwrap_err();
     assert!(matches!(e, Error::Value { .. }), "{e}");
@@ -297,7 +302,7 @@ fn mismatches_are_typed_errors() {
     assert!(matches!(e, Error::Value { .. }), "{e}");
     let e = sgd_step(&p, &p, None, true, -0.1, 0.0, 0.0, 0.0, false).unwrap_err();
     assert!(matches!(e, Error::Value { .. }), "{e}");
-    let e = adam_step(&p, &p, &m, &v, 0, 0.1, 0.9, 0.999, 1e-8, 0.0, false).unwrap_err();
+    let e = adam_step(&p, &p, &m, &v, 0, 0.1, 0.9, 0.999, 1e-8, 0.0, false, None).unwrap_err();
     assert!(matches!(e, Error::Value { .. }), "{e}");
 }
 

@@ -21,6 +21,7 @@ pub mod indexing;
 pub mod inplace;
 pub mod losses;
 pub mod memory;
+pub mod norms;
 pub mod numpy_bridge;
 pub mod ops;
 pub mod optim;
@@ -44,6 +45,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     functions::register(m)?;
     losses::register(m)?;
     conv::register(m)?;
+    norms::register(m)?;
     ops::register(m)?;
     split::register(m)?;
     indexing::register(m)?;

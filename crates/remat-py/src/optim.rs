@@ -42,9 +42,11 @@ fn sgd_step(
 }
 
 /// One Adam (`decoupled=False`) or AdamW (`decoupled=True`) step on `param` in place
-/// (PyTorch's formula); `step` counts from 1 and includes this step.
+/// (PyTorch's formula); `step` counts from 1 and includes this step; `max_exp_avg_sq`
+/// (amsgrad): the running maximum of `exp_avg_sq`, updated in place and used as the
+/// denominator.
 #[pyfunction]
-#[pyo3(signature = (param, grad, exp_avg, exp_avg_sq, step, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, decoupled=false))]
+#[pyo3(signature = (param, grad, exp_avg, exp_avg_sq, step, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, decoupled=false, max_exp_avg_sq=None))]
 #[allow(clippy::too_many_arguments)]
 fn adam_step(
     py: Python<'_>,
@@ -59,9 +61,11 @@ fn adam_step(
     eps: f64,
     weight_decay: f64,
     decoupled: bool,
+    max_exp_avg_sq: Option<PyRef<'_, PyTensor>>,
 ) -> PyResult<()> {
     let (p, g) = (param.inner.clone(), grad.inner.clone());
     let (m, v) = (exp_avg.inner.clone(), exp_avg_sq.inner.clone());
+    let vmax = max_exp_avg_sq.map(|t| t.inner.clone());
     run(py, heavy(&[&p]), || {
         optim::adam_step(
             &p,
@@ -75,6 +79,7 @@ fn adam_step(
             eps,
             weight_decay,
             decoupled,
+            vmax.as_ref(),
         )
     })
 }

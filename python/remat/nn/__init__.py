@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from . import functional, init, utils
 from .activation import LeakyReLU, LogSoftmax, SiLU, Softmax, Softplus
+from .attention import MultiheadAttention
 from .conv import Conv1d, Conv2d, Conv3d
 from .containers import ModuleDict, ParameterDict, ParameterList
 from .modules import (
@@ -25,6 +26,7 @@ from .modules import (
     Tanh,
 )
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .normalization import GroupNorm, RMSNorm
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -55,4 +57,5 @@ __all__ = [
     "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
     "AdaptiveAvgPool3d", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d",
     "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
+    "RMSNorm", "GroupNorm", "MultiheadAttention",
 ]

@@ -246,6 +246,8 @@ class Adam(Optimizer):
     g = grad + weight_decay * p
     m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g * g
     p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+
+    With ``amsgrad`` the denominator uses ``v_max = max(v_max, v)`` instead of ``v``.
     """
 
     _decoupled = False
@@ -257,8 +259,10 @@ class Adam(Optimizer):
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 0.0,
+        amsgrad: bool = False,
     ) -> None:
-        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad)
         super().__init__(params, defaults)
 
     def _validate(self, group: dict) -> None:
@@ -280,6 +284,9 @@ class Adam(Optimizer):
             state["step"] = 0
             state["exp_avg"] = remat.zeros_like(p)
             state["exp_avg_sq"] = remat.zeros_like(p)
+        amsgrad = bool(group.get("amsgrad", False))
+        if amsgrad and "max_exp_avg_sq" not in state:
+            state["max_exp_avg_sq"] = remat.zeros_like(p)
         state["step"] += 1
         b1, b2 = group["betas"]
         _remat.adam_step(
@@ -294,6 +301,7 @@ class Adam(Optimizer):
             float(group["eps"]),
             float(group["weight_decay"]),
             self._decoupled,
+            state["max_exp_avg_sq"] if amsgrad else None,
         )
 
 
@@ -310,8 +318,10 @@ class AdamW(Adam):
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
+        amsgrad: bool = False,
     ) -> None:
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                         amsgrad=amsgrad)
 
 
 class RMSprop(Optimizer):

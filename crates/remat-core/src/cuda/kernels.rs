@@ -479,7 +479,7 @@ extern "C" __global__ void sgd_##S(long long n, T* p, const T* g, Lay lg, T* b, 
     } \
 } \
 extern "C" __global__ void adam_##S(long long n, T* p, const T* g, Lay lg, T* m, T* v, \
-                                    int use_wd, int decoupled, double decay_, double wd_, \
+                                    T* vmax, int use_wd, int decoupled, double decay_, double wd_, \
                                     double w1_, double b2_, double w2_, double neg_step_, \
                                     double bc2s_, double eps_) { \
     T decay = T(decay_), wd = T(wd_), w1 = T(w1_), b2 = T(b2_), w2 = T(w2_); \
@@ -494,7 +494,14 @@ extern "C" __global__ void adam_##S(long long n, T* p, const T* g, Lay lg, T* m,
         T mi = m[i]; \
         mi = w1 < T(0.5) ? mi + w1 * (gi - mi) : gi - (gi - mi) * (T(1) - w1); \
         T vi = v[i] * b2 + w2 * gi * gi; \
-        T denom = sqrt(vi) / bc2s + eps; \
+        T second = vi; \
+        if (vmax) { \
+            T vm = vmax[i]; \
+            if (vi > vm || vi != vi) vm = vi; \
+            vmax[i] = vm; \
+            second = vm; \
+        } \
+        T denom = sqrt(second) / bc2s + eps; \
         m[i] = mi; \
         v[i] = vi; \
         p[i] = pi + neg_step * (mi / denom); \

@@ -179,6 +179,7 @@ pub mod launch {
         _: &Tensor,
         _: &Tensor,
         _: &Tensor,
+        _: Option<&Tensor>,
         _: bool,
         _: f64,
         _: f64,

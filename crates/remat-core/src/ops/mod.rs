@@ -16,6 +16,7 @@ pub mod einsum;
 pub mod elementwise;
 pub mod flip;
 pub mod gather;
+pub mod group_norms;
 pub mod inplace;
 pub mod int_div;
 pub mod join;
@@ -70,6 +71,7 @@ pub use gather::{
     embedding, embedding_padded, embedding_renorm_, gather, index_select, nonzero, one_hot,
     scatter_add,
 };
+pub use group_norms::{group_norm, rms_norm};
 pub use inplace::{
     add_, add_inplace, axpy_inplace, clamp_, clamp_by_, copy_, div_, fill_, masked_fill_, mul_,
     normal_, sub_, uniform_, zero_, Operand,

@@ -73,6 +73,7 @@ pub fn adam_step(
     grad: &Tensor,
     exp_avg: &Tensor,
     exp_avg_sq: &Tensor,
+    max_exp_avg_sq: Option<&Tensor>,
     decoupled: bool,
     lr: f64,
     weight_decay: f64,
@@ -99,6 +100,8 @@ pub fn adam_step(
         opt_ptr(op, Some(exp_avg))?,
         opt_ptr(op, Some(exp_avg_sq))?,
     );
+    // Null without amsgrad.
+    let vmaxp = opt_ptr(op, max_exp_avg_sq)?;
     let (use_wd, dec) = ((weight_decay != 0.0) as i32, decoupled as i32);
     let (decay, w1, w2, neg_step) = (
         1.0 - lr * weight_decay,
@@ -119,6 +122,7 @@ pub fn adam_step(
         lg,
         mp,
         vp,
+        vmaxp,
         use_wd,
         dec,
         decay,
