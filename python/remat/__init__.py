@@ -91,6 +91,7 @@ from ._remat import (
     pad,
     rms_norm,
     group_norm,
+    checkpoint_name,
     Generator,
     initial_seed,
     set_num_threads,
@@ -347,6 +348,8 @@ __all__ = [
     "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_avg_pool3d", "pad", "rms_norm", "group_norm",
+    # selective checkpointing
+    "checkpoint_name", "checkpoint_policies",
     # shape and join ops
     "broadcast_to", "cat", "chunk", "clone", "concatenate", "expand", "expand_as", "flatten",
     "flip", "movedim", "narrow", "repeat", "split", "squeeze", "unflatten", "unsqueeze",
@@ -385,6 +388,7 @@ from .checkpoint import (  # noqa: E402
     set_checkpoint_early_stop,
 )
 from . import nn, optim, cuda, utils, return_types, autograd, testing  # noqa: E402
+from . import checkpoint_policies  # noqa: E402
 from ._device import device  # noqa: E402
 from ._dlpack import from_dlpack  # noqa: E402
 from .serialization import save, load  # noqa: E402

@@ -29,6 +29,7 @@ __all__ = [
     "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_avg_pool3d", "pad", "_im2col", "_col2im", "rms_norm", "group_norm",
+    "_SavePolicy", "checkpoint_name",
     "_TensorHookHandle", "_record_function", "Generator", "initial_seed",
     "l1_loss", "binary_cross_entropy_with_logits", "nll_loss", "scaled_dot_product_attention",
     "adam_step", "adaptive_checkpoint", "add", "backward", "checkpoint_segment",
@@ -1249,6 +1250,13 @@ def group_norm(
     bias: _Operand | None = None,
     eps: builtins.float = 1e-5,
 ) -> Tensor: ...
+@final
+class _SavePolicy:
+    def __new__(cls, kind: str, names: Sequence[str] = ...) -> _SavePolicy: ...
+    @staticmethod
+    def from_callable(f: Callable[[str, Tensor], Any]) -> _SavePolicy: ...
+
+def checkpoint_name(x: _ArrayLike, name: str) -> Tensor: ...
 def einsum(equation: str, *operands: _ArrayLike | Sequence[_ArrayLike]) -> Tensor: ...
 
 # ---- autograd -------------------------------------------------------------------------------
@@ -1297,6 +1305,7 @@ def checkpoint_segment(
     offload: bool = False,
     determinism_check: bool = True,
     early_stop: bool | None = None,
+    policy: _SavePolicy | Callable[[str, Tensor], Any] | None = None,
 ) -> list[Tensor]: ...
 def _set_checkpoint_early_stop(enable: bool) -> bool: ...
 def _checkpoint_early_stop() -> bool: ...
@@ -1356,6 +1365,7 @@ def checkpoint_sequential(
     preserve_rng_state: bool = True,
     budget_bytes: int | None = None,
     offload: bool = False,
+    policy: _SavePolicy | Callable[[str, Tensor], Any] | None = None,
 ) -> Tensor: ...
 def sequential_plan(
     functions: Sequence[_LayerFn],

@@ -102,6 +102,7 @@ def checkpoint_segment(
     determinism_check: bool | str = True,
     name: str | None = None,
     early_stop: bool | None = None,
+    policy: Any = None,
     **kwargs: Any,
 ) -> Any:
     """Run ``fn(*inputs, **kwargs)`` keeping only its inputs for backward; backward re-runs
@@ -114,7 +115,9 @@ def checkpoint_segment(
     PyTorch's ``"default"`` (check) / ``"none"`` (do not check) that the recompute saves
     tensors of the forward's shapes and dtypes. ``early_stop``: the recompute stops as soon as
     every tensor backward needs is recomputed (None: ``set_checkpoint_early_stop``'s setting,
-    on by default). Any other keyword goes to ``fn``."""
+    on by default). ``policy``: what the forward keeps instead of recomputing (one of
+    ``remat.checkpoint_policies``, or a callable ``(op_name, output) -> CheckpointPolicy``;
+    None keeps nothing). Any other keyword goes to ``fn``."""
     if not callable(fn):
         raise TypeError(f"checkpoint_segment: fn must be callable, got {type(fn).__name__}")
     outputs = _Outputs()
@@ -127,6 +130,7 @@ def checkpoint_segment(
         offload=offload,
         determinism_check=_determinism("checkpoint_segment", determinism_check),
         early_stop=early_stop,
+        policy=policy,
     )
     return outputs.rebuild(outs)
 
@@ -148,15 +152,22 @@ def checkpoint(
     ``checkpoint(fn, *args, **kwargs)``: the same as ``checkpoint_segment(fn, *args,
     **kwargs)``. PyTorch's keywords are consumed here and never reach ``fn``:
     ``use_reentrant`` (either value: remat has one, non-reentrant, mechanism),
-    ``determinism_check`` (``"default"`` | ``"none"``), ``debug``, ``preserve_rng_state``;
-    ``context_fn`` and ``policy`` (selective checkpointing) are not supported yet and raise.
-    Every other keyword, even one named ``x`` or ``fn``, goes to ``fn``."""
-    if context_fn is not None or policy is not None:
-        raise NotImplementedError(
-            "checkpoint: selective checkpointing (context_fn=, policy=) is not supported yet"
-        )
+    ``determinism_check`` (``"default"`` | ``"none"``), ``debug``, ``preserve_rng_state``,
+    ``policy`` (selective checkpointing, see ``remat.checkpoint_policies``) and ``context_fn``
+    (as made by ``remat.utils.checkpoint.create_selective_checkpoint_contexts``). Every other
+    keyword, even one named ``x`` or ``fn``, goes to ``fn``."""
+    if context_fn is not None:
+        from_context = getattr(context_fn, "_remat_policy", None)
+        if from_context is None:
+            raise NotImplementedError(
+                "checkpoint: context_fn must come from create_selective_checkpoint_contexts "
+                "(other context managers are not supported)"
+            )
+        if policy is not None:
+            raise ValueError("checkpoint: pass either policy= or context_fn=, not both")
+        policy = from_context
     if isinstance(x, Tensor):
-        if args or kwargs:
+        if args or kwargs or policy is not None:
             raise TypeError("checkpoint(tensor) takes no further arguments")
         return _remat.checkpoint_tensor(x)
     if callable(x):
@@ -165,6 +176,7 @@ def checkpoint(
             *args,
             preserve_rng_state=preserve_rng_state,
             determinism_check=_determinism("checkpoint", determinism_check),
+            policy=policy,
             **kwargs,
         )
     raise TypeError(f"checkpoint: expected a Tensor or a callable, got {type(x).__name__}")
@@ -235,21 +247,24 @@ gradient_checkpoint_scope = checkpoint_scope
 
 def checkpoint_sequential(functions: Any, segments: Any, input: Tensor,
                           preserve_rng_state: bool = True, use_reentrant: bool | None = None,
-                          *, budget_bytes: int | None = None, offload: bool = False) -> Tensor:
+                          *, budget_bytes: int | None = None, offload: bool = False,
+                          policy: Any = None) -> Tensor:
     """Run a chain of callables (a list or an ``nn.Sequential``) on ``input`` in checkpointed
     segments: ``segments`` an int (the last segment runs plainly, as in PyTorch), ``"sqrt"``
     (⌈√n⌉ segments), or ``None`` with ``budget_bytes=N`` for the least-recompute plan whose
     modelled activation memory fits N bytes (measured once per model and input shape).
     ``offload=True`` keeps each checkpointed segment's input in host memory until backward
     when it lives on a GPU (CPU tensors: no effect). ``use_reentrant`` is accepted for
-    PyTorch compatibility and ignored (there is one implementation).
+    PyTorch compatibility and ignored (there is one implementation). ``policy``: the
+    selective policy of every checkpointed segment (see ``remat.checkpoint_policies``).
 
     Validation, planning (one plan cache, in the engine) and running all happen in the
     engine; this only turns ``functions`` into a list."""
     del use_reentrant
     return _remat.checkpoint_sequential(list(functions), segments, input,
                                         preserve_rng_state=bool(preserve_rng_state),
-                                        budget_bytes=budget_bytes, offload=bool(offload))
+                                        budget_bytes=budget_bytes, offload=bool(offload),
+                                        policy=policy)
 
 
 def sequential_plan(functions: Any, segments: Any, input: Tensor, *,

@@ -61,7 +61,8 @@ fn adaptive_checkpoint(x: PyRef<'_, PyTensor>, threshold_bytes: usize) -> PyResu
 /// Run `f(*inputs)` (returning a list of Tensors) as a checkpoint segment. `early_stop`
 /// None: the global setting (`_set_checkpoint_early_stop`).
 #[pyfunction]
-#[pyo3(signature = (f, inputs, name=None, preserve_rng_state=true, offload=false, determinism_check=true, early_stop=None))]
+#[pyo3(signature = (f, inputs, name=None, preserve_rng_state=true, offload=false, determinism_check=true, early_stop=None, policy=None))]
+#[allow(clippy::too_many_arguments)]
 fn checkpoint_segment(
     f: PyObject,
     inputs: Vec<PyRef<'_, PyTensor>>,
@@ -70,11 +71,13 @@ fn checkpoint_segment(
     offload: bool,
     determinism_check: bool,
     early_stop: Option<bool>,
+    policy: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<PyTensor>> {
     let mut opts = SegmentOptions::new(name, preserve_rng_state, offload, determinism_check);
     if let Some(e) = early_stop {
         opts.early_stop = e;
     }
+    opts.policy = crate::policy::policy_arg(policy)?;
     checkpoint::checkpoint_segment_with(segment_fn(f), &tensors(&inputs), &opts)
         .map(|v| v.into_iter().map(wrap).collect())
         .map_err(to_pyerr)
@@ -239,7 +242,8 @@ fn input_tensor(input: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 /// `checkpoint_sequential`: planned (with the core's plan cache) and run by the core; the
 /// layers are called back with the GIL.
 #[pyfunction]
-#[pyo3(signature = (functions, segments, input, preserve_rng_state=true, budget_bytes=None, offload=false))]
+#[pyo3(signature = (functions, segments, input, preserve_rng_state=true, budget_bytes=None, offload=false, policy=None))]
+#[allow(clippy::too_many_arguments)]
 fn checkpoint_sequential(
     py: Python<'_>,
     functions: Vec<Bound<'_, PyAny>>,
@@ -248,6 +252,7 @@ fn checkpoint_sequential(
     preserve_rng_state: bool,
     budget_bytes: Option<i64>,
     offload: bool,
+    policy: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
     let how = segmentation(segments, budget_bytes)?;
     let x = input_tensor(input)?;
@@ -255,6 +260,7 @@ fn checkpoint_sequential(
     let opts = SequentialOptions {
         preserve_rng_state,
         offload,
+        policy: crate::policy::policy_arg(policy)?,
     };
     py.allow_threads(|| checkpoint::checkpoint_sequential_with(&layers, &ids, how, &x, &opts))
         .map(wrap)

@@ -25,6 +25,7 @@ pub mod norms;
 pub mod numpy_bridge;
 pub mod ops;
 pub mod optim;
+pub mod policy;
 pub mod reduce_index;
 pub mod repr;
 pub mod split;
@@ -46,6 +47,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     losses::register(m)?;
     conv::register(m)?;
     norms::register(m)?;
+    policy::register(m)?;
     ops::register(m)?;
     split::register(m)?;
     indexing::register(m)?;

@@ -135,11 +135,13 @@ class Module:
 
     Subclasses call ``super().__init__()``, assign Parameters, sub-Modules (and buffers via
     :meth:`register_buffer`) as attributes, and define :meth:`forward`. Calling the module calls
-    ``forward``; with ``activation_checkpointing = True`` the call runs as a checkpoint segment.
+    ``forward``; with ``activation_checkpointing = True`` the call runs as a checkpoint segment
+    (keeping what ``activation_checkpointing_policy`` says, see ``remat.checkpoint_policies``).
     """
 
     training: bool
     activation_checkpointing: bool
+    activation_checkpointing_policy: Any
 
     def __init__(self) -> None:
         d = self.__dict__
@@ -148,6 +150,7 @@ class Module:
         d["_modules"] = OrderedDict()
         d["training"] = True
         d["activation_checkpointing"] = False
+        d["activation_checkpointing_policy"] = None
 
     def _ensure_init(self) -> None:
         if "_parameters" not in self.__dict__:
@@ -278,7 +281,8 @@ class Module:
             # Arguments travel packed, so every keyword reaches forward (none is taken for
             # checkpoint_segment's own options) and every Tensor in them is a segment input.
             return remat.checkpoint_segment(
-                _checkpoint_apply, self.forward, args, kwargs, name=type(self).__name__
+                _checkpoint_apply, self.forward, args, kwargs, name=type(self).__name__,
+                policy=self.__dict__.get("activation_checkpointing_policy"),
             )
         return self.forward(*args, **kwargs)
 

@@ -51,6 +51,11 @@ pub trait Op: Send + Sync + 'static {
     fn any_dtype(&self) -> bool {
         false
     }
+    /// The tag of a `checkpoint_name` op (what selective checkpoint policies match names
+    /// against); None for every other op.
+    fn tag(&self) -> Option<&str> {
+        None
+    }
     /// Compute the output from the inputs, without recording anything: the one place that
     /// chooses a device (CUDA when any input lives on a GPU). Replaying a checkpointed tensor
     /// calls exactly this, so recomputed values are bit-identical.
@@ -221,12 +226,24 @@ impl Tensor {
 /// backward needs ends the recompute (`Error::EarlyStop` unwinds out of the function).
 pub fn apply<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor> {
     check_dtypes(&op, inputs)?;
-    let out = crate::cpu::catch_oom(op.name(), || op.forward(inputs))?;
+    let mode = context::current();
+    // A selective checkpoint's recompute takes what its forward kept for this op.
+    let out = match context::kept_output(&mode)? {
+        Some(d) => Tensor::from_data(d),
+        None if matches!(mode, SaveMode::Normal) => {
+            crate::cpu::catch_oom(op.name(), || op.forward(inputs))?
+        }
+        None => {
+            // Ops this forward runs itself are not numbered for selective policies.
+            let _f = context::OpForward::enter();
+            crate::cpu::catch_oom(op.name(), || op.forward(inputs))?
+        }
+    };
+    context::offer_output(&mode, op.name(), op.tag(), inputs, &out)?;
     // An integer or bool result (a comparison, an index) has no gradient: never recorded.
     if !recorded(inputs) || !out.dtype().is_float() {
         return Ok(untracked(op, inputs, out));
     }
-    let mode = context::current();
     let t = record_in(op, inputs, out, saves, &mode);
     context::check_early_stop(&mode)?;
     Ok(t)

@@ -6,6 +6,7 @@
 //! then only marks its entry closed, and the owning thread skips and drops closed entries the
 //! next time it looks at its stack.
 
+use crate::checkpoint::policy::KeptOutputs;
 use crate::checkpoint::segment::Segment;
 use crate::checkpoint::slot::Slot;
 use crate::error::{Error, Result};
@@ -20,16 +21,51 @@ use std::sync::Arc;
 pub(crate) struct Capture {
     saved: RefCell<Vec<TensorData>>,
     stop_at: Option<usize>,
+    /// With a selective policy: the outputs the forward kept, and the number of the next op.
+    kept: Option<Arc<KeptOutputs>>,
+    next_op: Cell<usize>,
+    /// The segment's name, for errors.
+    name: String,
 }
 
 impl Capture {
     /// A capture that runs the function to its end (`stop_at` None) or stops as soon as
     /// `stop_at` tensors are saved.
     pub(crate) fn new(stop_at: Option<usize>) -> Rc<Capture> {
+        Capture::with_kept(stop_at, None, String::new())
+    }
+
+    /// A capture that also substitutes the outputs a policy kept in the forward.
+    pub(crate) fn with_kept(
+        stop_at: Option<usize>,
+        kept: Option<Arc<KeptOutputs>>,
+        name: String,
+    ) -> Rc<Capture> {
         Rc::new(Capture {
             saved: RefCell::new(Vec::new()),
             stop_at,
+            kept,
+            next_op: Cell::new(0),
+            name,
         })
+    }
+
+    /// Number the next op; the output the forward kept for it, if any.
+    fn next_kept(&self) -> Result<Option<TensorData>> {
+        let Some(kept) = &self.kept else {
+            return Ok(None);
+        };
+        let i = self.next_op.get();
+        self.next_op.set(i + 1);
+        match kept.get(i) {
+            Some(k) => k
+                .restore(&format!(
+                    "an output kept by checkpoint segment {:?}",
+                    self.name
+                ))
+                .map(Some),
+            None => Ok(None),
+        }
     }
 
     pub(crate) fn push(&self, d: TensorData) {
@@ -84,6 +120,9 @@ thread_local! {
     static STACK: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
     static DEPTH: Cell<usize> = const { Cell::new(0) };
     static NEXT_ID: Cell<u64> = const { Cell::new(1) };
+    /// How many op forwards are running on this thread (ops a composite op's forward runs
+    /// are not numbered for selective policies: the recompute may skip that forward).
+    static OP_DEPTH: Cell<usize> = const { Cell::new(0) };
     static THREAD_TAG: u64 = NEXT_THREAD_TAG.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -223,6 +262,52 @@ pub(crate) fn slot_for_data(d: &TensorData, mode: &SaveMode, who: &'static str) 
 pub(crate) fn check_early_stop(mode: &SaveMode) -> Result<()> {
     match mode {
         SaveMode::Capture(c) | SaveMode::Discard(c) if c.is_full() => Err(Error::EarlyStop),
+        _ => Ok(()),
+    }
+}
+
+/// Marks an op's forward as running on this thread until dropped.
+pub(crate) struct OpForward;
+
+impl OpForward {
+    pub(crate) fn enter() -> OpForward {
+        OP_DEPTH.with(|d| d.set(d.get() + 1));
+        OpForward
+    }
+}
+
+impl Drop for OpForward {
+    fn drop(&mut self) {
+        let _ = OP_DEPTH.try_with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+/// Whether this op runs inside another op's forward.
+fn nested_op() -> bool {
+    OP_DEPTH.with(|d| d.get() > 0)
+}
+
+/// Before an op runs: in the recompute of a segment with a selective policy, the output the
+/// forward kept for this op (top-level ops are numbered in order in both runs), which
+/// replaces running it.
+pub(crate) fn kept_output(mode: &SaveMode) -> Result<Option<TensorData>> {
+    match mode {
+        SaveMode::Capture(c) if !nested_op() => c.next_kept(),
+        _ => Ok(None),
+    }
+}
+
+/// After an op ran in the forward of a segment with a selective policy: the policy sees its
+/// name (or `checkpoint_name` tag) and output, and may keep the output.
+pub(crate) fn offer_output(
+    mode: &SaveMode,
+    op: &str,
+    tag: Option<&str>,
+    inputs: &[&Tensor],
+    out: &Tensor,
+) -> Result<()> {
+    match mode {
+        SaveMode::Segment(seg) if !nested_op() => seg.offer(op, tag, inputs, out),
         _ => Ok(()),
     }
 }

@@ -6,6 +6,7 @@ pub(crate) mod context;
 pub mod group;
 pub(crate) mod live;
 pub mod planner;
+pub mod policy;
 
 pub mod profiler;
 pub(crate) mod recipe;
@@ -18,14 +19,15 @@ pub(crate) mod touched;
 pub use group::CheckpointGroup;
 pub use live::{live_checkpoint_state, live_recompute_caches};
 pub use planner::{plan_budget, validate_segments, LayerCost, Plan, PlanSegment};
+pub use policy::{CheckpointPolicy, PolicyFn, PolicyQuery, SavePolicy, DOT_OPS};
 pub use segment::{
     checkpoint_early_stop, checkpoint_segment, checkpoint_segment_flex, checkpoint_segment_with,
     set_checkpoint_early_stop, SegmentFn, SegmentOptions,
 };
 pub use sequential::{
     checkpoint_sequential, checkpoint_sequential_with, layer_id, measure_layers, plan,
-    plan_cache_stats, plan_with_ids, run_plan, run_plan_offload, LayerFn, LayerId, LayerIdentity,
-    PlanCacheStats, Segmentation, SegmentsArg, SequentialOptions,
+    plan_cache_stats, plan_with_ids, run_plan, run_plan_offload, run_plan_with, LayerFn, LayerId,
+    LayerIdentity, PlanCacheStats, Segmentation, SegmentsArg, SequentialOptions,
 };
 
 use crate::autograd::node::{NodeKind, Op};

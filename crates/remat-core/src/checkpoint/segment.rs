@@ -13,17 +13,19 @@ use crate::autograd::saved;
 use crate::checkpoint::context::{self, Capture, SaveMode};
 use crate::checkpoint::group::GroupStats;
 use crate::checkpoint::live::{self, LiveToken};
+use crate::checkpoint::policy::{KeptOutputs, PolicyQuery, SavePolicy};
 use crate::checkpoint::profiler::{self, RecordHandle, StorageRef};
 use crate::checkpoint::slot::{self, Slot};
 use crate::checkpoint::touched;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::grad_mode::{enable_grad, is_grad_enabled};
-use crate::layout::{fmt_shape, Dims};
+use crate::layout::{fmt_shape, Dims, Layout};
 use crate::rng::{self, RngState};
 use crate::tensor::{Tensor, TensorData};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -60,6 +62,8 @@ pub struct SegmentOptions {
     /// Stop the recompute as soon as every tensor the backward needs has been recomputed
     /// (the rest of the function is skipped). Defaults to [`checkpoint_early_stop`].
     pub early_stop: bool,
+    /// Which op outputs the forward keeps (None: nothing; the whole function is recomputed).
+    pub policy: Option<SavePolicy>,
     pub(crate) group: Option<Arc<GroupStats>>,
     pub(crate) kind: &'static str,
 }
@@ -90,6 +94,7 @@ impl Default for SegmentOptions {
             offload: false,
             determinism_check: true,
             early_stop: checkpoint_early_stop(),
+            policy: None,
             group: None,
             kind: "segment",
         }
@@ -137,10 +142,53 @@ pub(crate) struct Segment {
     recomputing: AtomicU64,
     record: Option<RecordHandle>,
     group: Option<Arc<GroupStats>>,
+    /// The selective policy, the number of ops its forward has run, and what it kept.
+    policy: Option<SavePolicy>,
+    ops_run: AtomicUsize,
+    kept: Arc<KeptOutputs>,
+    /// For each storage an op of the forward returned: the last such op's number and its
+    /// output's layout (no data is held).
+    producers: Mutex<HashMap<u64, (usize, Layout)>>,
     _live: LiveToken,
 }
 
 impl Segment {
+    /// An op of the forward ran: number it and let the policy keep its output.
+    ///
+    /// A kept `checkpoint_name` output also keeps the output of the op that produced its
+    /// input (the same storage and layout, so no extra memory): the recompute then skips that
+    /// op too.
+    pub(crate) fn offer(
+        &self,
+        op: &str,
+        tag: Option<&str>,
+        inputs: &[&Tensor],
+        out: &Tensor,
+    ) -> Result<()> {
+        let Some(policy) = &self.policy else {
+            return Ok(());
+        };
+        let i = self.ops_run.fetch_add(1, Ordering::Relaxed);
+        let decision = policy.decide(&PolicyQuery {
+            op: tag.unwrap_or(op),
+            tag,
+            output: out,
+        })?;
+        let mut producers = self.producers.lock();
+        if tag.is_some() && decision.keeps() {
+            if let Some(x) = inputs.first() {
+                if let Some((j, layout)) = producers.get(&x.storage().id()) {
+                    if layout == x.layout() && self.kept.get(*j).is_none() {
+                        self.kept.offer(*j, x, decision)?;
+                    }
+                }
+            }
+        }
+        producers.insert(out.storage().id(), (i, out.layout().clone()));
+        drop(producers);
+        self.kept.offer(i, out, decision)
+    }
+
     /// Register a tensor saved inside the segment's forward by `who`; returns its index.
     pub(crate) fn save(&self, d: &TensorData, who: &'static str) -> usize {
         let mut meta = self.meta.lock();
@@ -238,7 +286,9 @@ impl Segment {
             .map(|(s, &rg)| Ok(Tensor::flagged(s.materialize(&who)?.data().clone(), rg)))
             .collect::<Result<_>>()?;
         let needed = self.meta.lock().len();
-        let capture = Capture::new(self.early_stop.then_some(needed));
+        let kept = (self.policy.is_some() && !self.kept.is_empty()).then(|| self.kept.clone());
+        let capture =
+            Capture::with_kept(self.early_stop.then_some(needed), kept, self.name.clone());
         let start = Instant::now();
         let result = {
             // The forward's draws, replayed from a private stream: the global generator (and
@@ -248,6 +298,10 @@ impl Segment {
             let _c = context::enter(SaveMode::Capture(capture.clone()));
             (self.func)(&inputs).map(drop)
         };
+        // The kept outputs served this recompute (a second one, after retain_graph, runs
+        // every op again: the same values).
+        self.kept.clear();
+        self.producers.lock().clear();
         match result {
             Ok(()) => {}
             Err(Error::EarlyStop) if capture.is_full() => {}
@@ -363,6 +417,10 @@ pub fn checkpoint_segment_with(
         recomputing: AtomicU64::new(0),
         record,
         group: opts.group.clone(),
+        policy: opts.policy.clone(),
+        ops_run: AtomicUsize::new(0),
+        kept: Arc::new(KeptOutputs::default()),
+        producers: Mutex::new(HashMap::new()),
         _live: LiveToken::new(),
     });
     let outputs = {

@@ -9,6 +9,7 @@
 
 use crate::checkpoint::context::{self, Capture, SaveMode};
 use crate::checkpoint::planner::{plan_budget, validate_segments, LayerCost, PlanSegment};
+use crate::checkpoint::policy::SavePolicy;
 use crate::checkpoint::segment::{checkpoint_segment_with, SegmentOptions};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -352,13 +353,15 @@ pub fn plan_with_ids(
 }
 
 /// Options of a `checkpoint_sequential` run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct SequentialOptions {
     /// Replay each segment's random draws on recompute.
     pub preserve_rng_state: bool,
     /// Keep the input of each checkpointed segment that lives on a device in host memory
     /// until backward (see `cuda::offload`); no effect on CPU tensors.
     pub offload: bool,
+    /// The selective policy of every checkpointed segment.
+    pub policy: Option<SavePolicy>,
 }
 
 impl Default for SequentialOptions {
@@ -366,6 +369,7 @@ impl Default for SequentialOptions {
         SequentialOptions {
             preserve_rng_state: true,
             offload: false,
+            policy: None,
         }
     }
 }
@@ -407,7 +411,7 @@ pub fn checkpoint_sequential_with(
         return Ok(x);
     }
     let runs = plan_with_ids(layers, ids, how, input)?;
-    run_plan_offload(layers, &runs, input, opts.preserve_rng_state, opts.offload)
+    run_plan_with(layers, &runs, input, opts)
 }
 
 /// Run the layers following `runs`.
@@ -430,6 +434,22 @@ pub fn run_plan_offload(
     preserve_rng_state: bool,
     offload: bool,
 ) -> Result<Tensor> {
+    let opts = SequentialOptions {
+        preserve_rng_state,
+        offload,
+        policy: None,
+    };
+    run_plan_with(layers, runs, input, &opts)
+}
+
+/// Run the layers following `runs` with `opts` (random-state replay, offload, and the
+/// selective policy of each checkpointed run).
+pub fn run_plan_with(
+    layers: &[LayerFn],
+    runs: &[PlanSegment],
+    input: &Tensor,
+    opts: &SequentialOptions,
+) -> Result<Tensor> {
     validate_segments(runs, layers.len())?;
     let mut x = input.clone();
     for run in runs {
@@ -444,8 +464,9 @@ pub fn run_plan_offload(
         x = if run.checkpointed {
             let opts = SegmentOptions {
                 name: Some(format!("layers {}..{}", run.start, run.end)),
-                preserve_rng_state,
-                offload,
+                preserve_rng_state: opts.preserve_rng_state,
+                offload: opts.offload,
+                policy: opts.policy.clone(),
                 kind: "sequential",
                 ..SegmentOptions::default()
             };

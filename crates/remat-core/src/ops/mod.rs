@@ -6,6 +6,7 @@ pub mod all_any;
 pub mod argmax;
 pub mod attention;
 pub mod axes;
+pub mod checkpoint_name;
 pub mod compare;
 pub mod conv;
 pub mod convert;
@@ -54,6 +55,7 @@ pub use axes::{
     broadcast_to, expand_as, expand_sizes, flatten, matrix_transpose, movedim, squeeze, unflatten,
     unsqueeze,
 };
+pub use checkpoint_name::checkpoint_name;
 pub use compare::{eq, ge, gt, isfinite, isinf, isnan, le, lt, ne};
 pub use conv::{conv, ConvPadding};
 pub use convert::{to_device, to_dtype};

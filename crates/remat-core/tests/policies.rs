@@ -1,0 +1,117 @@
+//! Selective checkpoint policies: a kept op output is never recomputed (the recompute takes
+//! it instead of running the op), the other ops are, gradients are identical to the plain run,
+//! `checkpoint_name` tags reach `SaveOnlyTheseNames`, and a kept output written in place
+//! before backward is an error, never a wrong gradient.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+use common::{det, leaf};
+use remat_core::autograd::node::{apply, BackwardCtx, Op, Save};
+use remat_core::checkpoint::{
+    checkpoint_segment_with, CheckpointPolicy, SavePolicy, SegmentFn, SegmentOptions,
+};
+use remat_core::{autograd, ops, Result, Tensor};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// `x * 2`, counting its forward runs.
+struct Doubling(Arc<AtomicUsize>);
+
+impl Op for Doubling {
+    fn name(&self) -> &'static str {
+        "doubling"
+    }
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        let _g = remat_core::grad_mode::no_grad();
+        ops::scale(inputs[0], 2.0)
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(ops::scale(ctx.grad, 2.0)?)])
+    }
+}
+
+/// `tanh(doubling(x) @ w)`: the doubling's output is saved by the matmul.
+fn body(count: Arc<AtomicUsize>) -> SegmentFn {
+    Arc::new(move |ts: &[Tensor]| {
+        let d = apply(Doubling(count.clone()), &[&ts[0]], &[Save::Input(0)])?;
+        let named = ops::checkpoint_name(&d, "doubled")?;
+        Ok(vec![ops::tanh(&ops::matmul(&named, &ts[1])?)?])
+    })
+}
+
+fn grads(policy: Option<SavePolicy>, checkpointed: bool) -> (Vec<Vec<f64>>, usize) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let (x, w) = (leaf(&det(&[3, 4], 1)), leaf(&det(&[4, 5], 2)));
+    let f = body(count.clone());
+    let y = if checkpointed {
+        let mut opts = SegmentOptions::default();
+        opts.policy = policy;
+        checkpoint_segment_with(f, &[x.clone(), w.clone()], &opts)
+            .unwrap()
+            .remove(0)
+    } else {
+        f(&[x.clone(), w.clone()]).unwrap().remove(0)
+    };
+    let loss = ops::sum(&ops::mul(&y, &y).unwrap(), None, false).unwrap();
+    autograd::backward(&[(loss, None)], false).unwrap();
+    let g = vec![
+        x.grad().unwrap().to_vec::<f64>(),
+        w.grad().unwrap().to_vec::<f64>(),
+    ];
+    (g, count.load(Ordering::SeqCst))
+}
+
+#[test]
+fn kept_outputs_are_not_recomputed_and_gradients_are_identical() {
+    let (plain, runs) = grads(None, false);
+    assert_eq!(runs, 1);
+    // Nothing kept: the recompute runs the doubling again.
+    let (g, runs) = grads(Some(SavePolicy::NothingSaveable), true);
+    assert_eq!((g.clone(), runs), (plain.clone(), 2));
+    let (g, runs) = grads(None, true);
+    assert_eq!((g, runs), (plain.clone(), 2));
+    // Everything kept: never recomputed.
+    let (g, runs) = grads(Some(SavePolicy::EverythingSaveable), true);
+    assert_eq!((g, runs), (plain.clone(), 1));
+    // The tag reaches the name policies and custom policies.
+    let (g, runs) = grads(
+        Some(SavePolicy::SaveOnlyTheseNames(vec!["doubled".into()])),
+        true,
+    );
+    assert_eq!((g, runs), (plain.clone(), 1));
+    let (g, runs) = grads(Some(SavePolicy::SaveOnlyTheseNames(vec!["x".into()])), true);
+    assert_eq!((g, runs), (plain.clone(), 2));
+    let custom = SavePolicy::Custom(Arc::new(|q| {
+        Ok(if q.op == "doubling" {
+            CheckpointPolicy::MustSave
+        } else {
+            CheckpointPolicy::MustRecompute
+        })
+    }));
+    let (g, runs) = grads(Some(custom), true);
+    assert_eq!((g, runs), (plain, 1));
+}
+
+#[test]
+fn a_kept_output_written_in_place_is_an_error() {
+    let (x, w) = (leaf(&det(&[3, 4], 3)), leaf(&det(&[4, 5], 4)));
+    let keep = Arc::new(std::sync::Mutex::new(None::<Tensor>));
+    let k = keep.clone();
+    let f: SegmentFn = Arc::new(move |ts: &[Tensor]| {
+        let h = ops::matmul(&ts[0], &ts[1])?;
+        *k.lock().unwrap() = Some(h.detach());
+        Ok(vec![ops::tanh(&h)?])
+    });
+    let mut opts = SegmentOptions::default();
+    opts.policy = Some(SavePolicy::DotsSaveable);
+    let y = checkpoint_segment_with(f, &[x, w], &opts)
+        .unwrap()
+        .remove(0);
+    // Write the kept matmul output through a detached alias.
+    let alias = keep.lock().unwrap().take().unwrap();
+    ops::fill_(&alias, ops::Operand::Scalar(0.0)).unwrap();
+    let loss = ops::sum(&y, None, false).unwrap();
+    let e = autograd::backward(&[(loss, None)], false).unwrap_err();
+    assert!(e.to_string().contains("modified"), "{e}");
+}
