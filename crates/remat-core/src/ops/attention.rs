@@ -98,7 +98,12 @@ pub fn scaled_dot_product_attention(
         ));
     }
     let factor = scale_factor.unwrap_or(1.0 / (e as f64).sqrt());
-    let scores = scale(&matmul(q, &transpose(k, -2, -1)?)?, factor)?;
+    // Named apart from the other products: `dots_saveable` recomputes the `T²` scores
+    // (Korthikanti et al.'s selective recompute) and keeps the attention output.
+    let scores = scale(
+        &super::matmul::matmul_named(q, &transpose(k, -2, -1)?, "attention_scores")?,
+        factor,
+    )?;
     let neg_inf = || super::full(&[], f64::NEG_INFINITY, scores.dtype(), scores.device());
     let scores = if is_causal {
         where_(&causal_mask(l, s, scores.device())?, &scores, &neg_inf()?)?

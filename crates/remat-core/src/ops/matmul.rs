@@ -171,11 +171,15 @@ fn matmul_forward(a: &Tensor, b: &Tensor, cuda: bool) -> Result<Tensor> {
     })
 }
 
-struct MatmulOp;
+/// `name`: "matmul", or "attention_scores" for attention's `q kᵀ` (so selective checkpoint
+/// policies can tell the `T²` score matrix from the other products).
+struct MatmulOp {
+    name: &'static str,
+}
 
 impl Op for MatmulOp {
     fn name(&self) -> &'static str {
-        "matmul"
+        self.name
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         matmul_forward(inputs[0], inputs[1], false)
@@ -230,5 +234,10 @@ fn matrix_shape(shape: &[usize], lhs: bool) -> Dims {
 
 /// Matrix product with `np.matmul` semantics.
 pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    apply(MatmulOp, &[a, b], &[Save::Input(0), Save::Input(1)])
+    matmul_named(a, b, "matmul")
+}
+
+/// [`matmul`] recorded under another op name (what checkpoint policies see).
+pub(crate) fn matmul_named(a: &Tensor, b: &Tensor, name: &'static str) -> Result<Tensor> {
+    apply(MatmulOp { name }, &[a, b], &[Save::Input(0), Save::Input(1)])
 }
