@@ -112,10 +112,58 @@ pub fn gather<T: Scalar>(d: &TensorData) -> Vec<T> {
         v.extend_from_slice(s);
         return v;
     }
-    let src = slice::<T>(d);
-    let mut out = with_capacity(d.layout.numel());
-    d.layout.for_each_index(|i| out.push(src[i]));
+    let n = d.layout.numel();
+    let mut out = alloc::<T>(n);
+    strided_rows(d, &mut out, |o, src, base, stride| {
+        if stride == 1 {
+            o.copy_from_slice(&src[base..base + o.len()]);
+        } else {
+            for (j, o) in o.iter_mut().enumerate() {
+                *o = src[base + j * stride];
+            }
+        }
+    });
     out
+}
+
+/// Fill `out` (the view's `numel` elements, C order) row by row: `row(out_row, storage,
+/// base, stride)` for each row of the view's last axis after merging the axes that are
+/// contiguous with each other (`base`: the row's first storage index; `stride`: the step
+/// along it). Rows are split into blocks of about 8K elements run on the rayon pool when
+/// the view is large, each block by one call, so the result does not depend on threads.
+pub(crate) fn strided_rows<T: Scalar, O: Scalar>(
+    d: &TensorData,
+    out: &mut [O],
+    row: impl Fn(&mut [O], &[T], usize, usize) + Sync,
+) {
+    let n = d.layout.numel();
+    if n == 0 {
+        return;
+    }
+    let src = slice::<T>(d);
+    let (shape, strides) = coalesce(&d.layout.shape, &[&d.layout.strides]);
+    let st = &strides[0];
+    let inner = *shape.last().unwrap_or(&1);
+    let stride = *st.last().unwrap_or(&1);
+    let offset = d.layout.offset;
+    let rows_per_block = (8192 / inner.max(1)).max(1);
+    let block = |b: usize, o: &mut [O]| {
+        for (k, o) in o.chunks_mut(inner).enumerate() {
+            let r = b * rows_per_block + k;
+            row(o, src, row_base(r, &shape, st, offset), stride);
+        }
+    };
+    if n >= PAR_MIN {
+        crate::parallel::install(|| {
+            out.par_chunks_mut(rows_per_block * inner)
+                .enumerate()
+                .for_each(|(b, o)| block(b, o))
+        });
+    } else {
+        for (b, o) in out.chunks_mut(rows_per_block * inner).enumerate() {
+            block(b, o);
+        }
+    }
 }
 
 /// The view's elements in C order converted to `D` (one allocation, no intermediate copy).
@@ -216,14 +264,11 @@ pub fn map<T: Scalar, F: Fn(T) -> T + Sync>(x: &TensorData, f: F) -> Vec<T> {
                 }
             }
         }
-        None => {
-            let src = slice::<T>(x);
-            let mut k = 0;
-            x.layout.for_each_index(|i| {
-                out[k] = f(src[i]);
-                k += 1;
-            });
-        }
+        None => strided_rows(x, &mut out, |o, src: &[T], base, stride| {
+            for (j, o) in o.iter_mut().enumerate() {
+                *o = f(src[base + j * stride]);
+            }
+        }),
     }
     out
 }

@@ -239,5 +239,9 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// [`matmul`] recorded under another op name (what checkpoint policies see).
 pub(crate) fn matmul_named(a: &Tensor, b: &Tensor, name: &'static str) -> Result<Tensor> {
-    apply(MatmulOp { name }, &[a, b], &[Save::Input(0), Save::Input(1)])
+    apply(
+        MatmulOp { name },
+        &[a, b],
+        &[Save::Input(0), Save::Input(1)],
+    )
 }
