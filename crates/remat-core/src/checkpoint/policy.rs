@@ -7,7 +7,7 @@
 //! so a saved matmul is never recomputed while the cheap ops around it are. Outputs are kept
 //! by reference (no copy); `MustOffload` keeps a device output as a host copy, brought back
 //! when the recompute needs it. Kept outputs are released once the recompute has run.
-//! A tensor tagged with [`checkpoint_name`](crate::ops::checkpoint_name) is seen under its tag
+//! A tensor tagged with [`checkpoint_name`](crate::ops::checkpoint_name()) is seen under its tag
 //! (the policy's `op` is the tag, and [`PolicyQuery::tag`] is set).
 
 use crate::error::Result;
