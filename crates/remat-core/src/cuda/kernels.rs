@@ -512,6 +512,62 @@ TRAIN_KERNELS(float, f32)
 TRAIN_KERNELS(double, f64)
 "#;
 
+/// Sliding windows (`ops/window.rs`): im2col writes each output element once (one thread per
+/// column element); col2im gathers, per image element, the column elements that land on it,
+/// in kernel order (no atomics: deterministic, and bit-identical to the CPU's order of
+/// additions). The geometry is lifted to three spatial axes: `in`/`out`/`k`/`s`/`p`/`d`.
+pub const WINDOW: &str = r#"
+#define WINDOW_KERNELS(T, S) \
+extern "C" __global__ void im2col_##S(long long total, const T* x, T* cols, \
+        long long i0, long long i1, long long i2, long long o0, long long o1, long long o2, \
+        long long k0, long long k1, long long k2, long long s0, long long s1, long long s2, \
+        long long p0, long long p1, long long p2, long long d0, long long d1, long long d2) { \
+    long long L = o0 * o1 * o2, K = k0 * k1 * k2, P = i0 * i1 * i2; \
+    GRID_LOOP(idx, total) { \
+        long long l = idx % L, t = idx / L; \
+        long long k = t % K, plane = t / K; \
+        long long c = l % o2, b = (l / o2) % o1, a = l / (o2 * o1); \
+        long long kc = k % k2, kb = (k / k2) % k1, ka = k / (k2 * k1); \
+        long long ia = a * s0 + ka * d0 - p0, ib = b * s1 + kb * d1 - p1; \
+        long long ic = c * s2 + kc * d2 - p2; \
+        T v = T(0); \
+        if (ia >= 0 && ia < i0 && ib >= 0 && ib < i1 && ic >= 0 && ic < i2) \
+            v = x[plane * P + (ia * i1 + ib) * i2 + ic]; \
+        cols[idx] = v; \
+    } \
+} \
+extern "C" __global__ void col2im_##S(long long total, const T* cols, T* x, \
+        long long i0, long long i1, long long i2, long long o0, long long o1, long long o2, \
+        long long k0, long long k1, long long k2, long long s0, long long s1, long long s2, \
+        long long p0, long long p1, long long p2, long long d0, long long d1, long long d2) { \
+    long long L = o0 * o1 * o2, K = k0 * k1 * k2, P = i0 * i1 * i2; \
+    GRID_LOOP(idx, total) { \
+        long long ic = idx % i2, ib = (idx / i2) % i1, ia = (idx / (i2 * i1)) % i0; \
+        long long plane = idx / P; \
+        const T* base = cols + plane * K * L; \
+        T acc = T(0); \
+        for (long long ka = 0; ka < k0; ++ka) { \
+            long long na = ia + p0 - ka * d0; \
+            if (na < 0 || na % s0 != 0 || na / s0 >= o0) continue; \
+            for (long long kb = 0; kb < k1; ++kb) { \
+                long long nb = ib + p1 - kb * d1; \
+                if (nb < 0 || nb % s1 != 0 || nb / s1 >= o1) continue; \
+                for (long long kc = 0; kc < k2; ++kc) { \
+                    long long nc = ic + p2 - kc * d2; \
+                    if (nc < 0 || nc % s2 != 0 || nc / s2 >= o2) continue; \
+                    long long k = (ka * k1 + kb) * k2 + kc; \
+                    acc += base[k * L + ((na / s0) * o1 + nb / s1) * o2 + nc / s2]; \
+                } \
+            } \
+        } \
+        x[idx] = acc; \
+    } \
+}
+
+WINDOW_KERNELS(float, f32)
+WINDOW_KERNELS(double, f64)
+"#;
+
 /// A module: its cache key, its source and the functions it defines.
 pub struct KernelModule {
     /// Cache key (also the NVRTC program name).
@@ -565,6 +621,11 @@ pub const MODULES: &[KernelModule] = &[
             "max_rows_f32",
             "max_rows_f64",
         ],
+    },
+    KernelModule {
+        name: "window",
+        source: || WINDOW.to_string(),
+        functions: &["im2col_f32", "im2col_f64", "col2im_f32", "col2im_f64"],
     },
     KernelModule {
         name: "random",

@@ -116,6 +116,28 @@ pub mod launch {
     pub fn to_host_vec<T: Element>(op: &str, _: &Tensor) -> Result<Vec<T>> {
         none(op)
     }
+    /// The lifted geometry of one sliding-window plane (see the CUDA build).
+    pub type WindowGeometry = [[usize; 3]; 6];
+    /// See the CUDA build.
+    pub fn im2col(
+        op: &str,
+        _: &Tensor,
+        _: &WindowGeometry,
+        _: usize,
+        _: &[usize],
+    ) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn col2im(
+        op: &str,
+        _: &Tensor,
+        _: &WindowGeometry,
+        _: usize,
+        _: &[usize],
+    ) -> Result<Tensor> {
+        none(op)
+    }
     /// See the CUDA build.
     pub fn transfer(op: &str, _: &Tensor, _: Device) -> Result<Tensor> {
         none(op)

@@ -8,7 +8,7 @@ use super::softmax::c_order;
 use super::{from_vec, index_select, narrow};
 use crate::autograd::node::{apply, BackwardCtx, Op};
 use crate::error::{Error, Result};
-use crate::layout::{fmt_shape, Dims};
+use crate::layout::{fmt_shape, Dims, Layout};
 use crate::tensor::Tensor;
 
 /// How `pad` fills the new elements.
@@ -52,6 +52,14 @@ struct ConstantPadOp {
     value: f64,
 }
 
+impl ConstantPadOp {
+    fn out_shape(&self, shape: &[usize]) -> Dims {
+        (0..shape.len())
+            .map(|a| shape[a] + self.before[a] + self.after[a])
+            .collect()
+    }
+}
+
 impl Op for ConstantPadOp {
     fn name(&self) -> &'static str {
         "pad"
@@ -62,9 +70,7 @@ impl Op for ConstantPadOp {
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = inputs[0];
         let shape = x.shape();
-        let oshape: Dims = (0..shape.len())
-            .map(|a| shape[a] + self.before[a] + self.after[a])
-            .collect();
+        let oshape = self.out_shape(shape);
         let nd = shape.len();
         let inner = shape.last().copied().unwrap_or(1);
         Ok(crate::dispatch_any!(x.dtype(), T => {
@@ -94,6 +100,24 @@ impl Op for ConstantPadOp {
             }
             from_vec(out, &oshape)
         }))
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        // A filled buffer, then one strided copy of `x` into its interior view.
+        let x = inputs[0];
+        let oshape = self.out_shape(x.shape());
+        let out = crate::cuda::launch::full("pad", x.device(), &oshape, x.dtype(), self.value)?;
+        let strides = crate::layout::contiguous_strides(&oshape);
+        let offset = (0..oshape.len()).map(|a| self.before[a] * strides[a]).sum();
+        let interior = super::view(
+            &out,
+            Layout {
+                shape: x.shape().into(),
+                strides,
+                offset,
+            },
+        );
+        crate::cuda::launch::copy_into("pad", x, &interior, false)?;
+        Ok(out)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let shape = &ctx.inputs[0].shape;

@@ -170,6 +170,18 @@ impl Plane {
         self.kernel.iter().product()
     }
 
+    /// The geometry as the CUDA kernels take it.
+    fn geometry(&self) -> crate::cuda::launch::WindowGeometry {
+        [
+            self.input,
+            self.out,
+            self.kernel,
+            self.stride,
+            self.padding,
+            self.dilation,
+        ]
+    }
+
     /// Input coordinate on axis `a` of output position `o` and kernel offset `k`, or None in
     /// the padding.
     #[inline]
@@ -330,6 +342,15 @@ impl Op for UnfoldOp {
             from_vec(cols, &[n, c * plane.volume(), plane.out_len()])
         }))
     }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let x = inputs[0];
+        let shape = x.shape();
+        let (planes, spatial) = planes_of("unfold", shape, self.win.rank(), "input")?;
+        let out = self.win.output_size("unfold", &spatial)?;
+        let plane = Plane::new(&self.win, &spatial, &out);
+        let oshape = [shape[0], shape[1] * plane.volume(), plane.out_len()];
+        crate::cuda::launch::im2col("unfold", x, &plane.geometry(), planes, &oshape)
+    }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let shape = &ctx.inputs[0].shape;
         let spatial = &shape[2..];
@@ -344,12 +365,10 @@ struct FoldOp {
     size: Dims,
 }
 
-impl Op for FoldOp {
-    fn name(&self) -> &'static str {
-        "fold"
-    }
-    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        let cols = inputs[0];
+impl FoldOp {
+    /// The plane geometry and the output shape `(N, C, *size)`, or a shape error when `cols`
+    /// is not `(N, C · volume, L)`.
+    fn geometry(&self, cols: &Tensor) -> Result<(Plane, Dims)> {
         let out = self.win.output_size("fold", &self.size)?;
         let plane = Plane::new(&self.win, &self.size, &out);
         let shape = cols.shape();
@@ -366,9 +385,21 @@ impl Op for FoldOp {
                 ),
             ));
         }
-        let (n, c) = (shape[0], shape[1] / k);
-        let mut oshape: Dims = [n, c].into_iter().collect();
+        let mut oshape: Dims = [shape[0], shape[1] / k].into_iter().collect();
         oshape.extend_from_slice(&self.size);
+        Ok((plane, oshape))
+    }
+}
+
+impl Op for FoldOp {
+    fn name(&self) -> &'static str {
+        "fold"
+    }
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let cols = inputs[0];
+        let (plane, oshape) = self.geometry(cols)?;
+        let (k, l) = (plane.volume(), plane.out_len());
+        let (n, c) = (oshape[0], oshape[1]);
         Ok(crate::dispatch!(cols.dtype(), T => {
             let cs = c_order::<T>(cols.data());
             let stride = plane.input_len();
@@ -379,6 +410,11 @@ impl Op for FoldOp {
             });
             from_vec(img, &oshape)
         }))
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (plane, oshape) = self.geometry(inputs[0])?;
+        let planes = oshape[0] * oshape[1];
+        crate::cuda::launch::col2im("fold", inputs[0], &plane.geometry(), planes, &oshape)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![Some(unfold(ctx.grad, &self.win)?)])

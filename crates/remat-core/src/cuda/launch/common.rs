@@ -103,6 +103,10 @@ pub(super) fn grid(n: usize) -> LaunchConfig {
 
 pub(super) fn kernel_name(base: &str, dtype: DType) -> &'static str {
     match (base, dtype) {
+        ("im2col", DType::F32) => "im2col_f32",
+        ("im2col", DType::F64) => "im2col_f64",
+        ("col2im", DType::F32) => "col2im_f32",
+        ("col2im", DType::F64) => "col2im_f64",
         ("unary", DType::F32) => "unary_f32",
         ("unary", DType::F64) => "unary_f64",
         ("binary", DType::F32) => "binary_f32",

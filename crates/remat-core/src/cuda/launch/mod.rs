@@ -5,7 +5,8 @@
 //! Pieces: `common` (buffers, launch plans, grids, kernel names, the `launch!` macro),
 //! `elementwise` (maps, zips, fills, casts, copies, in-place updates), `reduce` (row sums and
 //! maxima), `matmul` (batched GEMM), `nn` (softmax, layer norm, dropout, cross-entropy),
-//! `optim` (fused optimizer steps), `transfer` (host/device copies, synchronisation). Every
+//! `optim` (fused optimizer steps), `transfer` (host/device copies, synchronisation),
+//! `window` (im2col / col2im). Every
 //! public item is re-exported here, so callers use `cuda::launch::NAME`.
 
 mod common;
@@ -15,6 +16,7 @@ mod nn;
 mod optim;
 mod reduce;
 mod transfer;
+mod window;
 
 pub use common::{buffer, plan, tensor};
 pub use elementwise::{
@@ -28,3 +30,4 @@ pub use nn::{
 pub use optim::{adam_step, sgd_step};
 pub use reduce::{max_rows, sum_rows};
 pub use transfer::{synchronize_all, to_host_vec, transfer};
+pub use window::{col2im, im2col, WindowGeometry};
