@@ -32,7 +32,12 @@ fn reduction_of(
     Reduction::parse(op, r).map_err(crate::errors::to_pyerr)
 }
 
-fn optional(op: &str, o: Option<&Bound<'_, PyAny>>, like: &Tensor) -> PyResult<Option<Tensor>> {
+/// An optional tensor argument (None or absent: None) in `like`'s dtype.
+pub(crate) fn optional(
+    op: &str,
+    o: Option<&Bound<'_, PyAny>>,
+    like: &Tensor,
+) -> PyResult<Option<Tensor>> {
     match o {
         Some(o) if !o.is_none() => operand(op, o, like.dtype()).map(Some),
         _ => Ok(None),

@@ -2,17 +2,11 @@
 
 use crate::args;
 use crate::call::{heavy, run};
-use crate::convert::{self, operand};
+use crate::convert;
+use crate::losses::optional;
 use crate::tensor::{wrap, PyTensor};
 use pyo3::prelude::*;
-use remat_core::{ops, Tensor};
-
-fn optional(op: &str, o: Option<&Bound<'_, PyAny>>, like: &Tensor) -> PyResult<Option<Tensor>> {
-    match o {
-        Some(o) if !o.is_none() => operand(op, o, like.dtype()).map(Some),
-        _ => Ok(None),
-    }
-}
+use remat_core::ops;
 
 /// Root-mean-square normalisation over the trailing axes `normalized_shape`, times
 /// `weight`; `eps` None: the dtype's machine epsilon (PyTorch's default).

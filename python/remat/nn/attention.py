@@ -15,18 +15,9 @@ import remat
 from .. import _validate
 from .._remat import Tensor
 from . import init
-from .modules import Linear, Module
+from .modules import Linear, Module, _filled
 
 __all__ = ["MultiheadAttention"]
-
-
-def _empty_param(shape: tuple, device: Any, dtype: Any) -> Tensor:
-    kw: dict = {} if dtype is None else {"dtype": dtype}
-    t = remat.zeros(*shape, **kw)
-    if device is not None and str(device) != "cpu":
-        t = t.to(device)
-    t.requires_grad = True
-    return t
 
 
 def _additive(mask: Tensor | None, like: Tensor, what: str) -> Tensor | None:
@@ -80,22 +71,22 @@ class MultiheadAttention(Module):
         self.batch_first = batch_first
         self.add_zero_attn = add_zero_attn
         if self._qkv_same_embed_dim:
-            self.in_proj_weight = _empty_param((3 * embed_dim, embed_dim), device, dtype)
+            self.in_proj_weight = _filled(0.0, (3 * embed_dim, embed_dim), device, dtype)
             for n in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
                 self.register_parameter(n, None)
         else:
-            self.q_proj_weight = _empty_param((embed_dim, embed_dim), device, dtype)
-            self.k_proj_weight = _empty_param((embed_dim, self.kdim), device, dtype)
-            self.v_proj_weight = _empty_param((embed_dim, self.vdim), device, dtype)
+            self.q_proj_weight = _filled(0.0, (embed_dim, embed_dim), device, dtype)
+            self.k_proj_weight = _filled(0.0, (embed_dim, self.kdim), device, dtype)
+            self.v_proj_weight = _filled(0.0, (embed_dim, self.vdim), device, dtype)
             self.register_parameter("in_proj_weight", None)
         if bias:
-            self.in_proj_bias = _empty_param((3 * embed_dim,), device, dtype)
+            self.in_proj_bias = _filled(0.0, (3 * embed_dim,), device, dtype)
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
         if add_bias_kv:
-            self.bias_k = _empty_param((1, 1, embed_dim), device, dtype)
-            self.bias_v = _empty_param((1, 1, embed_dim), device, dtype)
+            self.bias_k = _filled(0.0, (1, 1, embed_dim), device, dtype)
+            self.bias_v = _filled(0.0, (1, 1, embed_dim), device, dtype)
         else:
             self.register_parameter("bias_k", None)
             self.register_parameter("bias_v", None)

@@ -594,6 +594,16 @@ def _zero_grads(params: Iterable[Tensor], set_to_none: bool) -> None:
 # -- layers -------------------------------------------------------------------------------
 
 
+def _filled(fill: float, shape: tuple, device: Any, dtype: Any) -> Tensor:
+    """A leaf parameter of ``shape`` filled with ``fill`` (ones/zeros init of norms, attention)."""
+    kw: dict = {} if dtype is None else {"dtype": dtype}
+    t = remat.full(shape, fill, **kw)
+    if device is not None and str(device) != "cpu":
+        t = t.to(device)
+    t.requires_grad = True
+    return t
+
+
 def _uniform(shape: tuple, bound: float, dtype: Any, device: Any) -> Tensor:
     """A leaf tensor drawn from U(-bound, bound) with remat's seeded generator."""
     with remat.no_grad():

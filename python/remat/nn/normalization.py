@@ -10,18 +10,9 @@ import remat
 
 from .. import _validate
 from .._remat import Tensor
-from .modules import Module
+from .modules import Module, _filled
 
 __all__ = ["RMSNorm", "GroupNorm"]
-
-
-def _param(fill: float, shape: tuple, device: Any, dtype: Any) -> Tensor:
-    kw: dict = {} if dtype is None else {"dtype": dtype}
-    t = remat.full(shape, fill, **kw)
-    if device is not None and str(device) != "cpu":
-        t = t.to(device)
-    t.requires_grad = True
-    return t
 
 
 class RMSNorm(Module):
@@ -47,7 +38,7 @@ class RMSNorm(Module):
         self.eps = None if eps is None else _validate.nonnegative("RMSNorm", "eps", eps)
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = _param(1.0, self.normalized_shape, device, dtype)
+            self.weight = _filled(1.0, self.normalized_shape, device, dtype)
         else:
             self.register_parameter("weight", None)
 
@@ -86,8 +77,8 @@ class GroupNorm(Module):
         self.eps = _validate.nonnegative("GroupNorm", "eps", eps)
         self.affine = affine
         if affine:
-            self.weight = _param(1.0, (num_channels,), device, dtype)
-            self.bias = _param(0.0, (num_channels,), device, dtype)
+            self.weight = _filled(1.0, (num_channels,), device, dtype)
+            self.bias = _filled(0.0, (num_channels,), device, dtype)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)

@@ -206,10 +206,10 @@ impl Plane {
         (lo, hi.max(lo))
     }
 
-    /// Visit every (kernel offset row, output line): `f(row, line_start, input_line_base,
-    /// lo, hi, k_last)` where `input_line_base` is None when the line lies in the padding.
+    /// Visit every (kernel offset row, output line): `f(line_start, input_line_base, lo, hi,
+    /// k_last)` where `input_line_base` is None when the line lies in the padding.
     #[inline]
-    fn for_lines(&self, mut f: impl FnMut(usize, usize, Option<usize>, usize, usize, usize)) {
+    fn for_lines(&self, mut f: impl FnMut(usize, Option<usize>, usize, usize, usize)) {
         let l = self.out_len();
         let mut row = 0;
         for ka in 0..self.kernel[0] {
@@ -227,7 +227,7 @@ impl Plane {
                                 }
                                 _ => None,
                             };
-                            f(row, o, base, lo, hi, kc);
+                            f(o, base, lo, hi, kc);
                             o += self.out[2];
                         }
                     }
@@ -249,7 +249,7 @@ impl Plane {
         let zero = T::default();
         let w = self.out[2];
         let s = self.stride[2];
-        self.for_lines(|_, o, base, lo, hi, kc| {
+        self.for_lines(|o, base, lo, hi, kc| {
             let line = &mut cols[o..o + w];
             let Some(base) = base else {
                 line.fill(zero);
@@ -275,7 +275,7 @@ impl Plane {
     pub(crate) fn fold_into<T: Element>(&self, cols: &[T], x: &mut [T]) {
         let w = self.out[2];
         let s = self.stride[2];
-        self.for_lines(|_, o, base, lo, hi, kc| {
+        self.for_lines(|o, base, lo, hi, kc| {
             let (Some(base), true) = (base, lo < hi) else {
                 return;
             };
