@@ -49,6 +49,8 @@ WRAPPED = {
     "profiler_peak_bytes": "remat.CheckpointProfiler",
     "profiler_report": "remat.CheckpointProfiler",
     "profiler_records": "remat.CheckpointProfiler",
+    "profiler_memory_timeline": "remat.CheckpointProfiler",
+    "profiler_chrome_trace": "remat.CheckpointProfiler",
     "checkpoint_segment": "remat.checkpoint_segment",
     "adaptive_checkpoint": "remat.adaptive_checkpoint",
     "sequential_plan": "remat.sequential_plan",

@@ -7,6 +7,7 @@ keeps less memory alive between forward and backward; the engine's byte counters
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any, Callable
 from collections.abc import Sequence
 
@@ -286,10 +287,64 @@ def gradient_checkpoint_forward(model: Callable[..., Any], use_gradient_checkpoi
     return model(*args, **kwargs)
 
 
+def _spans(rows: list[tuple[float, int, str]], begin: str, end: str) -> list[tuple[float, float]]:
+    """(start, end) seconds of each span whose rows start with ``begin`` and ``end``."""
+    open_at: dict[str, list[float]] = {}
+    spans = []
+    for t, _, ev in rows:
+        # The end first: "backward_end" also starts with "backward".
+        if ev.startswith(end):
+            if open_at.get(ev[len(end):]):
+                spans.append((open_at[ev[len(end):]].pop(), t))
+        elif ev.startswith(begin):
+            open_at.setdefault(ev[len(begin):], []).append(t)
+    return spans
+
+
+def _plot_timeline(rows: list[tuple[float, int, str]], path: str | os.PathLike[str]) -> None:
+    try:
+        # A bare Figure renders to a file without pyplot, so the user's backend is untouched.
+        from matplotlib.figure import Figure
+    except ImportError as e:
+        raise ImportError("CheckpointProfiler.plot needs matplotlib: pip install matplotlib") from e
+    fig = Figure(figsize=(10, 4))
+    ax = fig.subplots()
+    mem = [(t, b) for t, b, ev in rows if ev.startswith("memory")]
+    if mem:
+        ts, bs = zip(*mem)
+        ax.step(ts, [b / 2**20 for b in bs], where="post", lw=1, color="tab:blue",
+                label="live bytes")
+        k = max(range(len(bs)), key=bs.__getitem__)
+        ax.plot([ts[k]], [bs[k] / 2**20], "v", color="tab:red",
+                label=f"peak {bs[k] / 2**20:.2f} MiB")
+    for i, (a, b) in enumerate(_spans(rows, "backward", "backward_end")):
+        ax.axvspan(a, b, color="tab:gray", alpha=0.15, lw=0,
+                   label="backward" if i == 0 else None)
+    for i, (a, b) in enumerate(_spans(rows, "recompute:", "recompute_end:")):
+        ax.axvspan(a, b, color="tab:orange", alpha=0.35, lw=0,
+                   label="recompute" if i == 0 else None)
+    marks = [t for t, _, ev in rows if ev.startswith("checkpoint:")]
+    if marks:
+        ax.plot(marks, [0.0] * len(marks), "|", color="tab:green", ms=12,
+                label="checkpoint made")
+    ax.set_xlabel("seconds since tracking started")
+    ax.set_ylabel("live tensor memory (MiB)")
+    ax.set_title("remat: memory over time")
+    ax.legend(loc="upper left", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path)
+
+
 class CheckpointProfiler:
     """Real figures from the engine's byte counters: bytes not kept thanks to checkpointing
     (each storage once), checkpoint and recompute counts, recompute seconds, the peak of live
-    bytes while tracking, per-checkpoint records and a readable report. The methods are static
+    bytes while tracking, per-checkpoint records, a readable report, the memory timeline
+    (``memory_timeline()``, ``export_chrome_trace(path)``, ``plot(path)``).
+
+    ``memory_saved()`` is not the drop in peak: it sums every activation a checkpoint did not
+    keep, over the whole tracked run, while the peak only falls by what was not kept *at the
+    peak's moment*, less what the recompute allocates during backward. Compare
+    ``peak_bytes()`` of a plain and a checkpointed run for the drop in peak. The methods are static
     (``CheckpointProfiler.memory_saved()``) and also work on an instance used as a context
     manager (``with CheckpointProfiler() as prof:`` resets and tracks inside the block)."""
 
@@ -347,6 +402,32 @@ class CheckpointProfiler:
             {"name": n, "kind": k, "bytes_saved": b, "recompute_seconds": s, "recompute_count": c}
             for (n, k, b, s, c) in _remat.profiler_records()
         ]
+
+    @staticmethod
+    def memory_timeline() -> list[tuple[float, int, str]]:
+        """Live bytes over time since tracking started (or the last reset), sorted by time, as
+        ``(seconds, live_bytes, event)``. ``event`` is ``"memory"`` for an allocation or free
+        on the CPU (``"memory cuda:0"`` on a device), ``"checkpoint:NAME"`` when a checkpoint
+        is made, ``"recompute:NAME"`` / ``"recompute_end:NAME"`` around a recompute, and
+        ``"backward"`` / ``"backward_end"`` around a backward pass. The timeline is bounded
+        (65,536 entries): a long run keeps the curve's shape and peaks at a coarser
+        resolution."""
+        return _remat.profiler_memory_timeline()
+
+    @staticmethod
+    def export_chrome_trace(path: str | os.PathLike[str]) -> None:
+        """Write the timeline as a Trace Event Format JSON file that Perfetto
+        (ui.perfetto.dev) and chrome://tracing open: a counter track of live bytes,
+        recomputes and backward passes as spans, checkpoints as instant events."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(_remat.profiler_chrome_trace())
+
+    @staticmethod
+    def plot(path: str | os.PathLike[str]) -> None:
+        """Draw live memory over time with the checkpoint events to an image file (its
+        format from the suffix, e.g. ``.png`` or ``.svg``) through matplotlib: backward
+        passes and recomputes shaded, checkpoints as ticks, the peak marked."""
+        _plot_timeline(_remat.profiler_memory_timeline(), path)
 
     def __enter__(self) -> CheckpointProfiler:
         _remat.profiler_reset()

@@ -20,7 +20,7 @@ static COUNTERS: Counters = Counters {
     peak: [const { AtomicUsize::new(0) }; MAX_DEVICES],
 };
 
-/// Called after every allocation with the device and its live bytes.
+/// Called after every allocation and every free with the device and its live bytes.
 pub(crate) type AllocObserver = fn(Device, usize);
 
 /// The installed observer. A `OnceLock` rather than a lock: reading it is one atomic load on
@@ -50,7 +50,12 @@ pub(crate) fn on_alloc(device: Device, bytes: usize) {
 
 /// Record that `bytes` of storage on `device` were freed.
 pub(crate) fn on_free(device: Device, bytes: usize) {
-    COUNTERS.current[slot(device)].fetch_sub(bytes, Ordering::Relaxed);
+    let now = COUNTERS.current[slot(device)]
+        .fetch_sub(bytes, Ordering::Relaxed)
+        .wrapping_sub(bytes);
+    if let Some(observe) = OBSERVER.get() {
+        observe(device, now);
+    }
 }
 
 /// Bytes of live tensor storage on `device`.

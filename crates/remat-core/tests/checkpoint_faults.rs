@@ -431,6 +431,11 @@ fn the_profiler_holds_a_bounded_amount_while_tracking() {
         records.iter().map(|r| r.bytes_saved).sum::<usize>()
     );
     assert!(held.iter().all(|&h| h <= 4), "{:?}", &held[..10]);
+    let timeline = profiler::timeline_entries();
+    assert!(
+        timeline > 0 && timeline <= checkpoint::timeline::CAPACITY,
+        "{timeline}"
+    );
     profiler::reset();
 }
 

@@ -353,6 +353,16 @@ fn profiler_records() -> Vec<(String, String, usize, f64, usize)> {
         })
         .collect()
 }
+/// The profiler's memory timeline as (seconds, live_bytes, event) rows.
+#[pyfunction]
+fn profiler_memory_timeline() -> Vec<(f64, usize, String)> {
+    profiler::memory_timeline()
+}
+/// The profiler's timeline as a Chrome / Perfetto trace (JSON text).
+#[pyfunction]
+fn profiler_chrome_trace() -> String {
+    profiler::chrome_trace()
+}
 
 /// Live recipes, segments and recompute caches (zero once every checkpointed graph is gone).
 #[pyfunction]
@@ -383,6 +393,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(profiler_peak_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(profiler_report, m)?)?;
     m.add_function(wrap_pyfunction!(profiler_records, m)?)?;
+    m.add_function(wrap_pyfunction!(profiler_memory_timeline, m)?)?;
+    m.add_function(wrap_pyfunction!(profiler_chrome_trace, m)?)?;
     m.add_function(wrap_pyfunction!(live_checkpoint_state, m)?)?;
     Ok(())
 }

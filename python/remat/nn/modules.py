@@ -13,6 +13,7 @@ The layers are thin wrappers around remat's functions; all arithmetic runs in th
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 from collections.abc import Iterable, Iterator
@@ -128,6 +129,17 @@ def _fmt_shape(shape: Iterable[int]) -> str:
 def _addindent(text: str, n: int) -> str:
     lines = text.split("\n")
     return "\n".join([lines[0]] + [" " * n + line for line in lines[1:]])
+
+
+_calls = threading.local()
+
+
+def _call_stack() -> list[Module]:
+    """The modules being called on this thread, outermost first."""
+    stack = getattr(_calls, "stack", None)
+    if stack is None:
+        stack = _calls.stack = []
+    return stack
 
 
 class Module:
@@ -252,6 +264,34 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward() defined")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # The chain of module calls, so a checkpointed module is named by its qualified name.
+        stack = _call_stack()
+        stack.append(self)
+        try:
+            return self._call_with_hooks(args, kwargs)
+        finally:
+            stack.pop()
+
+    def _qualified_name(self) -> str:
+        """This call's name relative to the outermost module being called (``blocks.3``),
+        or the class name when it is called on its own."""
+        stack = _call_stack()
+        key = tuple(map(id, stack))
+        cached = self.__dict__.get("_qualname_cache")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        parts: list[str] = []
+        for parent, child in zip(stack, stack[1:]):
+            rel = next((n for n, m in parent.named_modules() if m is child and n), None)
+            if rel is None:  # a module called by another that does not own it
+                parts = []
+            else:
+                parts.append(rel)
+        name = ".".join(parts) or type(self).__name__
+        self.__dict__["_qualname_cache"] = (key, name)
+        return name
+
+    def _call_with_hooks(self, args: tuple, kwargs: dict) -> Any:
         hooks = self.__dict__.get("_hooks")
         if hooks:
             for hook, with_kwargs in list(hooks.pre.values()):
@@ -281,7 +321,7 @@ class Module:
             # Arguments travel packed, so every keyword reaches forward (none is taken for
             # checkpoint_segment's own options) and every Tensor in them is a segment input.
             return remat.checkpoint_segment(
-                _checkpoint_apply, self.forward, args, kwargs, name=type(self).__name__,
+                _checkpoint_apply, self.forward, args, kwargs, name=self._qualified_name(),
                 policy=self.__dict__.get("activation_checkpointing_policy"),
             )
         return self.forward(*args, **kwargs)

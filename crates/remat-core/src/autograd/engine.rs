@@ -243,6 +243,7 @@ fn run(
 ) -> Result<HashMap<Key, Tensor>> {
     let retain_graph = opts.retain();
     let create_graph = opts.create_graph;
+    let _span = crate::checkpoint::profiler::backward_span();
     let _mode: GradModeGuard = if create_graph {
         enable_grad()
     } else {

@@ -14,6 +14,7 @@ pub mod segment;
 pub mod sequential;
 
 pub(crate) mod slot;
+pub mod timeline;
 pub(crate) mod touched;
 
 pub use group::CheckpointGroup;

@@ -3,8 +3,11 @@
 //! storage counted once.
 //!
 //! Memory held while tracking is bounded: a record lives only as long as its checkpoint;
-//! when the checkpoint goes, its figures are folded into one total per (name, kind).
+//! when the checkpoint goes, its figures are folded into one total per (name, kind). The
+//! memory timeline (live bytes over time with the checkpoint, recompute and backward events)
+//! is bounded too: see [`super::timeline`].
 
+use super::timeline::{Timeline, TimelineRow};
 use crate::device::Device;
 use crate::memory;
 use crate::storage::Storage;
@@ -12,7 +15,7 @@ use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A storage a checkpoint did not keep: its id and size, and whether it is still alive.
 pub(crate) struct StorageRef {
@@ -190,6 +193,15 @@ static TRACKING: AtomicBool = AtomicBool::new(false);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 static NEXT_RECORD: AtomicU64 = AtomicU64::new(1);
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| Mutex::new(State::default()));
+/// Its own lock (not `STATE`'s): every allocation and free while tracking takes it. Lock
+/// order where both are taken: `STATE`, then `TIMELINE`.
+static TIMELINE: Mutex<Option<Timeline>> = Mutex::new(None);
+
+fn on_timeline(f: impl FnOnce(&mut Timeline)) {
+    if let Some(t) = TIMELINE.lock().as_mut() {
+        f(t);
+    }
+}
 
 pub(crate) fn new_record(name: String, kind: &'static str) -> Option<RecordHandle> {
     if !TRACKING.load(Ordering::Relaxed) {
@@ -210,6 +222,7 @@ pub(crate) fn new_record(name: String, kind: &'static str) -> Option<RecordHandl
     st.checkpoints += 1;
     st.totals_of(&r.name, kind);
     st.live.insert(r.id, r.clone());
+    on_timeline(|t| t.checkpoint(&r.name));
     Some(RecordHandle(r))
 }
 
@@ -243,14 +256,35 @@ pub(crate) fn on_recompute(record: Option<&Record>, dt: Duration) {
         let mut st = STATE.lock();
         st.recomputes += 1;
         st.recompute_ns += ns;
+        let name = record.map_or("(untracked checkpoint)", |r| r.name.as_str());
+        on_timeline(|t| t.recompute(name, dt));
     }
 }
 
-/// The byte counters' allocation observer (installed by `start_tracking`; the counters do
-/// not know about the profiler).
-fn observe_bytes(_device: Device, now: usize) {
+/// Marks a backward pass on the timeline when dropped (held by the autograd engine's run).
+pub(crate) struct BackwardSpan(Option<Instant>);
+
+/// Start a backward span (nothing is recorded unless tracking).
+pub(crate) fn backward_span() -> BackwardSpan {
+    BackwardSpan(TRACKING.load(Ordering::Relaxed).then(Instant::now))
+}
+
+impl Drop for BackwardSpan {
+    fn drop(&mut self) {
+        if let Some(start) = self.0 {
+            if TRACKING.load(Ordering::Relaxed) {
+                on_timeline(|t| t.backward(start.elapsed()));
+            }
+        }
+    }
+}
+
+/// The byte counters' observer of allocations and frees (installed by `start_tracking`; the
+/// counters do not know about the profiler).
+fn observe_bytes(device: Device, now: usize) {
     if TRACKING.load(Ordering::Relaxed) {
         PEAK.fetch_max(now, Ordering::Relaxed);
+        on_timeline(|t| t.memory(device, now));
     }
 }
 
@@ -258,7 +292,9 @@ fn observe_bytes(_device: Device, now: usize) {
 pub fn start_tracking() {
     // Installed on first use (idempotent): the counters call out only to what subscribed.
     memory::set_alloc_observer(observe_bytes);
-    PEAK.store(memory::memory_allocated(Device::Cpu), Ordering::Relaxed);
+    let now = memory::memory_allocated(Device::Cpu);
+    PEAK.store(now, Ordering::Relaxed);
+    TIMELINE.lock().get_or_insert_with(|| Timeline::new(now));
     TRACKING.store(true, Ordering::Relaxed);
 }
 
@@ -276,7 +312,30 @@ pub fn is_tracking() -> bool {
 pub fn reset() {
     // Records of checkpoints still alive are forgotten: their handles find nothing to fold.
     *STATE.lock() = State::default();
-    PEAK.store(memory::memory_allocated(Device::Cpu), Ordering::Relaxed);
+    let now = memory::memory_allocated(Device::Cpu);
+    PEAK.store(now, Ordering::Relaxed);
+    *TIMELINE.lock() = TRACKING.load(Ordering::Relaxed).then(|| Timeline::new(now));
+}
+
+/// Live bytes over time since tracking started (or the last reset), sorted by time: one row
+/// per allocation or free (`"memory"`, or `"memory cuda:0"` for a device), per checkpoint
+/// made (`"checkpoint:NAME"`), per recompute (`"recompute:NAME"` and `"recompute_end:NAME"`)
+/// and per backward pass (`"backward"`, `"backward_end"`). Bounded: a long run keeps the
+/// shape and the peaks of the curve at a coarser resolution.
+pub fn memory_timeline() -> Vec<TimelineRow> {
+    TIMELINE
+        .lock()
+        .as_ref()
+        .map(Timeline::rows)
+        .unwrap_or_default()
+}
+
+/// The timeline as a Chrome / Perfetto trace (Trace Event Format, JSON object form).
+pub fn chrome_trace() -> String {
+    match TIMELINE.lock().as_ref() {
+        Some(t) => t.chrome_trace(),
+        None => Timeline::new(memory::memory_allocated(Device::Cpu)).chrome_trace(),
+    }
 }
 
 /// Bytes of tensors not kept thanks to checkpointing, each storage counted once.
@@ -349,6 +408,12 @@ pub fn records() -> Vec<RecordInfo> {
 pub fn held_entries() -> usize {
     let st = STATE.lock();
     st.totals.len() + st.live.len() + st.counted.len()
+}
+
+/// Entries the memory timeline holds: at most [`super::timeline::CAPACITY`], however long
+/// tracking runs.
+pub fn timeline_entries() -> usize {
+    TIMELINE.lock().as_ref().map_or(0, Timeline::len)
 }
 
 fn human(bytes: usize) -> String {
