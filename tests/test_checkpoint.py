@@ -114,7 +114,7 @@ def test_every_entry_point_matches_plain_on_an_mlp(devices):
         "sequential(3, offload)": lambda: remat.checkpoint_sequential(m.layers, 3, x,
                                                                       offload=True),
         "sequential(budget)": lambda: remat.checkpoint_sequential(
-            m.layers, None, x, budget_bytes=2400),
+            m.layers, None, x, budget_bytes=4000),
         "gradient_checkpoint_forward": per_layer(
             lambda f, h: remat.gradient_checkpoint_forward(f, True, False, h)),
         "gradient_checkpoint_forward(offload)": per_layer(

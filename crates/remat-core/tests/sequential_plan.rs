@@ -152,10 +152,12 @@ fn bad_plans_are_value_errors_not_panics() {
     let calls = Arc::new(AtomicUsize::new(0));
     let (layers, _w) = counting_layers(4, &calls);
     let x = input();
-    let run = |start, end, checkpointed| PlanSegment {
-        start,
-        end,
-        checkpointed,
+    let run = |start, end, checkpointed| {
+        if checkpointed {
+            PlanSegment::checkpoint(start, end)
+        } else {
+            PlanSegment::plain(start, end)
+        }
     };
     // Out of range: slicing the layers would have panicked.
     is_value_error(
@@ -264,4 +266,32 @@ fn under_no_grad_the_layers_simply_run() {
     assert_eq!(z.to_vec::<f64>(), y.to_vec::<f64>());
     let loss = ops::sum(&z, None, false).unwrap();
     autograd::backward(&[(loss, None)], false).unwrap();
+}
+
+/// The gradients of `layers` on `x` under `runs` (and the layer calls it took).
+fn grads_under(runs: &[PlanSegment], depth: usize) -> (Vec<Vec<f64>>, usize) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (layers, weights) = counting_layers(depth, &calls);
+    let y = checkpoint::run_plan(&layers, runs, &input(), true).unwrap();
+    let loss = ops::sum(&ops::mul(&y, &y).unwrap(), None, false).unwrap();
+    autograd::backward(&[(loss, None)], false).unwrap();
+    let grads = weights
+        .iter()
+        .map(|w| w.grad().unwrap().to_vec::<f64>())
+        .collect();
+    (grads, calls.load(Ordering::Relaxed))
+}
+
+#[test]
+fn nested_plans_replay_by_their_inner_schedule_with_identical_gradients() {
+    let (plain, plain_calls) = grads_under(&[PlanSegment::plain(0, 8)], 8);
+    assert_eq!(plain_calls, 8);
+    let mut outer = PlanSegment::checkpoint(0, 6);
+    outer.inner = vec![PlanSegment::checkpoint(0, 3), PlanSegment::plain(3, 6)];
+    assert_eq!(outer.depth(), 2);
+    let (nested, calls) = grads_under(&[outer, PlanSegment::plain(6, 8)], 8);
+    assert_eq!(nested, plain);
+    // The forward (8), the outer replay (6, the inner run's forward included), then the
+    // inner run's own replay (3).
+    assert_eq!(calls, 8 + 6 + 3);
 }

@@ -94,9 +94,6 @@ pub(crate) enum SaveMode {
     /// Inside a segment's recompute: saved tensors are collected in order. The graph is
     /// built as in a plain run (slots keep the data), so the function may call `grad` itself.
     Capture(Rc<Capture>),
-    /// Inside a nested segment during an outer recompute: nothing is collected (the outer
-    /// capture is carried only to honour its early stop).
-    Discard(Rc<Capture>),
 }
 
 struct Entry {
@@ -231,7 +228,7 @@ pub(crate) fn slot_for(t: &Tensor, mode: &SaveMode, who: &'static str) -> Slot {
     match mode {
         SaveMode::Segment(seg) => Slot::Segment(seg.clone(), seg.save(t.data(), who)),
         // A recompute keeps what it computed: its graph lives only until it returns.
-        SaveMode::Capture(_) | SaveMode::Discard(_) => Slot::stored(t.data()),
+        SaveMode::Capture(_) => Slot::stored(t.data()),
         // A recipe that no longer replays the value (written in place since) is not used.
         _ => match t.recipe() {
             Some(r) if r.is_current() => Slot::recompute(r),
@@ -261,7 +258,7 @@ pub(crate) fn slot_for_data(d: &TensorData, mode: &SaveMode, who: &'static str) 
 /// every tensor its backward needs has been captured: the rest of the function is skipped.
 pub(crate) fn check_early_stop(mode: &SaveMode) -> Result<()> {
     match mode {
-        SaveMode::Capture(c) | SaveMode::Discard(c) if c.is_full() => Err(Error::EarlyStop),
+        SaveMode::Capture(c) if c.is_full() => Err(Error::EarlyStop),
         _ => Ok(()),
     }
 }

@@ -20,10 +20,16 @@ pub struct LayerCost {
     pub saved: usize,
     /// Bytes of the layer's output.
     pub output: usize,
+    /// Measured forward time in nanoseconds (0: unknown; the planner then weighs layers by
+    /// the bytes they make).
+    pub compute_ns: u64,
+    /// Bytes of the largest tensor the layer saved that it neither made nor took as input
+    /// (a weight): its gradient is made in backward before it is added to `.grad`.
+    pub weights: usize,
 }
 
 /// One run of layers `[start, end)`, checkpointed or plain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlanSegment {
     /// First layer.
     pub start: usize,
@@ -31,6 +37,39 @@ pub struct PlanSegment {
     pub end: usize,
     /// Whether the run is a checkpoint segment.
     pub checkpointed: bool,
+    /// For a checkpointed run: the schedule its replay in backward follows (runs covering
+    /// `[start, end)`, themselves possibly nested); empty: the replay keeps every layer.
+    pub inner: Vec<PlanSegment>,
+}
+
+impl PlanSegment {
+    /// A plain run of layers `[start, end)`.
+    pub fn plain(start: usize, end: usize) -> PlanSegment {
+        PlanSegment {
+            start,
+            end,
+            checkpointed: false,
+            inner: Vec::new(),
+        }
+    }
+
+    /// A checkpointed run of layers `[start, end)` whose replay keeps every layer.
+    pub fn checkpoint(start: usize, end: usize) -> PlanSegment {
+        PlanSegment {
+            start,
+            end,
+            checkpointed: true,
+            inner: Vec::new(),
+        }
+    }
+
+    /// How deep checkpoints nest in this run (0 for a plain run).
+    pub fn depth(&self) -> usize {
+        if !self.checkpointed {
+            return 0;
+        }
+        1 + self.inner.iter().map(PlanSegment::depth).max().unwrap_or(0)
+    }
 }
 
 /// A segmentation of the chain with its modelled figures.
@@ -44,19 +83,31 @@ pub struct Plan {
     pub peak_bytes: usize,
     /// Modelled recompute cost (bytes re-materialised).
     pub recompute_bytes: usize,
+    /// Layer forwards re-run in backward (a layer replayed at two levels counts twice).
+    pub recompute_layers: usize,
 }
 
 /// Check that `runs` cover layers `[0, n)` in order, each layer exactly once, with no empty
 /// run: a plan from elsewhere (a caller, a cache) is checked before it is run, so a bad one
 /// is an [`Error::Value`] naming the offending run rather than a panic on an index.
 pub fn validate_segments(runs: &[PlanSegment], n: usize) -> Result<()> {
-    let bad = |message: String| {
-        Err(Error::value(
+    check_runs(runs, 0, n, n).map_err(|message| {
+        Error::value(
             "checkpoint_sequential",
             format!("invalid plan for {n} layers: {message}"),
-        ))
-    };
-    let mut next = 0;
+        )
+    })
+}
+
+/// Whether `runs` cover `[lo, hi)` in order (and each checkpointed run's inner schedule its
+/// own layers); the message names the first offending run.
+fn check_runs(
+    runs: &[PlanSegment],
+    lo: usize,
+    hi: usize,
+    n: usize,
+) -> std::result::Result<(), String> {
+    let mut next = lo;
     for (i, r) in runs.iter().enumerate() {
         if r.start != next {
             let what = if r.start < next {
@@ -64,57 +115,338 @@ pub fn validate_segments(runs: &[PlanSegment], n: usize) -> Result<()> {
             } else {
                 "leaves a gap before"
             };
-            return bad(format!(
+            return Err(format!(
                 "run {i} ({}..{}) {what} layer {next} (runs must follow each other)",
                 r.start, r.end
             ));
         }
         if r.end <= r.start {
-            return bad(format!("run {i} ({}..{}) is empty", r.start, r.end));
+            return Err(format!("run {i} ({}..{}) is empty", r.start, r.end));
         }
-        if r.end > n {
-            return bad(format!(
-                "run {i} ({}..{}) goes past the last layer",
-                r.start, r.end
-            ));
+        if r.end > hi {
+            let what = if hi == n {
+                "the last layer"
+            } else {
+                "its enclosing run"
+            };
+            return Err(format!("run {i} ({}..{}) goes past {what}", r.start, r.end));
+        }
+        if !r.inner.is_empty() {
+            if !r.checkpointed {
+                return Err(format!(
+                    "run {i} ({}..{}) is plain but has an inner schedule",
+                    r.start, r.end
+                ));
+            }
+            check_runs(&r.inner, r.start, r.end, n)
+                .map_err(|m| format!("inside run {i} ({}..{}): {m}", r.start, r.end))?;
         }
         next = r.end;
     }
-    if next != n {
-        return bad(format!("the runs end at layer {next}, not {n}"));
+    if next != hi {
+        return Err(format!("the runs end at layer {next}, not {hi}"));
     }
     Ok(())
 }
 
-const BUCKETS: usize = 96;
+/// Memory is planned in this many buckets of the budget (costs rounded up, so the model never
+/// under-counts).
+const BUCKETS: usize = 128;
 
-/// Chains longer than this are planned over groups of consecutive layers (segment boundaries
-/// fall between groups), keeping the dynamic programme fast for very deep models.
+/// Non-uniform chains longer than this are planned over groups of consecutive layers (segment
+/// boundaries fall between groups), keeping the cubic programme fast for very deep models.
+/// Uniform chains have a programme over lengths only and are never grouped.
 const MAX_UNITS: usize = 128;
 
-/// The cheapest plan (least recompute) whose modelled peak fits `budget` bytes.
-/// `input_bytes` is the size of the chain's input.
-pub fn plan_budget(costs: &[LayerCost], input_bytes: usize, budget: usize) -> Result<Plan> {
-    if costs.len() <= MAX_UNITS {
-        return plan_units(costs, input_bytes, budget);
-    }
-    let group = costs.len().div_ceil(MAX_UNITS);
-    let grouped: Vec<LayerCost> = costs
-        .chunks(group)
-        .map(|c| LayerCost {
-            saved: c.iter().map(|l| l.saved).sum(),
-            output: c.last().map_or(0, |l| l.output),
-        })
-        .collect();
-    let mut plan = plan_units(&grouped, input_bytes, budget)?;
-    for s in plan.segments.iter_mut() {
-        s.start = (s.start * group).min(costs.len());
-        s.end = (s.end * group).min(costs.len());
-    }
-    Ok(plan)
+const INF: u64 = u64::MAX;
+
+/// The chain as the programme sees it: per unit, bytes kept when run plainly, output bytes
+/// and forward cost.
+struct Chain {
+    saved: Vec<usize>,
+    output: Vec<usize>,
+    cost: Vec<u64>,
+    /// Every unit alike: the optimum depends only on a run's length (Revolve's setting).
+    uniform: bool,
 }
 
-fn plan_units(costs: &[LayerCost], input_bytes: usize, budget: usize) -> Result<Plan> {
+impl Chain {
+    fn new(costs: &[LayerCost]) -> Chain {
+        // Measured times when every layer has one; otherwise bytes made stand in for work.
+        let timed = costs.iter().all(|c| c.compute_ns > 0);
+        let cost: Vec<u64> = costs
+            .iter()
+            .map(|c| {
+                if timed {
+                    c.compute_ns
+                } else {
+                    c.saved.max(c.output).max(1) as u64
+                }
+            })
+            .collect();
+        let uniform = costs
+            .windows(2)
+            .all(|w| w[0].saved == w[1].saved && w[0].output == w[1].output);
+        // Timings of alike layers differ only by noise: plan with their mean.
+        let cost = if uniform && !cost.is_empty() {
+            let mean = cost.iter().sum::<u64>() / cost.len() as u64;
+            vec![mean.max(1); cost.len()]
+        } else {
+            cost
+        };
+        Chain {
+            saved: costs.iter().map(|c| c.saved).collect(),
+            output: costs.iter().map(|c| c.output).collect(),
+            cost,
+            uniform,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.saved.len()
+    }
+
+    /// The least memory (bytes) any schedule of units `[0, n)` needs, and for every sub-run.
+    /// `min[s][e]`: keep unit `s` plainly and go on, or checkpoint `[s, j)`, keep its output
+    /// and go on, then replay `[s, j)` once the rest is freed (beside its output's gradient).
+    fn min_room(&self) -> usize {
+        let n = self.len();
+        if self.uniform {
+            // By length only: `min[l]` for any run of `l` alike units.
+            let (saved, output) = (self.saved[0], self.output[0]);
+            let mut min = vec![0usize; n + 1];
+            for l in 1..=n {
+                min[l] = (1..l)
+                    .map(|k| output + min[l - k].max(min[k]))
+                    .fold(saved + min[l - 1], usize::min);
+            }
+            return min[n];
+        }
+        let mut min = vec![vec![0usize; n + 1]; n + 1];
+        for len in 1..=n {
+            for s in 0..=n - len {
+                let e = s + len;
+                min[s][e] = (s + 1..e)
+                    .map(|j| self.output[j - 1] + min[j][e].max(min[s][j]))
+                    .fold(self.saved[s] + min[s + 1][e], usize::min);
+            }
+        }
+        min[0][n]
+    }
+}
+
+/// One choice of the programme for a run `[s, e)` at a memory level.
+#[derive(Clone, Copy)]
+enum Choice {
+    /// Keep unit `s`'s saved tensors and go on with `[s + 1, e)`.
+    Keep,
+    /// Checkpoint `[s, s + len)`: run it without keeping anything, keep its output, do the
+    /// rest, then replay it (itself planned in the same memory less its output's gradient).
+    Split(usize),
+}
+
+/// The optimal schedules under `m` buckets, as a table over (run, memory).
+struct Programme<'a> {
+    chain: &'a Chain,
+    buckets: usize,
+    bucket: usize,
+    /// `opt[key(s, e)][m]`: least total forward cost of `[s, e)` (first run included);
+    /// `choice` alike.
+    opt: Vec<Vec<u64>>,
+    choice: Vec<Vec<Choice>>,
+    prefix_cost: Vec<u64>,
+}
+
+impl<'a> Programme<'a> {
+    fn key(&self, s: usize, e: usize) -> usize {
+        let n = self.chain.len();
+        if self.chain.uniform {
+            e - s
+        } else {
+            s * (n + 1) + e
+        }
+    }
+
+    fn q(&self, bytes: usize) -> usize {
+        bytes.div_ceil(self.bucket)
+    }
+
+    fn forward_cost(&self, s: usize, e: usize) -> u64 {
+        self.prefix_cost[e] - self.prefix_cost[s]
+    }
+
+    fn solve(chain: &'a Chain, room: usize) -> Programme<'a> {
+        let n = chain.len();
+        // The bucket: a multiple of every size's common divisor (so alike sizes are counted
+        // exactly), at least room / BUCKETS (so the table stays small).
+        let g = chain
+            .saved
+            .iter()
+            .chain(&chain.output)
+            .filter(|&&b| b > 0)
+            .fold(0usize, |g, &b| gcd(g, b))
+            .max(1);
+        let bucket = room.div_ceil(BUCKETS).div_ceil(g).max(1) * g;
+        let buckets = room / bucket;
+        let mut prefix_cost = vec![0u64; n + 1];
+        for i in 0..n {
+            prefix_cost[i + 1] = prefix_cost[i] + chain.cost[i];
+        }
+        let keys = if chain.uniform {
+            n + 1
+        } else {
+            (n + 1) * (n + 1)
+        };
+        let mut p = Programme {
+            chain,
+            buckets,
+            bucket,
+            opt: vec![Vec::new(); keys],
+            choice: vec![Vec::new(); keys],
+            prefix_cost,
+        };
+        // An empty run costs nothing at any memory.
+        for s in 0..=n {
+            let k = p.key(s, s);
+            p.opt[k] = vec![0; buckets + 1];
+            p.choice[k] = vec![Choice::Keep; buckets + 1];
+        }
+        for len in 1..=n {
+            // A uniform chain's runs of one length are all alike: solve one of them.
+            let starts = if chain.uniform { 0..1 } else { 0..n + 1 - len };
+            for s in starts {
+                let e = s + len;
+                let mut opt = vec![INF; buckets + 1];
+                let mut choice = vec![Choice::Keep; buckets + 1];
+                for m in 0..=buckets {
+                    let keep = p.q(chain.saved[s]);
+                    if keep <= m {
+                        let rest = p.opt[p.key(s + 1, e)][m - keep];
+                        if rest != INF {
+                            opt[m] = chain.cost[s] + rest;
+                        }
+                    }
+                    for j in s + 1..e {
+                        let out = p.q(chain.output[j - 1]);
+                        if out > m {
+                            continue;
+                        }
+                        // The replay runs inside the run's backward, which holds the
+                        // gradient of its output (as big as the output) meanwhile.
+                        let (rest, replay) =
+                            (p.opt[p.key(j, e)][m - out], p.opt[p.key(s, j)][m - out]);
+                        if rest == INF || replay == INF {
+                            continue;
+                        }
+                        let c = p.forward_cost(s, j) + rest + replay;
+                        if c < opt[m] {
+                            opt[m] = c;
+                            choice[m] = Choice::Split(j - s);
+                        }
+                    }
+                }
+                let k = p.key(s, e);
+                p.opt[k] = opt;
+                p.choice[k] = choice;
+            }
+        }
+        p
+    }
+
+    fn feasible(&self) -> bool {
+        self.opt[self.key(0, self.chain.len())][self.buckets] != INF
+    }
+
+    /// The runs of `[s, e)` at memory `m` (feasible), nested where a replay is itself split.
+    fn runs(&self, s: usize, e: usize, m: usize) -> Vec<PlanSegment> {
+        let mut out = Vec::new();
+        let (mut s, mut m) = (s, m);
+        while s < e {
+            match self.choice[self.key(s, e)][m] {
+                Choice::Keep => {
+                    out.push(PlanSegment::plain(s, s + 1));
+                    m -= self.q(self.chain.saved[s]);
+                    s += 1;
+                }
+                Choice::Split(len) => {
+                    let j = s + len;
+                    let mut inner = self.runs(s, j, m - self.q(self.chain.output[j - 1]));
+                    if inner.iter().all(|r| !r.checkpointed) {
+                        inner.clear();
+                    }
+                    out.push(PlanSegment {
+                        start: s,
+                        end: j,
+                        checkpointed: true,
+                        inner,
+                    });
+                    m -= self.q(self.chain.output[j - 1]);
+                    s = j;
+                }
+            }
+        }
+        merge_plain(out)
+    }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Adjacent plain runs become one.
+fn merge_plain(runs: Vec<PlanSegment>) -> Vec<PlanSegment> {
+    let mut merged: Vec<PlanSegment> = Vec::with_capacity(runs.len());
+    for r in runs {
+        match merged.last_mut() {
+            Some(last) if !last.checkpointed && !r.checkpointed => last.end = r.end,
+            _ => merged.push(r),
+        }
+    }
+    merged
+}
+
+/// The modelled figures of `runs` over `[s, e)`: (bytes kept until backward, peak bytes,
+/// bytes re-materialised, layer forwards re-run).
+fn figures(chain: &Chain, runs: &[PlanSegment], e: usize) -> (usize, usize, usize, usize) {
+    let (mut kept, mut peak, mut remat, mut reruns) = (0usize, 0usize, 0usize, 0usize);
+    for r in runs {
+        let window: usize = chain.saved[r.start..r.end].iter().sum();
+        if r.checkpointed {
+            let (inner_peak, inner_remat, inner_reruns) = if r.inner.is_empty() {
+                (window, 0, 0)
+            } else {
+                let (_, p, b, n) = figures(chain, &r.inner, r.end);
+                (p, b, n)
+            };
+            // The replay runs when everything after it is freed, while the run's backward
+            // holds the gradient of its output.
+            peak = peak.max(kept + chain.output[r.end - 1] + inner_peak);
+            remat += window + inner_remat;
+            reruns += (r.end - r.start) + inner_reruns;
+            if r.end < e {
+                kept += chain.output[r.end - 1];
+            }
+        } else {
+            kept += window;
+        }
+        peak = peak.max(kept);
+    }
+    (kept, peak, remat, reruns)
+}
+
+/// The cheapest plan (least recompute time) whose modelled peak fits `budget` bytes.
+/// `input_bytes` is the size of the chain's input (live before the step, so not counted).
+///
+/// Checkpointed runs may be nested: a run's [`PlanSegment::inner`] is the schedule its
+/// replay follows (Revolve-style multi-level checkpointing), so budgets down to a few
+/// activations plus the largest layer are met. Uniform chains (every layer alike) are solved
+/// over run lengths, exactly, at any depth; others by dynamic programming over measured
+/// bytes and times, grouped into at most 128 units.
+pub fn plan_budget(costs: &[LayerCost], input_bytes: usize, budget: usize) -> Result<Plan> {
     let n = costs.len();
     if n == 0 {
         return Ok(Plan {
@@ -122,134 +454,106 @@ fn plan_units(costs: &[LayerCost], input_bytes: usize, budget: usize) -> Result<
             kept_bytes: 0,
             peak_bytes: 0,
             recompute_bytes: 0,
+            recompute_layers: 0,
         });
     }
-    let input_of = |i: usize| {
-        if i == 0 {
-            input_bytes
-        } else {
-            costs[i - 1].output
-        }
+    let (units, group) = units_of(costs);
+    let chain = Chain::new(&units);
+    let transient = transient_bytes(costs, input_bytes);
+    let plan = (budget > transient)
+        .then(|| Programme::solve(&chain, budget - transient))
+        .filter(Programme::feasible);
+    let Some(p) = plan else {
+        let least = min_budget_of(&chain, transient);
+        return Err(Error::value(
+            "checkpoint_sequential",
+            format!(
+                "no schedule of the {n} layers fits budget_bytes={budget}; the smallest budget \
+                 that fits is budget_bytes={least} (the planner's model: bytes kept by earlier \
+                 layers, one replay at a time, nested checkpoints, plus {transient} bytes of \
+                 gradient buffers; the plain run needs about {} bytes)",
+                chain.saved.iter().sum::<usize>() + transient
+            ),
+        ));
     };
-    // In backward the incoming gradient, the one being produced and a weight gradient are
-    // alive at once.
-    let transient = 3 * costs
+    let runs = p.runs(0, chain.len(), p.buckets);
+    let (kept, peak, remat, reruns) = figures(&chain, &runs, chain.len());
+    Ok(Plan {
+        segments: ungroup(runs, group, n),
+        kept_bytes: kept,
+        peak_bytes: peak + transient,
+        recompute_bytes: remat,
+        recompute_layers: reruns * group,
+    })
+}
+
+/// The smallest budget [`plan_budget`] accepts for `costs`.
+pub fn min_budget(costs: &[LayerCost], input_bytes: usize) -> usize {
+    if costs.is_empty() {
+        return 0;
+    }
+    let (units, _) = units_of(costs);
+    min_budget_of(&Chain::new(&units), transient_bytes(costs, input_bytes))
+}
+
+fn min_budget_of(chain: &Chain, transient: usize) -> usize {
+    // The exact least memory, then up in small steps until the bucketed programme (which
+    // rounds every cost up) agrees.
+    let exact = chain.min_room().max(1);
+    let mut room = exact;
+    loop {
+        if Programme::solve(chain, room).feasible() {
+            return room + transient + 1;
+        }
+        room += (exact / 64).max(1);
+    }
+}
+
+/// In backward the incoming gradient, the one being produced, a weight's gradient (before it
+/// is added to `.grad`) and a contiguous copy of the weight are alive at once; and the loss around the chain makes a few small
+/// tensors (its scalar, its seed).
+fn transient_bytes(costs: &[LayerCost], input_bytes: usize) -> usize {
+    const LOSS_SCALARS: usize = 64;
+    let activation = costs
         .iter()
         .map(|c| c.output)
         .max()
         .unwrap_or(0)
         .max(input_bytes);
-    let mut prefix = vec![0usize; n + 1];
-    for i in 0..n {
-        prefix[i + 1] = prefix[i] + costs[i].saved;
+    let weight = costs.iter().map(|c| c.weights).max().unwrap_or(0);
+    // A weight's gradient and a transposed copy of the weight for the input's gradient.
+    LOSS_SCALARS + 2 * activation + 2 * activation.max(weight)
+}
+
+/// The units the programme plans over, and how many layers each holds: the layers
+/// themselves for uniform or short chains, otherwise groups of consecutive layers.
+fn units_of(costs: &[LayerCost]) -> (Vec<LayerCost>, usize) {
+    if costs.len() <= MAX_UNITS || Chain::new(costs).uniform {
+        return (costs.to_vec(), 1);
     }
-    let window = |s: usize, e: usize| prefix[e] - prefix[s];
-    let largest = costs.iter().map(|c| c.saved).max().unwrap_or(0);
-    let no_fit = || {
-        Error::value(
-            "checkpoint_sequential",
-            format!(
-                "no segmentation of the {n} layers fits budget_bytes={budget} under the \
-                 planner's model (bytes kept by earlier layers plus one segment's recompute, \
-                 plus {transient} bytes of gradient buffers); the plain run needs about {} \
-                 bytes and the largest layer alone {largest}; give a larger budget",
-                prefix[n] + transient
-            ),
-        )
-    };
-    if transient >= budget {
-        return Err(no_fit());
-    }
-    let room = budget - transient;
-    // dp[i][k]: least recompute covering layers [0, i) with k buckets kept by them (rounded
-    // up, so the model never under-counts); back[i][k]: where the last run started and
-    // whether it was checkpointed.
-    let bucket = (room / BUCKETS).max(1);
-    let q = |b: usize| b.div_ceil(bucket);
-    let qmax = (room / bucket).min(BUCKETS);
-    const INF: usize = usize::MAX;
-    let mut dp = vec![vec![INF; qmax + 1]; n + 1];
-    let mut back = vec![vec![(0usize, false); qmax + 1]; n + 1];
-    dp[0][0] = 0;
-    for i in 0..n {
-        for k in 0..=qmax {
-            let cur = dp[i][k];
-            if cur == INF {
-                continue;
-            }
-            // A plain layer: kept until its backward.
-            let nk = k + q(costs[i].saved);
-            if nk <= qmax && cur < dp[i + 1][nk] {
-                dp[i + 1][nk] = cur;
-                back[i + 1][nk] = (i, false);
-            }
-            // A checkpointed segment [i, j): keeps its input; its backward re-materialises
-            // its layers while everything kept before it is still alive (later runs are
-            // already freed by then).
-            let nk = k + q(input_of(i));
-            if nk > qmax {
-                continue;
-            }
-            for j in i + 1..=n {
-                let w = window(i, j);
-                if nk * bucket + w > room {
-                    break;
-                }
-                let cost = cur + w;
-                if cost < dp[j][nk] {
-                    dp[j][nk] = cost;
-                    back[j][nk] = (i, true);
-                }
-            }
-        }
-    }
-    let (k_best, &cost) = dp[n]
-        .iter()
-        .enumerate()
-        .filter(|(_, &c)| c != INF)
-        .min_by_key(|(_, &c)| c)
-        .ok_or_else(no_fit)?;
-    let mut segments = Vec::new();
-    let (mut i, mut k) = (n, k_best);
-    while i > 0 {
-        let (s, ck) = back[i][k];
-        k -= if ck {
-            q(input_of(s))
-        } else {
-            q(costs[s].saved)
-        };
-        segments.push(PlanSegment {
-            start: s,
-            end: i,
-            checkpointed: ck,
-        });
-        i = s;
-    }
-    segments.reverse();
-    // Merge adjacent plain layers into one run.
-    let mut merged: Vec<PlanSegment> = Vec::new();
-    for s in segments {
-        match merged.last_mut() {
-            Some(last) if !last.checkpointed && !s.checkpointed => last.end = s.end,
-            _ => merged.push(s),
-        }
-    }
-    // The modelled figures of the chosen plan, in bytes.
-    let (mut kept, mut peak) = (0usize, 0usize);
-    for s in &merged {
-        if s.checkpointed {
-            kept += input_of(s.start);
-            peak = peak.max(kept + window(s.start, s.end));
-        } else {
-            kept += window(s.start, s.end);
-        }
-    }
-    Ok(Plan {
-        segments: merged,
-        kept_bytes: kept,
-        peak_bytes: peak.max(kept) + transient,
-        recompute_bytes: cost,
-    })
+    let group = costs.len().div_ceil(MAX_UNITS);
+    let units = costs
+        .chunks(group)
+        .map(|c| LayerCost {
+            saved: c.iter().map(|l| l.saved).sum(),
+            output: c.last().map_or(0, |l| l.output),
+            compute_ns: c.iter().map(|l| l.compute_ns).sum(),
+            weights: c.iter().map(|l| l.weights).max().unwrap_or(0),
+        })
+        .collect();
+    (units, group)
+}
+
+/// Runs over units mapped back to layers.
+fn ungroup(runs: Vec<PlanSegment>, group: usize, n: usize) -> Vec<PlanSegment> {
+    runs.into_iter()
+        .map(|r| PlanSegment {
+            start: (r.start * group).min(n),
+            end: (r.end * group).min(n),
+            checkpointed: r.checkpointed,
+            inner: ungroup(r.inner, group, n),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -260,7 +564,9 @@ mod tests {
         vec![
             LayerCost {
                 saved: 100,
-                output: 100
+                output: 100,
+                compute_ns: 1000,
+                weights: 0,
             };
             n
         ]
@@ -301,10 +607,10 @@ mod tests {
     }
 
     fn run(start: usize, end: usize, checkpointed: bool) -> PlanSegment {
-        PlanSegment {
-            start,
-            end,
-            checkpointed,
+        if checkpointed {
+            PlanSegment::checkpoint(start, end)
+        } else {
+            PlanSegment::plain(start, end)
         }
     }
 
@@ -328,8 +634,53 @@ mod tests {
     }
 
     #[test]
-    fn an_impossible_budget_is_a_clear_error() {
-        let e = plan_budget(&uniform(8), 100, 150).unwrap_err();
+    fn an_impossible_budget_is_a_clear_error_naming_the_least_that_fits() {
+        let costs = uniform(8);
+        let e = plan_budget(&costs, 100, 150).unwrap_err();
+        let least = min_budget(&costs, 100);
         assert!(e.to_string().contains("budget_bytes=150"), "{e}");
+        assert!(
+            e.to_string().contains(&format!("budget_bytes={least}")),
+            "{e}"
+        );
+        assert!(plan_budget(&costs, 100, least).is_ok());
+    }
+
+    #[test]
+    fn inner_schedules_must_cover_their_run() {
+        let mut outer = run(0, 4, true);
+        outer.inner = vec![run(0, 2, true), run(2, 3, false)];
+        let e = validate_segments(&[outer.clone(), run(4, 5, false)], 5).unwrap_err();
+        assert!(e.to_string().contains("inside run 0 (0..4)"), "{e}");
+        outer.inner.push(run(3, 4, false));
+        assert!(validate_segments(&[outer.clone(), run(4, 5, false)], 5).is_ok());
+        let mut plain = run(4, 5, false);
+        plain.inner = vec![run(4, 5, false)];
+        let e = validate_segments(&[outer, plain], 5).unwrap_err();
+        assert!(
+            e.to_string().contains("plain but has an inner schedule"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn nested_schedules_meet_budgets_single_level_cannot() {
+        // 64 alike layers keeping 100 bytes each: one level needs k - 1 kept inputs plus a
+        // replay of about 64 / k layers, at least 15 layers' worth; 8 fit only nested.
+        let costs = uniform(64);
+        let transient = 64 + 4 * 100; // gradient buffers, as transient_bytes models them
+        let one_level = (1..=64)
+            .map(|k: usize| (k - 1) * 100 + 64usize.div_ceil(k) * 100)
+            .min()
+            .unwrap();
+        assert!(one_level > 800, "{one_level}");
+        let p = plan_budget(&costs, 100, 800 + transient).unwrap();
+        assert!(p.peak_bytes <= 800 + transient, "{p:?}");
+        assert!(p.segments.iter().any(|s| s.depth() >= 2), "{p:?}");
+        validate_segments(&p.segments, 64).unwrap();
+        // The floor: a few activations (an input and a gradient per nesting level, about
+        // log n levels) plus the largest layer, far below one level's 15.
+        let least = min_budget(&costs, 100);
+        assert!(least <= 8 * 100 + transient + 1, "least budget {least}");
     }
 }

@@ -376,23 +376,21 @@ pub fn checkpoint_segment_with(
         return f(inputs);
     }
     let mode = context::current();
-    match &mode {
-        SaveMode::Capture(capture) => {
-            // An outer segment is being recomputed: save what the forward saved (our inputs),
-            // then run without saving anything of our own.
-            for t in inputs {
-                capture.push(t.data().clone());
-            }
-            context::check_early_stop(&mode)?;
-            let _c = context::enter(SaveMode::Discard(capture.clone()));
-            return f(inputs);
+    // An outer segment is being recomputed: its backward needs what its forward saved of us
+    // (our inputs). We then run as a segment of our own, as in that forward, so what our ops
+    // save becomes our slots and is dropped as it goes: a replay never holds a nested
+    // segment's activations (multi-level schedules depend on it).
+    let in_replay = matches!(mode, SaveMode::Capture(_));
+    if let SaveMode::Capture(capture) = &mode {
+        for t in inputs {
+            capture.push(t.data().clone());
         }
-        SaveMode::Discard(_) => return f(inputs),
-        SaveMode::Normal | SaveMode::Scope | SaveMode::Segment(_) => {}
+        context::check_early_stop(&mode)?;
     }
     // With offload, the inputs of a top-level segment live in host memory until backward
     // (inside an outer segment they are that segment's slots already).
-    let input_slots: Vec<Slot> = if opts.offload && !matches!(mode, SaveMode::Segment(_)) {
+    let top_level = !matches!(mode, SaveMode::Segment(_)) && !in_replay;
+    let input_slots: Vec<Slot> = if opts.offload && top_level {
         inputs.iter().map(Slot::offloaded).collect::<Result<_>>()?
     } else {
         inputs
@@ -401,7 +399,12 @@ pub fn checkpoint_segment_with(
             .collect()
     };
     let name = opts.name.clone().unwrap_or_else(|| "segment".to_string());
-    let record = profiler::new_record(name.clone(), opts.kind);
+    // A replay's nested segment is the same checkpoint as in the forward, not a new one.
+    let record = if in_replay {
+        None
+    } else {
+        profiler::new_record(name.clone(), opts.kind)
+    };
     let seg = Arc::new(Segment {
         name,
         func: f.clone(),

@@ -21,6 +21,7 @@ use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::Instant;
 
 const OP: &str = "checkpoint_sequential";
 
@@ -114,38 +115,59 @@ fn equal_runs(n: usize, k: usize) -> Vec<PlanSegment> {
     let mut start = 0;
     for s in 0..k {
         let end = if s == k - 1 { n } else { start + size };
-        out.push(PlanSegment {
-            start,
-            end,
-            checkpointed: s + 1 < k,
+        out.push(if s + 1 < k {
+            PlanSegment::checkpoint(start, end)
+        } else {
+            PlanSegment::plain(start, end)
         });
         start = end;
     }
     out
 }
 
-/// Run each layer once (no graph kept) and measure what it would save and output.
+/// Run each layer once (no graph kept) and measure what it would save, output and cost in
+/// time. A layer's saved bytes are the storages it made that its ops saved, plus its input
+/// when it saves that and the layer before did not already keep it (its output).
 pub fn measure_layers(layers: &[LayerFn], input: &Tensor) -> Result<Vec<LayerCost>> {
     let mut costs = Vec::with_capacity(layers.len());
     let mut x = Tensor::flagged(input.data().clone(), true);
+    let mut input_kept = false;
     for layer in layers {
         let first_new = next_storage_id();
+        let input_id = x.data().storage.id();
         let capture = Capture::new(None);
+        let start = Instant::now();
         let out = {
             let _g = enable_grad();
             let _c = context::enter(SaveMode::Capture(capture.clone()));
             layer(&x)?
         };
+        let compute_ns = (start.elapsed().as_nanos() as u64).max(1);
+        let out_id = out.data().storage.id();
         let mut seen = HashSet::new();
-        let saved: usize = capture
-            .take()
-            .iter()
-            .filter(|d| d.storage.id() >= first_new && seen.insert(d.storage.id()))
-            .map(|d| d.storage.nbytes())
-            .sum();
+        let (mut saved, mut out_kept, mut weights) = (0usize, false, 0usize);
+        for d in capture.take() {
+            let id = d.storage.id();
+            if !seen.insert(id) {
+                continue;
+            }
+            if id >= first_new {
+                saved += d.storage.nbytes();
+                out_kept |= id == out_id;
+            } else if id == input_id {
+                if !input_kept {
+                    saved += d.storage.nbytes();
+                }
+            } else {
+                weights = weights.max(d.storage.nbytes());
+            }
+        }
+        input_kept = out_kept;
         costs.push(LayerCost {
             saved,
             output: out.nbytes(),
+            compute_ns,
+            weights,
         });
         x = Tensor::flagged(out.data().clone(), true);
     }
@@ -451,18 +473,21 @@ pub fn run_plan_with(
     opts: &SequentialOptions,
 ) -> Result<Tensor> {
     validate_segments(runs, layers.len())?;
+    run_runs(layers, runs, input, opts)
+}
+
+/// Run validated `runs`; a checkpointed run with an inner schedule replays by it (nested
+/// checkpoints: multi-level schedules from the planner).
+fn run_runs(
+    layers: &[LayerFn],
+    runs: &[PlanSegment],
+    input: &Tensor,
+    opts: &SequentialOptions,
+) -> Result<Tensor> {
     let mut x = input.clone();
     for run in runs {
-        let chunk: Vec<LayerFn> = layers[run.start..run.end].to_vec();
-        let apply = move |t: &Tensor| -> Result<Tensor> {
-            let mut y = t.clone();
-            for l in &chunk {
-                y = l(&y)?;
-            }
-            Ok(y)
-        };
         x = if run.checkpointed {
-            let opts = SegmentOptions {
+            let seg = SegmentOptions {
                 name: Some(format!("layers {}..{}", run.start, run.end)),
                 preserve_rng_state: opts.preserve_rng_state,
                 offload: opts.offload,
@@ -470,11 +495,27 @@ pub fn run_plan_with(
                 kind: "sequential",
                 ..SegmentOptions::default()
             };
-            let f = Arc::new(move |ts: &[Tensor]| Ok(vec![apply(&ts[0])?]));
-            checkpoint_segment_with(f, &[x], &opts)?.remove(0)
+            let (layers, run, opts) = (layers.to_vec(), run.clone(), opts.clone());
+            let f = Arc::new(move |ts: &[Tensor]| {
+                let y = if run.inner.is_empty() {
+                    apply_layers(&layers[run.start..run.end], &ts[0])?
+                } else {
+                    run_runs(&layers, &run.inner, &ts[0], &opts)?
+                };
+                Ok(vec![y])
+            });
+            checkpoint_segment_with(f, &[x], &seg)?.remove(0)
         } else {
-            apply(&x)?
+            apply_layers(&layers[run.start..run.end], &x)?
         };
     }
     Ok(x)
+}
+
+fn apply_layers(layers: &[LayerFn], x: &Tensor) -> Result<Tensor> {
+    let mut y = x.clone();
+    for l in layers {
+        y = l(&y)?;
+    }
+    Ok(y)
 }
