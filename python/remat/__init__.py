@@ -326,6 +326,7 @@ class set_grad_enabled:
 # `max`, `min`, `all`, `any`, `sum` and `pow` stay out of `__all__` so `from remat import *`
 # does not shadow the builtins; they are still `remat.max` etc.
 __all__ = [
+    "AutoCheckpointPlan", "auto_checkpoint",
     "CheckpointError", "CheckpointGroup", "CheckpointProfiler", "DType", "DTypeError",
     "DeviceError", "GraphError", "IndexingError", "ShapeError", "Tensor", "adaptive_checkpoint",
     "add", "backward", "checkpoint", "checkpoint_scope", "checkpoint_segment",
@@ -389,6 +390,7 @@ from .checkpoint import (  # noqa: E402
 )
 from . import nn, optim, cuda, utils, return_types, autograd, testing  # noqa: E402
 from . import checkpoint_policies  # noqa: E402
+from .auto_checkpoint import auto_checkpoint, AutoCheckpointPlan  # noqa: E402
 from ._device import device  # noqa: E402
 from ._dlpack import from_dlpack  # noqa: E402
 from .serialization import save, load  # noqa: E402

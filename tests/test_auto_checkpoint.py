@@ -1,0 +1,127 @@
+"""`remat.auto_checkpoint`: one measured step of any module tree, then the submodules to run
+as checkpoints so that the step's measured peak fits the budget; gradients identical to the
+plain run; `remove()` undoes it; an unreachable budget names the smallest peak reached."""
+
+from __future__ import annotations
+
+import gc
+import re
+
+import numpy as np
+import pytest
+
+import remat
+from remat import nn
+
+
+class Block(nn.Module):
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
+        self.act = nn.GELU()
+
+    def forward(self, x: remat.Tensor) -> remat.Tensor:
+        return x + self.fc2(self.act(self.fc1(x)))
+
+
+class Net(nn.Module):
+    def __init__(self, d: int = 64, depth: int = 8) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(d) for _ in range(depth)])
+        self.head = nn.Linear(d, 1)
+
+    def forward(self, x: remat.Tensor) -> remat.Tensor:
+        for b in self.blocks:
+            x = b(x)
+        return self.head(x)
+
+
+def _net() -> Net:
+    remat.manual_seed(0)
+    return Net()
+
+
+def _grads(model: nn.Module, x: remat.Tensor) -> tuple[list[np.ndarray], int]:
+    for p in model.parameters():
+        p.grad = remat.zeros_like(p)
+    gc.collect()
+    base = remat.memory_allocated()
+    remat.reset_peak_memory_stats()
+    model(x).float().mean().backward()
+    gc.collect()
+    peak = remat.max_memory_allocated() - base
+    return [p.grad.numpy().copy() for p in model.parameters()], peak
+
+
+def test_a_generous_budget_checkpoints_nothing():
+    model, x = _net(), remat.randn(128, 64)
+    plan = remat.auto_checkpoint(model, x, budget_bytes=1 << 40)
+    assert plan.modules == [] and plan.peak_bytes == plan.plain_peak_bytes
+    assert not any(m.activation_checkpointing for m in model.modules())
+
+
+@pytest.mark.parametrize("fraction", [0.75, 0.5])
+def test_the_budget_is_met_with_identical_gradients(fraction):
+    model, x = _net(), remat.randn(128, 64)
+    want, plain = _grads(model, x)
+    budget = int(plain * fraction)
+    plan = remat.auto_checkpoint(model, x, budget_bytes=budget)
+    assert plan.plain_peak_bytes == plain
+    assert plan.modules and plan.peak_bytes <= budget
+    assert all(re.fullmatch(r"blocks\.\d", n) for n in plan.modules), plan.modules
+    got, peak = _grads(model, x)
+    assert peak == plan.peak_bytes <= budget  # the plan's figure is the measured one
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    checkpointed = {n for n, m in model.named_modules() if m.activation_checkpointing}
+    assert checkpointed == set(plan.modules)
+    report = plan.report()
+    for n in plan.modules:
+        assert re.search(rf"^{re.escape(n)}\s.*yes$", report, re.M), report
+    plan.remove()
+    assert not any(m.activation_checkpointing for m in model.modules())
+    assert _grads(model, x)[1] == plain
+
+
+def test_measuring_leaves_gradients_and_flags_as_they_were():
+    model, x = _net(), remat.randn(16, 64)
+    model.blocks[0].activation_checkpointing = True
+    grads = [remat.full(p.shape, 3.0) for p in model.parameters()]
+    for p, g in zip(model.parameters(), grads):
+        p.grad = g
+    plan = remat.auto_checkpoint(model, x, budget_bytes=1 << 40)
+    for p in model.parameters():
+        np.testing.assert_array_equal(p.grad.numpy(), 3.0)
+    assert not model.blocks[0].activation_checkpointing  # the plan's choice: none needed
+    plan.remove()
+    assert model.blocks[0].activation_checkpointing
+
+
+def test_an_unreachable_budget_names_the_smallest_peak():
+    model, x = _net(), remat.randn(32, 64)
+    model.blocks[2].activation_checkpointing = True
+    with pytest.raises(ValueError, match=r"budget_bytes=1000;.*smallest peak reached is \d+"):
+        remat.auto_checkpoint(model, x, budget_bytes=1000)
+    # The flags are as they were.
+    assert [b.activation_checkpointing for b in model.blocks] == [i == 2 for i in range(8)]
+    with pytest.raises(ValueError, match="positive int"):
+        remat.auto_checkpoint(model, x, budget_bytes=0)
+
+
+def test_a_custom_loss_and_several_inputs():
+    class Two(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = Block(32), Block(32)
+
+        def forward(self, x: remat.Tensor, y: remat.Tensor) -> tuple:
+            return self.a(x), self.b(y)
+
+    remat.manual_seed(1)
+    model = Two()
+    x, y = remat.randn(64, 32), remat.randn(64, 32)
+    plain = remat.auto_checkpoint(model, x, y, budget_bytes=1 << 40,
+                                  loss_fn=lambda out: (out[0] * out[1]).sum()).plain_peak_bytes
+    plan = remat.auto_checkpoint(model, x, y, budget_bytes=plain * 3 // 4,
+                                 loss_fn=lambda out: (out[0] * out[1]).sum())
+    assert plan.peak_bytes <= plain * 3 // 4 and plan.modules
