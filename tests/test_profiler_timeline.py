@@ -104,9 +104,11 @@ def test_memory_timeline_follows_the_byte_counters():
 def test_reset_starts_a_new_timeline():
     prof = _profiled_step(_checkpointed_net())
     assert len(prof.memory_timeline()) > 10
-    remat.CheckpointProfiler.reset()
-    rows = remat.CheckpointProfiler.memory_timeline()
-    assert rows == [] or rows[0][2] == "memory" and len(rows) == 1
+    remat.CheckpointProfiler.reset()  # not tracking: the timeline is gone
+    assert remat.CheckpointProfiler.memory_timeline() == []
+    with remat.CheckpointProfiler() as prof:  # tracking: a fresh one, from this moment
+        live = remat.memory_allocated()
+        assert prof.memory_timeline() == [(0.0, live, "memory")]
 
 
 def _check_trace_event(ev: dict) -> None:

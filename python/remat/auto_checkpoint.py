@@ -29,7 +29,6 @@ class _Measure:
     def __init__(self) -> None:
         self.kept: dict[str, int] = {}
         self.seconds: dict[str, float] = {}
-        self.calls: dict[str, int] = {}
 
 
 def _tensor_bytes(out: Any) -> int:
@@ -131,7 +130,6 @@ def _measure(model: Any, inputs: tuple, loss_fn: Callable[[Any], Tensor],
             kept = _remat.memory_allocated() - before - _tensor_bytes(out)
             m.kept[name] = m.kept.get(name, 0) + max(kept, 0)
             m.seconds[name] = m.seconds.get(name, 0.0) + time.perf_counter() - t0
-            m.calls[name] = m.calls.get(name, 0) + 1
 
         handles.append(mod.register_forward_pre_hook(pre))
         handles.append(mod.register_forward_hook(post))

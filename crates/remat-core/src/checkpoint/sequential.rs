@@ -473,13 +473,14 @@ pub fn run_plan_with(
     opts: &SequentialOptions,
 ) -> Result<Tensor> {
     validate_segments(runs, layers.len())?;
-    run_runs(layers, runs, input, opts)
+    // One shared copy of the layer list for every segment's replay closure.
+    run_runs(&Arc::from(layers), runs, input, opts)
 }
 
 /// Run validated `runs`; a checkpointed run with an inner schedule replays by it (nested
 /// checkpoints: multi-level schedules from the planner).
 fn run_runs(
-    layers: &[LayerFn],
+    layers: &Arc<[LayerFn]>,
     runs: &[PlanSegment],
     input: &Tensor,
     opts: &SequentialOptions,
@@ -495,7 +496,7 @@ fn run_runs(
                 kind: "sequential",
                 ..SegmentOptions::default()
             };
-            let (layers, run, opts) = (layers.to_vec(), run.clone(), opts.clone());
+            let (layers, run, opts) = (layers.clone(), run.clone(), opts.clone());
             let f = Arc::new(move |ts: &[Tensor]| {
                 let y = if run.inner.is_empty() {
                     apply_layers(&layers[run.start..run.end], &ts[0])?
