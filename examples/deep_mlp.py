@@ -13,7 +13,12 @@ blocks run under one of the checkpointing strategies:
 
 All strategies give the same gradients; they differ in peak memory and step time.
 
+``--memory-limit BYTES`` (e.g. ``8MB``) caps everything the engine holds (parameters,
+gradients, optimizer state and activations) with ``remat.set_memory_limit``: activations are
+evicted and recomputed as needed (dynamic rematerialisation), with no change to the model.
+
     python examples/deep_mlp.py --checkpoint sqrt
+    python examples/deep_mlp.py --memory-limit 8MB
     python examples/deep_mlp.py --checkpoint none --depth 64
 """
 
@@ -114,9 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     ap.add_argument("--depth", type=int, default=32, help="residual blocks (default: 32)")
-    ap.add_argument("--width", type=int, default=128, help="hidden width (default: 128)")
+    ap.add_argument("--width", type=int, default=64, help="hidden width (default: 64)")
     ap.add_argument("--epochs", type=int, default=8, help="passes over the data (default: 8)")
-    ap.add_argument("--batch-size", type=int, default=64, help="default: 64")
+    ap.add_argument("--batch-size", type=int, default=128, help="default: 128")
+    ap.add_argument(
+        "--memory-limit",
+        default=None,
+        help="cap the engine's memory (bytes, or e.g. 8MB): dynamic rematerialisation",
+    )
     ap.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate (default: 1e-3)")
     ap.add_argument("--seed", type=int, default=0, help="default: 0")
     ap.add_argument(
@@ -153,6 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         x_train, y_train = x_train[:256], y_train[:256]
 
+    if args.memory_limit is not None:
+        try:
+            remat.set_memory_limit(args.memory_limit, device)
+        except (ValueError, TypeError) as e:
+            ap.error(str(e))
     remat.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
     model = DeepMLP(64, 10, args.depth, args.width, args.checkpoint).to(device)
@@ -183,7 +198,12 @@ def main(argv: list[str] | None = None) -> int:
             base = remat.memory_allocated(device)
             remat.reset_peak_memory_stats(device)
             t0 = time.perf_counter()
-            losses.append(train_step(model, opt, xb, yb, device))
+            try:
+                losses.append(train_step(model, opt, xb, yb, device))
+            except MemoryError as e:
+                bar.close()
+                print(f"error: {e}", file=sys.stderr)
+                return 3
             step_times.append(time.perf_counter() - t0)
             peaks.append(remat.max_memory_allocated(device))
             extra.append(peaks[-1] - base)
@@ -193,8 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     bar.close()
 
     model.eval()
-    with remat.no_grad():
-        logits = model(x_test_t).numpy()
+    try:
+        with remat.no_grad():
+            logits = model(x_test_t).numpy()
+    except MemoryError as e:
+        print(f"error: evaluating the test set: {e}", file=sys.stderr)
+        return 3
     accuracy = float(np.mean(np.argmax(logits, axis=1) == y_test))
     # The first step also allocates the gradients and the optimizer state: leave it out.
     timed = step_times[1:] or step_times
@@ -206,6 +230,13 @@ def main(argv: list[str] | None = None) -> int:
         f"(above the step's starting point: {mib(max(extra))})"
     )
     print(f"median step time: {statistics.median(timed) * 1e3:.2f} ms")
+    stats = remat.memory_stats(device)
+    if stats["limit"] is not None:
+        print(
+            f"memory limit {mib(stats['limit'])}: {stats['evictions']} evictions, "
+            f"{stats['rematerializations']} rematerializations "
+            f"({stats['remat_seconds'] * 1e3:.1f} ms recomputing)"
+        )
     return 0
 
 

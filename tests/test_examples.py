@@ -23,6 +23,30 @@ def test_deep_mlp_quick(strategy, tmp_path):
         assert text in r.stdout, r.stdout
 
 
+def _trained_under(limit, tmp_path):
+    return run([str(EXAMPLES / "deep_mlp.py"), "--quick", "--memory-limit", limit], tmp_path)
+
+
+def test_deep_mlp_trains_under_a_memory_limit(tmp_path):
+    """``--memory-limit``: the same loss and accuracy as the plain run, a peak under the
+    limit (which evicts), and a clear exit for a limit that cannot be met or parsed."""
+    plain = run([str(EXAMPLES / "deep_mlp.py"), "--quick"], tmp_path)
+    limited = _trained_under("500KB", tmp_path)
+    assert limited.returncode == 0, limited.stdout + limited.stderr
+    lines = dict(line.split(": ", 1) for line in limited.stdout.splitlines() if ": " in line)
+    plain_lines = dict(line.split(": ", 1) for line in plain.stdout.splitlines() if ": " in line)
+    for key in ("train loss (last epoch)", "test accuracy"):
+        assert lines[key] == plain_lines[key], (limited.stdout, plain.stdout)
+    assert float(lines["peak memory per training step"].split()[0]) <= 500 / 1024 + 0.005
+    (summary,) = [v for k, v in lines.items() if k.startswith("memory limit")]
+    assert int(summary.split()[0]) > 0, limited.stdout  # evictions
+    tight = _trained_under("100KB", tmp_path)
+    assert tight.returncode == 3 and "smallest working set" in tight.stderr, tight.stderr
+    assert "Traceback" not in tight.stderr
+    bad = _trained_under("lots", tmp_path)
+    assert bad.returncode == 2 and "set_memory_limit" in bad.stderr
+
+
 def test_deep_mlp_cuda_without_gpu_exits_2(tmp_path):
     import remat
 

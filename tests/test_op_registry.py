@@ -331,3 +331,64 @@ def test_second_order_grad_inside_checkpoint_is_bit_identical(op, entry):
         assert np.array_equal(a, b), f"{op.name} under {entry}: input {di[i]}"
     gc.collect()
     assert remat.live_checkpoint_state() == 0
+
+
+# ---------------------------------------------------------------------------- memory limit
+
+#: Fractions of the plain run's extra peak (above the inputs) tried as the memory limit, the
+#: tightest first.
+_LIMIT_FRACTIONS = (0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def _run_chain(op, case, arrays, di):
+    """``_run`` with a tail of tanh layers (on broadcast copies of the output, many more
+    elements than the inputs) after ``post``: their saved outputs dominate the peak, so a
+    limit under it must evict and rebuild."""
+    ins = tensors_for(op, arrays, "cpu", di)
+    remat.manual_seed(7)
+    z = _post(op(*ins, seed=None, **case.params))
+    inputs = sum(a.size for a in arrays if isinstance(a, np.ndarray))
+    z = z.unsqueeze(0).expand(max(8, 4 * inputs // max(z.numel(), 1)), *z.shape)
+    for _ in range(4):
+        z = z.tanh()
+    w = np.random.default_rng(3).standard_normal(z.shape).astype(arrays[di[0]].dtype)
+    (z * remat.tensor(w)).sum().backward()
+    return z.detach().numpy().copy(), [ins[i].grad.numpy().copy() for i in di]
+
+
+@pytest.mark.parametrize("op", DIFFERENTIABLE, ids=ids(DIFFERENTIABLE))
+def test_gradients_under_a_tight_memory_limit_are_identical(op):
+    """Under ``remat.memory_limit`` (dynamic rematerialisation) below the plain run's peak,
+    activations are evicted and rebuilt (the op replayed), the peak never passes the limit,
+    and forward and gradients are the plain run's bit for bit. A limit too tight to meet
+    raises ``MemoryError`` naming the smallest working set and leaves the engine working."""
+    for dtype in op.dtypes:
+        for k, case in enumerate(op.examples):
+            arrays = arrays_for(op, case, dtype, seed=k)
+            di = op.diff_inputs(case)
+            base = remat.memory_allocated()
+            remat.reset_peak_memory_stats()
+            ref_out, ref = _run_chain(op, case, arrays, di)
+            extra = remat.max_memory_allocated() - base
+            what = f"{op.name} {case} {np.dtype(dtype)}"
+            met = []
+            for fraction in _LIMIT_FRACTIONS:
+                limit = base + int(extra * fraction)
+                before = remat.memory_stats()
+                remat.reset_peak_memory_stats()
+                try:
+                    with remat.memory_limit(limit):
+                        out, got = _run_chain(op, case, arrays, di)
+                except MemoryError as e:
+                    assert "smallest working set" in str(e), f"{what}: {e}"
+                    continue
+                after = remat.memory_stats()
+                assert remat.max_memory_allocated() <= limit, f"{what} at {fraction}"
+                assert after["evictions"] > before["evictions"], f"{what} at {fraction}"
+                assert after["rematerializations"] > before["rematerializations"], what
+                assert np.array_equal(out, ref_out, equal_nan=True), f"{what}: forward differs"
+                for i, (a, b) in zip(di, zip(ref, got)):
+                    assert np.array_equal(a, b), f"{what} at {fraction}: gradient of input {i}"
+                met.append(fraction)
+            assert met, f"{what}: no limit under the plain peak was met"
+            assert remat.memory_stats()["evictable_cells"] == 0, f"{what}: cells left"

@@ -134,6 +134,9 @@ from ._remat import (
     randn,
     repeat,
     reset_peak_memory_stats,
+    set_memory_limit,
+    get_memory_limit,
+    memory_stats,
     reshape,
     softmax,
     split,
@@ -339,6 +342,7 @@ __all__ = [
     "gradient_checkpoint_forward", "gradient_checkpoint_scope", "is_grad_enabled", "layer_norm",
     "leaky_relu", "lerp", "linear", "live_checkpoint_state", "sequential_plan",
     "load", "log_softmax", "manual_seed", "matmul", "max_memory_allocated", "maximum", "mean",
+    "set_memory_limit", "get_memory_limit", "memory_limit", "memory_stats",
     "memory_allocated", "minimum", "mse_loss", "mul", "nn", "no_grad", "ones", "ones_like",
     "optim", "permute", "return_types", "rand", "randn", "reset_peak_memory_stats", "reshape",
     "save",
@@ -391,6 +395,7 @@ from .checkpoint import (  # noqa: E402
 from . import nn, optim, cuda, utils, return_types, autograd, testing  # noqa: E402
 from . import checkpoint_policies  # noqa: E402
 from .auto_checkpoint import auto_checkpoint, AutoCheckpointPlan  # noqa: E402
+from ._memory_cap import memory_limit  # noqa: E402
 from ._device import device  # noqa: E402
 from ._dlpack import from_dlpack  # noqa: E402
 from .serialization import save, load  # noqa: E402

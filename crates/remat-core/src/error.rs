@@ -24,6 +24,10 @@ pub enum Error {
         bytes: usize,
         device: String,
     },
+    /// An allocation that does not fit the memory limit (`set_memory_limit`) even after
+    /// evicting every tensor that can be recomputed; the message states the smallest working
+    /// set. Python: `MemoryError`.
+    MemoryLimit { op: String, message: String },
     /// A bad argument value (negative probability, unknown mode). Python: `ValueError`.
     Value { op: String, message: String },
     /// An error raised by user code called back from the engine (a checkpointed function).
@@ -92,6 +96,7 @@ impl fmt::Display for Error {
             | Error::Device { op, message }
             | Error::Graph { op, message }
             | Error::Checkpoint { op, message }
+            | Error::MemoryLimit { op, message }
             | Error::Value { op, message } => write!(f, "{op}: {message}"),
             Error::OutOfMemory { op, bytes, device } => {
                 write!(

@@ -3,7 +3,8 @@
 //! same gradients as the plain run.
 //!
 //! The pieces: [`Tensor`] (storage + layout + autograd state), ops in [`ops`], the backward
-//! engine in [`autograd`], checkpointing in [`checkpoint`], byte counters in [`memory`].
+//! engine in [`autograd`], checkpointing in [`checkpoint`], byte counters in [`memory`], training under a hard memory
+//! limit (dynamic rematerialisation) in [`dtr`].
 //!
 //! ```
 //! use remat_core::{autograd, checkpoint, ops, DType, Device, Tensor};
@@ -31,6 +32,7 @@ pub mod checkpoint;
 pub mod cpu;
 pub mod cuda;
 pub mod device;
+pub mod dtr;
 pub mod dtype;
 pub mod error;
 pub mod fastmath;
@@ -46,6 +48,7 @@ pub mod tensor;
 mod tensor_methods;
 
 pub use device::Device;
+pub use dtr::{get_memory_limit, set_memory_limit};
 pub use dtype::DType;
 pub use error::{Error, Result};
 pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, set_grad_enabled};

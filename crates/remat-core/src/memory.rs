@@ -3,8 +3,18 @@
 //!
 //! The counters depend on nothing above them: a module that wants to watch allocations (the
 //! checkpoint profiler records the peak while it tracks) installs an observer here.
+//!
+//! They also enforce the memory limit (`set_memory_limit`): an allocation that would take a
+//! device's count above its limit first asks the installed evictor (dynamic
+//! rematerialisation, `crate::dtr`) to free recomputable tensors, and is refused with
+//! `Error::MemoryLimit` when that cannot make room. Refusing unwinds (as an out-of-memory
+//! does), so it happens only inside an op boundary (`cpu::catch_oom`), where the unwind
+//! becomes an error; an allocation elsewhere (wrapping a NumPy array) is counted, never
+//! refused. Charging is one atomic update, so concurrent threads never overshoot together.
 
 use crate::device::Device;
+use crate::error::Error;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
@@ -19,6 +29,97 @@ static COUNTERS: Counters = Counters {
     current: [const { AtomicUsize::new(0) }; MAX_DEVICES],
     peak: [const { AtomicUsize::new(0) }; MAX_DEVICES],
 };
+
+/// `LIMITS[i]` for a device without a limit.
+const UNLIMITED: usize = usize::MAX;
+
+static LIMITS: [AtomicUsize; MAX_DEVICES] = [const { AtomicUsize::new(UNLIMITED) }; MAX_DEVICES];
+
+/// Frees at least the given number of bytes on the device if it can; returns the bytes it
+/// freed (0: nothing more can go).
+pub(crate) type Evictor = fn(Device, usize) -> usize;
+
+static EVICTOR: OnceLock<Evictor> = OnceLock::new();
+
+/// Install the evictor (first installation wins, as for the observer).
+pub(crate) fn set_evictor(f: Evictor) {
+    let _ = EVICTOR.set(f);
+}
+
+thread_local! {
+    /// How many op boundaries (`cpu::catch_oom`) this thread is inside: only there may an
+    /// allocation over the limit be refused by unwinding.
+    static REFUSABLE: Cell<usize> = const { Cell::new(0) };
+}
+
+/// While alive, allocations on this thread that do not fit the limit are refused (the
+/// unwind is caught by the op boundary that made this scope).
+pub(crate) struct RefusableScope;
+
+impl RefusableScope {
+    pub(crate) fn enter() -> RefusableScope {
+        REFUSABLE.with(|d| d.set(d.get() + 1));
+        RefusableScope
+    }
+}
+
+impl Drop for RefusableScope {
+    fn drop(&mut self) {
+        let _ = REFUSABLE.try_with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+/// Cap the live bytes on `device` at `limit` (None removes the cap). Parameters count: the
+/// cap is on `memory_allocated(device)`. `dtr::set_memory_limit` is the public entry: it
+/// installs the evictor first.
+pub(crate) fn set_limit(device: Device, limit: Option<usize>) {
+    LIMITS[slot(device)].store(limit.unwrap_or(UNLIMITED), Ordering::Relaxed);
+}
+
+/// The cap on `device`'s live bytes, if one is set.
+pub fn memory_limit(device: Device) -> Option<usize> {
+    let l = LIMITS[slot(device)].load(Ordering::Relaxed);
+    (l != UNLIMITED).then_some(l)
+}
+
+/// Charge `bytes` to `device` under its limit: evict until they fit; when nothing more can
+/// be evicted, refuse (inside an op boundary) or go over (elsewhere). Returns the new count.
+fn charge_limited(device: Device, i: usize, bytes: usize) -> usize {
+    loop {
+        let limit = LIMITS[i].load(Ordering::Relaxed);
+        let fits = |cur: usize| cur.checked_add(bytes).filter(|n| *n <= limit);
+        match COUNTERS.current[i].fetch_update(Ordering::Relaxed, Ordering::Relaxed, fits) {
+            Ok(before) => return before + bytes,
+            Err(cur) => {
+                let need = cur.saturating_add(bytes).saturating_sub(limit);
+                let freed = EVICTOR.get().map_or(0, |evict| evict(device, need));
+                if freed > 0 {
+                    continue;
+                }
+                if REFUSABLE.with(|d| d.get() > 0) {
+                    std::panic::resume_unwind(Box::new(limit_error(device, bytes, cur, limit)));
+                }
+                return COUNTERS.current[i].fetch_add(bytes, Ordering::Relaxed) + bytes;
+            }
+        }
+    }
+}
+
+/// The error for an allocation that does not fit even after every possible eviction: what
+/// is left (`live`) cannot be recomputed, so it plus the allocation is the smallest working
+/// set at this point.
+fn limit_error(device: Device, bytes: usize, live: usize, limit: usize) -> Error {
+    Error::MemoryLimit {
+        op: "alloc".to_string(),
+        message: format!(
+            "cannot allocate {bytes} bytes on {device} under its memory limit of {limit} \
+             bytes: {live} bytes are live and none of them can be evicted (parameters, \
+             gradients, tensors you hold and the inputs of the running op stay); the smallest \
+             working set here is {} bytes, so the limit must be at least that",
+            live.saturating_add(bytes)
+        ),
+    }
+}
 
 /// Called after every allocation and every free with the device and its live bytes.
 pub(crate) type AllocObserver = fn(Device, usize);
@@ -39,9 +140,15 @@ fn slot(device: Device) -> usize {
 }
 
 /// Record that `bytes` of storage came alive on `device`.
+/// With a limit set, this may first evict (see the module header) or refuse by unwinding with
+/// `Error::MemoryLimit`, so callers charge before they take ownership of the memory.
 pub(crate) fn on_alloc(device: Device, bytes: usize) {
     let i = slot(device);
-    let now = COUNTERS.current[i].fetch_add(bytes, Ordering::Relaxed) + bytes;
+    let now = if LIMITS[i].load(Ordering::Relaxed) == UNLIMITED {
+        COUNTERS.current[i].fetch_add(bytes, Ordering::Relaxed) + bytes
+    } else {
+        charge_limited(device, i, bytes)
+    };
     COUNTERS.peak[i].fetch_max(now, Ordering::Relaxed);
     if let Some(observe) = OBSERVER.get() {
         observe(device, now);

@@ -100,8 +100,10 @@ pub fn next_storage_id() -> u64 {
 impl Storage {
     /// Wrap an engine-allocated vector as CPU storage.
     pub fn from_vec<T: Scalar>(v: Vec<T>) -> Storage {
+        // Charged before the vector is taken apart: under a memory limit the charge may be
+        // refused by unwinding, which must drop the vector.
+        crate::memory::on_alloc(Device::Cpu, v.len() * T::DTYPE.size());
         let buffer = CpuBuffer::from_vec(v);
-        crate::memory::on_alloc(Device::Cpu, buffer.len * buffer.dtype.size());
         Storage {
             buffer: Buffer::Cpu(buffer),
             id: NEXT_STORAGE_ID.fetch_add(1, Ordering::Relaxed),
@@ -161,6 +163,11 @@ impl Storage {
     /// How many in-place writes this buffer has seen (PyTorch's `_version`).
     pub fn version(&self) -> u64 {
         self.version.load(Ordering::Acquire)
+    }
+    /// Set the version of a storage nobody else has seen yet (a rematerialised tensor
+    /// continues the version of the value it replaces, so saved-tensor checks still hold).
+    pub(crate) fn set_version(&self, v: u64) {
+        self.version.store(v, Ordering::Release);
     }
     /// Record one in-place write (every path that writes an existing buffer calls this, so
     /// saved tensors detect the change at backward).

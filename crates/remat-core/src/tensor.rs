@@ -49,6 +49,8 @@ pub(crate) struct TensorState {
     pub(crate) hooks: crate::autograd::hooks::HookList,
     /// Whether `retain_grad` was called (non-leaves).
     pub(crate) retains_grad: bool,
+    /// The evictable cell of this tensor's storage (made under a memory limit).
+    pub(crate) dtr: Option<crate::dtr::CellRef>,
 }
 
 /// The shared part of a tensor.
@@ -266,6 +268,10 @@ impl Tensor {
     /// The recipe set on a checkpointed tensor.
     pub(crate) fn recipe(&self) -> Option<Arc<Recipe>> {
         self.0.state.lock().recipe.clone()
+    }
+    /// The evictable cell of this tensor's storage, if it was made under a memory limit.
+    pub(crate) fn dtr_cell(&self) -> Option<crate::dtr::CellRef> {
+        self.0.state.lock().dtr.clone()
     }
     pub(crate) fn creation(&self) -> Option<Arc<Creation>> {
         self.0.state.lock().creation.clone()

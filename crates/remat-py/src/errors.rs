@@ -128,7 +128,7 @@ pub fn to_pyerr(e: Error) -> PyErr {
         Error::Device { .. } => DeviceError::new_err(msg),
         Error::Graph { .. } => GraphError::new_err(msg),
         Error::Checkpoint { .. } => CheckpointError::new_err(msg),
-        Error::OutOfMemory { .. } => PyMemoryError::new_err(msg),
+        Error::OutOfMemory { .. } | Error::MemoryLimit { .. } => PyMemoryError::new_err(msg),
         Error::Value { .. } => PyValueError::new_err(msg),
         Error::EarlyStop => _StopRecomputation::new_err(msg),
         Error::Callback { message } => {

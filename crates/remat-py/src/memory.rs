@@ -27,6 +27,74 @@ fn reset_peak_memory_stats(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     Ok(())
 }
 
+/// A limit argument: None, a byte count, or a string such as "8MB".
+fn limit_bytes(limit: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
+    let Some(limit) = limit.filter(|l| !l.is_none()) else {
+        return Ok(None);
+    };
+    if let Ok(text) = limit.extract::<String>() {
+        return remat_core::dtr::parse_bytes(&text).map(Some).py();
+    }
+    if limit.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "set_memory_limit: expected a byte count, a string such as \"8MB\", or None; got \
+             a bool",
+        ));
+    }
+    match limit.extract::<i128>() {
+        Ok(n) if n >= 0 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+        Ok(n) => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "set_memory_limit: the limit must be at least 0 bytes, got {n}"
+        ))),
+        Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "set_memory_limit: expected a byte count, a string such as \"8MB\", or None; got \
+             {}",
+            limit.get_type().name()?
+        ))),
+    }
+}
+
+/// Cap the live tensor bytes of `device` (None removes the cap): ops evict and rebuild
+/// recomputable tensors to stay under it.
+#[pyfunction]
+#[pyo3(signature = (limit, device=None))]
+fn set_memory_limit(
+    limit: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let limit = limit_bytes(limit)?;
+    remat_core::set_memory_limit(args::device(device)?, limit);
+    Ok(())
+}
+
+/// The cap on `device`'s live tensor bytes, or None.
+#[pyfunction]
+#[pyo3(signature = (device=None))]
+fn get_memory_limit(device: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
+    Ok(remat_core::get_memory_limit(args::device(device)?))
+}
+
+/// Live and peak bytes, the limit, and the eviction counters of `device`.
+#[pyfunction]
+#[pyo3(signature = (device=None))]
+fn memory_stats<'py>(
+    py: Python<'py>,
+    device: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    let device = args::device(device)?;
+    let s = remat_core::dtr::eviction_stats(device);
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("allocated", remat_core::memory_allocated(device))?;
+    d.set_item("peak", remat_core::max_memory_allocated(device))?;
+    d.set_item("limit", remat_core::get_memory_limit(device))?;
+    d.set_item("evictions", s.evictions)?;
+    d.set_item("evicted_bytes", s.evicted_bytes)?;
+    d.set_item("rematerializations", s.rematerializations)?;
+    d.set_item("remat_seconds", s.remat_seconds)?;
+    d.set_item("evictable_cells", remat_core::dtr::live_cells())?;
+    Ok(d)
+}
+
 /// Whether a usable CUDA device exists.
 #[pyfunction]
 fn cuda_is_available() -> bool {
@@ -96,6 +164,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(memory_allocated, m)?)?;
     m.add_function(wrap_pyfunction!(max_memory_allocated, m)?)?;
     m.add_function(wrap_pyfunction!(reset_peak_memory_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(set_memory_limit, m)?)?;
+    m.add_function(wrap_pyfunction!(get_memory_limit, m)?)?;
+    m.add_function(wrap_pyfunction!(memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_is_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_device_count, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_synchronize, m)?)?;

@@ -228,6 +228,8 @@ pub fn apply<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor>
     check_dtypes(&op, inputs)?;
     let mode = context::current();
     // A selective checkpoint's recompute takes what its forward kept for this op.
+    // Under a memory limit, the forward's time is what evicting its output would cost.
+    let timer = crate::dtr::timer(inputs, &mode);
     let out = match context::kept_output(&mode)? {
         Some(d) => Tensor::from_data(d),
         None if matches!(mode, SaveMode::Normal) => {
@@ -244,7 +246,8 @@ pub fn apply<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor>
     if !recorded(inputs) || !out.dtype().is_float() {
         return Ok(untracked(op, inputs, out));
     }
-    let t = record_in(op, inputs, out, saves, &mode);
+    let took = timer.map(|t| t.elapsed());
+    let t = record_in(op, inputs, out, saves, &mode, took);
     context::check_early_stop(&mode)?;
     Ok(t)
 }
@@ -254,7 +257,7 @@ pub fn record<O: Op>(op: O, inputs: &[&Tensor], out: Tensor, saves: &[Save]) -> 
     if !recorded(inputs) || !out.dtype().is_float() {
         return untracked(op, inputs, out);
     }
-    record_in(op, inputs, out, saves, &context::current())
+    record_in(op, inputs, out, saves, &context::current(), None)
 }
 
 /// Error unless `op` takes the dtypes of `inputs` (floats only, unless it says otherwise).
@@ -301,6 +304,7 @@ fn record_in<O: Op>(
     out: Tensor,
     saves: &[Save],
     mode: &SaveMode,
+    took: Option<std::time::Duration>,
 ) -> Tensor {
     let out_data = out.0.data.clone();
     drop(out);
@@ -321,14 +325,27 @@ fn record_in<O: Op>(
     } else {
         None
     };
+    // Under a memory limit (plain recording only: checkpoints already choose what to keep),
+    // the output's storage becomes evictable.
+    let cell = match mode {
+        SaveMode::Normal if !context::in_op_forward() => {
+            crate::dtr::cell_for_output(&op, inputs, &out_data, took)
+        }
+        _ => None,
+    };
     let name = op.name();
     let slots: SmallVec<[Slot; 2]> = saves
         .iter()
         .map(|s| match s {
             Save::Input(i) => context::slot_for(inputs[*i], mode, name),
-            Save::Output => match &recipe {
-                Some(r) => Slot::recompute(r.clone()),
-                None => context::slot_for_data(&out_data, mode, name),
+            Save::Output => match (&recipe, &cell) {
+                (Some(r), _) => Slot::recompute(r.clone()),
+                (None, Some(c)) => Slot::Evictable(
+                    c.clone(),
+                    out_data.layout.clone(),
+                    out_data.storage.version(),
+                ),
+                (None, None) => context::slot_for_data(&out_data, mode, name),
             },
         })
         .collect();
@@ -370,6 +387,7 @@ fn record_in<O: Op>(
         TensorState {
             creation: Some(creation),
             recipe,
+            dtr: cell,
             ..Default::default()
         },
     )

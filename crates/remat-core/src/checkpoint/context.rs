@@ -232,7 +232,10 @@ pub(crate) fn slot_for(t: &Tensor, mode: &SaveMode, who: &'static str) -> Slot {
         // A recipe that no longer replays the value (written in place since) is not used.
         _ => match t.recipe() {
             Some(r) if r.is_current() => Slot::recompute(r),
-            _ => Slot::stored(t.data()),
+            _ => match t.dtr_cell() {
+                Some(c) => Slot::Evictable(c, t.layout().clone(), t.storage().version()),
+                None => Slot::stored(t.data()),
+            },
         },
     }
 }
@@ -282,6 +285,12 @@ impl Drop for OpForward {
 /// Whether this op runs inside another op's forward.
 fn nested_op() -> bool {
     OP_DEPTH.with(|d| d.get() > 0)
+}
+
+/// Whether an op's forward is running on this thread (its inner ops' outputs are
+/// temporaries: they get no evictable cell under a memory limit).
+pub(crate) fn in_op_forward() -> bool {
+    nested_op()
 }
 
 /// Before an op runs: in the recompute of a segment with a selective policy, the output the

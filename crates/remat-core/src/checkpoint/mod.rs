@@ -82,16 +82,29 @@ pub fn checkpoint(x: &Tensor) -> Result<Tensor> {
     let recipe = Recipe::new(creation.op.clone(), slots, x.data(), "tensor");
     // If the producer saved its own output (relu, exp, softmax...), that slot would keep x
     // alive: point it at the recipe too (keeping the version it was saved at).
+    let cell = x.dtr_cell();
     if let NodeKind::Op(_) = &node.kind {
         if let Some(saved) = node.saved.lock().as_mut() {
             for s in saved.iter_mut() {
-                if let Slot::Stored(d) = s {
-                    if std::sync::Arc::ptr_eq(&d.data.storage, x.storage())
-                        && d.data.layout == *x.layout()
+                let seen = match s {
+                    Slot::Stored(d)
+                        if std::sync::Arc::ptr_eq(&d.data.storage, x.storage())
+                            && d.data.layout == *x.layout() =>
                     {
-                        *s = Slot::recompute_at(recipe.clone(), d.version);
+                        d.version
                     }
-                }
+                    // Under a memory limit the slot holds x's cell (see `dtr`).
+                    Slot::Evictable(c, layout, v)
+                        if cell
+                            .as_ref()
+                            .is_some_and(|x| std::sync::Arc::ptr_eq(x.cell(), c.cell()))
+                            && layout == x.layout() =>
+                    {
+                        *v
+                    }
+                    _ => continue,
+                };
+                *s = Slot::recompute_at(recipe.clone(), seen);
             }
         }
     }

@@ -21,6 +21,9 @@ pub(crate) enum Slot {
     /// Not kept: the `usize`-th tensor saved inside a checkpoint segment, refilled by one
     /// re-run of the segment.
     Segment(Arc<Segment>, usize),
+    /// Made under a memory limit: the storage's evictable cell (the view's layout, and the
+    /// version the reader saw). Read back as is, or rebuilt if it was evicted meanwhile.
+    Evictable(crate::dtr::CellRef, crate::layout::Layout, u64),
     /// Kept in pinned host memory instead of on its device (`offload=True` segment inputs);
     /// copied back to the device ahead of the read (see `cuda::offload`).
     #[cfg(feature = "cuda")]
@@ -63,6 +66,11 @@ impl Slot {
             Slot::Stored(s) => s.get(who)?.clone(),
             Slot::Recompute(r, seen) => r.materialize(*seen, who)?,
             Slot::Segment(s, i) => s.get(*i)?,
+            Slot::Evictable(c, layout, seen) => {
+                let d = c.read(layout)?;
+                crate::autograd::saved::check(&d, *seen, who)?;
+                d
+            }
             #[cfg(feature = "cuda")]
             Slot::Offloaded(h) => return h.fetch("checkpoint_segment"),
         }))
@@ -100,7 +108,7 @@ impl Slot {
     /// its last reader has read it.
     pub(crate) fn release(&self) {
         match self {
-            Slot::Stored(_) => {}
+            Slot::Stored(_) | Slot::Evictable(..) => {}
             Slot::Recompute(r, _) => r.release_reader(),
             Slot::Segment(s, i) => s.release(*i),
             #[cfg(feature = "cuda")]

@@ -89,6 +89,8 @@ pub fn collect_exact<T, I: ExactSizeIterator<Item = T>>(items: I) -> Vec<T> {
 /// Run `f`, turning an out-of-memory unwind from a kernel into `Error::OutOfMemory` named
 /// after `op`. Other panics (engine bugs) continue to unwind.
 pub fn catch_oom<T>(op: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    // Allocations over a memory limit may be refused in here: the unwind is caught below.
+    let _refusable = crate::memory::RefusableScope::enter();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(payload) => match payload.downcast::<Error>() {
@@ -97,6 +99,10 @@ pub fn catch_oom<T>(op: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
                     op: op.to_string(),
                     bytes,
                     device,
+                },
+                Error::MemoryLimit { op: by, message } if by == "alloc" => Error::MemoryLimit {
+                    op: op.to_string(),
+                    message,
                 },
                 other => other,
             }),

@@ -1,0 +1,143 @@
+//! Dynamic tensor rematerialisation (Kirisame et al., ICLR 2021): train under a hard memory
+//! limit without changing the model.
+//!
+//! While a limit is set on a device ([`set_memory_limit`]), every storage a recorded op
+//! makes there gets a cell that knows its op and inputs. Saved tensors and tensor
+//! handles hold the cell, so when an allocation would go over the limit the memory counters
+//! ask the pool to evict storages that only cells hold (never leaves, parameters,
+//! gradients, tensors the user holds, or the inputs of the running op), cheapest
+//! `cost / (bytes × staleness)` first. An evicted storage is rebuilt by replaying its op the
+//! next time a backward (or a rebuild) reads it, so gradients are the plain run's. Views share
+//! their base's cell: they are evicted and rebuilt together. When even evicting everything
+//! possible does not make room, the op fails with `Error::MemoryLimit` naming the smallest
+//! working set.
+
+mod cell;
+mod pool;
+
+pub(crate) use cell::{CellRef, Input, Pinned};
+pub use pool::EvictionStats;
+
+use crate::autograd::node::Op;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::tensor::{Tensor, TensorData};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Cap the bytes of live tensor storage on `device` at `limit` (None removes the cap). The
+/// cap covers everything `memory_allocated(device)` counts, parameters included. While it
+/// is set, ops evict and rebuild recomputable tensors to stay under it.
+pub fn set_memory_limit(device: Device, limit: Option<usize>) {
+    crate::memory::set_evictor(pool::evict);
+    crate::memory::set_limit(device, limit);
+}
+
+/// The cap set on `device`, if any.
+pub fn get_memory_limit(device: Device) -> Option<usize> {
+    crate::memory::memory_limit(device)
+}
+
+/// Evictions and rematerialisations on `device` since start or the last
+/// [`reset_eviction_stats`].
+pub fn eviction_stats(device: Device) -> EvictionStats {
+    pool::stats(device)
+}
+
+/// Zero the eviction counters of `device`.
+pub fn reset_eviction_stats(device: Device) {
+    pool::reset_stats(device)
+}
+
+/// Evictable cells alive now (zero once every graph made under a limit is gone).
+pub fn live_cells() -> usize {
+    pool::live_cells()
+}
+
+/// Parse a byte count: a number of bytes, or a number with a unit (`"512KB"`, `"8MB"`,
+/// `"1.5GB"`, `"2GiB"`; KB/MB/GB/TB are powers of 1024, as are KiB/MiB/GiB/TiB).
+pub fn parse_bytes(text: &str) -> Result<usize> {
+    let s = text.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => u64::MAX,
+    };
+    let value: Option<f64> = num.replace('_', "").parse().ok();
+    match value {
+        Some(v) if scale != u64::MAX && v.is_finite() && v >= 0.0 => {
+            let bytes = v * scale as f64;
+            if bytes < usize::MAX as f64 {
+                Ok(bytes as usize)
+            } else {
+                Err(Error::value(
+                    "set_memory_limit",
+                    format!("{text:?} is more bytes than this machine can address"),
+                ))
+            }
+        }
+        _ => Err(Error::value(
+            "set_memory_limit",
+            format!(
+                "expected a byte count such as 1000000, \"512KB\", \"8MB\" or \"2GB\", got \
+                 {text:?}"
+            ),
+        )),
+    }
+}
+
+/// A clock for an op's forward when its output may get a cell (a limit is set on the
+/// inputs' device and nothing is checkpointing), so the cost of evicting it is known.
+pub(crate) fn timer(
+    inputs: &[&Tensor],
+    mode: &crate::checkpoint::context::SaveMode,
+) -> Option<std::time::Instant> {
+    let device = inputs.first().map_or(Device::Cpu, |t| t.device());
+    (active(device) && matches!(mode, crate::checkpoint::context::SaveMode::Normal))
+        .then(std::time::Instant::now)
+}
+
+/// Whether a storage made now on `device` gets a cell.
+fn active(device: Device) -> bool {
+    crate::memory::memory_limit(device).is_some()
+}
+
+/// The cell of a recorded op's output `out` (made from `inputs` in `took`), when a limit is
+/// set on its device: the cell of the input whose storage it shares (a view), or a new cell
+/// replaying `op`. None when no limit is set.
+pub(crate) fn cell_for_output(
+    op: &Arc<dyn Op>,
+    inputs: &[&Tensor],
+    out: &TensorData,
+    took: Option<Duration>,
+) -> Option<CellRef> {
+    if !active(out.storage.device()) {
+        return None;
+    }
+    if let Some(base) = inputs
+        .iter()
+        .find(|t| Arc::ptr_eq(t.storage(), &out.storage))
+    {
+        return base.dtr_cell();
+    }
+    let cells = inputs
+        .iter()
+        .map(|t| {
+            let version = t.storage().version();
+            match t.dtr_cell() {
+                Some(c) => Input::Cell(c.cell().clone(), t.layout().clone(), version),
+                None => Input::Pinned(Pinned::new(t.data(), version, out.storage.nbytes())),
+            }
+        })
+        .collect();
+    // An op recorded after the fact has no time: its bytes stand in (about 1 GB/s).
+    let ns = took.map_or(out.storage.nbytes() as u64, |d| d.as_nanos() as u64);
+    Some(cell::Cell::create(op.clone(), cells, out, ns))
+}
