@@ -10,8 +10,14 @@ over a few repetitions. The strategies:
     sqrt     checkpoint_sequential(blocks, "sqrt", x)
     budget   checkpoint_sequential(blocks, None, x, budget_bytes=B) with B half the
              activation memory the plain run needs at that depth
+    dtr      no change to the model: remat.memory_limit(live bytes + B), the same B
+             (dynamic rematerialisation evicts and recomputes activations as needed)
 
-Prints a table and writes a plot of both figures against depth (``--out``).
+A third panel is the trade-off curve at one depth (``--curve-depth``): time overhead over
+the plain step against the activation memory allowed, for the planner (``budget_bytes``)
+and for the memory limit (DTR), at the fractions of ``--fractions``.
+
+Prints tables and writes a plot (``--out``).
 
     python examples/memory_tradeoff.py
     python examples/memory_tradeoff.py --depths 16 64 256 --width 256 --out tradeoff.png
@@ -34,7 +40,7 @@ import numpy as np  # noqa: E402
 import remat  # noqa: E402
 from remat import nn, optim  # noqa: E402
 
-STRATEGIES = ("none", "every", "sqrt", "budget")
+STRATEGIES = ("none", "every", "sqrt", "budget", "dtr")
 
 
 class Block(nn.Module):
@@ -70,15 +76,19 @@ def measure(
     opt = optim.SGD(blocks.parameters(), lr=1e-3)
     x = remat.randn(batch, width, device=device)
 
-    def step() -> None:
+    def step(warm_up: bool = False) -> None:
         opt.zero_grad(set_to_none=False)
-        y = run_blocks(blocks, x, strategy, budget)
-        (y * y).mean().backward()
+        limit = None
+        if strategy == "dtr" and budget is not None and not warm_up:
+            limit = remat.memory_allocated(device) + budget
+        with remat.memory_limit(limit, device):
+            y = run_blocks(blocks, x, strategy, budget)
+            (y * y).mean().backward()
         opt.step()
         if device != "cpu":
             remat.cuda.synchronize()
 
-    step()  # allocates the parameter gradients (kept from now on)
+    step(warm_up=True)  # allocates the parameter gradients (kept from now on)
     peaks, times = [], []
     for _ in range(reps):
         base = remat.memory_allocated(device)
@@ -90,6 +100,34 @@ def measure(
     return max(peaks), statistics.median(times)
 
 
+def tradeoff_curve(args) -> dict[str, list[tuple[float, float]]]:
+    """For the planner ("budget") and the memory limit ("dtr") at depth ``--curve-depth``:
+    (peak activation memory, step time), both as multiples of the plain step's, at each
+    fraction of the plain activation memory (-1 where nothing fits)."""
+    depth, w, b, reps, dev = args.curve_depth, args.width, args.batch_size, args.reps, args.device
+    plain_peak, plain_secs = measure(depth, w, b, "none", None, reps, dev)
+    print(f"\ntrade-off at depth {depth}: plain step {plain_secs * 1e3:.1f} ms, "
+          f"{plain_peak / 2**20:.2f} MiB of activations")
+    print(f"{'allowed':>8} {'planner mem':>12} {'planner time':>13} {'dtr mem':>9} "
+          f"{'dtr time':>9}")
+    curve: dict[str, list[tuple[float, float]]] = {"planner (budget_bytes)": [],
+                                                   "memory limit (DTR)": []}
+    for f in args.fractions:
+        line = f"{f:>8.3f} "
+        for name, strategy in zip(curve, ("budget", "dtr")):
+            try:
+                peak, secs = measure(depth, w, b, strategy, max(int(plain_peak * f), 1), reps,
+                                     dev)
+                point = (peak / plain_peak, secs / plain_secs)
+                line += f"{point[0]:>12.2f} {point[1]:>12.2f}x "
+            except (ValueError, MemoryError):
+                point = (-1.0, math.nan)
+                line += f"{'n/a':>12} {'n/a':>13} "
+            curve[name].append(point)
+        print(line.rstrip(), flush=True)
+    return curve
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--depths", type=int, nargs="+", default=[16, 32, 64, 128, 256, 512])
@@ -98,11 +136,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3, help="timed steps per point (median)")
     ap.add_argument("--strategies", nargs="+", choices=STRATEGIES, default=list(STRATEGIES))
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--curve-depth", type=int, default=64, help="depth of the trade-off curve")
+    ap.add_argument("--fractions", type=float, nargs="+",
+                    default=[0.125, 0.2, 0.25, 0.33, 0.5, 0.75, 1.0],
+                    help="activation memory allowed, as fractions of the plain run's")
     ap.add_argument("--out", default="memory_tradeoff.png", help="where to write the plot")
     ap.add_argument("--quick", action="store_true", help="a tiny sweep for the test suite")
     args = ap.parse_args(argv)
     if args.quick:
         args.depths, args.width, args.batch_size, args.reps = [8, 16], 32, 16, 1
+        args.curve_depth, args.fractions = 16, [0.25, 0.5, 1.0]
     if args.device.startswith("cuda"):
         try:
             remat.zeros(1, device=args.device)
@@ -123,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         row = f"{depth:>6} "
         for s in strategies:
             budget = None
-            if s == "budget":
+            if s in ("budget", "dtr"):
                 if none_peak is None:
                     none_peak, _ = measure(
                         depth, args.width, args.batch_size, "none", None, 1, args.device
@@ -133,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
                 peak, secs = measure(
                     depth, args.width, args.batch_size, s, budget, args.reps, args.device
                 )
-            except (ValueError, RuntimeError) as e:  # e.g. a budget no plan fits
+            except (ValueError, RuntimeError, MemoryError) as e:  # a budget nothing fits
                 print(f"  {s} at depth {depth}: {e}", file=sys.stderr)
                 peak, secs = -1, math.nan
             if s == "none":
@@ -143,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
             row += f"{mem:>12} {secs * 1e3:>10.1f} "
         print(row.rstrip(), flush=True)
 
-    fig, (ax_mem, ax_time) = plt.subplots(1, 2, figsize=(11, 4.2))
+    curve = tradeoff_curve(args)
+
+    fig, (ax_mem, ax_time, ax_curve) = plt.subplots(1, 3, figsize=(16, 4.2))
     for s in strategies:
         mem = [p / 2**20 if p >= 0 else np.nan for p, _ in results[s]]
         ms = [t * 1e3 for _, t in results[s]]
@@ -159,6 +204,14 @@ def main(argv: list[str] | None = None) -> int:
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
         ax.legend()
+    for name, points in curve.items():
+        ok = [(p, t) for p, t in points if p >= 0]
+        ax_curve.plot([p for p, _ in ok], [t for _, t in ok], marker="o", label=name)
+    ax_curve.set_xlabel("peak activation memory (fraction of the plain run's)")
+    ax_curve.set_ylabel("step time (× plain)")
+    ax_curve.set_title(f"time against memory, depth {args.curve_depth}")
+    ax_curve.grid(True, alpha=0.3)
+    ax_curve.legend()
     fig.suptitle(f"remat gradient checkpointing: width {args.width}, batch {args.batch_size}")
     fig.tight_layout()
     fig.savefig(args.out, dpi=120)

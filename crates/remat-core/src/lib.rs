@@ -48,7 +48,7 @@ pub mod tensor;
 mod tensor_methods;
 
 pub use device::Device;
-pub use dtr::{get_memory_limit, set_memory_limit};
+pub use dtr::{get_memory_limit, memory_limit, memory_stats, set_memory_limit, MemoryStats};
 pub use dtype::DType;
 pub use error::{Error, Result};
 pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, set_grad_enabled};

@@ -48,11 +48,14 @@ fn training_under_a_memory_limit() {
     for divisor in [2, 3, 4] {
         let limit = base + grads + activations / divisor;
         dtr::reset_eviction_stats(cpu);
-        dtr::set_memory_limit(cpu, Some(limit));
         remat_core::reset_peak_memory_stats(cpu);
-        let got = step(&params, &x, &mut forward_end).unwrap();
+        let got = {
+            let _limit = remat_core::memory_limit(cpu, Some(limit));
+            assert_eq!(remat_core::memory_stats(cpu).limit, Some(limit));
+            step(&params, &x, &mut forward_end).unwrap()
+        };
+        assert_eq!(remat_core::get_memory_limit(cpu), None);
         let peak = remat_core::max_memory_allocated(cpu);
-        dtr::set_memory_limit(cpu, None);
         let stats = dtr::eviction_stats(cpu);
         assert!(
             peak <= limit,

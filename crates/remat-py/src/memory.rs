@@ -82,15 +82,15 @@ fn memory_stats<'py>(
     device: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
     let device = args::device(device)?;
-    let s = remat_core::dtr::eviction_stats(device);
+    let s = remat_core::memory_stats(device);
     let d = pyo3::types::PyDict::new(py);
-    d.set_item("allocated", remat_core::memory_allocated(device))?;
-    d.set_item("peak", remat_core::max_memory_allocated(device))?;
-    d.set_item("limit", remat_core::get_memory_limit(device))?;
-    d.set_item("evictions", s.evictions)?;
-    d.set_item("evicted_bytes", s.evicted_bytes)?;
-    d.set_item("rematerializations", s.rematerializations)?;
-    d.set_item("remat_seconds", s.remat_seconds)?;
+    d.set_item("allocated", s.allocated)?;
+    d.set_item("peak", s.peak)?;
+    d.set_item("limit", s.limit)?;
+    d.set_item("evictions", s.eviction.evictions)?;
+    d.set_item("evicted_bytes", s.eviction.evicted_bytes)?;
+    d.set_item("rematerializations", s.eviction.rematerializations)?;
+    d.set_item("remat_seconds", s.eviction.remat_seconds)?;
     d.set_item("evictable_cells", remat_core::dtr::live_cells())?;
     Ok(d)
 }

@@ -110,6 +110,8 @@ pub(crate) struct Cell {
     needed: AtomicUsize,
     /// Whether everything needed to rebuild this cell is held (see the header).
     secured: AtomicBool,
+    /// Whether the pool's resident list has an entry for this cell (changed under its lock).
+    in_pool: AtomicBool,
 }
 
 impl Cell {
@@ -138,13 +140,15 @@ impl Cell {
             external: AtomicUsize::new(0),
             needed: AtomicUsize::new(0),
             secured: AtomicBool::new(false),
+            in_pool: AtomicBool::new(false),
         });
+        pool::cell_made();
         pool::register(&cell);
         CellRef::new(cell)
     }
 
     /// The storage if it is resident (or still alive elsewhere), marking it used.
-    fn resident(&self) -> Option<Arc<Storage>> {
+    fn resident(self: &Arc<Cell>) -> Option<Arc<Storage>> {
         let mut v = self.value.lock();
         let s = match &v.strong {
             Some(s) => s.clone(),
@@ -152,6 +156,7 @@ impl Cell {
                 let s = v.weak.upgrade()?;
                 if self.external.load(Ordering::Acquire) > 0 {
                     v.strong = Some(s.clone());
+                    pool::register(self);
                 }
                 s
             }
@@ -194,6 +199,22 @@ impl Cell {
         self.value
             .try_lock()
             .is_some_and(|v| v.strong.as_ref().is_some_and(|s| self.evictable(s)))
+    }
+
+    /// Mark the cell as listed in the pool; false if it already was. Pool lock held.
+    pub(crate) fn enter_pool(&self) -> bool {
+        !self.in_pool.swap(true, Ordering::Relaxed)
+    }
+
+    /// Mark the cell as no longer listed in the pool. Pool lock held.
+    pub(crate) fn leave_pool(&self) {
+        self.in_pool.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether the storage is certainly not held here any more (evicted or released); a
+    /// cell being read right now counts as held.
+    pub(crate) fn is_released(&self) -> bool {
+        self.value.try_lock().is_some_and(|v| v.strong.is_none())
     }
 
     /// Whether the storage is gone (it would have to be rebuilt to be read).
@@ -284,7 +305,7 @@ impl Cell {
     }
 
     /// Run the op again on its inputs and keep the result as this cell's storage.
-    fn rebuild(&self, inputs: &[Tensor]) -> Result<Arc<Storage>> {
+    fn rebuild(self: &Arc<Cell>, inputs: &[Tensor]) -> Result<Arc<Storage>> {
         let refs: Vec<&Tensor> = inputs.iter().collect();
         let name = self.op.name();
         let start = Instant::now();
@@ -316,6 +337,7 @@ impl Cell {
         }
         if self.external.load(Ordering::Acquire) > 0 {
             v.strong = Some(storage.clone());
+            pool::register(self);
         }
         v.weak = Arc::downgrade(&storage);
         self.last_use.store(pool::tick(), Ordering::Relaxed);
@@ -325,6 +347,7 @@ impl Cell {
 
 impl Drop for Cell {
     fn drop(&mut self) {
+        pool::cell_dropped();
         // Chains of cells can be arbitrarily long: unlink them iteratively.
         fn take(inputs: &mut Vec<Input>, stack: &mut Vec<Arc<Cell>>) {
             for i in inputs.drain(..) {

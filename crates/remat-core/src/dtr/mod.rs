@@ -38,6 +38,50 @@ pub fn get_memory_limit(device: Device) -> Option<usize> {
     crate::memory::memory_limit(device)
 }
 
+/// Restores the previous limit of its device when dropped (see [`memory_limit`]).
+#[must_use = "the limit is lifted again when the guard is dropped"]
+pub struct LimitGuard {
+    device: Device,
+    previous: Option<usize>,
+}
+
+impl Drop for LimitGuard {
+    fn drop(&mut self) {
+        set_memory_limit(self.device, self.previous);
+    }
+}
+
+/// Set the limit of `device` until the returned guard is dropped (then the previous one is
+/// back): Python's `with remat.memory_limit(...)`.
+pub fn memory_limit(device: Device, limit: Option<usize>) -> LimitGuard {
+    let previous = get_memory_limit(device);
+    set_memory_limit(device, limit);
+    LimitGuard { device, previous }
+}
+
+/// Live and peak bytes, the limit and the eviction counters of one device.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MemoryStats {
+    /// Bytes of live tensor storage (`memory_allocated`).
+    pub allocated: usize,
+    /// The peak since start or the last reset (`max_memory_allocated`).
+    pub peak: usize,
+    /// The limit, if one is set.
+    pub limit: Option<usize>,
+    /// Evictions, rebuilds and their time since start or the last [`reset_eviction_stats`].
+    pub eviction: EvictionStats,
+}
+
+/// Python's `remat.memory_stats(device)`.
+pub fn memory_stats(device: Device) -> MemoryStats {
+    MemoryStats {
+        allocated: crate::memory::memory_allocated(device),
+        peak: crate::memory::max_memory_allocated(device),
+        limit: get_memory_limit(device),
+        eviction: pool::stats(device),
+    }
+}
+
 /// Evictions and rematerialisations on `device` since start or the last
 /// [`reset_eviction_stats`].
 pub fn eviction_stats(device: Device) -> EvictionStats {

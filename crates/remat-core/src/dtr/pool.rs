@@ -18,19 +18,54 @@ use std::time::Duration;
 
 const MAX_DEVICES: usize = 17;
 
-/// Ancestors visited when costing one cell: enough to see a chain of evicted layers,
-/// bounded so scoring stays linear in the pool.
-const ANCESTOR_BUDGET: usize = 64;
+/// Ancestors visited when costing one cell: enough to see a run of evicted layers, bounded
+/// so that scoring stays cheap.
+const ANCESTOR_BUDGET: usize = 16;
 
+/// Candidates scored per eviction round: a random sample when more are resident (the DTR
+/// paper's sampling; the choice changes speed, never values).
+const SAMPLE: usize = 32;
+
+/// Cells that may hold their storage (resident): eviction looks only at these, so its cost
+/// follows what fits under the limit, not the length of the graph. A cell is added when a
+/// storage comes (back) into it (once: `Cell::in_pool`), and removed lazily, when a probe
+/// finds it gone or released.
 struct Pool {
-    cells: Vec<Weak<Cell>>,
-    /// Dead entries are swept once the list reaches this length.
+    resident: Vec<Weak<Cell>>,
+    /// Gone entries are swept once the list reaches this length.
     sweep_at: usize,
+    /// State of the sampling generator (xorshift).
+    rng: u64,
+}
+
+impl Pool {
+    fn next_random(&mut self) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng
+    }
+
+    /// Entry `j` if it is still resident; otherwise it leaves the list (then the entry now at
+    /// `j` is another one) and None.
+    fn probe(&mut self, j: usize) -> Option<Arc<Cell>> {
+        match self.resident[j].upgrade() {
+            Some(c) if !c.is_released() => Some(c),
+            gone => {
+                if let Some(c) = gone {
+                    c.leave_pool();
+                }
+                self.resident.swap_remove(j);
+                None
+            }
+        }
+    }
 }
 
 static POOL: Mutex<Pool> = Mutex::new(Pool {
-    cells: Vec::new(),
+    resident: Vec::new(),
     sweep_at: 1024,
+    rng: 0x9E37_79B9_7F4A_7C15,
 });
 
 /// The logical clock: one tick per cell made or read.
@@ -100,23 +135,38 @@ pub(crate) fn on_rematerialize(device: Device, took: Duration) {
     STATS.remat_ns[i].fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
 }
 
-/// Add a new (resident) cell to the pool.
+/// Note that `cell` holds its storage (new, rebuilt, or taken back).
 pub(crate) fn register(cell: &Arc<Cell>) {
     let mut p = POOL.lock();
-    if p.cells.len() >= p.sweep_at {
-        p.cells.retain(|w| w.strong_count() > 0);
-        p.sweep_at = (2 * p.cells.len()).max(1024);
+    if !cell.enter_pool() {
+        return;
     }
-    p.cells.push(Arc::downgrade(cell));
+    if p.resident.len() >= p.sweep_at {
+        let mut j = 0;
+        while j < p.resident.len() {
+            if p.probe(j).is_some() {
+                j += 1;
+            }
+        }
+        p.sweep_at = (2 * p.resident.len()).max(1024);
+    }
+    p.resident.push(Arc::downgrade(cell));
 }
 
-/// Cells in the pool that are alive (tests and statistics).
+/// Cells alive now (made under a limit, not yet dropped with their graph).
+static LIVE: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn cell_made() {
+    LIVE.fetch_add(1, Ordering::Relaxed);
+}
+
+pub(crate) fn cell_dropped() {
+    LIVE.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Cells alive now (tests: zero once every graph made under a limit is gone).
 pub(crate) fn live_cells() -> usize {
-    POOL.lock()
-        .cells
-        .iter()
-        .filter(|w| w.strong_count() > 0)
-        .count()
+    LIVE.load(Ordering::Relaxed) as usize
 }
 
 /// What rebuilding `cell` would cost now: its op's time plus that of the evicted cells it
@@ -138,37 +188,79 @@ fn rebuild_cost(cell: &Cell) -> u64 {
     cost
 }
 
-/// Free at least `need` bytes on `device` by evicting cells, cheapest score first. Returns
-/// the bytes freed (0 when nothing can go). Installed as the memory counters' evictor.
-pub(crate) fn evict(device: Device, need: usize) -> usize {
-    let now = CLOCK.load(Ordering::Relaxed);
-    let mut scored: Vec<(f64, Arc<Cell>)> = {
+/// Resident cells of `device` that could be evicted now: a random sample of about
+/// [`SAMPLE`] (`all`: every one). Entries found gone leave the list on the way.
+fn candidates(device: Device, all: bool) -> Vec<Arc<Cell>> {
+    let mut found: Vec<Arc<Cell>> = Vec::new();
+    {
         let mut p = POOL.lock();
-        p.cells.retain(|w| w.strong_count() > 0);
-        p.cells
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|c| c.device == device && c.nbytes > 0 && c.is_candidate())
+        if all || p.resident.len() <= SAMPLE {
+            let mut j = 0;
+            while j < p.resident.len() {
+                if let Some(c) = p.probe(j) {
+                    if c.device == device {
+                        found.push(c);
+                    }
+                    j += 1;
+                }
+            }
+        } else {
+            // Probes with replacement; a cell drawn twice is scored once.
+            for _ in 0..2 * SAMPLE {
+                if p.resident.is_empty() || found.len() >= SAMPLE {
+                    break;
+                }
+                let j = (p.next_random() % p.resident.len() as u64) as usize;
+                if let Some(c) = p.probe(j) {
+                    if c.device == device && !found.iter().any(|f| Arc::ptr_eq(f, &c)) {
+                        found.push(c);
+                    }
+                }
+            }
+        }
+    }
+    found.retain(|c| c.nbytes > 0 && c.is_candidate());
+    found
+}
+
+/// Free at least `need` bytes on `device` by evicting cells, cheapest score first. Returns
+/// the bytes freed (0 when nothing can go). Installed as the memory counters' evictor. Each
+/// round scores a sample; a round that evicts nothing is retried on every resident cell
+/// before giving up, so sampling never turns a possible eviction into a `MemoryError`.
+pub(crate) fn evict(device: Device, need: usize) -> usize {
+    let i = slot(device);
+    let mut freed = 0;
+    let mut all = false;
+    while freed < need {
+        let now = CLOCK.load(Ordering::Relaxed);
+        let mut scored: Vec<(f64, Arc<Cell>)> = candidates(device, all)
+            .into_iter()
             .map(|c| {
                 let staleness = now.saturating_sub(c.last_use()).max(1) as f64;
                 let h = rebuild_cost(&c) as f64 / (c.nbytes as f64 * staleness);
                 (h, c)
             })
-            .collect()
-    };
-    scored.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let i = slot(device);
-    let mut freed = 0;
-    for (_, cell) in scored {
-        if freed >= need {
-            break;
+            .collect();
+        scored.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut evicted_any = false;
+        for (_, cell) in scored {
+            if freed >= need {
+                break;
+            }
+            if let Some(storage) = cell.try_evict() {
+                freed += cell.nbytes;
+                evicted_any = true;
+                STATS.evictions[i].fetch_add(1, Ordering::Relaxed);
+                STATS.evicted_bytes[i].fetch_add(cell.nbytes as u64, Ordering::Relaxed);
+                // The last holder: this drop frees the memory (and uncounts it).
+                drop(storage);
+            }
         }
-        if let Some(storage) = cell.try_evict() {
-            freed += cell.nbytes;
-            STATS.evictions[i].fetch_add(1, Ordering::Relaxed);
-            STATS.evicted_bytes[i].fetch_add(cell.nbytes as u64, Ordering::Relaxed);
-            // The last holder: this drop frees the memory (and uncounts it).
-            drop(storage);
+        if !evicted_any {
+            if all {
+                break;
+            }
+            all = true;
         }
     }
     freed
