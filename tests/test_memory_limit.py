@@ -329,3 +329,70 @@ print("ok")
     run = run_python(code)
     assert_clean_exit("hostile memory limits", run)
     assert run.stdout.strip().endswith("ok"), run.stdout
+
+
+def test_selective_policies_compose_with_the_limit():
+    """Blocks checkpointed with ``dots_saveable`` (linear outputs kept, GELU recomputed), the
+    rest plain, under a limit that evicts: the unlimited run's gradients."""
+    from remat import checkpoint_policies as cp
+
+    def run(headroom):
+        remat.manual_seed(4)
+        model = _mlp(depth=16)
+        x = remat.randn(384, 128)
+        layers = list(model.children())
+        grads = sum(p.numel() * 4 for p in model.parameters())
+        limit = None if headroom is None else remat.memory_allocated() + grads + headroom
+        with remat.memory_limit(limit):
+            h = x
+            for k in range(0, 16, 2):
+                pair = nn.Sequential(*layers[k:k + 2])
+                h = remat.checkpoint(pair, h, policy=cp.dots_saveable)
+            for layer in layers[16:]:
+                h = layer(h)
+            (h * h).mean().backward()
+        return [p.grad.numpy().copy() for p in model.parameters()]
+
+    ref = run(None)
+    before = remat.memory_stats()["evictions"]
+    got = run(3_600_000)
+    assert remat.memory_stats()["evictions"] > before
+    for a, b in zip(ref, got):
+        assert np.array_equal(a, b)
+
+
+needs_gpu = pytest.mark.skipif(not remat.cuda.is_available(),
+                               reason="CUDA not available (remat.cuda.is_available() is False)")
+
+
+@needs_gpu
+def test_cuda_training_under_a_device_limit_matches_the_cpu():
+    """The limit on ``cuda``: device bytes stay under it, evictions happen, and gradients
+    equal the unlimited device run's; the CPU limit is untouched. With ``offload=True``
+    segments as well."""
+    def run(limit, offload):
+        remat.manual_seed(6)
+        model = _mlp(depth=24).to("cuda")
+        x = remat.randn(512, 128, device="cuda")
+        layers = list(model.children())
+        grads = sum(p.numel() * 4 for p in model.parameters())
+        lim = None if limit is None else remat.memory_allocated("cuda") + grads + limit
+        remat.reset_peak_memory_stats("cuda")
+        with remat.memory_limit(lim, device="cuda"):
+            h = remat.checkpoint_segment(nn.Sequential(*layers[:8]), x, offload=True) \
+                if offload else x
+            for layer in layers[8 if offload else 0:]:
+                h = layer(h)
+            (h * h).mean().backward()
+            remat.cuda.synchronize()
+        assert lim is None or remat.max_memory_allocated("cuda") <= lim
+        return [p.grad.numpy().copy() for p in model.parameters()]
+
+    for offload in (False, True):
+        ref = run(None, offload)
+        before = remat.memory_stats("cuda")["evictions"]
+        got = run(3_000_000, offload)
+        assert remat.memory_stats("cuda")["evictions"] > before
+        assert remat.get_memory_limit() is None
+        for a, b in zip(ref, got):
+            assert np.array_equal(a, b), offload
