@@ -2,11 +2,10 @@
 GELU), and GPT blocks as in examples/gpt.py) under ``torch.utils.checkpoint`` per block,
 selective activation checkpointing (SAC) saving matmul outputs per block (the analogue of
 ``dots_saveable``), and ``checkpoint_sequential`` with √n segments. PyTorch has no byte
-counters on the CPU, so memory is the peak RSS growth during the step (the kernel's
-high-water mark, reset before each step); remat's counters are in strategies.py.
-
-Each (model, strategy) runs in its own subprocess so that one's RSS peak does not hide
-another's. Skips with a message where PyTorch is not installed.
+counters on the CPU, so the peak comes from its profiler (``profile_memory=True``): the
+running sum of every op's own allocations and frees over one step, in time order — bytes of
+live tensors, as remat's counters in strategies.py (transients inside one op are netted).
+Skips with a message where PyTorch is not installed.
 
     python benches/strategies_torch.py [--runs 5] [same model flags as strategies.py]
 """
@@ -15,17 +14,15 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from machine_info import cpu_model, maxrss_kib, reset_peak_rss  # noqa: E402
+from machine_info import cpu_model  # noqa: E402
 
 STRATEGIES = ("none", "per-block", "per-block SAC (save mm)", "checkpoint_sequential sqrt")
 
@@ -64,8 +61,22 @@ def build(kind: str, a):
     return model, torch.randn(a.gpt_batch, a.tokens, a.dim)
 
 
-def child(kind: str, strategy: str, a) -> dict:
-    """One (model, strategy): median step time and peak RSS growth (this process)."""
+def peak_bytes(step) -> int:
+    """Peak live tensor bytes above the start of ``step()``, from the profiler's memory
+    events (each op's own allocations and frees, summed in time order)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    live = peak = 0
+    for e in sorted(prof.events(), key=lambda e: e.time_range.start):
+        live += e.self_cpu_memory_usage
+        peak = max(peak, live)
+    return peak
+
+
+def measure(kind: str, strategy: str, a) -> dict:
+    """One (model, strategy): median step time and peak live bytes."""
     import torch
     from torch.utils.checkpoint import (
         CheckpointPolicy,
@@ -74,7 +85,6 @@ def child(kind: str, strategy: str, a) -> dict:
         create_selective_checkpoint_contexts,
     )
 
-    torch.set_num_threads(a.threads)
     model, x = build(kind, a)
     blocks = list(model)
     # Matmuls and attention (what remat's dots_saveable keeps); ops a build lacks are skipped.
@@ -101,17 +111,17 @@ def child(kind: str, strategy: str, a) -> dict:
                                create_selective_checkpoint_contexts(save_mm))
         return h
 
+    def step():
+        forward().float().mean().backward()
+
     for p in model.parameters():
         p.grad = torch.zeros_like(p)
-    times, peaks = [], []
+    times = []
     for _ in range(a.runs + 1):
-        reset_peak_rss()
-        before = maxrss_kib()
         t0 = time.perf_counter()
-        forward().float().mean().backward()
+        step()
         times.append(time.perf_counter() - t0)
-        peaks.append(maxrss_kib() - before)
-    return {"time": statistics.median(times[1:]), "rss_kib": max(peaks[1:])}
+    return {"time": statistics.median(times[1:]), "peak": peak_bytes(step)}
 
 
 def main() -> int:
@@ -126,11 +136,7 @@ def main() -> int:
     ap.add_argument("--dim", type=int, default=256)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--gpt-batch", type=int, default=8)
-    ap.add_argument("--child", nargs=2, metavar=("MODEL", "STRATEGY"), help=argparse.SUPPRESS)
     a = ap.parse_args()
-    if a.child:
-        print(json.dumps(child(a.child[0], a.child[1], a)))
-        return 0
     if importlib.util.find_spec("torch") is None:
         print("PyTorch is not installed: nothing to compare (pip install torch)")
         return 0
@@ -138,24 +144,21 @@ def main() -> int:
 
     print(f"PyTorch {torch.__version__}, {a.threads} threads, {cpu_model()}, "
           f"{os.cpu_count()} logical cores; float32; medians of {a.runs} steps after one "
-          "warm-up; memory = peak RSS growth during the step")
-    flags = [f"--{k.replace('_', '-')}={v}" for k, v in vars(a).items()
-             if k not in ("child",)]
+          "warm-up; peak = live tensor bytes above the step's start (profiler)")
+    torch.set_num_threads(a.threads)
     for kind, title in (("mlp", f"MLP: {a.mlp_depth} x (Linear({a.width}) + GELU), batch "
                                 f"{a.batch}"),
                         ("gpt", f"GPT blocks: {a.blocks} x Block(dim {a.dim}, {a.heads} heads),"
                                 f" batch {a.gpt_batch}, {a.tokens} tokens")):
         print(f"\n{title}\n")
-        print("| strategy | step ms | × plain | peak RSS growth MiB | × plain |")
+        print("| strategy | step ms | × plain | peak MiB | × plain |")
         print("|---|---:|---:|---:|---:|")
         plain = None
         for strategy in STRATEGIES:
-            out = subprocess.run([sys.executable, __file__, *flags, "--child", kind, strategy],
-                                 capture_output=True, text=True, check=True)
-            r = json.loads(out.stdout.strip().splitlines()[-1])
+            r = measure(kind, strategy, a)
             plain = plain or r
             print(f"| {strategy} | {r['time'] * 1e3:.1f} | {r['time'] / plain['time']:.2f} | "
-                  f"{r['rss_kib'] / 1024:.1f} | {r['rss_kib'] / max(plain['rss_kib'], 1):.2f} |",
+                  f"{r['peak'] / 2**20:.2f} | {r['peak'] / max(plain['peak'], 1):.2f} |",
                   flush=True)
     return 0
 

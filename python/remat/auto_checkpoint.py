@@ -7,7 +7,12 @@ the call leaves alive beyond its outputs (what a checkpoint of it would not keep
 forward time (what a checkpoint costs again in backward). Modules are chosen greedily by bytes
 freed per second of recompute, never a module together with one inside it; each candidate
 plan is then *measured* (one step under it), so the reported peak is a real figure, and the
-greedy choice goes on until the measured peak fits.
+greedy choice goes on until the measured peak fits. The greedy search runs once per depth of
+the module tree (whole blocks, their parts, ...) and once over all modules, and the plan that
+fits with the least forward time replayed wins: fine modules free the most per second but
+keep their inputs, so small budgets need coarse ones; when even every coarse module is not
+enough, modules inside the chosen ones become checkpoints too (nested checkpoints, so a
+chosen module's replay keeps less).
 """
 
 from __future__ import annotations
@@ -145,6 +150,52 @@ def _overlaps(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
+def _greedy(model: Any, inputs: tuple, loss_fn: Callable[[Any], Tensor], params: list[Tensor],
+            measure: _Measure, order: list[str], everything: list[str], plain_peak: int,
+            budget: int, set_plan: Callable[[Iterable[str]], None]) -> tuple[int, list[str]]:
+    """Take candidates from ``order`` (never one inside another) until the modelled peak
+    (plain, less what is not kept, plus the largest replay) fits, measure a step under them,
+    and go on while the measured peak does not fit. When every candidate is taken and the
+    peak still does not fit, nest: modules inside the chosen ones (from ``everything``, best
+    first, in batches of 1, 2, 4, ...) become checkpoints too, so a chosen module's replay
+    keeps less. Returns the smallest measured peak and the modules that reached it (the plain
+    peak and nothing when no candidate helps)."""
+    chosen: list[str] = []
+    peak = plain_peak
+    best = (plain_peak, list(chosen))
+    pending = list(order)
+    while peak > budget and pending:
+        predicted = peak
+        while pending and predicted > budget:
+            n = pending.pop(0)
+            if any(_overlaps(n, c) for c in chosen):
+                continue
+            chosen.append(n)
+            freed = sum(measure.kept[c] for c in chosen)
+            replay = max(measure.kept[c] for c in chosen)
+            predicted = plain_peak - freed + replay
+        set_plan(chosen)
+        peak = _step_peak(model, inputs, loss_fn, params)
+        if peak < best[0]:
+            best = (peak, list(chosen))
+    inner = [n for n in everything if any(n.startswith(c + ".") for c in chosen)]
+    nested: list[str] = []
+    batch = 1
+    while peak > budget and inner:
+        taken = 0
+        while inner and taken < batch:
+            n = inner.pop(0)
+            if not any(_overlaps(n, c) for c in nested):
+                nested.append(n)
+                taken += 1
+        batch *= 2
+        set_plan(chosen + nested)
+        peak = _step_peak(model, inputs, loss_fn, params)
+        if peak < best[0]:
+            best = (peak, chosen + nested)
+    return best
+
+
 def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
                     loss_fn: Callable[[Any], Tensor] | None = None) -> AutoCheckpointPlan:
     """Choose which submodules of ``model`` run as checkpoints so that a training step on
@@ -197,35 +248,37 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
         for p in params:
             p.grad.zero_()
         plain_peak = _step_peak(model, example_inputs, loss_fn, params)
-        chosen: list[str] = []
-        peak = plain_peak
-        best = (plain_peak, list(chosen))
         # Bytes freed per second of recompute, largest first; modules that free nothing
         # (a Linear keeps only its input, which is not its own) are no candidates.
         order = sorted((n for n in measure.kept if measure.kept[n] > 0),
                        key=lambda n: -measure.kept[n] / max(measure.seconds[n], 1e-9))
-        pending = list(order)
-        while peak > budget_bytes and pending:
-            # Take candidates until the model of the peak (plain, less what is not kept,
-            # plus the largest replay) fits, then measure.
-            predicted = peak
-            while pending and predicted > budget_bytes:
-                n = pending.pop(0)
-                if any(_overlaps(n, c) for c in chosen):
-                    continue
-                chosen.append(n)
-                freed = sum(measure.kept[c] for c in chosen)
-                replay = max(measure.kept[c] for c in chosen)
-                predicted = plain_peak - freed + replay
-            set_plan(chosen)
-            peak = _step_peak(model, example_inputs, loss_fn, params)
-            if peak < best[0]:
-                best = (peak, list(chosen))
-        if peak > budget_bytes:
+        # One greedy search per depth of the module tree (whole blocks, their parts, ...),
+        # and one over every module: fine modules free the most per second but keep their
+        # inputs, so only coarser ones may reach a small budget. The cheapest plan that fits
+        # wins (least measured forward time replayed).
+        depths = sorted({n.count(".") for n in order})
+        searches = [[n for n in order if n.count(".") == d] for d in depths]
+        if len(searches) > 1:
+            searches.append(order)
+        best_fit: tuple[float, int, list[str]] | None = None
+        smallest = (plain_peak, [])
+        for candidates in searches:
+            peak, chosen = _greedy(model, example_inputs, loss_fn, params, measure,
+                                   candidates, order, plain_peak, budget_bytes, set_plan)
+            if peak < smallest[0]:
+                smallest = (peak, chosen)
+            if peak <= budget_bytes:
+                cost = sum(measure.seconds[c] for c in chosen)
+                if best_fit is None or cost < best_fit[0]:
+                    best_fit = (cost, peak, chosen)
+        if best_fit is None:
+            set_plan(n for n, flag in previous.items() if flag)
             raise ValueError(
                 f"auto_checkpoint: no choice of submodules fits budget_bytes={budget_bytes}; "
-                f"the smallest peak reached is {best[0]} bytes (checkpointing "
-                f"{', '.join(best[1]) or 'nothing'}; the plain step peaks at {plain_peak})")
+                f"the smallest peak reached is {smallest[0]} bytes (checkpointing "
+                f"{', '.join(smallest[1]) or 'nothing'}; the plain step peaks at {plain_peak})")
+        _, peak, chosen = best_fit
+        set_plan(chosen)
     except BaseException:
         set_plan(n for n, flag in previous.items() if flag)
         raise
