@@ -261,7 +261,7 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
         if len(searches) > 1:
             searches.append(order)
         best_fit: tuple[float, int, list[str]] | None = None
-        smallest = (plain_peak, [])
+        smallest: tuple[int, list[str]] = (plain_peak, [])
         for candidates in searches:
             peak, chosen = _greedy(model, example_inputs, loss_fn, params, measure,
                                    candidates, order, plain_peak, budget_bytes, set_plan)

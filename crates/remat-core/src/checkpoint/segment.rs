@@ -242,6 +242,14 @@ impl Segment {
             *cache = Some(r?);
             live::cache_filled();
             touched::segment(self);
+            // A nested segment's inputs are entries of its outer segment's recompute, read
+            // only here: free them now, not when the outer's backward ends (multi-level
+            // schedules would otherwise keep one input per level until then).
+            for s in &self.inputs {
+                if let Slot::Segment(..) = s {
+                    s.release();
+                }
+            }
         }
         cache
             .as_ref()
