@@ -106,8 +106,8 @@ def table(title: str, rows: list[tuple[str, float, int]]) -> None:
               f"{peak / plain:.2f} |")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_model_args(ap: argparse.ArgumentParser) -> None:
+    """The two models' flags (shared with strategies_torch.py, so both measure the same)."""
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--mlp-depth", type=int, default=32)
     ap.add_argument("--width", type=int, default=256)
@@ -117,6 +117,11 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=256)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--gpt-batch", type=int, default=8)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_model_args(ap)
     args = ap.parse_args()
     print(f"machine: {cpu_model()} ({cpu_flags()}), {os.cpu_count()} logical cores, "
           f"{remat.get_num_threads()} threads; float32; medians of {args.runs} steps after "

@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from machine_info import cpu_model  # noqa: E402
+from strategies import add_model_args  # noqa: E402
 
 STRATEGIES = ("none", "per-block", "per-block SAC (save mm)", "checkpoint_sequential sqrt")
 
@@ -126,16 +127,8 @@ def measure(kind: str, strategy: str, a) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=5)
+    add_model_args(ap)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--mlp-depth", type=int, default=32)
-    ap.add_argument("--width", type=int, default=256)
-    ap.add_argument("--batch", type=int, default=512)
-    ap.add_argument("--blocks", type=int, default=8)
-    ap.add_argument("--tokens", type=int, default=128)
-    ap.add_argument("--dim", type=int, default=256)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--gpt-batch", type=int, default=8)
     a = ap.parse_args()
     if importlib.util.find_spec("torch") is None:
         print("PyTorch is not installed: nothing to compare (pip install torch)")

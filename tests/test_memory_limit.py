@@ -40,6 +40,15 @@ def _mlp(depth: int = 64, width: int = 128) -> nn.Module:
     return nn.Sequential(*layers)
 
 
+def _limit_above(model: nn.Module, headroom: int | None, device: str = "cpu") -> int | None:
+    """A limit of what is live now, plus the model's gradients, plus ``headroom`` bytes of
+    activations (None: no limit)."""
+    if headroom is None:
+        return None
+    grads = sum(p.numel() * 4 for p in model.parameters())
+    return remat.memory_allocated(device) + grads + headroom
+
+
 def _load_gpt():
     spec = importlib.util.spec_from_file_location("gpt_example", ROOT / "examples" / "gpt.py")
     assert spec and spec.loader
@@ -221,8 +230,7 @@ def test_checkpoints_compose_with_the_limit():
         model = _mlp(depth=32)
         x = remat.randn(384, 128)
         blocks = list(model.children())
-        grads = sum(p.numel() * 4 for p in model.parameters())
-        limit = None if headroom is None else remat.memory_allocated() + grads + headroom
+        limit = _limit_above(model, headroom)
         with remat.memory_limit(limit):
             h = remat.checkpoint_sequential(blocks[:32], 4, x) if ck else x
             for b in blocks[32 if ck else 0:]:
@@ -341,8 +349,7 @@ def test_selective_policies_compose_with_the_limit():
         model = _mlp(depth=16)
         x = remat.randn(384, 128)
         layers = list(model.children())
-        grads = sum(p.numel() * 4 for p in model.parameters())
-        limit = None if headroom is None else remat.memory_allocated() + grads + headroom
+        limit = _limit_above(model, headroom)
         with remat.memory_limit(limit):
             h = x
             for k in range(0, 16, 2):
@@ -375,8 +382,7 @@ def test_cuda_training_under_a_device_limit_matches_the_cpu():
         model = _mlp(depth=24).to("cuda")
         x = remat.randn(512, 128, device="cuda")
         layers = list(model.children())
-        grads = sum(p.numel() * 4 for p in model.parameters())
-        lim = None if limit is None else remat.memory_allocated("cuda") + grads + limit
+        lim = _limit_above(model, limit, "cuda")
         remat.reset_peak_memory_stats("cuda")
         with remat.memory_limit(lim, device="cuda"):
             h = remat.checkpoint_segment(nn.Sequential(*layers[:8]), x, offload=True) \

@@ -328,7 +328,7 @@ fn record_in<O: Op>(
     // Under a memory limit (plain recording only: checkpoints already choose what to keep),
     // the output's storage becomes evictable.
     let cell = match mode {
-        SaveMode::Normal if !context::in_op_forward() => {
+        SaveMode::Normal if !context::nested_op() => {
             crate::dtr::cell_for_output(&op, inputs, &out_data, took)
         }
         _ => None,

@@ -282,15 +282,10 @@ impl Drop for OpForward {
     }
 }
 
-/// Whether this op runs inside another op's forward.
-fn nested_op() -> bool {
+/// Whether this op runs inside another op's forward (its outputs are temporaries: not
+/// numbered for selective policies, and no evictable cell under a memory limit).
+pub(crate) fn nested_op() -> bool {
     OP_DEPTH.with(|d| d.get() > 0)
-}
-
-/// Whether an op's forward is running on this thread (its inner ops' outputs are
-/// temporaries: they get no evictable cell under a memory limit).
-pub(crate) fn in_op_forward() -> bool {
-    nested_op()
 }
 
 /// Before an op runs: in the recompute of a segment with a selective policy, the output the
