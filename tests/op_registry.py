@@ -918,9 +918,8 @@ def pad_cases(draw, mode):
 
 
 def pad_row(mode, examples):
-    # Constant padding has a CUDA path; the other modes use index_select (CPU only so far).
+    # Constant padding has its own CUDA kernel; the other modes are index_select on CUDA.
     return Op(f"pad_{mode}", remat.pad, (), np_pad, ANY, pad_cases(mode), examples, op="pad",
-              cuda=mode == "constant",
               errors=(Bad("odd", ((2, 3),), ValueError, {"pad": (1,), "mode": mode}),
                       Bad("long", ((3,),), ValueError, {"pad": (1, 1, 1, 1), "mode": mode})))
 
@@ -1042,7 +1041,7 @@ OPS: list[Op] = [
     # ---- comparisons, logical and bitwise ops, float classes: bool results, never recorded.
     # `t == "a"` / `t != None` are NotImplemented (Python then compares identities: False/True,
     # as for any object), so the non-numeric cases skip the == and != operator forms.
-    *[binary(n, getattr(remat, n), (n, dunder), ref, symbol=sym, diff=(), cuda=False,
+    *[binary(n, getattr(remat, n), (n, dunder), ref, symbol=sym, diff=(),
              out_dtype=np.bool_, type_skip=skip)
       for n, dunder, ref, sym, skip in (
           ("eq", "__eq__", np.equal, "==", ("Tensor.__eq__",)),
@@ -1069,7 +1068,7 @@ OPS: list[Op] = [
        lambda x, m, value: np.where(m != 0, value, x), (ANY, MASK), masked_fill_cases(),
        (Case(((2, 3), (2, 3)), {"value": 0.5}), Case(((2, 3), (3,)), {"value": -1.0}),
         Case(((4, 1, 3), (1, 3)), {"value": 0.0})),
-       diff=(0,), call=lambda f, ins, p: f(ins[0], ins[1] != 0, p["value"]), cuda=False),
+       diff=(0,), call=lambda f, ins, p: f(ins[0], ins[1] != 0, p["value"])),
     # ---- linear algebra
     Op("matmul", remat.matmul, ("matmul", "__matmul__"), np.matmul, ANY, matmuls(),
        (Case(((2, 3), (3, 4))), Case(((3,), (3,))), Case(((3,), (2, 3, 2))),
@@ -1252,23 +1251,23 @@ OPS: list[Op] = [
     Op("argmax", remat.argmax, ("argmax",), np_argmax, DISTINCT, torch_reductions(single=True),
        (Case(((2, 3),), {"dim": None, "keepdim": False}),
         Case(((2, 3, 4),), {"dim": 1, "keepdim": True})),
-       diff=(), cuda=False, out_dtype=np.int64,
+       diff=(), out_dtype=np.int64,
        errors=(Bad("dim", ((2, 3),), S, {"dim": 2}), Bad("empty", ((0,),), S),
                Bad("empty_dim", ((2, 0),), S, {"dim": 1}),
                Bad("dim_tuple", ((2, 3),), TypeError, {"dim": (0, 1)}))),
     Op("argmin", remat.argmin, ("argmin",), np_argmin, DISTINCT, torch_reductions(single=True),
        (Case(((3, 2),), {"dim": 0, "keepdim": False}),),
-       diff=(), cuda=False, out_dtype=np.int64,
+       diff=(), out_dtype=np.int64,
        errors=(Bad("dim", ((2, 3),), S, {"dim": -3}), Bad("empty", ((0, 2),), S))),
     Op("all", remat.all, ("all",), np_all, MASK, torch_reductions(),
        (Case(((2, 3),), {"dim": None, "keepdim": False}),
         Case(((2, 3, 2),), {"dim": (0, 2), "keepdim": True})),
-       diff=(), cuda=False, out_dtype=np.bool_,
+       diff=(), out_dtype=np.bool_,
        errors=(Bad("dim", ((2, 3),), S, {"dim": 2}),
                Bad("dup_dim", ((2, 3),), S, {"dim": (1, -1)}))),
     Op("any", remat.any, ("any",), np_any, MASK, torch_reductions(),
        (Case(((2, 3),), {"dim": 1, "keepdim": False}),),
-       diff=(), cuda=False, out_dtype=np.bool_,
+       diff=(), out_dtype=np.bool_,
        errors=(Bad("dim", ((2, 3),), S, {"dim": -3}),)),
     Op("sum_dim", remat.sum, ("sum",), lambda x, dim, keepdim: np.sum(x, _np_dim(dim),
                                                                        keepdims=keepdim),

@@ -2,7 +2,7 @@
 //! GIL is released around the backward engine: it may call back into Python to recompute a
 //! checkpoint segment, and those callbacks take the GIL themselves.
 
-use crate::convert::{operand, type_name};
+use crate::convert::{operand, type_name, Like};
 use crate::errors::CoreResultExt;
 use crate::tensor::{wrap, PyTensor};
 use pyo3::exceptions::PyTypeError;
@@ -58,8 +58,8 @@ fn grad_outputs(
     };
     let like = |i: usize| {
         outs.get(i)
-            .map(|t| t.dtype())
-            .unwrap_or(remat_core::DType::F32)
+            .map(Like::from)
+            .unwrap_or(Like::from(remat_core::DType::F32))
     };
     if obj.is_instance_of::<PyTensor>() {
         return Ok(Some(vec![Some(operand(op, obj, like(0))?)]));

@@ -13,7 +13,7 @@ use pyo3::types::{PyBool, PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple};
 use remat_core::layout::Layout;
 use remat_core::storage::Storage;
 use remat_core::tensor::TensorData;
-use remat_core::{DType, Tensor};
+use remat_core::{DType, Device, Tensor};
 use std::sync::Arc;
 
 static NUMPY: GILOnceCell<Py<PyModule>> = GILOnceCell::new();
@@ -241,22 +241,55 @@ fn scalar_dtype(obj: &Bound<'_, PyAny>, like: DType) -> DType {
     }
 }
 
+/// What a Python scalar operand is made like: the dtype (through `scalar_dtype`) and the
+/// device of the tensor it meets. A bare `DType` means a CPU tensor of that dtype.
+#[derive(Clone, Copy)]
+pub struct Like {
+    dtype: DType,
+    device: Device,
+}
+
+impl From<&Tensor> for Like {
+    fn from(t: &Tensor) -> Self {
+        Like {
+            dtype: t.dtype(),
+            device: t.device(),
+        }
+    }
+}
+
+impl From<DType> for Like {
+    fn from(dtype: DType) -> Self {
+        Like {
+            dtype,
+            device: Device::Cpu,
+        }
+    }
+}
+
 /// An operand next to `like`: Python scalars become 0-d tensors of the dtype
-/// `scalar_dtype` picks (no promotion of float32 to float64), anything else goes through
-/// `extract_tensor`.
+/// `scalar_dtype` picks (no promotion of float32 to float64) on `like`'s device (as PyTorch
+/// lets a number meet a CUDA tensor), anything else goes through `extract_tensor`.
 #[inline]
-pub fn operand(op: &str, obj: &Bound<'_, PyAny>, like: DType) -> PyResult<Tensor> {
+pub fn operand(op: &str, obj: &Bound<'_, PyAny>, like: impl Into<Like>) -> PyResult<Tensor> {
     if let Ok(t) = obj.downcast::<PyTensor>() {
         return Ok(t.get().inner.clone());
     }
+    let like = like.into();
     if let Some(v) = python_scalar(obj) {
-        let d = scalar_dtype(obj, like);
-        if !d.is_float() && obj.is_instance_of::<PyInt>() {
-            if let Ok(i) = obj.extract::<i64>() {
-                return Ok(Tensor::scalar_i64(i, d));
-            }
-        }
-        return Ok(Tensor::scalar(v, d));
+        let d = scalar_dtype(obj, like.dtype);
+        let exact = (!d.is_float() && obj.is_instance_of::<PyInt>())
+            .then(|| obj.extract::<i64>().ok())
+            .flatten();
+        let t = match exact {
+            Some(i) => Tensor::scalar_i64(i, d),
+            None => Tensor::scalar(v, d),
+        };
+        return if like.device == Device::Cpu {
+            Ok(t)
+        } else {
+            t.to_device(like.device).py()
+        };
     }
     tensor_from_py(op, obj, None)
 }
@@ -270,16 +303,16 @@ pub fn operand_pair(
 ) -> PyResult<(Tensor, Tensor)> {
     if let Ok(ta) = a.downcast::<PyTensor>() {
         let ta = ta.get().inner.clone();
-        let tb = operand(op, b, ta.dtype())?;
+        let tb = operand(op, b, &ta)?;
         return Ok((ta, tb));
     }
     if let Ok(tb) = b.downcast::<PyTensor>() {
         let tb = tb.get().inner.clone();
-        let ta = operand(op, a, tb.dtype())?;
+        let ta = operand(op, a, &tb)?;
         return Ok((ta, tb));
     }
     let ta = extract_tensor(op, a)?;
-    let tb = operand(op, b, ta.dtype())?;
+    let tb = operand(op, b, &ta)?;
     Ok((ta, tb))
 }
 

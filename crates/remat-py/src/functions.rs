@@ -376,7 +376,7 @@ fn layer_norm(
     let x = convert::extract_tensor(OP, input)?;
     let opt = |o: Option<&Bound<'_, PyAny>>| -> PyResult<Option<Tensor>> {
         match o {
-            Some(o) if !o.is_none() => operand(OP, o, x.dtype()).map(Some),
+            Some(o) if !o.is_none() => operand(OP, o, &x).map(Some),
             _ => Ok(None),
         }
     };

@@ -39,7 +39,7 @@ pub(crate) fn optional(
     like: &Tensor,
 ) -> PyResult<Option<Tensor>> {
     match o {
-        Some(o) if !o.is_none() => operand(op, o, like.dtype()).map(Some),
+        Some(o) if !o.is_none() => operand(op, o, like).map(Some),
         _ => Ok(None),
     }
 }
@@ -94,7 +94,7 @@ fn binary_cross_entropy_with_logits(
     const OP: &str = "binary_cross_entropy_with_logits";
     let r = reduction_of(OP, reduction, size_average, reduce)?;
     let x = convert::extract_tensor(OP, input)?;
-    let t = operand(OP, target, x.dtype())?;
+    let t = operand(OP, target, &x)?;
     let (w, pw) = (optional(OP, weight, &x)?, optional(OP, pos_weight, &x)?);
     run(py, heavy(&[&x]), || {
         ops::binary_cross_entropy_with_logits(&x, &t, w.as_ref(), pw.as_ref(), r)
@@ -145,7 +145,7 @@ fn class_indices(target: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     let py = target.py();
     let np = convert::numpy(py)?;
     let arr = match target.downcast::<PyTensor>() {
-        Ok(t) => crate::numpy_bridge::to_numpy(py, &t.get().inner)?,
+        Ok(t) => crate::numpy_bridge::to_numpy(py, &crate::tensor::host(&t.get().inner)?)?,
         Err(_) => np.getattr("asarray")?.call1((target,))?,
     };
     let arr = arr.downcast_into::<PyUntypedArray>()?;

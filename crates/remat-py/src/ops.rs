@@ -39,7 +39,7 @@ use crate::tensor::{wrap, PyTensor};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use remat_core::{ops, DType, Tensor};
+use remat_core::{ops, Tensor};
 
 /// Binds the parameterless unary ops of the core table, given by
 /// `remat_core::for_each_unary_fn!` as `/// doc` + `name;` rows: each op's `#[pyfunction]`
@@ -165,7 +165,7 @@ macro_rules! tensor_ops {
                             return unary(py, a, |x| $bscalar(x, p));
                         }
                     )?
-                    let b = operand(stringify!($bname), $other, a.dtype())?;
+                    let b = operand(stringify!($bname), $other, a)?;
                     binary(py, a, &b, $bop)
                 }
             )*
@@ -610,11 +610,11 @@ tensor_ops! {
         }
         /// `x + weight * (end - x)`, broadcast; `weight` a number or a tensor.
         fn lerp(py, x, end: &Bound<'_, PyAny>, weight: &Bound<'_, PyAny>) {
-            let end = operand("lerp", end, x.dtype())?;
+            let end = operand("lerp", end, x)?;
             if let Some(w) = python_scalar(weight) {
                 return run(py, heavy(&[x, &end]), || ops::lerp(x, &end, w)).map(wrap);
             }
-            let w = operand("lerp", weight, x.dtype())?;
+            let w = operand("lerp", weight, x)?;
             run(py, heavy(&[x, &end, &w]), || ops::lerp_tensor(x, &end, &w)).map(wrap)
         }
     }
@@ -707,7 +707,7 @@ enum ClampBound {
 impl ClampBound {
     /// None, a Python number (a constant bound) or a tensor-like (converted to `like` when
     /// it is not a tensor).
-    fn from_py(op: &str, o: Option<&Bound<'_, PyAny>>, like: DType) -> PyResult<Option<Self>> {
+    fn from_py(op: &str, o: Option<&Bound<'_, PyAny>>, like: &Tensor) -> PyResult<Option<Self>> {
         let Some(o) = o.filter(|o| !o.is_none()) else {
             return Ok(None);
         };
@@ -733,8 +733,8 @@ fn clamp_args(
     min: Option<&Bound<'_, PyAny>>,
     max: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let lo = ClampBound::from_py(op, min, x.dtype())?;
-    let hi = ClampBound::from_py(op, max, x.dtype())?;
+    let lo = ClampBound::from_py(op, min, x)?;
+    let hi = ClampBound::from_py(op, max, x)?;
     let (lo, hi) = (
         lo.as_ref().map(ClampBound::core),
         hi.as_ref().map(ClampBound::core),

@@ -9,7 +9,8 @@ use remat_core::{DType, Device, Tensor};
 
 /// The text of `repr(t)`.
 pub fn repr(py: Python<'_>, t: &Tensor) -> PyResult<String> {
-    let arr = to_numpy(py, t)?;
+    // Device tensors print from a host copy, as in PyTorch.
+    let arr = to_numpy(py, &crate::tensor::host(t)?)?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("separator", ", ")?;
     kwargs.set_item("prefix", "tensor(")?;

@@ -46,7 +46,7 @@ pub fn extract_tensor(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 /// (or a Python complex) of a dtype remat lacks raises `DTypeError` naming `op` and the dtype
 /// instead: handing it to NumPy's reflected operator would return an ndarray without the graph.
 #[inline]
-fn op_operand(op: &str, other: &Bound<'_, PyAny>, like: DType) -> PyResult<Option<Tensor>> {
+fn op_operand(op: &str, other: &Bound<'_, PyAny>, like: &Tensor) -> PyResult<Option<Tensor>> {
     let py = other.py();
     match operand(op, other, like) {
         Ok(t) => Ok(Some(t)),
@@ -67,7 +67,7 @@ fn binop(
     reflected: bool,
     f: fn(&Tensor, &Tensor) -> remat_core::Result<Tensor>,
 ) -> PyResult<PyObject> {
-    let Some(o) = op_operand(op, other, this.dtype())? else {
+    let Some(o) = op_operand(op, other, this)? else {
         return Ok(py.NotImplemented());
     };
     let out = if reflected {
@@ -335,11 +335,14 @@ impl PyTensor {
         c.set_requires_grad(t.requires_grad()).py()?;
         Ok(wrap(c))
     }
-    /// Pickles as `remat.tensor(array, dtype, requires_grad)`.
+    /// Pickles as `remat.tensor(array, dtype, requires_grad, device)` (a device tensor's
+    /// values through a host copy; unpickling puts them back on that device).
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, PyObject)> {
         let f = py.import("remat")?.getattr("tensor")?;
-        let arr = to_numpy(py, &self.inner)?.call_method0("copy")?;
-        let args = (arr, self.inner.dtype().name(), self.inner.requires_grad()).into_py_any(py)?;
+        let arr = to_numpy(py, &host(&self.inner)?)?.call_method0("copy")?;
+        let t = &self.inner;
+        let device = t.device().to_string();
+        let args = (arr, t.dtype().name(), t.requires_grad(), device).into_py_any(py)?;
         Ok((f, args))
     }
 
@@ -359,7 +362,7 @@ impl PyTensor {
         inputs: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let g = match gradient {
-            Some(g) if !g.is_none() => Some(operand("backward", g, self.inner.dtype())?),
+            Some(g) if !g.is_none() => Some(operand("backward", g, &self.inner)?),
             _ => None,
         };
         let inputs = match inputs {
@@ -765,7 +768,7 @@ fn cast_to(slf: Bound<'_, PyTensor>, dtype: DType) -> PyResult<Bound<'_, PyAny>>
 }
 
 /// `t` itself on the CPU, or a host copy of a device tensor (no graph): what NumPy sees.
-fn host(t: &Tensor) -> PyResult<Tensor> {
+pub(crate) fn host(t: &Tensor) -> PyResult<Tensor> {
     if t.device() == Device::Cpu {
         return Ok(t.clone());
     }

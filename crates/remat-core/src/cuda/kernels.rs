@@ -20,8 +20,9 @@ pub const BLOCK: u32 = 256;
 pub struct KLayout {
     /// Number of axes in use.
     pub ndim: i32,
-    /// Padding (keeps the C layout explicit).
-    pub pad: i32,
+    /// 1 when the launch's element count (hence every extent) fits in 32 bits, so the index
+    /// math may use 32-bit divisions (several times cheaper on the GPU); 0 otherwise.
+    pub small: i32,
     /// Extent of each axis.
     pub shape: [i64; MAX_DIMS],
     /// Step in elements along each axis (0: broadcast).
@@ -34,11 +35,23 @@ unsafe impl DeviceRepr for KLayout {}
 /// Declarations shared by the modules: the layout struct and the index mapping.
 pub(crate) const COMMON: &str = r#"
 #define MAXD 8
-struct Lay { int ndim; int pad; long long shape[MAXD]; long long strides[MAXD]; };
+struct Lay { int ndim; int small; long long shape[MAXD]; long long strides[MAXD]; };
 
-// Storage offset (elements) of the i-th element in C order of the view described by l.
+// Storage offset (elements) of the i-th element in C order of the view described by l. One
+// axis (a contiguous or evenly strided operand, the common case after merging) needs no
+// division; otherwise 32-bit divisions when the launch is small enough.
 __device__ __forceinline__ long long loff(const Lay& l, long long i) {
+    if (l.ndim == 1) return i * l.strides[0];
     long long o = 0;
+    if (l.small) {
+        unsigned int u = (unsigned int)i;
+        for (int d = l.ndim - 1; d >= 0; --d) {
+            unsigned int s = (unsigned int)l.shape[d];
+            o += (long long)(u % s) * l.strides[d];
+            u /= s;
+        }
+        return o;
+    }
     for (int d = l.ndim - 1; d >= 0; --d) {
         long long s = l.shape[d];
         o += (i % s) * l.strides[d];
@@ -62,8 +75,8 @@ pub fn elementwise_source() -> String {
     )
 }
 
-/// Elementwise kernels over the generated `unary_op`/`binary_op`: strided/broadcast maps,
-/// `where`, strided copies, fill, axpy, casts.
+/// Elementwise kernels over the generated `unary_op`/`binary_op`: strided/broadcast maps and
+/// axpy (float dtypes; moves, fills, casts and `where` for every dtype are in `typed_kernels`).
 pub const ELEMENTWISE_KERNELS: &str = r#"
 #define ELEMENTWISE_KERNELS(T, S) \
 extern "C" __global__ void unary_##S(int op, double p, long long n, const T* x, Lay lx, \
@@ -74,16 +87,6 @@ extern "C" __global__ void binary_##S(int op, double p, long long n, const T* a,
                                       const T* b, Lay lb, T* y) { \
     GRID_LOOP(i, n) { y[i] = binary_op<T>(op, a[loff(la, i)], b[loff(lb, i)], T(p)); } \
 } \
-extern "C" __global__ void where_##S(long long n, const T* c, Lay lc, const T* a, Lay la, \
-                                     const T* b, Lay lb, T* y) { \
-    GRID_LOOP(i, n) { y[i] = c[loff(lc, i)] != T(0) ? a[loff(la, i)] : b[loff(lb, i)]; } \
-} \
-extern "C" __global__ void strided_copy_##S(long long n, const T* x, Lay lx, T* y, Lay ly) { \
-    GRID_LOOP(i, n) { y[loff(ly, i)] = x[loff(lx, i)]; } \
-} \
-extern "C" __global__ void fill_##S(long long n, T v, T* y) { \
-    GRID_LOOP(i, n) { y[i] = v; } \
-} \
 extern "C" __global__ void axpy_##S(long long n, T alpha, const T* x, Lay lx, T* y) { \
     GRID_LOOP(i, n) { y[i] += alpha * x[loff(lx, i)]; } \
 }
@@ -91,12 +94,6 @@ extern "C" __global__ void axpy_##S(long long n, T alpha, const T* x, Lay lx, T*
 ELEMENTWISE_KERNELS(float, f32)
 ELEMENTWISE_KERNELS(double, f64)
 
-extern "C" __global__ void cast_f32_f64(long long n, const float* x, Lay lx, double* y) {
-    GRID_LOOP(i, n) { y[i] = (double)x[loff(lx, i)]; }
-}
-extern "C" __global__ void cast_f64_f32(long long n, const double* x, Lay lx, float* y) {
-    GRID_LOOP(i, n) { y[i] = (float)x[loff(lx, i)]; }
-}
 "#;
 
 /// Sums of contiguous runs: `x` is `rows` runs of `inner` elements; each run is cut into
@@ -589,17 +586,14 @@ pub const MODULES: &[KernelModule] = &[
             "unary_f64",
             "binary_f32",
             "binary_f64",
-            "fill_f32",
-            "fill_f64",
             "axpy_f32",
             "axpy_f64",
-            "where_f32",
-            "where_f64",
-            "strided_copy_f32",
-            "strided_copy_f64",
-            "cast_f32_f64",
-            "cast_f64_f32",
         ],
+    },
+    KernelModule {
+        name: "typed",
+        source: super::typed_kernels::source,
+        functions: super::typed_kernels::FUNCTIONS,
     },
     KernelModule {
         name: "reduce",

@@ -5,7 +5,7 @@
 //! with the reason instead of failing in any other way.
 //!
 //! Pieces: `probe` (library search), `context` (per-device context, stream, kernels, cuBLAS
-//! handle), `kernels` (CUDA C sources), `compile` (NVRTC: machine code for the GPU, PTX as
+//! handle), `kernels` (CUDA C sources; `typed_kernels` for those of every dtype), `compile` (NVRTC: machine code for the GPU, PTX as
 //! fallback, cached), `storage` (device buffers),
 //! `launch` (kernel launches that make tensors), `blas` (GEMM), `offload` (pinned host copies
 //! of checkpoint inputs, copy stream, prefetch).
@@ -29,6 +29,8 @@ pub mod offload;
 pub mod probe;
 #[cfg(feature = "cuda")]
 pub mod storage;
+#[cfg(feature = "cuda")]
+pub mod typed_kernels;
 
 /// Without the `cuda` feature no CUDA tensor can exist; these stand-ins keep the ops'
 /// CUDA branches compiling and report the missing backend if ever reached.
@@ -94,6 +96,26 @@ pub mod launch {
     }
     /// See the CUDA build.
     pub fn dropout(op: &str, _: &Tensor, _: crate::rng::RngState, _: f64) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn index_select(op: &str, _: &Tensor, _: usize, _: &[usize]) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn index_add(op: &str, _: &Tensor, _: usize, _: usize, _: &[usize]) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn gather(op: &str, _: &Tensor, _: usize, _: &[usize], _: &[usize]) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn scatter_add(op: &str, _: &Tensor, _: usize, _: &Tensor, _: &[usize]) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn compare(op: &str, _: i32, _: &Tensor, _: &Tensor, _: &[usize]) -> Result<Tensor> {
         none(op)
     }
     /// See the CUDA build.

@@ -137,15 +137,6 @@ impl CudaBuffer {
     /// An uninitialised buffer of `len` elements of `dtype` (every kernel that allocates one
     /// writes all of it).
     pub fn alloc(op: &str, ctx: &Arc<DeviceContext>, len: usize, dtype: DType) -> Result<Self> {
-        // The CUDA kernels are instantiated for float32 and float64 only so far; integer and
-        // bool tensors stay on the CPU (refused here, the one place every device buffer is
-        // made, so no kernel ever sees one).
-        if !dtype.is_float() {
-            return Err(Error::device(
-                op,
-                format!("{dtype} tensors are not supported on CUDA yet (only float32/float64)"),
-            ));
-        }
         let bytes = len
             .checked_mul(dtype.size())
             .ok_or_else(|| Error::shape(op, "tensor too large"))?;

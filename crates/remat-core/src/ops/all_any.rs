@@ -1,13 +1,14 @@
 //! `all`/`any` over axes: bool results for every input dtype (nonzero, NaN included, is
 //! true). The input becomes a bool tensor (one cast) and the byte rows reduce with `&`/`|`
-//! through the shared row-reduction kernel (parallel across rows). Never recorded.
+//! through the shared row-reduction kernel (parallel across rows); CUDA tensors go through
+//! the host. Never recorded.
 
 use super::reduce::{reduced_shape, resolve_axes};
 use super::{cast, from_vec};
 use crate::cpu;
 use crate::device::Device;
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::tensor::Tensor;
 
 fn logical_reduce(
@@ -18,13 +19,11 @@ fn logical_reduce(
     init: u8,
     f: fn(u8, u8) -> u8,
 ) -> Result<Tensor> {
-    let axes = resolve_axes(op, axes, x.ndim())?;
     if x.device() != Device::Cpu {
-        return Err(Error::device(
-            op,
-            "all/any are not supported on CUDA yet (bool tensors live on the CPU)",
-        ));
+        // On a GPU through the host (a copy each way; the result is a small bool tensor).
+        return super::on_host(op, x, |h| logical_reduce(op, h, axes, keepdims, init, f));
     }
+    let axes = resolve_axes(op, axes, x.ndim())?;
     let shape = reduced_shape(x.shape(), &axes, keepdims);
     cpu::catch_oom(op, || {
         let b = cast(&x.detach(), DType::Bool)?;

@@ -128,7 +128,7 @@ fn arg_geometry(
     if x.device() != Device::Cpu {
         return Err(Error::device(
             op,
-            "index reductions are not supported on CUDA yet (their int64 indices live on the CPU)",
+            "max/min with indices are not supported on CUDA yet (argmax/argmin are)",
         ));
     }
     let shape = x.shape();
@@ -181,6 +181,11 @@ fn arg_shape(shape: &[usize], axis: Option<usize>, keepdim: bool) -> Vec<usize> 
 
 fn arg_reduce(pick: Pick, x: &Tensor, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
     let op = pick.name("arg");
+    if x.device() != Device::Cpu {
+        // On a GPU through the host: a copy each way (a result of int64 indices, never
+        // recorded; tie and NaN rules exactly the CPU's).
+        return super::on_host(op, x, |h| arg_reduce(pick, h, dim, keepdim));
+    }
     let (outer, n, inner, axis) = arg_geometry(op, x, dim)?;
     let shape = arg_shape(x.shape(), axis, keepdim);
     cpu::catch_oom(op, || {
@@ -196,7 +201,8 @@ fn arg_reduce(pick: Pick, x: &Tensor, dim: Option<isize>, keepdim: bool) -> Resu
 
 /// The int64 index of the maximum along `dim` (None: into the flattened tensor, a 0-d
 /// result unless `keepdim`). Ties give the first occurrence; NaN counts as the maximum.
-/// Any dtype; never recorded. An empty reduction is a shape error; CUDA is a device error.
+/// Any dtype, any device (CUDA through the host); never recorded. An empty reduction is a
+/// shape error.
 pub fn argmax(x: &Tensor, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
     arg_reduce(Pick::Max, x, dim, keepdim)
 }

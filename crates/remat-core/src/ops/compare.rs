@@ -5,8 +5,8 @@
 //! public function, Tensor method and predicate), a classification a row of
 //! `classify_table!`. Comparisons broadcast and promote like arithmetic (`int64 < 2.5`
 //! compares in float32, `int32 == int64` in int64, as in PyTorch); NaN compares unequal to
-//! everything, itself included. Integer and bool tensors are CPU-only in this build, so on
-//! CUDA these ops return a `DeviceError`.
+//! everything, itself included. Comparisons run on CUDA too (`compare_*` kernels, every
+//! dtype); the classifications are CPU-only so far.
 
 use super::{cast, check_same_device, from_vec};
 use crate::autograd::node::{apply, BackwardCtx, Op};
@@ -90,6 +90,15 @@ impl Op for CompareOp {
         let (a, b) = (cast(a, dt)?, cast(b, dt)?);
         let v = crate::dispatch_any!(dt, T => self.0.kernel::<T>(&a, &b, &shape));
         Ok(from_vec(v, &shape))
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (a, b) = (inputs[0], inputs[1]);
+        let shape = broadcast_shapes(self.0.name(), a.shape(), b.shape())?;
+        let dt = a.dtype().promote(b.dtype());
+        let (a, b) = (cast(a, dt)?, cast(b, dt)?);
+        // The kernel's row number is the table position.
+        let code = Compare::ALL.iter().position(|c| *c == self.0).unwrap_or(0) as i32;
+        crate::cuda::launch::compare(self.0.name(), code, &a, &b, &shape)
     }
     fn backward(&self, _ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         // A bool output is never recorded, so this never runs.

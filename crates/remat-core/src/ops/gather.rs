@@ -3,10 +3,11 @@
 //! rows, `scatter_add` elements) and never build a dense one-hot; each backward is itself
 //! made of these ops, so second-order gradients work.
 //!
-//! Indices are int64 or int32 tensors on the CPU. They are read once, checked against the
-//! indexed extent (a `ShapeError` naming the op, the index and the extent; Python maps the
-//! `t[...]` and `embedding` cases to `IndexingError`, an `IndexError`) and then used by kernels
-//! that cannot go out of bounds.
+//! Indices are int64 or int32 tensors (on the CPU or the input's GPU). They are read once on
+//! the host, checked against the indexed extent (a `ShapeError` naming the op, the index and
+//! the extent; Python maps the `t[...]` and `embedding` cases to `IndexingError`, an
+//! `IndexError`) and then used by kernels that cannot go out of bounds (on CUDA uploaded as
+//! int64 positions; the scatter-adds are deterministic there too, see `cuda::typed_kernels`).
 
 use super::{from_vec, reshape};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
@@ -114,6 +115,12 @@ impl Op for IndexSelectOp {
             from_vec(out, &shape)
         }))
     }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (x, idx) = (inputs[0], inputs[1]);
+        let n = x.shape()[self.dim];
+        let ids = positions(self.name, &index_list(self.name, idx)?, n, false, self.dim)?;
+        crate::cuda::launch::index_select(self.name, x, self.dim, &ids)
+    }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let n = ctx.inputs[0].shape[self.dim];
         let g = apply(
@@ -171,6 +178,17 @@ impl Op for IndexAddOp {
             }
             from_vec(out, &shape)
         }))
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (src, idx) = (inputs[0], inputs[1]);
+        let ids = positions(
+            "index_add",
+            &index_list("index_add", idx)?,
+            self.n,
+            false,
+            0,
+        )?;
+        crate::cuda::launch::index_add("index_add", src, self.dim, self.n, &ids)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let g = apply(
@@ -396,6 +414,13 @@ impl Op for GatherOp {
             from_vec(out, idx.shape())
         }))
     }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (x, idx) = (inputs[0], inputs[1]);
+        check_gather_shapes("gather", x.shape(), idx.shape(), self.dim)?;
+        let n = x.shape()[self.dim];
+        let ids = positions("gather", &index_list("gather", idx)?, n, false, self.dim)?;
+        crate::cuda::launch::gather("gather", x, self.dim, idx.shape(), &ids)
+    }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let shape = &ctx.inputs[0].shape;
         let zeros = super::zeros(shape, ctx.grad.dtype(), ctx.grad.device())?;
@@ -441,6 +466,20 @@ impl Op for ScatterAddOp {
             }
             from_vec(out, x.shape())
         }))
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (x, idx, src) = (inputs[0], inputs[1], inputs[2]);
+        check_gather_shapes("scatter_add", x.shape(), idx.shape(), self.dim)?;
+        let n = x.shape()[self.dim];
+        let ids = positions(
+            "scatter_add",
+            &index_list("scatter_add", idx)?,
+            n,
+            false,
+            self.dim,
+        )?;
+        let src = super::cast(src, x.dtype())?;
+        crate::cuda::launch::scatter_add("scatter_add", x, self.dim, &src, &ids)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let gx = ctx.needs_grad(0).then(|| ctx.grad.clone());

@@ -246,6 +246,19 @@ pub fn contiguous_copy(t: &Tensor, dtype: DType) -> Result<Tensor> {
     )
 }
 
+/// `f` of a host copy of `x` (detached), its result copied back to `x`'s device: for the few
+/// ops without a CUDA kernel whose results are small or never recorded (index reductions,
+/// `all`/`any`). Costs a copy each way and a synchronisation.
+pub(crate) fn on_host(
+    op: &str,
+    x: &Tensor,
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let host = crate::cuda::launch::transfer(op, &x.detach(), Device::Cpu)?;
+    let out = f(&host)?;
+    crate::cuda::launch::transfer(op, &out, x.device())
+}
+
 /// `t` as `dtype` (no graph; returns `t` itself when the dtype already matches).
 pub fn cast(t: &Tensor, dtype: DType) -> Result<Tensor> {
     if t.dtype() == dtype {

@@ -89,11 +89,24 @@ pub fn sum(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor>
 
 /// The int64 sum of an integer or bool tensor over (normalised) `axes`.
 fn sum_int(x: &Tensor, axes: &[usize], keepdims: bool) -> Result<Tensor> {
+    use crate::dtype::DType;
     if x.device() != crate::device::Device::Cpu {
-        return Err(crate::error::Error::device(
-            "sum",
-            format!("{} sums are not supported on CUDA yet", x.dtype()),
-        ));
+        // On a GPU: through float64 where that is exact (every partial sum below 2^53: bools,
+        // and int32 tensors of at most 2^21 elements), else on the host (exact, wrapping).
+        let exact_in_f64 =
+            x.dtype() == DType::Bool || (x.dtype() == DType::I32 && x.numel() <= 1 << 21);
+        if exact_in_f64 {
+            let f = super::cast(x, DType::F64)?;
+            let s = SumOp {
+                axes: axes.into(),
+                keepdims,
+            }
+            .cuda(&[&f])?;
+            return super::cast(&s, DType::I64);
+        }
+        let host = crate::cuda::launch::transfer("sum", x, crate::device::Device::Cpu)?;
+        let s = sum_int(&host, axes, keepdims)?;
+        return crate::cuda::launch::transfer("sum", &s, x.device());
     }
     let shape = reduced_shape(x.shape(), axes, keepdims);
     cpu::catch_oom("sum", || {

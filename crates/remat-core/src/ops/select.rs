@@ -2,8 +2,8 @@
 //! `cond` is a tensor of any dtype, usually a bool mask from a comparison (nonzero, NaN
 //! included, is true); `a` and `b` promote like binary
 //! arithmetic. Gradients flow to `a` and `b` (masked, then reduced to their shapes), never
-//! to `cond`. On CUDA the `where_*` kernel picks between the operands; `cond` first becomes
-//! an is-zero mask in the operands' dtype (exact whatever `cond`'s dtype; NaN is nonzero).
+//! to `cond`. On CUDA the `where_*` kernel picks between the operands by a bool mask (`cond`
+//! cast to bool first when it is not one: nonzero, NaN included, is true).
 
 use super::{cast, check_same_device, from_vec, reduce::sum_to};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
@@ -30,14 +30,6 @@ fn mask(cond: &Tensor, shape: &[usize]) -> Result<Vec<bool>> {
     Ok(crate::dispatch_any!(cond.dtype(), C => {
         cpu::collect_exact(gather_as::<C>(cond, shape)?.into_iter().map(|c| c != <C as crate::dtype::Scalar>::from_f64(0.0)))
     }))
-}
-
-/// CUDA: `1` where `cond == 0`, else `0`, in `dtype` and `cond`'s shape.
-fn cuda_is_zero(cond: &Tensor, dtype: crate::dtype::DType) -> Result<Tensor> {
-    let zero = crate::cuda::launch::full("where", cond.device(), &[], cond.dtype(), 0.0)?;
-    let eq =
-        super::elementwise::binary_forward(super::elementwise::Binary::Equal, cond, &zero, 0.0)?;
-    cast(&eq, dtype)
 }
 
 /// The broadcast shape of all three operands, with an error naming all three shapes.
@@ -87,9 +79,9 @@ impl Op for WhereOp {
         let shape = broadcast3(cond, a, b)?;
         let dt = a.dtype().promote(b.dtype());
         let (a, b) = (cast(a, dt)?, cast(b, dt)?);
-        // where(cond, a, b) = where(cond == 0, b, a).
-        let z = cuda_is_zero(cond, dt)?;
-        crate::cuda::launch::where_("where", &z, &b, &a, &shape)
+        // Any condition becomes a bool mask first (nonzero, NaN included, is true).
+        let c = cast(cond, crate::dtype::DType::Bool)?;
+        crate::cuda::launch::where_("where", &c, &a, &b, &shape)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         // The gradient masked by `cond` is `where` again, so it is differentiable in `g`.

@@ -8,7 +8,7 @@ use crate::cuda::kernels::{KLayout, BLOCK, MAX_DIMS};
 use crate::cuda::storage::{driver_error, CudaBuffer};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::layout::{Dims, Layout};
+use crate::layout::{numel, Dims, Layout};
 use crate::storage::Storage;
 use crate::tensor::{Tensor, TensorData};
 use cudarc::driver::LaunchConfig;
@@ -75,6 +75,7 @@ pub fn plan(op: &str, shape: &[usize], layouts: &[&Layout]) -> Result<Vec<KLayou
         .map(|k| {
             let mut kl = KLayout {
                 ndim: cshape.len() as i32,
+                small: (numel(shape) <= u32::MAX as usize) as i32,
                 ..Default::default()
             };
             for (j, &d) in cshape.iter().enumerate() {
@@ -101,6 +102,7 @@ pub(super) fn grid(n: usize) -> LaunchConfig {
     }
 }
 
+/// The kernel of the float-only family `base` for `dtype`.
 pub(super) fn kernel_name(base: &str, dtype: DType) -> &'static str {
     match (base, dtype) {
         ("im2col", DType::F32) => "im2col_f32",
@@ -111,8 +113,6 @@ pub(super) fn kernel_name(base: &str, dtype: DType) -> &'static str {
         ("unary", DType::F64) => "unary_f64",
         ("binary", DType::F32) => "binary_f32",
         ("binary", DType::F64) => "binary_f64",
-        ("fill", DType::F32) => "fill_f32",
-        ("fill", DType::F64) => "fill_f64",
         ("axpy", DType::F32) => "axpy_f32",
         ("axpy", DType::F64) => "axpy_f64",
         ("sum", DType::F32) => "sum_chunks_f32",
@@ -129,10 +129,6 @@ pub(super) fn kernel_name(base: &str, dtype: DType) -> &'static str {
         ("max_rows", DType::F64) => "max_rows_f64",
         ("dropout", DType::F32) => "dropout_f32",
         ("dropout", DType::F64) => "dropout_f64",
-        ("where", DType::F32) => "where_f32",
-        ("where", DType::F64) => "where_f64",
-        ("strided_copy", DType::F32) => "strided_copy_f32",
-        ("strided_copy", DType::F64) => "strided_copy_f64",
         ("strided_add", DType::F32) => "strided_add_f32",
         ("strided_add", DType::F64) => "strided_add_f64",
         ("ce_fwd", DType::F32) => "ce_fwd_f32",

@@ -3,8 +3,10 @@
 //! strided copy/add into a view, fill).
 
 use super::common::{buffer, grid, kernel_name, launch, launch_err, plan, tensor};
+use crate::cuda::context::DeviceContext;
 use crate::cuda::context::{self, guarded};
 use crate::cuda::storage::CudaBuffer;
+use crate::cuda::typed_kernels::{cast_name, name as typed, Typed};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -80,10 +82,15 @@ pub fn binary(
     Ok(tensor(out, shape))
 }
 
-/// A contiguous copy of `x` (any strides, broadcast included).
+/// A contiguous copy of `x` (any strides, broadcast included), any dtype.
 pub fn copy(op: &str, x: &Tensor) -> Result<Tensor> {
-    // Case 0 of the generated `unary_op` is the plain copy.
-    unary(op, 0, x, 0.0)
+    if x.dtype().is_float() {
+        // Case 0 of the generated `unary_op` is the plain copy.
+        return unary(op, 0, x, 0.0);
+    }
+    let out = empty(op, x.device(), x.shape(), x.dtype())?;
+    copy_into(op, x, &out, false)?;
+    Ok(out)
 }
 
 /// A new uninitialised tensor of `shape` on `device` (the caller writes every element).
@@ -95,30 +102,43 @@ pub fn empty(op: &str, device: Device, shape: &[usize], dtype: DType) -> Result<
     ))
 }
 
-/// A new tensor of `shape` on `device` filled with `value`.
+/// A new tensor of `shape` on `device` filled with `value` (converted to `dtype` as
+/// `Scalar::from_f64` does).
 pub fn full(op: &str, device: Device, shape: &[usize], dtype: DType, value: f64) -> Result<Tensor> {
     let ctx = context::get(op, device)?;
     let n = numel(shape);
-    let out = CudaBuffer::alloc(op, &ctx, n, dtype)?;
-    if n > 0 {
-        let f = ctx.function(op, kernel_name("fill", dtype))?;
-        let (nn, yp) = (n as i64, out.ptr());
-        let (v32, v64) = (value as f32, value);
-        guarded(op, || {
-            let mut l = ctx.stream.launch_builder(&f);
-            l.arg(&nn);
-            match dtype {
-                DType::F32 => l.arg(&v32),
-                _ => l.arg(&v64),
-            };
-            l.arg(&yp);
-            // SAFETY: matches `fill_*`; writes exactly n elements of `out`.
-            unsafe { l.launch(grid(n)) }
-                .map(|_| ())
-                .map_err(launch_err(op, &ctx))
-        })?;
+    let out = tensor(CudaBuffer::alloc(op, &ctx, n, dtype)?, shape);
+    fill_inplace(op, &out, value)?;
+    Ok(out)
+}
+
+/// Queue `fill_*` over the `n` contiguous elements at `yp` with `value` in `dtype`.
+fn launch_fill(
+    op: &str,
+    ctx: &DeviceContext,
+    n: usize,
+    yp: u64,
+    dtype: DType,
+    value: f64,
+) -> Result<()> {
+    use crate::dtype::Scalar;
+    let f = ctx.function(op, typed(Typed::Fill, dtype))?;
+    let nn = n as i64;
+    let (v32, v64, vi64, vi32, vb) = (
+        value as f32,
+        value,
+        <i64 as Scalar>::from_f64(value),
+        <i32 as Scalar>::from_f64(value),
+        <u8 as Scalar>::from_f64(value),
+    );
+    // `fill_*`: writes n contiguous elements from yp, the value in the kernel's dtype.
+    match dtype {
+        DType::F32 => launch!(op, ctx, f, grid(n), nn, v32, yp),
+        DType::F64 => launch!(op, ctx, f, grid(n), nn, v64, yp),
+        DType::I64 => launch!(op, ctx, f, grid(n), nn, vi64, yp),
+        DType::I32 => launch!(op, ctx, f, grid(n), nn, vi32, yp),
+        DType::Bool => launch!(op, ctx, f, grid(n), nn, vb, yp),
     }
-    Ok(tensor(out, shape))
 }
 
 /// `x` converted to `dtype` as a new contiguous tensor (a copy even when the dtype matches).
@@ -133,11 +153,7 @@ pub fn cast(op: &str, x: &Tensor, dtype: DType) -> Result<Tensor> {
     let out = CudaBuffer::alloc(op, &ctx, n, dtype)?;
     if n > 0 {
         let kl = plan(op, shape, &[x.layout()])?;
-        let name = match dtype {
-            DType::F64 => "cast_f32_f64",
-            _ => "cast_f64_f32",
-        };
-        let f = ctx.function(op, name)?;
+        let f = ctx.function(op, cast_name(x.dtype(), dtype))?;
         let (nn, xp, yp) = (n as i64, xb.ptr_at(x.layout().offset), out.ptr());
         guarded(op, || {
             let mut l = ctx.stream.launch_builder(&f);
@@ -187,12 +203,15 @@ pub fn axpy_inplace(op: &str, dst: &Tensor, src: &Tensor, alpha: f64) -> Result<
     })
 }
 
-/// `a` where `cond` is nonzero, else `b`, over the broadcast of the three (one dtype, one
-/// device) to `shape`.
+/// `a` where the bool `cond` is true, else `b`, over the broadcast of the three (`a` and `b`
+/// of one dtype, all on one device) to `shape`.
 pub fn where_(op: &str, cond: &Tensor, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor> {
     let (cb, ab, bb) = (buffer(op, cond)?, buffer(op, a)?, buffer(op, b)?);
-    if cond.dtype() != a.dtype() || a.dtype() != b.dtype() {
-        return Err(Error::dtype(op, "cuda kernel operands must share a dtype"));
+    if cond.dtype() != DType::Bool || a.dtype() != b.dtype() {
+        return Err(Error::dtype(
+            op,
+            "cuda where takes a bool condition and operands of one dtype",
+        ));
     }
     let ctx = ab.context().clone();
     let n = numel(shape);
@@ -202,7 +221,7 @@ pub fn where_(op: &str, cond: &Tensor, a: &Tensor, b: &Tensor, shape: &[usize]) 
         let la = a.layout().broadcast_to(op, shape)?;
         let lb = b.layout().broadcast_to(op, shape)?;
         let kl = plan(op, shape, &[&lc, &la, &lb])?;
-        let f = ctx.function(op, kernel_name("where", a.dtype()))?;
+        let f = ctx.function(op, typed(Typed::Where, a.dtype()))?;
         let (nn, cp, ap, bp, yp) = (
             n as i64,
             cb.ptr_at(lc.offset),
@@ -233,8 +252,12 @@ pub fn copy_into(op: &str, src: &Tensor, dst: &Tensor, add: bool) -> Result<()> 
         return Ok(());
     }
     let kl = plan(op, dst.shape(), &[src.layout(), dst.layout()])?;
-    let base = if add { "strided_add" } else { "strided_copy" };
-    let f = ctx.function(op, kernel_name(base, dst.dtype()))?;
+    let name = if add {
+        kernel_name("strided_add", dst.dtype())
+    } else {
+        typed(Typed::StridedCopy, dst.dtype())
+    };
+    let f = ctx.function(op, name)?;
     let (nn, xp, yp) = (
         n as i64,
         sb.ptr_at(src.layout().offset),
@@ -248,18 +271,12 @@ pub fn copy_into(op: &str, src: &Tensor, dst: &Tensor, add: bool) -> Result<()> 
 /// Set the `n` elements of the contiguous tensor `dst` to `value` in place.
 pub fn fill_inplace(op: &str, dst: &Tensor, value: f64) -> Result<()> {
     let db = buffer(op, dst)?;
-    let ctx = db.context().clone();
     let n = dst.numel();
     if n == 0 {
         return Ok(());
     }
-    let f = ctx.function(op, kernel_name("fill", dst.dtype()))?;
-    let (nn, yp, v32) = (n as i64, db.ptr_at(dst.layout().offset), value as f32);
-    match dst.dtype() {
-        // `fill_*`: writes n contiguous elements from dst's offset.
-        DType::F32 => launch!(op, ctx, f, grid(n), nn, v32, yp),
-        _ => launch!(op, ctx, f, grid(n), nn, value, yp),
-    }
+    let yp = db.ptr_at(dst.layout().offset);
+    launch_fill(op, db.context(), n, yp, dst.dtype(), value)
 }
 
 /// A contiguous copy of `x` with the axes in `flipped` reversed: the `strided_copy` kernel
@@ -304,7 +321,7 @@ pub fn flip(op: &str, x: &Tensor, flipped: &[usize]) -> Result<Tensor> {
             kx.strides[j] = s;
         }
     }
-    let f = ctx.function(op, kernel_name("strided_copy", x.dtype()))?;
+    let f = ctx.function(op, typed(Typed::StridedCopy, x.dtype()))?;
     let ob = buffer(op, &out)?;
     let (nn, xp, yp) = (n as i64, xb.ptr_at(start), ob.ptr_at(ol.offset));
     // `strided_copy_*`: reads x through kx (negative strides on flipped axes), writes out.

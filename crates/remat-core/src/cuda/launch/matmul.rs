@@ -63,9 +63,31 @@ pub fn matmul_nd_scaled(
         )
         .is_some()
     };
-    // Views cuBLAS cannot read (neither unit stride, overlapping rows) are copied first.
-    let a = if usable(a) { a.clone() } else { copy(op, a)? };
-    let b = if usable(b) { b.clone() } else { copy(op, b)? };
+    // Views cuBLAS cannot read (neither unit stride, overlapping rows) are copied first, in
+    // the order of their strides: a view whose columns are the far-apart axis becomes a
+    // column-major copy, so the product reads it as the transposed matrix, exactly as it reads
+    // a dense copy of the same view made elsewhere (an offloaded segment input): cuBLAS picks
+    // its kernel by the layout, and the two must round alike for bit-identical gradients.
+    let dense = |t: &Tensor| -> Result<Tensor> {
+        if usable(t) {
+            return Ok(t.clone());
+        }
+        let l = t.layout();
+        let nd = l.ndim();
+        if l.strides[nd - 2] >= l.strides[nd - 1] {
+            return copy(op, t);
+        }
+        let swapped = |t: &Tensor, l: &Layout| {
+            Tensor::from_data(TensorData {
+                storage: t.storage().clone(),
+                layout: l.transpose(nd - 2, nd - 1),
+            })
+        };
+        let c = copy(op, &swapped(t, l))?;
+        Ok(swapped(&c, c.layout()))
+    };
+    let a = dense(a)?;
+    let b = dense(b)?;
     let (la, lb) = (a.layout(), b.layout());
     let (na, nb) = (la.ndim(), lb.ndim());
     let (m, k, n) = (la.shape[na - 2], la.shape[na - 1], lb.shape[nb - 1]);

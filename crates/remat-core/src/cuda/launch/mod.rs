@@ -3,7 +3,8 @@
 //! is a fresh contiguous device tensor on the inputs' device.
 //!
 //! Pieces: `common` (buffers, launch plans, grids, kernel names, the `launch!` macro),
-//! `elementwise` (maps, zips, fills, casts, copies, in-place updates), `reduce` (row sums and
+//! `elementwise` (maps, zips, fills, casts, copies, in-place updates), `index` (index
+//! selection and scatter-adds, comparisons: every dtype), `reduce` (row sums and
 //! maxima), `matmul` (batched GEMM), `nn` (softmax, layer norm, dropout, cross-entropy),
 //! `optim` (fused optimizer steps), `transfer` (host/device copies, synchronisation),
 //! `window` (im2col / col2im). Every
@@ -11,6 +12,7 @@
 
 mod common;
 mod elementwise;
+mod index;
 mod matmul;
 mod nn;
 mod optim;
@@ -22,6 +24,7 @@ pub use common::{buffer, plan, tensor};
 pub use elementwise::{
     axpy_inplace, binary, cast, copy, copy_into, empty, fill_inplace, flip, full, unary, where_,
 };
+pub use index::{compare, gather, index_add, index_select, scatter_add};
 pub use matmul::{matmul_nd, matmul_nd_scaled};
 pub use nn::{
     cross_entropy, cross_entropy_backward, dropout, layer_norm, layer_norm_backward, softmax,
