@@ -194,7 +194,10 @@ class _TorchLib:
         if device != "cpu" and not torch.cuda.is_available():
             raise RuntimeError("torch.cuda.is_available() is False in this PyTorch build")
         if device != "cpu":
-            torch.cuda.set_device(torch.device(device))
+            # "cuda" alone means the current device (set_device needs an index).
+            dev = torch.device(device)
+            if dev.index is not None:
+                torch.cuda.set_device(dev)
 
     def sync(self) -> None:
         if self.device != "cpu":

@@ -13,8 +13,11 @@
 #
 # Environment knobs: OUT, PYTHON (interpreter, default python then python3), DIST_DIR (where
 # the wheels are, default dist), REMAT_SITE (install target, default /tmp/site),
-# GPU_SESSION_BUDGET_S, GPU_COMPARE_ARGS (extra arguments for benches/gpu_compare.py, e.g.
-# "--runs 5"), REMAT_SESSION_NO_HYPOTHESIS=1 (act as if hypothesis were missing; to test the
+# GPU_SESSION_BUDGET_S, GPU_BENCH_RESERVE_S (most seconds for the benchmark, default 240),
+# GPU_PYTEST_EXTRA (extra pytest arguments, e.g. "-n 12 --timeout 120" where pytest-xdist and
+# pytest-timeout are installed), GPU_COMPARE_ARGS (extra arguments for benches/gpu_compare.py, e.g.
+# "--runs 5"), GPU_EXTRA_CMD (a shell command run after the benchmarks, e.g. a diagnostic
+# script), REMAT_SESSION_NO_HYPOTHESIS=1 (act as if hypothesis were missing; to test the
 # fallback). Wheels in DIST_DIR other than remat's (numpy, pytest, hypothesis, ...) are
 # installed into REMAT_SITE too.
 
@@ -25,6 +28,7 @@ OUT=${OUT:-$REPO/gpu_out}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 BUDGET_S=${GPU_SESSION_BUDGET_S:-530}
+BENCH_RESERVE_S=${GPU_BENCH_RESERVE_S:-240}
 DIST_DIR=${DIST_DIR:-dist}
 SITE=${REMAT_SITE:-/tmp/site}
 T0=$(date +%s)
@@ -225,19 +229,49 @@ EOF
         echo "      conftest.py (--noconftest, device fixtures from a plugin): ${ALL_TESTS[*]}"
         echo "      left out: $(grep -l -E 'hypothesis|conftest' tests/test_*.py | tr '\n' ' ')"
     fi
-    run_step "pytest ${TEST_FILES[*]}" 150 330 pytest_cuda_checkpoint.log \
-        "$PY" -m pytest "${PYTEST_FLAGS[@]}" -x ${IGNORE[@]+"${IGNORE[@]}"} "${TEST_FILES[@]}"
-    run_step "pytest (whole suite)" 200 300 pytest_all.log \
-        "$PY" -m pytest "${PYTEST_FLAGS[@]}" --durations=10 ${IGNORE[@]+"${IGNORE[@]}"} "${ALL_TESTS[@]}"
+    # The CUDA cases first (every test whose id names cuda, and the CUDA/checkpoint files),
+    # all failures listed (no -x), then the benchmark, then the whole suite with what is left.
+    # shellcheck disable=SC2086  # GPU_PYTEST_EXTRA is split on purpose
+    run_step "pytest CUDA cases" 150 $((BENCH_RESERVE_S + 60)) pytest_cuda.log \
+        "$PY" -m pytest "${PYTEST_FLAGS[@]}" --maxfail=60 ${GPU_PYTEST_EXTRA:-} \
+        ${IGNORE[@]+"${IGNORE[@]}"} -k "cuda or gpu" "${ALL_TESTS[@]}"
 fi
 
-# -- (e) the benchmark -----------------------------------------------------------------------------
-BENCH_T=$(( $(left) - 10 ))
-[ "$BENCH_T" -gt 420 ] && BENCH_T=420
+# -- (e) the benchmarks ----------------------------------------------------------------------------
+BENCH_T=$(( $(left) - 60 ))
+[ "$BENCH_T" -gt "$BENCH_RESERVE_S" ] && BENCH_T=$BENCH_RESERVE_S
 # shellcheck disable=SC2086  # GPU_COMPARE_ARGS is split on purpose
-run_step "benches/gpu_compare.py" 420 10 gpu_compare.log \
+run_step "benches/gpu_compare.py" "$BENCH_T" 60 gpu_compare.log \
     "$PY" benches/gpu_compare.py --out "$OUT/gpu_results.md" --budget-s 20 \
     --worker-timeout 150 --total-timeout $(( BENCH_T > 40 ? BENCH_T - 25 : 15 )) ${GPU_COMPARE_ARGS:-}
+run_step "benches/op_overhead.py --device cuda" 45 15 op_overhead.log \
+    "$PY" benches/op_overhead.py --device cuda --repeats 5
+
+# -- (e1) an extra command of the caller's (a diagnostic), with the environment set up above --
+if [ -n "${GPU_EXTRA_CMD:-}" ]; then
+    run_step "extra: $GPU_EXTRA_CMD" 60 60 extra.log bash -c "$GPU_EXTRA_CMD"
+fi
+
+# -- (e2) a kernel profile of a short run of each library (Nsight Compute, where installed) ------
+if command -v ncu >/dev/null 2>&1; then
+    for lib in remat torch; do
+        run_step "ncu profile ($lib, 8 layers)" 60 60 "ncu_$lib.log" \
+            ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+            --log-file "$OUT/ncu_$lib.csv" "$PY" benches/gpu_profile.py run --lib "$lib"
+    done
+    "$PY" benches/gpu_profile.py summary "$OUT/ncu_remat.csv" "$OUT/ncu_torch.csv" \
+        2>&1 | tee "$OUT/profile.md"
+else
+    echo "ncu not found: no kernel profile"
+fi
+
+# -- (f) the whole suite with the time that is left ----------------------------------------------
+if has pytest && has numpy; then
+    # shellcheck disable=SC2086
+    run_step "pytest (whole suite)" 400 5 pytest_all.log \
+        "$PY" -m pytest "${PYTEST_FLAGS[@]}" --durations=10 ${GPU_PYTEST_EXTRA:-} \
+        ${IGNORE[@]+"${IGNORE[@]}"} "${ALL_TESTS[@]}"
+fi
 
 # -- summary ---------------------------------------------------------------------------------------
 banner "summary ($WHEEL_NOTE; REMAT_CUDA_LIB_DIRS=${REMAT_CUDA_LIB_DIRS:-unset})"
