@@ -64,16 +64,16 @@ fn split_at_axis(shape: &[usize], axis: usize) -> (usize, usize, usize) {
 
 /// The largest element of a row, ignoring NaN (a NaN still reaches the result through
 /// `exp`). Eight independent lanes so the loop vectorises.
-#[inline]
+#[inline(always)]
 fn row_max<T: Element>(x: &[T]) -> T {
     let mut acc = [T::neg_infinity(); 8];
     let chunks = x.chunks_exact(8);
     let rem = chunks.remainder();
     for c in chunks {
         for i in 0..8 {
-            // `max` ignores a NaN lane (it still reaches the result through `exp`) and
-            // compiles to vector max instructions.
-            acc[i] = acc[i].max(c[i]);
+            // A compare-and-select (one vector max instruction); a NaN element is skipped
+            // here and still reaches the result through `exp`.
+            acc[i] = if c[i] > acc[i] { c[i] } else { acc[i] };
         }
     }
     let mut m = T::neg_infinity();
@@ -86,30 +86,31 @@ fn row_max<T: Element>(x: &[T]) -> T {
 }
 
 /// `y[i] = e^(x[i] - m)` (the vectorising [`Element::kernel_exp`]; arguments are `<= 0`)
-/// and their sum, in eight lanes (a fixed order: the result does not depend on threads).
-#[inline]
+/// and their sum, in eight lanes (a fixed order: the result does not depend on threads). Two
+/// plain passes: the exponentials vectorise as one loop (an eight-lane loop computing both
+/// was split into 128-bit pieces and scalars), then the lanes sum.
+#[inline(always)]
 fn exp_shifted<T: Element>(x: &[T], y: &mut [T], m: T) -> T {
+    for (o, &v) in y.iter_mut().zip(x) {
+        *o = (v - m).kernel_exp();
+    }
     let mut acc = [T::zero(); 8];
-    let mut xc = x.chunks_exact(8);
-    let mut yc = y.chunks_exact_mut(8);
-    for (xs, ys) in (&mut xc).zip(&mut yc) {
+    let chunks = y.chunks_exact(8);
+    let rem = chunks.remainder();
+    for c in chunks {
         for i in 0..8 {
-            let e = (xs[i] - m).kernel_exp();
-            ys[i] = e;
-            acc[i] += e;
+            acc[i] += c[i];
         }
     }
     let mut s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    for (o, &v) in yc.into_remainder().iter_mut().zip(xc.remainder()) {
-        let e = (v - m).kernel_exp();
-        *o = e;
-        s += e;
+    for &v in rem {
+        s += v;
     }
     s
 }
 
 /// `sum_i a[i] * b[i]` in eight lanes.
-#[inline]
+#[inline(always)]
 fn dot8<T: Element>(a: &[T], b: &[T]) -> T {
     let mut acc = [T::zero(); 8];
     let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
@@ -126,7 +127,9 @@ fn dot8<T: Element>(a: &[T], b: &[T]) -> T {
     s
 }
 
-/// Softmax (or log-softmax) of one `(n, inner)` block along its first axis.
+/// Softmax (or log-softmax) of one `(n, inner)` block along its first axis (this and the
+/// helpers above inline into [`softmax_block_avx2`]'s AVX2 copy).
+#[inline(always)]
 fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: bool) {
     let one = T::from_f64(1.0);
     if inner == 1 {
@@ -192,6 +195,7 @@ fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: 
 }
 
 /// The input gradient of one `(n, inner)` block from the output `y` and its gradient `g`.
+#[inline(always)]
 fn softmax_backward_block<T: Element>(
     g: &[T],
     y: &[T],
@@ -229,6 +233,19 @@ fn softmax_backward_block<T: Element>(
     }
 }
 
+cpu::avx2_twin! {
+    /// [`softmax_block`], in AVX2 where the CPU has it.
+    fn softmax_block_avx2<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: bool)
+        = softmax_block;
+}
+
+cpu::avx2_twin! {
+    /// [`softmax_backward_block`], in AVX2 where the CPU has it.
+    fn softmax_backward_block_avx2<T: Element>(
+        g: &[T], y: &[T], gx: &mut [T], n: usize, inner: usize, log: bool
+    ) = softmax_backward_block;
+}
+
 struct SoftmaxOp {
     axis: usize,
     log: bool,
@@ -251,7 +268,7 @@ impl Op for SoftmaxOp {
             let src = c_order::<T>(x.data());
             let mut out = cpu::alloc::<T>(src.len());
             for_blocks(&mut out, block, |b, o| {
-                cpu::with_avx2(|| softmax_block(&src[b * block..(b + 1) * block], o, n, inner, log))
+                softmax_block_avx2(&src[b * block..(b + 1) * block], o, n, inner, log)
             });
             from_vec(out, x.shape())
         }))
@@ -312,7 +329,7 @@ impl Op for SoftmaxBackwardOp {
             let mut out = cpu::alloc::<T>(ys.len());
             for_blocks(&mut out, block, |b, o| {
                 let r = b * block..(b + 1) * block;
-                cpu::with_avx2(|| softmax_backward_block(&gs[r.clone()], &ys[r], o, n, inner, log))
+                softmax_backward_block_avx2(&gs[r.clone()], &ys[r], o, n, inner, log)
             });
             from_vec(out, y.shape())
         }))
