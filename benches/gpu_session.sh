@@ -183,7 +183,6 @@ EOF
 
 # -- (d) tests -------------------------------------------------------------------------------------
 PYTEST_FLAGS=(-q -p no:cacheprovider -rfEs)
-TEST_FILES=(tests/test_cuda.py tests/test_checkpoint.py)
 ALL_TESTS=(tests)
 IGNORE=()
 if ! has sklearn || ! has tqdm; then
@@ -224,7 +223,6 @@ EOF
         export PYTHONPATH="$SHIM${PYTHONPATH:+:$PYTHONPATH}"
         PYTEST_FLAGS+=(--noconftest -p remat_nohyp_fixtures)
         mapfile -t ALL_TESTS < <(grep -L -E 'hypothesis|conftest' tests/test_*.py)
-        mapfile -t TEST_FILES < <(grep -L -E 'hypothesis|conftest' "${TEST_FILES[@]}")
         echo "NOTE: hypothesis is missing: running only the test files that need neither it nor"
         echo "      conftest.py (--noconftest, device fixtures from a plugin): ${ALL_TESTS[*]}"
         echo "      left out: $(grep -l -E 'hypothesis|conftest' tests/test_*.py | tr '\n' ' ')"

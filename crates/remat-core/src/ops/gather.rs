@@ -389,6 +389,13 @@ fn base_offsets(ishape: &[usize], shape: &[usize], dim: usize) -> Vec<usize> {
     out
 }
 
+/// The checked positions of `idx` along `dim` of `x` for `gather`/`scatter_add` (named `op`),
+/// after the shape check: shared by both ops' CPU and CUDA paths.
+fn gather_positions(op: &str, x: &Tensor, idx: &Tensor, dim: usize) -> Result<Vec<usize>> {
+    check_gather_shapes(op, x.shape(), idx.shape(), dim)?;
+    positions(op, &index_list(op, idx)?, x.shape()[dim], false, dim)
+}
+
 /// `out[p] = x[p with axis dim replaced by idx[p]]`.
 struct GatherOp {
     dim: usize,
@@ -403,9 +410,7 @@ impl Op for GatherOp {
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let (x, idx) = (inputs[0], inputs[1]);
-        check_gather_shapes("gather", x.shape(), idx.shape(), self.dim)?;
-        let n = x.shape()[self.dim];
-        let ids = positions("gather", &index_list("gather", idx)?, n, false, self.dim)?;
+        let ids = gather_positions("gather", x, idx, self.dim)?;
         let base = base_offsets(idx.shape(), x.shape(), self.dim);
         let stride = contiguous_strides(x.shape())[self.dim];
         Ok(crate::dispatch_any!(x.dtype(), T => {
@@ -416,9 +421,7 @@ impl Op for GatherOp {
     }
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let (x, idx) = (inputs[0], inputs[1]);
-        check_gather_shapes("gather", x.shape(), idx.shape(), self.dim)?;
-        let n = x.shape()[self.dim];
-        let ids = positions("gather", &index_list("gather", idx)?, n, false, self.dim)?;
+        let ids = gather_positions("gather", x, idx, self.dim)?;
         crate::cuda::launch::gather("gather", x, self.dim, idx.shape(), &ids)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
@@ -444,15 +447,7 @@ impl Op for ScatterAddOp {
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let (x, idx, src) = (inputs[0], inputs[1], inputs[2]);
-        check_gather_shapes("scatter_add", x.shape(), idx.shape(), self.dim)?;
-        let n = x.shape()[self.dim];
-        let ids = positions(
-            "scatter_add",
-            &index_list("scatter_add", idx)?,
-            n,
-            false,
-            self.dim,
-        )?;
+        let ids = gather_positions("scatter_add", x, idx, self.dim)?;
         let base = base_offsets(idx.shape(), x.shape(), self.dim);
         let stride = contiguous_strides(x.shape())[self.dim];
         let dt = x.dtype();
@@ -469,15 +464,7 @@ impl Op for ScatterAddOp {
     }
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let (x, idx, src) = (inputs[0], inputs[1], inputs[2]);
-        check_gather_shapes("scatter_add", x.shape(), idx.shape(), self.dim)?;
-        let n = x.shape()[self.dim];
-        let ids = positions(
-            "scatter_add",
-            &index_list("scatter_add", idx)?,
-            n,
-            false,
-            self.dim,
-        )?;
+        let ids = gather_positions("scatter_add", x, idx, self.dim)?;
         let src = super::cast(src, x.dtype())?;
         crate::cuda::launch::scatter_add("scatter_add", x, self.dim, &src, &ids)
     }
