@@ -1,11 +1,13 @@
 """Memory and time per checkpoint strategy: none, per-block, ``"sqrt"``, ``dots_saveable``,
 ``budget_bytes`` at 1/2 and 1/3 of the plain peak, and ``auto_checkpoint`` at 1/2 and 1/3, on
-a deep MLP (n × (Linear + GELU)) and a stack of GPT blocks (examples/gpt.py's ``Block``).
+a deep MLP (n × (Linear + GELU)), a stack of GPT blocks (examples/gpt.py's ``Block``) and a
+CNN (n × (Conv2d 3×3 + ReLU), same-size feature maps).
 Peak = ``max_memory_allocated()`` above what is live when the step starts (gradients exist
 before it), from the engine's byte counters; time = median step (forward + backward).
 
     python benches/strategies.py [--runs 5] [--mlp-depth 32 --width 256 --batch 512]
                                  [--blocks 8 --tokens 128 --dim 256 --gpt-batch 8]
+                                 [--cnn-depth 8 --channels 32 --image 32 --cnn-batch 16]
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ def table(title: str, rows: list[tuple[str, float, int]]) -> None:
 
 
 def add_model_args(ap: argparse.ArgumentParser) -> None:
-    """The two models' flags (shared with strategies_torch.py, so both measure the same)."""
+    """The three models' flags (shared with strategies_torch.py, so both measure the same)."""
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--mlp-depth", type=int, default=32)
     ap.add_argument("--width", type=int, default=256)
@@ -117,6 +119,10 @@ def add_model_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--dim", type=int, default=256)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--gpt-batch", type=int, default=8)
+    ap.add_argument("--cnn-depth", type=int, default=8)
+    ap.add_argument("--channels", type=int, default=32)
+    ap.add_argument("--image", type=int, default=32)
+    ap.add_argument("--cnn-batch", type=int, default=16)
 
 
 def main() -> None:
@@ -140,6 +146,14 @@ def main() -> None:
     h = remat.randn(args.gpt_batch, args.tokens, args.dim)
     table(f"GPT blocks: {args.blocks} × Block(dim {args.dim}, {args.heads} heads), batch "
           f"{args.gpt_batch}, {args.tokens} tokens", strategies(gpt, h, args.runs))
+
+    remat.manual_seed(0)
+    cnn = nn.Sequential(*[nn.Sequential(nn.Conv2d(args.channels, args.channels, 3, padding=1),
+                                        nn.ReLU()) for _ in range(args.cnn_depth)])
+    img = remat.randn(args.cnn_batch, args.channels, args.image, args.image)
+    table(f"CNN: {args.cnn_depth} × (Conv2d({args.channels}, {args.channels}, 3, padding=1) + "
+          f"ReLU), batch {args.cnn_batch}, {args.image}×{args.image}",
+          strategies(cnn, img, args.runs))
 
 
 if __name__ == "__main__":

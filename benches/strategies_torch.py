@@ -1,11 +1,12 @@
-"""PyTorch beside ``benches/strategies.py``: the same two models (an MLP of n × (Linear +
-GELU), and GPT blocks as in examples/gpt.py) under ``torch.utils.checkpoint`` per block,
-selective activation checkpointing (SAC) saving matmul outputs per block (the analogue of
-``dots_saveable``), and ``checkpoint_sequential`` with √n segments. PyTorch has no byte
-counters on the CPU, so the peak comes from its profiler (``profile_memory=True``): the
-running sum of every op's own allocations and frees over one step, in time order — bytes of
-live tensors, as remat's counters in strategies.py (transients inside one op are netted).
-Skips with a message where PyTorch is not installed.
+"""PyTorch beside ``benches/strategies.py``: the same three models (an MLP of n × (Linear +
+GELU), GPT blocks as in examples/gpt.py, and a CNN of n × (Conv2d 3×3 + ReLU)) under
+``torch.utils.checkpoint`` per block, selective activation checkpointing (SAC) saving matmul
+and convolution outputs per block (the analogue of ``dots_saveable``), and
+``checkpoint_sequential`` with √n segments. PyTorch has no byte counters on the CPU, so the
+peak comes from its profiler (``profile_memory=True``): the running sum of every op's own
+allocations and frees over one step, in time order — bytes of live tensors, as remat's
+counters in strategies.py (transients inside one op are netted). Skips with a message where
+PyTorch is not installed.
 
     python benches/strategies_torch.py [--runs 5] [same model flags as strategies.py]
 """
@@ -38,6 +39,10 @@ def build(kind: str, a):
         blocks = [nn.Sequential(nn.Linear(a.width, a.width), nn.GELU())
                   for _ in range(a.mlp_depth)]
         return nn.Sequential(*blocks), torch.randn(a.batch, a.width)
+    if kind == "cnn":
+        blocks = [nn.Sequential(nn.Conv2d(a.channels, a.channels, 3, padding=1), nn.ReLU())
+                  for _ in range(a.cnn_depth)]
+        return nn.Sequential(*blocks), torch.randn(a.cnn_batch, a.channels, a.image, a.image)
 
     class Block(nn.Module):
         def __init__(self, d: int, heads: int) -> None:
@@ -88,8 +93,9 @@ def measure(kind: str, strategy: str, a) -> dict:
 
     model, x = build(kind, a)
     blocks = list(model)
-    # Matmuls and attention (what remat's dots_saveable keeps); ops a build lacks are skipped.
-    names = ("mm", "addmm", "bmm", "_scaled_dot_product_flash_attention_for_cpu")
+    # Matmuls, convolutions and attention (what remat's dots_saveable keeps); ops a build
+    # lacks are skipped.
+    names = ("mm", "addmm", "bmm", "convolution", "_scaled_dot_product_flash_attention_for_cpu")
     mm_ops = {getattr(torch.ops.aten, n).default for n in names
               if hasattr(torch.ops.aten, n)}
 
@@ -142,7 +148,9 @@ def main() -> int:
     for kind, title in (("mlp", f"MLP: {a.mlp_depth} x (Linear({a.width}) + GELU), batch "
                                 f"{a.batch}"),
                         ("gpt", f"GPT blocks: {a.blocks} x Block(dim {a.dim}, {a.heads} heads),"
-                                f" batch {a.gpt_batch}, {a.tokens} tokens")):
+                                f" batch {a.gpt_batch}, {a.tokens} tokens"),
+                        ("cnn", f"CNN: {a.cnn_depth} x (Conv2d({a.channels}, {a.channels}, 3, "
+                                f"padding=1) + ReLU), batch {a.cnn_batch}, {a.image}x{a.image}")):
         print(f"\n{title}\n")
         print("| strategy | step ms | × plain | peak MiB | × plain |")
         print("|---|---:|---:|---:|---:|")

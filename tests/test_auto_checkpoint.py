@@ -152,3 +152,10 @@ def test_small_budgets_take_whole_blocks_and_the_cheapest_fitting_plan_wins():
         plan.remove()
     # A third needs whole blocks (names without a dot), not only their parts.
     assert any("." not in m for m in plan.modules), plan.modules
+
+
+def test_a_budget_the_plain_step_meets_gives_an_empty_plan():
+    model = nn.Sequential(nn.Linear(8, 8))  # nothing in it frees memory when checkpointed
+    plan = remat.auto_checkpoint(model, remat.randn(2, 8), budget_bytes=10**9)
+    assert plan.modules == [] and plan.peak_bytes <= 10**9
+    plan.remove()

@@ -324,3 +324,41 @@ def test_function_backward_errors():
         BadSave.apply(_x())
     with pytest.raises(NotImplementedError):
         Function.apply(_x())
+
+
+# ------------------------------------------------------------------ grad-mode decorators
+
+def test_grad_mode_decorators_on_generators_and_without_parentheses():
+    @remat.no_grad()
+    def gen():
+        yield remat.is_grad_enabled()
+        yield 2
+        return 5
+
+    assert list(gen()) == [False, 2] and remat.is_grad_enabled()
+    it = gen()
+    next(it), next(it)
+    with pytest.raises(StopIteration) as stop:
+        next(it)
+    assert stop.value.value == 5
+
+    @remat.no_grad
+    def doubled(x):
+        return x * 2
+
+    assert not doubled(remat.ones(2, requires_grad=True)).requires_grad
+
+    @remat.inference_mode
+    def inside():
+        return remat.is_inference_mode_enabled()
+
+    assert inside() and not remat.is_inference_mode_enabled()
+
+
+def test_set_grad_enabled_as_a_decorator_leaves_the_mode_alone():
+    @remat.set_grad_enabled(False)
+    def mode():
+        return remat.is_grad_enabled()
+
+    assert remat.is_grad_enabled()  # decorating did not switch it off
+    assert mode() is False and remat.is_grad_enabled()

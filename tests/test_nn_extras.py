@@ -117,6 +117,30 @@ def test_embedding_from_pretrained_is_frozen():
     emb = nn.Embedding.from_pretrained(table)
     assert not emb.weight.requires_grad
     np.testing.assert_array_equal(emb(remat.tensor([1])).numpy(), [[3.0, 4.0]])
+    # A frozen parameter is still a parameter: saved, listed, loaded and moved.
+    assert list(emb.state_dict()) == ["weight"]
+    assert [n for n, _ in emb.named_parameters()] == ["weight"]
+    emb.to(remat.float64)
+    assert emb.weight.dtype == remat.float64
+
+
+def test_frozen_parameters_stay_registered():
+    m = nn.Linear(2, 2)
+    m.weight.requires_grad_(False)
+    m.weight = m.weight  # re-assigning a frozen parameter keeps it one
+    m.weight = remat.zeros(2, 2)  # so does assigning a new leaf float tensor to its name
+    assert list(m.state_dict()) == ["weight", "bias"]
+    m.register_parameter("scale", nn.Parameter(remat.ones(1), requires_grad=False))
+    assert [n for n, _ in m.named_parameters()] == ["weight", "bias", "scale"]
+    with pytest.raises(TypeError, match="parameter 'weight'"):
+        m.weight = remat.tensor([1, 2])  # an int tensor is no parameter
+    with pytest.raises(TypeError, match="'scale'"):
+        m.register_parameter("scale", [1.0])
+    # An optimizer steps only what has a gradient.
+    opt = remat.optim.SGD(m.parameters(), lr=0.1)
+    m(remat.ones(1, 2)).sum().backward()
+    opt.step()
+    assert m.weight.tolist() == [[0.0, 0.0], [0.0, 0.0]] and m.bias.grad is not None
 
 
 # ------------------------------------------------------------------------------- containers

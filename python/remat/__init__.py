@@ -219,6 +219,13 @@ class _GradMode:
 
     _enabled: bool = True
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # `@remat.no_grad` without parentheses (as PyTorch accepts): the class called on the
+        # function gives the decorated function.
+        if len(args) == 1 and not kwargs and callable(args[0]) and not isinstance(args[0], bool):
+            return cls()(args[0])
+        return super().__new__(cls)
+
     def __init__(self) -> None:
         self._prev: list[bool] = []
 
@@ -239,22 +246,26 @@ class _GradMode:
             @functools.wraps(fn)
             def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
                 gen = fn(*args, **kwargs)
-                # Each resumption runs under the mode, as PyTorch does for generators.
-                with mode():
-                    value = next(gen)
-                while True:
-                    try:
-                        sent = yield value
-                    except GeneratorExit:
-                        with mode():
-                            gen.close()
-                        raise
-                    except BaseException as e:  # forwarded into the generator
-                        with mode():
-                            value = gen.throw(e)
-                    else:
-                        with mode():
-                            value = gen.send(sent)
+                # Each resumption runs under the mode, as PyTorch does for generators; the
+                # generator's end (StopIteration) ends this one with its return value.
+                try:
+                    with mode():
+                        value = next(gen)
+                    while True:
+                        try:
+                            sent = yield value
+                        except GeneratorExit:
+                            with mode():
+                                gen.close()
+                            raise
+                        except BaseException as e:  # forwarded into the generator
+                            with mode():
+                                value = gen.throw(e)
+                        else:
+                            with mode():
+                                value = gen.send(sent)
+                except StopIteration as stop:
+                    return stop.value
 
             return gen_wrapper  # type: ignore[return-value]
 
@@ -267,21 +278,103 @@ class _GradMode:
 
 
 class no_grad(_GradMode):
-    """Disable graph recording: ``with remat.no_grad(): ...`` or ``@remat.no_grad()``."""
+    """Disable graph recording: ``with remat.no_grad(): ...`` or ``@remat.no_grad()``.
+
+    Inside the block (or the decorated function) ops record no graph: their results have
+    ``requires_grad=False`` and keep nothing for backward, so no activation memory is held.
+    Re-entrant: one instance may be entered several times, nested; on exit the previous mode
+    comes back (also after an exception). Grad mode is per thread. As a decorator it needs
+    the parentheses (``@remat.no_grad()``); a decorated generator function runs each
+    resumption under the mode, as in PyTorch.
+
+    Raises
+    ------
+    TypeError
+        When given an argument: ``remat.no_grad(fn)`` (the bare ``@remat.no_grad``
+        decorator form, without parentheses) is not supported.
+
+    Examples
+    --------
+    >>> x = remat.tensor([1.0, 2.0], requires_grad=True)
+    >>> with remat.no_grad():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+    >>> remat.is_grad_enabled()
+    True
+    >>> @remat.no_grad()
+    ... def double(t):
+    ...     return t * 2
+    >>> double(x).requires_grad
+    False
+    """
 
     _enabled = False
 
 
 class enable_grad(_GradMode):
-    """Enable graph recording inside a ``no_grad`` region (context manager or decorator)."""
+    """Enable graph recording inside a ``no_grad`` region (context manager or decorator).
+
+    The previous mode comes back on exit; re-entrant like :class:`no_grad`. As a decorator
+    it needs the parentheses (``@remat.enable_grad()``).
+
+    Raises
+    ------
+    TypeError
+        When given an argument (``remat.enable_grad(fn)``: the bare decorator form is not
+        supported).
+
+    Examples
+    --------
+    >>> x = remat.tensor([1.0, 2.0], requires_grad=True)
+    >>> with remat.no_grad():
+    ...     with remat.enable_grad():
+    ...         y = x * 2
+    ...     z = x * 2
+    >>> y.requires_grad, z.requires_grad
+    (True, False)
+    >>> y.sum().backward()
+    >>> x.grad
+    tensor([2., 2.])
+    """
 
     _enabled = True
 
 
 class inference_mode(_GradMode):
-    """``with remat.inference_mode(): ...`` (or as a decorator): graph recording off, as for
-    :class:`no_grad`; ``inference_mode(False)`` leaves the mode as it is. remat has no
-    separate "inference tensors": what is computed inside can later be used in autograd."""
+    """Run without graph recording: ``with remat.inference_mode(): ...`` or as a decorator.
+
+    Graph recording is off, as for :class:`no_grad`, and :func:`is_inference_mode_enabled`
+    returns True inside; ``inference_mode(False)`` leaves both modes as they are. remat has
+    no separate "inference tensors" (unlike PyTorch): what is computed inside is an ordinary
+    tensor that can later be used in autograd. The previous modes come back on exit.
+
+    Parameters
+    ----------
+    mode : bool, optional
+        Whether to switch inference mode (and so graph recording off) on; any value is
+        taken by its truth. Default: ``True``.
+
+    Raises
+    ------
+    TypeError
+        When given more than one argument (``mode`` is the only one).
+
+    Examples
+    --------
+    >>> x = remat.tensor([1.0, 2.0], requires_grad=True)
+    >>> with remat.inference_mode():
+    ...     y = x * 2
+    ...     remat.is_inference_mode_enabled(), remat.is_grad_enabled()
+    (True, False)
+    >>> y.requires_grad
+    False
+    >>> (y * x).requires_grad  # usable in autograd afterwards
+    True
+    >>> with remat.inference_mode(False):
+    ...     remat.is_inference_mode_enabled()
+    False
+    """
 
     def __init__(self, mode: bool = True) -> None:
         super().__init__()
@@ -308,22 +401,81 @@ _inference_state = threading.local()
 
 
 def is_inference_mode_enabled() -> bool:
-    """Whether an :class:`inference_mode` block is active on this thread."""
+    """Whether an :class:`inference_mode` block is active on this thread.
+
+    Returns
+    -------
+    bool
+        True inside ``with remat.inference_mode():`` (or a function decorated with it) on
+        the calling thread, False elsewhere (also inside ``inference_mode(False)`` when no
+        outer block is active).
+
+    Raises
+    ------
+    TypeError
+        When given an argument (it takes none).
+
+    Examples
+    --------
+    >>> remat.is_inference_mode_enabled()
+    False
+    >>> with remat.inference_mode():
+    ...     remat.is_inference_mode_enabled()
+    True
+    """
     return bool(getattr(_inference_state, "on", False))
 
 
 class set_grad_enabled:
     """Set grad mode now (``remat.set_grad_enabled(False)``) or for a block
-    (``with remat.set_grad_enabled(False): ...`` restores the previous mode on exit)."""
+    (``with remat.set_grad_enabled(False): ...`` restores the previous mode on exit).
+
+    The mode is set when the object is constructed, so a plain call takes effect at once
+    and stays until changed; as a context manager the mode that was active before the call
+    comes back on exit. Grad mode is per thread. Unlike PyTorch's, it is not a decorator.
+
+    Parameters
+    ----------
+    mode : bool
+        True records graphs (the default state), False does not; any value is taken by its
+        truth.
+
+    Raises
+    ------
+    TypeError
+        When ``mode`` is missing.
+
+    Examples
+    --------
+    >>> x = remat.tensor([1.0, 2.0], requires_grad=True)
+    >>> with remat.set_grad_enabled(False):
+    ...     (x * 2).requires_grad
+    False
+    >>> remat.is_grad_enabled()
+    True
+    >>> _ = remat.set_grad_enabled(False)
+    >>> remat.is_grad_enabled()
+    False
+    >>> _ = remat.set_grad_enabled(True)
+    >>> (x * 2).requires_grad
+    True
+    """
 
     def __init__(self, mode: bool) -> None:
-        self._prev = _remat.set_grad_enabled(bool(mode))
+        self._mode = bool(mode)
+        self._prev = _remat.set_grad_enabled(self._mode)
 
     def __enter__(self) -> None:
         pass
 
     def __exit__(self, *exc: object) -> None:
         _remat.set_grad_enabled(self._prev)
+
+    def __call__(self, fn: _F) -> _F:
+        """As a decorator (``@remat.set_grad_enabled(False)``): the mode the constructor set
+        is undone, and each call of ``fn`` runs under it instead, as in PyTorch."""
+        _remat.set_grad_enabled(self._prev)
+        return (enable_grad() if self._mode else no_grad())(fn)
 
 
 # `max`, `min`, `all`, `any`, `sum` and `pow` stay out of `__all__` so `from remat import *`

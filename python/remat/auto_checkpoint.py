@@ -60,7 +60,61 @@ def _default_loss(out: Any) -> Tensor:
 class AutoCheckpointPlan:
     """What :func:`auto_checkpoint` chose: ``modules`` (qualified names run as checkpoints),
     ``peak_bytes`` (the measured peak of a step under the plan), ``plain_peak_bytes``,
-    ``budget_bytes``, ``report()`` and ``remove()`` (undo it)."""
+    ``budget_bytes``, ``report()`` and ``remove()`` (undo it).
+
+    Made by :func:`auto_checkpoint`, which has already applied it (the chosen modules'
+    ``activation_checkpointing`` is True); the constructor's arguments are that function's
+    measurements and are not meant to be built by hand.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The planned model (kept as ``model``).
+    chosen : list of str
+        Qualified names of the submodules run as checkpoints (kept as ``modules``).
+    peak : int
+        Measured peak of a step under the plan, in bytes above what was live when it
+        started (``peak_bytes``).
+    plain_peak : int
+        The same figure without checkpointing (``plain_peak_bytes``).
+    budget : int
+        The budget asked for (``budget_bytes``).
+    measure : object
+        Per-submodule measurements (bytes freed by checkpointing it, forward seconds), for
+        :meth:`report`.
+    previous : dict of str to bool
+        Each module's ``activation_checkpointing`` before planning, for :meth:`remove`.
+    modules : dict of str to nn.Module
+        The modules by qualified name (``""``: the model itself).
+
+    Attributes
+    ----------
+    modules : list of str
+        Qualified names of the submodules run as checkpoints.
+    peak_bytes : int
+        Measured peak of one step under the plan.
+    plain_peak_bytes : int
+        Measured peak of one step without checkpointing.
+    budget_bytes : int
+        The budget.
+
+    Raises
+    ------
+    TypeError
+        When an argument is missing.
+
+    Examples
+    --------
+    >>> from remat import nn
+    >>> model = nn.Sequential(*[nn.Sequential(nn.Linear(64, 256), nn.GELU(),
+    ...                                       nn.Linear(256, 64)) for _ in range(4)])
+    >>> plan = remat.auto_checkpoint(model, remat.randn(32, 64), budget_bytes=200_000)
+    >>> plan.plain_peak_bytes > plan.budget_bytes >= plan.peak_bytes
+    True
+    >>> sorted(plan.modules)
+    ['0', '1', '2', '3']
+    >>> plan.remove()
+    """
 
     def __init__(self, model: Any, chosen: list[str], peak: int, plain_peak: int,
                  budget: int, measure: _Measure, previous: dict[str, bool],
@@ -76,7 +130,31 @@ class AutoCheckpointPlan:
         self._removed = False
 
     def remove(self) -> None:
-        """Restore every module's ``activation_checkpointing`` as it was before."""
+        """Restore every module's ``activation_checkpointing`` as it was before.
+
+        Calling it again does nothing.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> from remat import nn
+        >>> model = nn.Sequential(*[nn.Sequential(nn.Linear(64, 256), nn.GELU(),
+        ...                                       nn.Linear(256, 64)) for _ in range(4)])
+        >>> plan = remat.auto_checkpoint(model, remat.randn(32, 64), budget_bytes=200_000)
+        >>> [m.activation_checkpointing for m in model]
+        [True, True, True, True]
+        >>> plan.remove()
+        >>> [m.activation_checkpointing for m in model]
+        [False, False, False, False]
+        """
         if self._removed:
             return
         for name, flag in self._previous.items():
@@ -85,7 +163,33 @@ class AutoCheckpointPlan:
 
     def report(self) -> str:
         """A readable table: each measured submodule, what checkpointing it frees, its
-        forward time, and whether the plan checkpoints it; then the peaks."""
+        forward time, and whether the plan checkpoints it; then the peaks.
+
+        Returns
+        -------
+        str
+            One row per measured submodule (largest bytes freed first), then a line with
+            the budget, the plain peak and the peak under the plan.
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> from remat import nn
+        >>> model = nn.Sequential(*[nn.Sequential(nn.Linear(64, 256), nn.GELU(),
+        ...                                       nn.Linear(256, 64)) for _ in range(4)])
+        >>> plan = remat.auto_checkpoint(model, remat.randn(32, 64), budget_bytes=200_000)
+        >>> print(plan.report())
+        module  bytes freed  forward ms  checkpointed
+        ----------------------------------------------
+        0            65,536  ...  yes
+        ...
+        budget 200,000 B; plain peak 385,288 B; peak under the plan 188,680 B (0.49 of plain)
+        >>> plan.remove()
+        """
         m = self._measure
         rows = sorted(m.kept, key=lambda n: -m.kept[n])
         width = max([len("module")] + [len(n) for n in rows])
@@ -203,25 +307,63 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
     starts (``max_memory_allocated() - memory_allocated()`` around forward + backward), at
     the least recompute.
 
-    Parameters:
-        model: an ``nn.Module``; its submodules' ``activation_checkpointing`` flags are set.
-        example_inputs: the positional inputs of one step (the batch size matters).
-        budget_bytes: the peak to fit, in bytes.
-        loss_fn: turns the model's output into a scalar loss (default: the mean of its
-            floating-point outputs, summed).
+    One step is measured per submodule call (bytes it leaves alive beyond its outputs, and
+    its forward time); candidate plans are chosen greedily by bytes freed per second of
+    recompute, one search per depth of the module tree and one over all modules, and each
+    candidate is *measured* with a real step, so ``peak_bytes`` is a real figure. The plan
+    that fits with the least forward time replayed wins and is applied by setting the
+    submodules' ``activation_checkpointing`` flags (nested modules too, when even every
+    coarse module is not enough). The measuring steps leave parameters' ``.grad`` as they
+    were; they draw random numbers (dropout) from the global generator.
 
-    Returns an :class:`AutoCheckpointPlan` (``modules``, ``peak_bytes`` measured under the
-    plan, ``report()``, ``remove()``). The measuring steps leave parameters' ``.grad`` as
-    they were; they draw random numbers (dropout) from the global generator.
+    Parameters
+    ----------
+    model : nn.Module
+        The model; its submodules' ``activation_checkpointing`` flags are set.
+    *example_inputs : Any
+        The positional inputs of one step (the batch size matters).
+    budget_bytes : int
+        The peak to fit, in bytes (keyword only, positive).
+    loss_fn : callable, optional
+        Turns the model's output into a scalar loss. Default: ``None`` (the mean of each
+        floating-point tensor in the output, summed).
 
-    Raises ``ValueError`` when even checkpointing every candidate does not fit, stating the
-    smallest peak reached.
+    Returns
+    -------
+    AutoCheckpointPlan
+        The applied plan: ``modules``, ``peak_bytes`` measured under it,
+        ``plain_peak_bytes``, ``report()``, ``remove()``.
 
-    Example::
+    Raises
+    ------
+    ValueError
+        When ``budget_bytes`` is not a positive int, or when even checkpointing every
+        candidate does not fit (the message states the smallest peak reached); the flags
+        are then restored as they were.
+    TypeError
+        When ``loss_fn`` is not given and the model returns no floating-point tensor.
 
-        plan = remat.auto_checkpoint(model, x, budget_bytes=plain_peak // 2)
-        print(plan.report())
-        plan.remove()
+    Examples
+    --------
+    >>> from remat import nn
+    >>> model = nn.Sequential(*[nn.Sequential(nn.Linear(64, 256), nn.GELU(),
+    ...                                       nn.Linear(256, 64)) for _ in range(4)])
+    >>> x = remat.randn(32, 64)
+    >>> plan = remat.auto_checkpoint(model, x, budget_bytes=200_000)
+    >>> plan.plain_peak_bytes > 200_000 >= plan.peak_bytes
+    True
+    >>> sorted(plan.modules)
+    ['0', '1', '2', '3']
+    >>> model[0].activation_checkpointing
+    True
+
+    The budget holds for a real step under the plan:
+
+    >>> loss = model(x).mean()
+    >>> loss.backward()
+    >>> plan.remove()
+    >>> model[0].activation_checkpointing
+    False
     """
     if not isinstance(budget_bytes, int) or isinstance(budget_bytes, bool) or budget_bytes <= 0:
         raise ValueError(f"auto_checkpoint: budget_bytes must be a positive int, "
@@ -260,7 +402,9 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
         searches = [[n for n in order if n.count(".") == d] for d in depths]
         if len(searches) > 1:
             searches.append(order)
-        best_fit: tuple[float, int, list[str]] | None = None
+        # A plain step that fits needs no checkpoint (and no recompute): an empty plan.
+        best_fit: tuple[float, int, list[str]] | None = (
+            (0.0, plain_peak, []) if plain_peak <= budget_bytes else None)
         smallest: tuple[int, list[str]] = (plain_peak, [])
         for candidates in searches:
             peak, chosen = _greedy(model, example_inputs, loss_fn, params, measure,

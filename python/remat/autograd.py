@@ -30,7 +30,32 @@ __all__ = ["Function", "FunctionCtx", "grad", "backward"]
 class FunctionCtx:
     """The ``ctx`` of a :class:`Function`: ``save_for_backward(*tensors)`` in ``forward``,
     ``saved_tensors`` in ``backward``; ``needs_input_grad`` says which inputs need a
-    gradient. Any other attribute set in ``forward`` is there in ``backward``."""
+    gradient. Any other attribute set in ``forward`` is there in ``backward``.
+
+    :meth:`Function.apply` makes one per call; there is no need to build one by hand.
+
+    Parameters
+    ----------
+    needs_input_grad : tuple of bool
+        One entry per positional argument of ``forward``: True for a Tensor that requires
+        grad (kept as ``ctx.needs_input_grad``).
+
+    Raises
+    ------
+    TypeError
+        When ``needs_input_grad`` is missing.
+
+    Examples
+    --------
+    >>> ctx = remat.autograd.FunctionCtx((True, False))
+    >>> ctx.needs_input_grad
+    (True, False)
+    >>> ctx.save_for_backward(remat.tensor([1.0]), None)
+    >>> ctx.saved_tensors  # read back only in backward
+    Traceback (most recent call last):
+        ...
+    RuntimeError: saved_tensors is only available in backward (after save_for_backward in forward)
+    """
 
     def __init__(self, needs_input_grad: tuple) -> None:
         self.needs_input_grad = needs_input_grad
@@ -41,7 +66,42 @@ class FunctionCtx:
         self.dirty: tuple = ()
 
     def save_for_backward(self, *tensors: Any) -> None:
-        """Keep ``tensors`` (Tensors or None) for ``backward``."""
+        """Keep ``tensors`` (Tensors or None) for ``backward``.
+
+        Call it in ``forward``, at most once (a second call replaces the first). The tensors
+        become the recorded op's saved-tensor slots, so checkpointing, in-place version
+        checks and memory accounting treat them as a built-in op's.
+
+        Parameters
+        ----------
+        *tensors : Tensor or None
+            What ``backward`` reads back from ``ctx.saved_tensors``, in this order.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When an argument is neither a Tensor nor None.
+
+        Examples
+        --------
+        >>> class Cube(remat.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_backward(x)
+        ...         return x * x * x
+        ...     @staticmethod
+        ...     def backward(ctx, grad):
+        ...         (x,) = ctx.saved_tensors
+        ...         return 3 * x * x * grad
+        >>> x = remat.tensor([1.0, 2.0], requires_grad=True)
+        >>> Cube.apply(x).sum().backward()
+        >>> x.grad
+        tensor([ 3., 12.])
+        """
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError(
@@ -76,21 +136,186 @@ class FunctionCtx:
 
 
 class Function:
-    """Base class of custom differentiable functions (see the module docstring)."""
+    """Base class of custom differentiable functions (see the module docstring).
+
+    Subclass it with static ``forward(ctx, *args)`` and ``backward(ctx, *grad_outputs)``
+    and call ``MyFn.apply(*args)``, as ``torch.autograd.Function``. ``forward`` runs without
+    recording a graph; ``backward`` returns one gradient (or None) per argument of
+    ``forward``, each of its input's shape. Custom functions work inside every checkpoint
+    entry point, and with ``create_graph=True`` a ``backward`` written with remat ops is
+    differentiable again.
+
+    Raises
+    ------
+    NotImplementedError
+        From ``apply`` when the subclass does not define ``forward``, and in backward when
+        it does not define ``backward``.
+    RuntimeError
+        In backward, when ``backward`` returns fewer gradients than ``forward`` has
+        arguments (or a non-None extra one).
+    TypeError
+        In backward, when a gradient is neither a Tensor nor None.
+    remat.ShapeError
+        In backward, when a gradient's shape differs from its input's.
+
+    Examples
+    --------
+    >>> class Square(remat.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x
+    ...     @staticmethod
+    ...     def backward(ctx, grad):
+    ...         (x,) = ctx.saved_tensors
+    ...         return 2 * x * grad
+    >>> x = remat.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    >>> y = Square.apply(x)
+    >>> y
+    tensor([1., 4., 9.], grad_fn=<Square>)
+    >>> y.sum().backward()
+    >>> x.grad
+    tensor([2., 4., 6.])
+
+    Non-tensor arguments get a None gradient; attributes set on ``ctx`` reach backward:
+
+    >>> class Scale(remat.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x, k):
+    ...         ctx.k = k
+    ...         return x * k
+    ...     @staticmethod
+    ...     def backward(ctx, grad):
+    ...         return grad * ctx.k, None
+    >>> x.grad = None
+    >>> remat.checkpoint(lambda t: Scale.apply(t, 3.0).sin(), x).sum().backward()
+    >>> x.grad.shape
+    (3,)
+    """
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
-        """Compute the outputs from the inputs; subclasses define it."""
+        """Compute the outputs from the inputs; subclasses define it.
+
+        Runs without recording a graph. Returns a Tensor or a tuple (of Tensors and other
+        values); each differentiable float output is recorded as one engine op.
+
+        Parameters
+        ----------
+        ctx : FunctionCtx
+            The context shared with ``backward``.
+        *args : Any
+            The arguments given to ``apply``.
+        **kwargs : Any
+            The keyword arguments given to ``apply`` (they get no gradient).
+
+        Returns
+        -------
+        Any
+            The output(s).
+
+        Raises
+        ------
+        NotImplementedError
+            When the subclass does not override it.
+
+        Examples
+        --------
+        >>> class Twice(remat.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         return x * 2
+        ...     @staticmethod
+        ...     def backward(ctx, grad):
+        ...         return grad * 2
+        >>> Twice.apply(remat.tensor([1.0, 2.0], requires_grad=True))
+        tensor([2., 4.], grad_fn=<Twice>)
+        """
         raise NotImplementedError("You must implement the forward function for custom Function")
 
     @staticmethod
     def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
-        """Return one gradient (or None) per argument of ``forward``."""
+        """Return one gradient (or None) per argument of ``forward``; subclasses define it.
+
+        Called once per recorded output, with that output's gradient and zeros for the
+        others (None instead of zeros after ``ctx.set_materialize_grads(False)``). Runs
+        under the engine's grad mode: with ``create_graph=True`` it is recorded itself.
+
+        Parameters
+        ----------
+        ctx : FunctionCtx
+            The context ``forward`` filled (``saved_tensors``, attributes).
+        *grad_outputs : Tensor or None
+            One gradient per output of ``forward``.
+
+        Returns
+        -------
+        Tensor, None or tuple
+            One gradient (or None) per positional argument of ``forward``, each of its
+            input's shape; a single value for a one-argument ``forward``.
+
+        Raises
+        ------
+        NotImplementedError
+            When the subclass does not override it (raised in backward).
+
+        Examples
+        --------
+        >>> class Exp(remat.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         y = x.exp()
+        ...         ctx.save_for_backward(y)
+        ...         return y
+        ...     @staticmethod
+        ...     def backward(ctx, grad):
+        ...         (y,) = ctx.saved_tensors
+        ...         return grad * y
+        >>> x = remat.tensor([0.0, 1.0], requires_grad=True)
+        >>> Exp.apply(x).sum().backward()
+        >>> x.grad
+        tensor([1.       , 2.7182817])
+        """
         raise NotImplementedError("You must implement the backward function for custom Function")
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        """Run ``forward`` and record it so that backward calls ``backward``."""
+        """Run ``forward`` and record it so that backward calls ``backward``.
+
+        Without grad mode, or when no positional Tensor argument requires grad, the result
+        of ``forward`` is returned as it is (nothing recorded).
+
+        Parameters
+        ----------
+        *args : Any
+            The arguments of ``forward`` (Tensors among them receive gradients).
+        **kwargs : Any
+            Keyword arguments of ``forward`` (no gradients).
+
+        Returns
+        -------
+        Any
+            ``forward``'s result, its differentiable outputs recorded for autograd.
+
+        Raises
+        ------
+        NotImplementedError
+            When ``forward`` is not defined.
+
+        Examples
+        --------
+        >>> class Neg(remat.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         return -x
+        ...     @staticmethod
+        ...     def backward(ctx, grad):
+        ...         return -grad
+        >>> Neg.apply(remat.tensor([1.0], requires_grad=True))
+        tensor([-1.], grad_fn=<Neg>)
+        >>> Neg.apply(remat.tensor([1.0])).requires_grad  # nothing to record
+        False
+        """
         needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx = FunctionCtx(needs)
         with remat.no_grad():

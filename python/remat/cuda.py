@@ -13,22 +13,99 @@ __all__ = ["is_available", "device_count", "synchronize", "empty_cache"]
 
 
 def is_available() -> bool:
-    """Whether a usable CUDA device exists."""
+    """Whether a usable CUDA device exists.
+
+    False when the build has no CUDA support, no driver is found, or no device is present;
+    in those cases asking for a ``"cuda"`` tensor raises ``remat.DeviceError`` with the
+    reason.
+
+    Returns
+    -------
+    bool
+        True when at least one CUDA device can be used.
+
+    Raises
+    ------
+    TypeError
+        When given an argument (it takes none); it never raises otherwise.
+
+    Examples
+    --------
+    >>> device = "cuda" if remat.cuda.is_available() else "cpu"
+    >>> remat.ones(2, device=device).device.type == device
+    True
+    """
     return _remat.cuda_is_available()
 
 
 def device_count() -> int:
-    """Number of usable CUDA devices."""
+    """Number of usable CUDA devices.
+
+    Returns
+    -------
+    int
+        The number of devices (``"cuda:0"`` to ``"cuda:N-1"``); 0 without a usable GPU.
+
+    Raises
+    ------
+    TypeError
+        When given an argument (it takes none); it never raises otherwise.
+
+    Examples
+    --------
+    >>> n = remat.cuda.device_count()
+    >>> n == 0 or remat.cuda.is_available()
+    True
+    """
     return _remat.cuda_device_count()
 
 
 def synchronize() -> None:
-    """Wait for all queued GPU work to finish (no-op without a GPU)."""
+    """Wait for all queued GPU work to finish (no-op without a GPU).
+
+    Kernels run asynchronously; call it before timing GPU work.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    remat.DeviceError
+        When the device reports an error for queued work (never without a GPU).
+
+    Examples
+    --------
+    >>> x = remat.ones(1024, device="cuda" if remat.cuda.is_available() else "cpu")
+    >>> y = (x * 2).sum()
+    >>> remat.cuda.synchronize()
+    >>> y.item()
+    2048.0
+    """
     _remat.cuda_synchronize()
 
 
 def empty_cache() -> None:
     """Give the device blocks remat's caching allocator keeps for reuse (and the pinned host
     blocks of offloading) back to the driver, like ``torch.cuda.empty_cache()``. Live tensors
-    and ``memory_allocated`` are unaffected (no-op without a GPU)."""
+    and ``memory_allocated`` are unaffected (no-op without a GPU).
+
+    It also waits for the queued GPU work of every device.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    remat.DeviceError
+        When the device reports an error for queued work (never without a GPU).
+
+    Examples
+    --------
+    >>> before = remat.memory_allocated("cuda")
+    >>> remat.cuda.empty_cache()
+    >>> remat.memory_allocated("cuda") == before
+    True
+    """
     _remat.cuda_empty_cache()

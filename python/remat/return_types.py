@@ -13,14 +13,61 @@ __all__ = ["max", "min"]
 
 
 class max(NamedTuple):  # named after the op, as torch.return_types.max
-    """``(values, indices)`` of ``remat.max(t, dim)``."""
+    """``(values, indices)`` of ``remat.max(t, dim)``.
+
+    A named tuple, as ``torch.return_types.max``: unpackable and indexable.
+
+    Parameters
+    ----------
+    values : Tensor
+        The largest value along the reduced axis.
+    indices : Tensor
+        Where each one is along that axis (int64).
+
+    Raises
+    ------
+    TypeError
+        When a field is missing.
+
+    Examples
+    --------
+    >>> r = remat.max(remat.tensor([[1.0, 5.0], [7.0, 2.0]]), 1)
+    >>> r
+    max(values=tensor([5., 7.]), indices=tensor([1, 0]))
+    >>> values, indices = r
+    >>> indices
+    tensor([1, 0])
+    """
 
     values: Tensor
     indices: Tensor
 
 
 class min(NamedTuple):
-    """``(values, indices)`` of ``remat.min(t, dim)``."""
+    """``(values, indices)`` of ``remat.min(t, dim)``.
+
+    A named tuple, as ``torch.return_types.min``: unpackable and indexable.
+
+    Parameters
+    ----------
+    values : Tensor
+        The smallest value along the reduced axis.
+    indices : Tensor
+        Where each one is along that axis (int64).
+
+    Raises
+    ------
+    TypeError
+        When a field is missing.
+
+    Examples
+    --------
+    >>> r = remat.min(remat.tensor([[1.0, 5.0], [7.0, 2.0]]), dim=0)
+    >>> r
+    min(values=tensor([1., 2.]), indices=tensor([0, 1]))
+    >>> r.values
+    tensor([1., 2.])
+    """
 
     values: Tensor
     indices: Tensor

@@ -120,7 +120,57 @@ def _rebuild(node: Any, arrays: Mapping[str, np.ndarray]) -> Any:
 
 def save(obj: Any, path: PathLike, metadata: dict[str, str] | None = None) -> None:
     """Write ``obj`` to ``path`` in the form the module docstring describes (a Module stands
-    for its ``state_dict()``). ``metadata`` is only for ``.safetensors`` paths."""
+    for its ``state_dict()``). ``metadata`` is only for ``.safetensors`` paths.
+
+    No code is pickled. The form follows the path and the object: a ``.safetensors`` path
+    writes the safetensors format (a flat mapping of names to tensors, readable by
+    PyTorch and Hugging Face); a flat mapping of names to Tensors, arrays or numbers is an
+    ``.npz`` archive with one array per key (``np.load`` reads it); anything else (nested
+    dicts, lists, tuples of Tensors, arrays, numbers, strings, bools and None) is an
+    ``.npz`` archive of the arrays plus a JSON description of the structure. The file is
+    written at exactly ``path`` (no suffix added). Tensors are copied to the host.
+
+    Parameters
+    ----------
+    obj : Any
+        What to save: a Module (its ``state_dict()``), a mapping, or a nested structure as
+        above.
+    path : str or os.PathLike
+        The file to write (overwritten).
+    metadata : dict of str to str, optional
+        Stored in the header of a ``.safetensors`` file. Default: ``None``.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ValueError
+        When ``metadata`` is given for a path that is not ``.safetensors``.
+    TypeError
+        When a value cannot be saved (a function, an arbitrary object, a dict key that is
+        neither str nor int), or when a ``.safetensors`` object is not a flat mapping of
+        names to tensors.
+    OSError
+        When the file cannot be written.
+
+    Examples
+    --------
+    >>> sd = {"w": remat.tensor([[1.0, 2.0]]), "b": remat.tensor([0.5])}
+    >>> remat.save(sd, "model.npz")
+    >>> remat.load("model.npz")
+    OrderedDict([('w', tensor([[1., 2.]])), ('b', tensor([0.5]))])
+    >>> sorted(np.load("model.npz").files)  # plain NumPy reads it too
+    ['b', 'w']
+    >>> remat.save({"model": sd, "epoch": 3, "note": None}, "ckpt.bin")
+    >>> remat.load("ckpt.bin")["epoch"]
+    3
+    >>> remat.save({"f": len}, "bad.npz")
+    Traceback (most recent call last):
+        ...
+    TypeError: remat.save: obj['f'] is a builtin_function_or_method; only Tensors, ...
+    """
     if hasattr(obj, "state_dict") and callable(obj.state_dict) and not hasattr(obj, "keys"):
         obj = obj.state_dict()
     if _is_safetensors(path):
@@ -164,7 +214,45 @@ def load(path: PathLike) -> Any:
     order, or the saved nested structure.
 
     A file that cannot be opened raises ``OSError`` (``FileNotFoundError``, ...); a file that
-    is not such an archive, or whose contents are corrupt, raises ``ValueError`` naming it."""
+    is not such an archive, or whose contents are corrupt, raises ``ValueError`` naming it.
+
+    No pickle is ever loaded. Tensors come back on the CPU with their saved dtypes; NumPy
+    arrays saved inside a nested structure come back as arrays. A ``.safetensors`` file's
+    tensors come in the file's order (safetensors reorders them when it writes a file),
+    not necessarily the order they were saved in.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to read.
+
+    Returns
+    -------
+    OrderedDict or Any
+        An ``OrderedDict`` of name to Tensor for a flat archive or a ``.safetensors`` file;
+        the saved nested structure (dicts, lists, tuples, Tensors, plain values) otherwise.
+
+    Raises
+    ------
+    OSError
+        When the file cannot be opened (``FileNotFoundError`` ...).
+    ValueError
+        When the file is not an archive written by ``remat.save`` / ``np.savez`` or a
+        safetensors file, or its contents are corrupt.
+
+    Examples
+    --------
+    >>> remat.save({"model": {"w": remat.tensor([1.0, 2.0])}, "step": 10}, "ckpt.npz")
+    >>> remat.load("ckpt.npz")
+    {'model': {'w': tensor([1., 2.])}, 'step': 10}
+    >>> remat.save({"w": remat.tensor([1.0]), "b": remat.tensor([0.0])}, "m.safetensors")
+    >>> list(remat.load("m.safetensors"))
+    ['b', 'w']
+    >>> remat.load("missing.npz")
+    Traceback (most recent call last):
+        ...
+    FileNotFoundError: [Errno 2] No such file or directory: 'missing.npz'
+    """
     file = os.fspath(path)
     try:
         if _is_safetensors(file):

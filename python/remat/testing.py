@@ -106,5 +106,63 @@ def assert_close(
     elementwise, with matching shapes (and dtypes and devices for tensors). Without
     ``rtol``/``atol`` the tolerances are PyTorch's defaults for the dtype (float32: 1.3e-6 and
     1e-5; float64: 1e-7 and 1e-7; integers and bools exactly). Sequences and mappings are
-    compared item by item."""
+    compared item by item.
+
+    When the two sides have different float dtypes (``check_dtype=False``), the looser
+    default tolerances of the two apply. Tensors are compared on the host. A Tensor
+    ``actual`` may be compared with a Python number ``expected``; otherwise both sides must
+    be Tensors or neither (a Tensor against a NumPy array or a list fails).
+
+    Parameters
+    ----------
+    actual : Tensor, array, number, sequence or mapping
+        The value to check.
+    expected : Tensor, array, number, sequence or mapping
+        The reference value.
+    rtol : float, optional
+        Relative tolerance; give it together with ``atol``. Default: ``None`` (by dtype).
+    atol : float, optional
+        Absolute tolerance; give it together with ``rtol``. Default: ``None`` (by dtype).
+    equal_nan : bool, optional
+        Count NaN as equal to NaN. Default: ``False``.
+    check_device : bool, optional
+        Require both tensors on the same device. Default: ``True``.
+    check_dtype : bool, optional
+        Require both tensors to have the same dtype. Default: ``True``.
+    msg : str, optional
+        The message of the ``AssertionError`` raised for values that are not close,
+        instead of the default report. Default: ``None``.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssertionError
+        When the values are not close, or shapes, dtypes, devices, sequence lengths or
+        mapping keys differ, or only one side is a Tensor (except a Tensor ``actual``
+        against a number ``expected``).
+    ValueError
+        When only one of ``rtol`` and ``atol`` is given.
+
+    Examples
+    --------
+    >>> from remat.testing import assert_close
+    >>> assert_close(remat.tensor([1.0, 2.0]), remat.tensor([1.0, 2.000001]))
+    >>> assert_close(remat.tensor([1.0, 2.0]), remat.tensor([1.0, 2.1]))
+    Traceback (most recent call last):
+        ...
+    AssertionError: Tensor-likes are not close!
+    <BLANKLINE>
+    Mismatched elements: 1 / 2 (50.0%)
+    Greatest absolute difference: 0.0999999046325... (up to 1e-05 allowed)
+    Greatest relative difference: 0.047619004368... (up to 1.3e-06 allowed)
+    >>> assert_close(remat.tensor([1.0, 2.0]), remat.tensor([1.0, 2.1]), rtol=0.0, atol=0.2)
+    >>> assert_close({"w": [remat.tensor([1.0])]}, {"w": [remat.tensor([1.0])]})
+    >>> assert_close(remat.tensor([1.0]), remat.tensor([1.0], dtype=remat.float64))
+    Traceback (most recent call last):
+        ...
+    AssertionError: The values for attribute 'dtype' do not match: float32 != float64.
+    """
     _compare(actual, expected, rtol, atol, equal_nan, check_device, check_dtype, "", msg)

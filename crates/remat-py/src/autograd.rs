@@ -12,6 +12,27 @@ use remat_core::autograd::GradOptions;
 use remat_core::Tensor;
 
 /// Whether ops on this thread record the autograd graph.
+///
+/// Grad mode is per thread; ``remat.no_grad``, ``remat.enable_grad``,
+/// ``remat.set_grad_enabled`` and ``remat.inference_mode`` change it.
+///
+/// Returns
+/// -------
+/// bool
+///     ``True`` when graph recording is on.
+///
+/// Raises
+/// ------
+/// TypeError
+///     When given an argument (it takes none).
+///
+/// Examples
+/// --------
+/// >>> remat.is_grad_enabled()
+/// True
+/// >>> with remat.no_grad():
+/// ...     remat.is_grad_enabled()
+/// False
 #[pyfunction]
 fn is_grad_enabled() -> bool {
     remat_core::is_grad_enabled()
@@ -79,9 +100,63 @@ fn grad_outputs(
     Ok(Some(vec![Some(operand(op, obj, like(0))?)]))
 }
 
-/// Gradients of `outputs` with respect to `inputs`, as a tuple; no `.grad` is touched.
-/// `retain_graph` defaults to `create_graph`; without `allow_unused` an input the outputs do
-/// not depend on is an error (as in PyTorch), with it its gradient is None.
+/// Gradients of `outputs` with respect to `inputs`, as a tuple; no ``.grad`` is touched.
+///
+/// PyTorch's ``torch.autograd.grad``: the sum over `outputs` of each output's
+/// vector-Jacobian product with its gradient in `grad_outputs`. Only the part of the graph it
+/// runs through is freed (unless `retain_graph`), so a later ``grad`` or ``backward`` over
+/// other parts still works. With `create_graph` the gradients are themselves differentiable
+/// (higher-order gradients), also through checkpoints. The GIL is released while the backward
+/// engine runs.
+///
+/// Parameters
+/// ----------
+/// outputs : Tensor or sequence of Tensor
+///     The tensors to differentiate.
+/// inputs : Tensor or sequence of Tensor
+///     The tensors to differentiate with respect to; each must require grad.
+/// grad_outputs : Tensor, number or sequence, optional
+///     The gradient of each output (a sequence may hold ``None`` for a 0-d output, which
+///     gets 1). Default: ``None`` (every output must be 0-d; its gradient is 1).
+/// retain_graph : bool, optional
+///     Keep the graph's saved tensors for another backward. Default: ``None`` (the value of
+///     `create_graph`).
+/// create_graph : bool, optional
+///     Record the backward itself, so the gradients can be differentiated again.
+///     Default: ``False``.
+/// allow_unused : bool, optional
+///     Return ``None`` for an input the outputs do not depend on, instead of raising.
+///     Default: ``False``.
+///
+/// Returns
+/// -------
+/// tuple of Tensor or None
+///     One gradient per input, in order, each of its input's shape.
+///
+/// Raises
+/// ------
+/// TypeError
+///     When `outputs` or `inputs` is not a Tensor or a sequence of Tensors.
+/// GraphError
+///     When an input is unused (without `allow_unused`) or does not require grad, an output
+///     does not require grad, a non-0-d output has no gradient in `grad_outputs`, or the
+///     graph was already freed by an earlier backward (use ``retain_graph=True``).
+/// ShapeError
+///     When a gradient in `grad_outputs` does not have its output's shape.
+///
+/// Examples
+/// --------
+/// >>> x = remat.tensor([1.0, 2.0, 3.0], requires_grad=True)
+/// >>> remat.grad((x ** 2).sum(), x)
+/// (tensor([2., 4., 6.]),)
+/// >>> x.grad is None
+/// True
+/// >>> (g,) = remat.grad((x ** 3).sum(), x, create_graph=True)
+/// >>> remat.grad(g.sum(), x)
+/// (tensor([ 6., 12., 18.]),)
+/// >>> w = remat.tensor([2.0], requires_grad=True)
+/// >>> remat.grad(x.sum(), [x, w], allow_unused=True)
+/// (tensor([1., 1., 1.]), None)
 #[pyfunction]
 #[pyo3(signature = (outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=false, allow_unused=false))]
 fn grad<'py>(
@@ -114,8 +189,54 @@ fn grad<'py>(
     PyTuple::new(py, items)
 }
 
-/// Back-propagate from `tensors` (each with its gradient) into the leaves' `.grad`, with
-/// PyTorch's keywords (see `Tensor.backward`).
+/// Back-propagate from `tensors` into the ``.grad`` of the leaves that require grad.
+///
+/// PyTorch's ``torch.autograd.backward`` (``Tensor.backward`` for several roots at once):
+/// gradients accumulate into ``.grad`` (they add to what is there), and the graph's saved
+/// tensors are freed afterwards unless `retain_graph`. The GIL is released while the backward
+/// engine runs.
+///
+/// Parameters
+/// ----------
+/// tensors : Tensor or sequence of Tensor
+///     The roots to back-propagate from.
+/// grad_tensors : Tensor, number or sequence, optional
+///     The gradient of each root (a sequence may hold ``None`` for a 0-d root, which gets 1).
+///     Default: ``None`` (every root must be 0-d; its gradient is 1).
+/// retain_graph : bool, optional
+///     Keep the graph's saved tensors for another backward. Default: ``None`` (the value of
+///     `create_graph`).
+/// create_graph : bool, optional
+///     Record the backward itself, so the gradients can be differentiated again.
+///     Default: ``False``.
+/// inputs : Tensor or sequence of Tensor, optional
+///     Accumulate only into these tensors' ``.grad``. Default: ``None`` (every leaf that
+///     requires grad).
+///
+/// Returns
+/// -------
+/// None
+///
+/// Raises
+/// ------
+/// TypeError
+///     When `tensors` or `inputs` is not a Tensor or a sequence of Tensors.
+/// GraphError
+///     When a root does not require grad, a non-0-d root has no gradient in `grad_tensors`,
+///     or the graph was already freed by an earlier backward (use ``retain_graph=True``).
+/// ShapeError
+///     When a gradient does not have its root's shape.
+///
+/// Examples
+/// --------
+/// >>> x = remat.tensor([1.0, 2.0, 3.0], requires_grad=True)
+/// >>> w = remat.tensor([2.0], requires_grad=True)
+/// >>> remat.backward([(x * x).sum(), (w * 3).sum()])
+/// >>> x.grad, w.grad
+/// (tensor([2., 4., 6.]), tensor([3.]))
+/// >>> remat.backward(x * w, grad_tensors=remat.ones(3), inputs=[w])
+/// >>> w.grad
+/// tensor([9.])
 #[pyfunction]
 #[pyo3(signature = (tensors, grad_tensors=None, retain_graph=None, create_graph=false, inputs=None))]
 fn backward(

@@ -85,8 +85,8 @@ fn conv_nd(
 }
 
 macro_rules! conv_fn {
-    ($name:ident, $rank:expr, $doc:literal) => {
-        #[doc = $doc]
+    ($(#[doc = $doc:literal])* $name:ident, $rank:expr) => {
+        $(#[doc = $doc])*
         #[pyfunction]
         #[pyo3(signature = (input, weight, bias=None, stride=None, padding=None, dilation=None, groups=1),
                text_signature = "(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)")]
@@ -107,21 +107,189 @@ macro_rules! conv_fn {
     };
 }
 
-conv_fn!(
-    conv1d,
-    1,
-    "1-D convolution of `(N, C, L)` (or `(C, L)`) with `weight (O, C/groups, k)`."
-);
-conv_fn!(
-    conv2d,
-    2,
-    "2-D convolution of `(N, C, H, W)` (or `(C, H, W)`) with `weight (O, C/groups, kh, kw)`."
-);
-conv_fn!(
-    conv3d,
-    3,
-    "3-D convolution of `(N, C, D, H, W)` (or unbatched) with `weight (O, C/groups, kd, kh, kw)`."
-);
+conv_fn! {
+    /// 1-D convolution (cross-correlation, as PyTorch's ``conv1d``).
+    ///
+    /// ``input`` is ``(N, C_in, L)`` or unbatched ``(C_in, L)``; ``weight`` is
+    /// ``(C_out, C_in / groups, k)``. Along each spatial axis the output size is
+    /// ``(size + 2 * padding - dilation * (k - 1) - 1) // stride + 1``. Float32 or float64 only,
+    /// every tensor of one dtype; gradients flow to ``input``, ``weight`` and ``bias``.
+    ///
+    /// Parameters
+    /// ----------
+    /// input : Tensor or array_like
+    ///     The input, ``(N, C_in, L)`` or unbatched ``(C_in, L)``.
+    /// weight : Tensor or array_like
+    ///     The filters, ``(C_out, C_in / groups, k)``, of ``input``'s dtype.
+    /// bias : Tensor or array_like, optional
+    ///     ``(C_out,)``, added to every output position. Default: ``None`` (no bias).
+    /// stride : int or tuple of int, optional
+    ///     The step between windows (an int or a 1-tuple). Default: ``1``.
+    /// padding : int, tuple of int or str, optional
+    ///     Zeros added on both sides of each spatial axis, or ``"valid"`` (none) or ``"same"`` (the
+    ///     output as large as the input; stride 1 only; an odd total is padded one more at the end,
+    ///     as PyTorch). Default: ``0``.
+    /// dilation : int or tuple of int, optional
+    ///     The spacing between kernel taps. Default: ``1``.
+    /// groups : int, optional
+    ///     The number of blocked connections: ``C_in`` and ``C_out`` must be divisible by it.
+    ///     Default: ``1``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``(N, C_out, L_out)`` (without ``N`` for an unbatched input), of ``input``'s dtype.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When ``input`` is not 2-D or 3-D, its channels are not ``weight.shape[1] * groups``,
+    ///     ``C_out`` is not divisible by ``groups``, ``bias`` is not ``(C_out,)``, or the padded
+    ///     input is smaller than the dilated kernel.
+    /// DTypeError
+    ///     When the tensors are not all of one float dtype.
+    /// ValueError
+    ///     When a size is negative or has the wrong length, ``stride`` or ``dilation`` is 0,
+    ///     ``padding`` is an unknown string, ``padding="same"`` comes with a stride above 1, or
+    ///     ``groups < 1``.
+    /// TypeError
+    ///     When a size is not an int or a tuple of ints.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.arange(6.0).reshape(1, 1, 6)
+    /// >>> w = remat.tensor([[[1.0, 0.0, -1.0]]])
+    /// >>> remat.conv1d(x, w)
+    /// tensor([[[-2., -2., -2., -2.]]])
+    /// >>> remat.conv1d(x, w, padding=1)
+    /// tensor([[[-1., -2., -2., -2., -2.,  4.]]])
+    /// >>> remat.conv1d(remat.ones(2, 3, 10), remat.ones(4, 3, 3), stride=2).shape
+    /// (2, 4, 4)
+    /// >>> remat.conv1d(remat.ones(1, 10), remat.ones(4, 1, 3), dilation=2).shape
+    /// (4, 6)
+    conv1d, 1
+}
+
+conv_fn! {
+    /// 2-D convolution (cross-correlation, as PyTorch's ``conv2d``).
+    ///
+    /// ``input`` is ``(N, C_in, H, W)`` or unbatched ``(C_in, H, W)``; ``weight`` is
+    /// ``(C_out, C_in / groups, kh, kw)``. Along each spatial axis the output size is
+    /// ``(size + 2 * padding - dilation * (k - 1) - 1) // stride + 1``. Float32 or float64 only,
+    /// every tensor of one dtype; gradients flow to ``input``, ``weight`` and ``bias``.
+    ///
+    /// Parameters
+    /// ----------
+    /// input : Tensor or array_like
+    ///     The input, ``(N, C_in, H, W)`` or unbatched ``(C_in, H, W)``.
+    /// weight : Tensor or array_like
+    ///     The filters, ``(C_out, C_in / groups, kh, kw)``, of ``input``'s dtype.
+    /// bias : Tensor or array_like, optional
+    ///     ``(C_out,)``, added to every output position. Default: ``None`` (no bias).
+    /// stride : int or tuple of int, optional
+    ///     The step between windows (an int for both axes or a pair). Default: ``1``.
+    /// padding : int, tuple of int or str, optional
+    ///     Zeros added on both sides of each spatial axis, or ``"valid"`` (none) or ``"same"`` (the
+    ///     output as large as the input; stride 1 only; an odd total is padded one more at the end,
+    ///     as PyTorch). Default: ``0``.
+    /// dilation : int or tuple of int, optional
+    ///     The spacing between kernel taps. Default: ``1``.
+    /// groups : int, optional
+    ///     The number of blocked connections: ``C_in`` and ``C_out`` must be divisible by it.
+    ///     Default: ``1``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``(N, C_out, H_out, W_out)`` (without ``N`` for an unbatched input), of ``input``'s
+    ///     dtype.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When ``input`` is not 3-D or 4-D, its channels are not ``weight.shape[1] * groups``,
+    ///     ``C_out`` is not divisible by ``groups``, ``bias`` is not ``(C_out,)``, or the padded
+    ///     input is smaller than the dilated kernel.
+    /// DTypeError
+    ///     When the tensors are not all of one float dtype.
+    /// ValueError
+    ///     When a size is negative or has the wrong length, ``stride`` or ``dilation`` is 0,
+    ///     ``padding`` is an unknown string, ``padding="same"`` comes with a stride above 1, or
+    ///     ``groups < 1``.
+    /// TypeError
+    ///     When a size is not an int or a tuple of ints.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.arange(16.0).reshape(1, 1, 4, 4)
+    /// >>> remat.conv2d(x, remat.ones(1, 1, 2, 2), stride=2)
+    /// tensor([[[[10., 18.],
+    ///           [42., 50.]]]])
+    /// >>> remat.conv2d(remat.ones(2, 3, 8, 8), remat.ones(4, 3, 3, 3), padding="same").shape
+    /// (2, 4, 8, 8)
+    /// >>> remat.conv2d(remat.ones(1, 4, 5, 5), remat.ones(4, 1, 3, 3), groups=4).shape
+    /// (1, 4, 3, 3)
+    conv2d, 2
+}
+
+conv_fn! {
+    /// 3-D convolution (cross-correlation, as PyTorch's ``conv3d``).
+    ///
+    /// ``input`` is ``(N, C_in, D, H, W)`` or unbatched ``(C_in, D, H, W)``; ``weight`` is
+    /// ``(C_out, C_in / groups, kd, kh, kw)``. Along each spatial axis the output size is
+    /// ``(size + 2 * padding - dilation * (k - 1) - 1) // stride + 1``. Float32 or float64 only,
+    /// every tensor of one dtype; gradients flow to ``input``, ``weight`` and ``bias``.
+    ///
+    /// Parameters
+    /// ----------
+    /// input : Tensor or array_like
+    ///     The input, ``(N, C_in, D, H, W)`` or unbatched ``(C_in, D, H, W)``.
+    /// weight : Tensor or array_like
+    ///     The filters, ``(C_out, C_in / groups, kd, kh, kw)``, of ``input``'s dtype.
+    /// bias : Tensor or array_like, optional
+    ///     ``(C_out,)``, added to every output position. Default: ``None`` (no bias).
+    /// stride : int or tuple of int, optional
+    ///     The step between windows (an int for all three axes or a triple). Default: ``1``.
+    /// padding : int, tuple of int or str, optional
+    ///     Zeros added on both sides of each spatial axis, or ``"valid"`` (none) or ``"same"`` (the
+    ///     output as large as the input; stride 1 only; an odd total is padded one more at the end,
+    ///     as PyTorch). Default: ``0``.
+    /// dilation : int or tuple of int, optional
+    ///     The spacing between kernel taps. Default: ``1``.
+    /// groups : int, optional
+    ///     The number of blocked connections: ``C_in`` and ``C_out`` must be divisible by it.
+    ///     Default: ``1``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``(N, C_out, D_out, H_out, W_out)`` (without ``N`` for an unbatched input), of
+    ///     ``input``'s dtype.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When ``input`` is not 4-D or 5-D, its channels are not ``weight.shape[1] * groups``,
+    ///     ``C_out`` is not divisible by ``groups``, ``bias`` is not ``(C_out,)``, or the padded
+    ///     input is smaller than the dilated kernel.
+    /// DTypeError
+    ///     When the tensors are not all of one float dtype.
+    /// ValueError
+    ///     When a size is negative or has the wrong length, ``stride`` or ``dilation`` is 0,
+    ///     ``padding`` is an unknown string, ``padding="same"`` comes with a stride above 1, or
+    ///     ``groups < 1``.
+    /// TypeError
+    ///     When a size is not an int or a tuple of ints.
+    ///
+    /// Examples
+    /// --------
+    /// >>> w = remat.ones(1, 1, 2, 2, 2)
+    /// >>> remat.conv3d(remat.ones(1, 1, 2, 2, 2), w, bias=remat.tensor([0.5]))
+    /// tensor([[[[[8.5]]]]])
+    /// >>> remat.conv3d(remat.ones(1, 2, 4, 4, 4), remat.ones(3, 2, 2, 2, 2), stride=2).shape
+    /// (1, 3, 2, 2, 2)
+    conv3d, 3
+}
 
 type Triple<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>);
 
@@ -189,8 +357,8 @@ fn max_pool_nd(
 }
 
 macro_rules! max_pool_fn {
-    ($name:ident, $rank:expr, $doc:literal) => {
-        #[doc = $doc]
+    ($(#[doc = $doc:literal])* $name:ident, $rank:expr) => {
+        $(#[doc = $doc])*
         #[pyfunction]
         #[pyo3(signature = (input, kernel_size, stride=None, padding=None, dilation=None, ceil_mode=false, return_indices=false),
                text_signature = "(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False)")]
@@ -211,25 +379,180 @@ macro_rules! max_pool_fn {
     };
 }
 
-max_pool_fn!(
-    max_pool1d,
-    1,
-    "1-D max pooling (`return_indices`: also the flat arg-max positions)."
-);
-max_pool_fn!(
-    max_pool2d,
-    2,
-    "2-D max pooling (`return_indices`: also the flat arg-max positions)."
-);
-max_pool_fn!(
-    max_pool3d,
-    3,
-    "3-D max pooling (`return_indices`: also the flat arg-max positions)."
-);
+max_pool_fn! {
+    /// 1-D max pooling, as PyTorch's ``max_pool1d``.
+    ///
+    /// The maximum of each window of ``input`` (``(N, C, L)`` or unbatched ``(C, L)``); padding
+    /// counts as ``-inf``, and a NaN in a window makes its maximum NaN. The gradient goes to the
+    /// element that was picked (the first one among ties).
+    ///
+    /// Parameters
+    /// ----------
+    /// input : Tensor or array_like
+    ///     The input, ``(N, C, L)`` or unbatched ``(C, L)``, float32 or float64.
+    /// kernel_size : int or tuple of int
+    ///     The window size (an int or a 1-tuple).
+    /// stride : int or tuple of int, optional
+    ///     The step between windows. Default: ``None`` (``kernel_size``).
+    /// padding : int or tuple of int, optional
+    ///     Implicit ``-inf`` added on both sides, at most half the (dilated) kernel. Default:
+    ///     ``0``.
+    /// dilation : int or tuple of int, optional
+    ///     The spacing between window elements. Default: ``1``.
+    /// ceil_mode : bool, optional
+    ///     Round the output size up instead of down (a last, partial window, as PyTorch). Default:
+    ///     ``False``.
+    /// return_indices : bool, optional
+    ///     Also return where each maximum came from. Default: ``False``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor or tuple of Tensor
+    ///     The pooled values, ``input``'s shape with the spatial axes reduced, of ``input``'s
+    ///     dtype; with ``return_indices``, the tuple ``(values, indices)`` where ``indices``
+    ///     (int64) are flat positions in each channel's unpadded spatial plane ``(L,)``.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When ``input`` is not 2-D or 3-D or the padded input is smaller than the window.
+    /// DTypeError
+    ///     When ``input`` is not a float tensor.
+    /// ValueError
+    ///     When a size is negative or has the wrong length, ``kernel_size``, ``stride`` or
+    ///     ``dilation`` is 0, or ``padding`` is more than half the (dilated) kernel.
+    /// TypeError
+    ///     When a size is not an int or a tuple of ints.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0]]])
+    /// >>> remat.max_pool1d(x, 2)
+    /// tensor([[[3., 5.]]])
+    /// >>> remat.max_pool1d(x, 2, ceil_mode=True)
+    /// tensor([[[3., 5., 4.]]])
+    /// >>> remat.max_pool1d(x, 2, return_indices=True)
+    /// (tensor([[[3., 5.]]]), tensor([[[1, 3]]]))
+    max_pool1d, 1
+}
+
+max_pool_fn! {
+    /// 2-D max pooling, as PyTorch's ``max_pool2d``.
+    ///
+    /// The maximum of each window of ``input`` (``(N, C, H, W)`` or unbatched ``(C, H, W)``);
+    /// padding counts as ``-inf``, and a NaN in a window makes its maximum NaN. The gradient goes
+    /// to the element that was picked (the first one among ties).
+    ///
+    /// Parameters
+    /// ----------
+    /// input : Tensor or array_like
+    ///     The input, ``(N, C, H, W)`` or unbatched ``(C, H, W)``, float32 or float64.
+    /// kernel_size : int or tuple of int
+    ///     The window size (an int for both axes or a pair).
+    /// stride : int or tuple of int, optional
+    ///     The step between windows. Default: ``None`` (``kernel_size``).
+    /// padding : int or tuple of int, optional
+    ///     Implicit ``-inf`` added on both sides, at most half the (dilated) kernel. Default:
+    ///     ``0``.
+    /// dilation : int or tuple of int, optional
+    ///     The spacing between window elements. Default: ``1``.
+    /// ceil_mode : bool, optional
+    ///     Round the output size up instead of down (a last, partial window, as PyTorch). Default:
+    ///     ``False``.
+    /// return_indices : bool, optional
+    ///     Also return where each maximum came from. Default: ``False``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor or tuple of Tensor
+    ///     The pooled values, ``input``'s shape with the spatial axes reduced, of ``input``'s
+    ///     dtype; with ``return_indices``, the tuple ``(values, indices)`` where ``indices``
+    ///     (int64) are flat positions in each channel's unpadded spatial plane ``(H, W)``.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When ``input`` is not 3-D or 4-D or the padded input is smaller than the window.
+    /// DTypeError
+    ///     When ``input`` is not a float tensor.
+    /// ValueError
+    ///     When a size is negative or has the wrong length, ``kernel_size``, ``stride`` or
+    ///     ``dilation`` is 0, or ``padding`` is more than half the (dilated) kernel.
+    /// TypeError
+    ///     When a size is not an int or a tuple of ints.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.arange(16.0).reshape(1, 1, 4, 4)
+    /// >>> values, indices = remat.max_pool2d(x, 2, return_indices=True)
+    /// >>> values
+    /// tensor([[[[ 5.,  7.],
+    ///           [13., 15.]]]])
+    /// >>> indices
+    /// tensor([[[[ 5,  7],
+    ///           [13, 15]]]])
+    /// >>> remat.max_pool2d(remat.ones(2, 3, 8, 8), 3, stride=2, padding=1).shape
+    /// (2, 3, 4, 4)
+    max_pool2d, 2
+}
+
+max_pool_fn! {
+    /// 3-D max pooling, as PyTorch's ``max_pool3d``.
+    ///
+    /// The maximum of each window of ``input`` (``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)``);
+    /// padding counts as ``-inf``, and a NaN in a window makes its maximum NaN. The gradient goes
+    /// to the element that was picked (the first one among ties).
+    ///
+    /// Parameters
+    /// ----------
+    /// input : Tensor or array_like
+    ///     The input, ``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)``, float32 or float64.
+    /// kernel_size : int or tuple of int
+    ///     The window size (an int for all three axes or a triple).
+    /// stride : int or tuple of int, optional
+    ///     The step between windows. Default: ``None`` (``kernel_size``).
+    /// padding : int or tuple of int, optional
+    ///     Implicit ``-inf`` added on both sides, at most half the (dilated) kernel. Default:
+    ///     ``0``.
+    /// dilation : int or tuple of int, optional
+    ///     The spacing between window elements. Default: ``1``.
+    /// ceil_mode : bool, optional
+    ///     Round the output size up instead of down (a last, partial window, as PyTorch). Default:
+    ///     ``False``.
+    /// return_indices : bool, optional
+    ///     Also return where each maximum came from. Default: ``False``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor or tuple of Tensor
+    ///     The pooled values, ``input``'s shape with the spatial axes reduced, of ``input``'s
+    ///     dtype; with ``return_indices``, the tuple ``(values, indices)`` where ``indices``
+    ///     (int64) are flat positions in each channel's unpadded spatial plane ``(D, H, W)``.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When ``input`` is not 4-D or 5-D or the padded input is smaller than the window.
+    /// DTypeError
+    ///     When ``input`` is not a float tensor.
+    /// ValueError
+    ///     When a size is negative or has the wrong length, ``kernel_size``, ``stride`` or
+    ///     ``dilation`` is 0, or ``padding`` is more than half the (dilated) kernel.
+    /// TypeError
+    ///     When a size is not an int or a tuple of ints.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.max_pool3d(remat.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
+    /// tensor([[[[[7.]]]]])
+    /// >>> remat.max_pool3d(remat.ones(1, 2, 4, 4, 4), (2, 2, 1)).shape
+    /// (1, 2, 2, 2, 4)
+    max_pool3d, 3
+}
 
 macro_rules! avg_pool_fn {
-    ($name:ident, $rank:expr, $doc:literal) => {
-        #[doc = $doc]
+    ($(#[doc = $doc:literal])* $name:ident, $rank:expr) => {
+        $(#[doc = $doc])*
         #[pyfunction]
         #[pyo3(signature = (input, kernel_size, stride=None, padding=None, ceil_mode=false, count_include_pad=true, divisor_override=None),
                text_signature = "(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None)")]
@@ -256,13 +579,169 @@ macro_rules! avg_pool_fn {
     };
 }
 
-avg_pool_fn!(avg_pool1d, 1, "1-D average pooling.");
-avg_pool_fn!(avg_pool2d, 2, "2-D average pooling.");
-avg_pool_fn!(avg_pool3d, 3, "3-D average pooling.");
+avg_pool_fn! {
+    /// 1-D average pooling, as PyTorch's ``avg_pool1d``.
+    ///
+    /// The mean of each window of ``input`` (``(N, C, L)`` or unbatched ``(C, L)``); padding counts
+    /// as zeros.
+    ///
+    /// Parameters
+    /// ----------
+    /// input : Tensor or array_like
+    ///     The input, ``(N, C, L)`` or unbatched ``(C, L)``, float32 or float64.
+    /// kernel_size : int or tuple of int
+    ///     The window size (an int or a 1-tuple).
+    /// stride : int or tuple of int, optional
+    ///     The step between windows. Default: ``None`` (``kernel_size``).
+    /// padding : int or tuple of int, optional
+    ///     Implicit zeros added on both sides, at most half the kernel. Default: ``0``.
+    /// ceil_mode : bool, optional
+    ///     Round the output size up instead of down (a last, partial window, as PyTorch). Default:
+    ///     ``False``.
+    /// count_include_pad : bool, optional
+    ///     Count the padded zeros in the divisor; ``False`` divides by the number of input elements
+    ///     in the window. Default: ``True``.
+    /// divisor_override : float, optional
+    ///     Divide every window's sum by this instead. Default: ``None``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The pooled values, ``input``'s shape with the spatial axes reduced, of ``input``'s
+    ///     dtype.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When ``input`` is not 2-D or 3-D or the padded input is smaller than the window.
+    /// DTypeError
+    ///     When ``input`` is not a float tensor.
+    /// ValueError
+    ///     When a size is negative or has the wrong length, ``kernel_size`` or ``stride`` is 0,
+    ///     ``padding`` is more than half the kernel, or ``divisor_override`` is 0.
+    /// TypeError
+    ///     When a size is not an int or a tuple of ints.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([[[1.0, 3.0, 2.0, 5.0]]])
+    /// >>> remat.avg_pool1d(x, 2)
+    /// tensor([[[2. , 3.5]]])
+    /// >>> remat.avg_pool1d(x, 2, padding=1)
+    /// tensor([[[0.5, 2.5, 2.5]]])
+    /// >>> remat.avg_pool1d(x, 2, padding=1, count_include_pad=False)
+    /// tensor([[[1. , 2.5, 5. ]]])
+    avg_pool1d, 1
+}
+
+avg_pool_fn! {
+    /// 2-D average pooling, as PyTorch's ``avg_pool2d``.
+    ///
+    /// The mean of each window of ``input`` (``(N, C, H, W)`` or unbatched ``(C, H, W)``); padding
+    /// counts as zeros.
+    ///
+    /// Parameters
+    /// ----------
+    /// input : Tensor or array_like
+    ///     The input, ``(N, C, H, W)`` or unbatched ``(C, H, W)``, float32 or float64.
+    /// kernel_size : int or tuple of int
+    ///     The window size (an int for both axes or a pair).
+    /// stride : int or tuple of int, optional
+    ///     The step between windows. Default: ``None`` (``kernel_size``).
+    /// padding : int or tuple of int, optional
+    ///     Implicit zeros added on both sides, at most half the kernel. Default: ``0``.
+    /// ceil_mode : bool, optional
+    ///     Round the output size up instead of down (a last, partial window, as PyTorch). Default:
+    ///     ``False``.
+    /// count_include_pad : bool, optional
+    ///     Count the padded zeros in the divisor; ``False`` divides by the number of input elements
+    ///     in the window. Default: ``True``.
+    /// divisor_override : float, optional
+    ///     Divide every window's sum by this instead. Default: ``None``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The pooled values, ``input``'s shape with the spatial axes reduced, of ``input``'s
+    ///     dtype.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When ``input`` is not 3-D or 4-D or the padded input is smaller than the window.
+    /// DTypeError
+    ///     When ``input`` is not a float tensor.
+    /// ValueError
+    ///     When a size is negative or has the wrong length, ``kernel_size`` or ``stride`` is 0,
+    ///     ``padding`` is more than half the kernel, or ``divisor_override`` is 0.
+    /// TypeError
+    ///     When a size is not an int or a tuple of ints.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.avg_pool2d(remat.arange(16.0).reshape(1, 1, 4, 4), 2)
+    /// tensor([[[[ 2.5,  4.5],
+    ///           [10.5, 12.5]]]])
+    /// >>> remat.avg_pool2d(remat.ones(2, 3, 8, 8), 3, stride=2, padding=1).shape
+    /// (2, 3, 4, 4)
+    avg_pool2d, 2
+}
+
+avg_pool_fn! {
+    /// 3-D average pooling, as PyTorch's ``avg_pool3d``.
+    ///
+    /// The mean of each window of ``input`` (``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)``);
+    /// padding counts as zeros.
+    ///
+    /// Parameters
+    /// ----------
+    /// input : Tensor or array_like
+    ///     The input, ``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)``, float32 or float64.
+    /// kernel_size : int or tuple of int
+    ///     The window size (an int for all three axes or a triple).
+    /// stride : int or tuple of int, optional
+    ///     The step between windows. Default: ``None`` (``kernel_size``).
+    /// padding : int or tuple of int, optional
+    ///     Implicit zeros added on both sides, at most half the kernel. Default: ``0``.
+    /// ceil_mode : bool, optional
+    ///     Round the output size up instead of down (a last, partial window, as PyTorch). Default:
+    ///     ``False``.
+    /// count_include_pad : bool, optional
+    ///     Count the padded zeros in the divisor; ``False`` divides by the number of input elements
+    ///     in the window. Default: ``True``.
+    /// divisor_override : float, optional
+    ///     Divide every window's sum by this instead. Default: ``None``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The pooled values, ``input``'s shape with the spatial axes reduced, of ``input``'s
+    ///     dtype.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When ``input`` is not 4-D or 5-D or the padded input is smaller than the window.
+    /// DTypeError
+    ///     When ``input`` is not a float tensor.
+    /// ValueError
+    ///     When a size is negative or has the wrong length, ``kernel_size`` or ``stride`` is 0,
+    ///     ``padding`` is more than half the kernel, or ``divisor_override`` is 0.
+    /// TypeError
+    ///     When a size is not an int or a tuple of ints.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.avg_pool3d(remat.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
+    /// tensor([[[[[3.5]]]]])
+    /// >>> remat.avg_pool3d(remat.ones(1, 2, 4, 4, 4), 2, divisor_override=1)[0, 0, 0, 0, 0].item()
+    /// 8.0
+    avg_pool3d, 3
+}
 
 macro_rules! adaptive_avg_pool_fn {
-    ($name:ident, $rank:expr, $doc:literal) => {
-        #[doc = $doc]
+    ($(#[doc = $doc:literal])* $name:ident, $rank:expr) => {
+        $(#[doc = $doc])*
         #[pyfunction]
         #[pyo3(signature = (input, output_size))]
         fn $name(
@@ -310,12 +789,183 @@ fn adaptive_size(
     sizes(op, "output_size", obj, rank)
 }
 
-adaptive_avg_pool_fn!(adaptive_avg_pool1d, 1, "1-D adaptive average pooling.");
-adaptive_avg_pool_fn!(adaptive_avg_pool2d, 2, "2-D adaptive average pooling.");
-adaptive_avg_pool_fn!(adaptive_avg_pool3d, 3, "3-D adaptive average pooling.");
+adaptive_avg_pool_fn! {
+    /// 1-D adaptive average pooling, as PyTorch's ``adaptive_avg_pool1d``.
+    ///
+    /// Average pooling of ``input`` (``(N, C, L)`` or unbatched ``(C, L)``) to a fixed output size:
+    /// output position ``i`` of an axis of size ``n`` pooled to ``m`` averages the input from
+    /// ``floor(i * n / m)`` to ``ceil((i + 1) * n / m)`` (windows may overlap, and ``m`` may exceed
+    /// ``n``).
+    ///
+    /// Parameters
+    /// ----------
+    /// input : Tensor or array_like
+    ///     The input, ``(N, C, L)`` or unbatched ``(C, L)``, float32 or float64.
+    /// output_size : int or tuple of int
+    ///     The spatial output size (an int or a 1-tuple); a ``None`` entry keeps that axis's input
+    ///     size.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``input``'s leading axes followed by ``output_size``, of ``input``'s dtype.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When ``input`` is not 2-D or 3-D, or an axis or an output size is 0.
+    /// DTypeError
+    ///     When ``input`` is not a float tensor.
+    /// ValueError
+    ///     When ``output_size`` is negative or has the wrong number of entries.
+    /// TypeError
+    ///     When ``output_size`` holds something other than ints (and ``None``).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.arange(6.0).reshape(1, 1, 6)
+    /// >>> remat.adaptive_avg_pool1d(x, 3)
+    /// tensor([[[0.5, 2.5, 4.5]]])
+    /// >>> remat.adaptive_avg_pool1d(x, 4)
+    /// tensor([[[0.5, 1.5, 3.5, 4.5]]])
+    adaptive_avg_pool1d, 1
+}
 
-/// PyTorch's `F.pad`: `pad` = (before, after) pairs from the last axis backwards; `mode`
-/// `"constant"` (filled with `value`, default 0), `"reflect"`, `"replicate"` or `"circular"`.
+adaptive_avg_pool_fn! {
+    /// 2-D adaptive average pooling, as PyTorch's ``adaptive_avg_pool2d``.
+    ///
+    /// Average pooling of ``input`` (``(N, C, H, W)`` or unbatched ``(C, H, W)``) to a fixed output
+    /// size: output position ``i`` of an axis of size ``n`` pooled to ``m`` averages the input from
+    /// ``floor(i * n / m)`` to ``ceil((i + 1) * n / m)`` (windows may overlap, and ``m`` may exceed
+    /// ``n``).
+    ///
+    /// Parameters
+    /// ----------
+    /// input : Tensor or array_like
+    ///     The input, ``(N, C, H, W)`` or unbatched ``(C, H, W)``, float32 or float64.
+    /// output_size : int or tuple of (int or None)
+    ///     The spatial output size (an int for both axes or a pair); a ``None`` entry keeps that
+    ///     axis's input size.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``input``'s leading axes followed by ``output_size``, of ``input``'s dtype.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When ``input`` is not 3-D or 4-D, or an axis or an output size is 0.
+    /// DTypeError
+    ///     When ``input`` is not a float tensor.
+    /// ValueError
+    ///     When ``output_size`` is negative or has the wrong number of entries.
+    /// TypeError
+    ///     When ``output_size`` holds something other than ints (and ``None``).
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.adaptive_avg_pool2d(remat.arange(16.0).reshape(1, 1, 4, 4), 1)
+    /// tensor([[[[7.5]]]])
+    /// >>> remat.adaptive_avg_pool2d(remat.ones(2, 3, 7, 9), (2, None)).shape
+    /// (2, 3, 2, 9)
+    adaptive_avg_pool2d, 2
+}
+
+adaptive_avg_pool_fn! {
+    /// 3-D adaptive average pooling, as PyTorch's ``adaptive_avg_pool3d``.
+    ///
+    /// Average pooling of ``input`` (``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)``) to a fixed
+    /// output size: output position ``i`` of an axis of size ``n`` pooled to ``m`` averages the
+    /// input from ``floor(i * n / m)`` to ``ceil((i + 1) * n / m)`` (windows may overlap, and ``m``
+    /// may exceed ``n``).
+    ///
+    /// Parameters
+    /// ----------
+    /// input : Tensor or array_like
+    ///     The input, ``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)``, float32 or float64.
+    /// output_size : int or tuple of (int or None)
+    ///     The spatial output size (an int for all three axes or a triple); a ``None`` entry keeps
+    ///     that axis's input size.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``input``'s leading axes followed by ``output_size``, of ``input``'s dtype.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When ``input`` is not 4-D or 5-D, or an axis or an output size is 0.
+    /// DTypeError
+    ///     When ``input`` is not a float tensor.
+    /// ValueError
+    ///     When ``output_size`` is negative or has the wrong number of entries.
+    /// TypeError
+    ///     When ``output_size`` holds something other than ints (and ``None``).
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.adaptive_avg_pool3d(remat.arange(8.0).reshape(1, 1, 2, 2, 2), 1)
+    /// tensor([[[[[3.5]]]]])
+    /// >>> remat.adaptive_avg_pool3d(remat.ones(1, 2, 4, 4, 4), (2, 1, 2)).shape
+    /// (1, 2, 2, 1, 2)
+    adaptive_avg_pool3d, 3
+}
+
+/// Pad a tensor, as PyTorch's ``F.pad``.
+///
+/// ``pad`` gives ``(before, after)`` amounts from the last axis backwards: ``(1, 2)`` pads the last
+/// axis with 1 element before and 2 after, ``(1, 2, 0, 3)`` also the second-to-last axis with 0
+/// before and 3 after. In ``"constant"`` mode a negative amount crops. Any axis may be padded in
+/// any mode. Gradients flow to ``input``.
+///
+/// Parameters
+/// ----------
+/// input : Tensor or array_like
+///     The tensor to pad, of any dtype.
+/// pad : tuple of int
+///     ``(before, after)`` pairs, last axis first; at most two entries per axis of ``input``.
+/// mode : str, optional
+///     ``"constant"`` (fill with ``value``), ``"reflect"`` (mirror, without repeating the edge
+///     element), ``"replicate"`` (repeat the edge element) or ``"circular"`` (wrap around).
+///     Default: ``"constant"``.
+/// value : float, optional
+///     The fill value of ``"constant"`` mode, cast to ``input``'s dtype. Default: ``None`` (0).
+///
+/// Returns
+/// -------
+/// Tensor
+///     ``input`` padded, of its dtype; each padded axis grows by ``before + after``.
+///
+/// Raises
+/// ------
+/// ValueError
+///     When ``pad`` has an odd length or more than two entries per axis, ``mode`` is unknown, a
+///     non-zero ``value`` comes with a mode other than ``"constant"``, or a ``"reflect"``,
+///     ``"replicate"`` or ``"circular"`` amount is negative or too large for its axis
+///     (``"reflect"``: smaller than the axis; ``"circular"``: at most the axis).
+/// ShapeError
+///     When negative ``"constant"`` padding removes more than the whole axis.
+/// TypeError
+///     When ``pad`` holds something other than ints.
+///
+/// Examples
+/// --------
+/// >>> x = remat.tensor([[1.0, 2.0, 3.0]])
+/// >>> remat.pad(x, (1, 2))
+/// tensor([[0., 1., 2., 3., 0., 0.]])
+/// >>> remat.pad(x, (1, 1), value=9.0)
+/// tensor([[9., 1., 2., 3., 9.]])
+/// >>> remat.pad(x, (2, 1), mode="reflect")
+/// tensor([[3., 2., 1., 2., 3., 2.]])
+/// >>> remat.pad(x, (2, 1), mode="replicate")
+/// tensor([[1., 1., 1., 2., 3., 3.]])
+/// >>> remat.pad(x, (2, 1), mode="circular")
+/// tensor([[2., 3., 1., 2., 3., 1.]])
+/// >>> remat.pad(x, (-1, 0, 1, 0))
+/// tensor([[0., 0.],
+///         [2., 3.]])
 #[pyfunction]
 #[pyo3(signature = (input, pad, mode="constant", value=None))]
 fn pad(
@@ -339,7 +989,52 @@ fn pad(
     .map(wrap)
 }
 
-/// PyTorch's `F.unfold` (im2col) of `(N, C, H, W)`: `(N, C·kh·kw, L)`.
+/// Extract sliding local blocks (im2col), as PyTorch's ``F.unfold``.
+///
+/// Each ``(kh, kw)`` window of a ``(N, C, H, W)`` input becomes one column of ``C * kh * kw``
+/// values (channel first, then kernel row, then kernel column), one column per window position,
+/// ``L`` positions in all (row-major). ``fold`` is its adjoint. Gradients flow to ``input``.
+///
+/// Parameters
+/// ----------
+/// input : Tensor or array_like
+///     ``(N, C, H, W)``, float32 or float64 (unlike PyTorch, no unbatched ``(C, H, W)`` form).
+/// kernel_size : int or tuple of int
+///     The block size ``(kh, kw)`` (an int for both).
+/// dilation : int or tuple of int, optional
+///     The spacing between block elements. Default: ``1``.
+/// padding : int or tuple of int, optional
+///     Zeros added on both sides of each spatial axis. Default: ``0``.
+/// stride : int or tuple of int, optional
+///     The step between blocks. Default: ``1``.
+///
+/// Returns
+/// -------
+/// Tensor
+///     ``(N, C * kh * kw, L)``, of ``input``'s dtype.
+///
+/// Raises
+/// ------
+/// ShapeError
+///     When ``input`` is not 4-D, or the padded input is smaller than the dilated kernel.
+/// DTypeError
+///     When ``input`` is not a float tensor.
+/// ValueError
+///     When a size is negative or not one int or a pair, or ``kernel_size``, ``stride`` or
+///     ``dilation`` is 0.
+/// TypeError
+///     When a size is not an int or a tuple of ints.
+///
+/// Examples
+/// --------
+/// >>> x = remat.arange(9.0).reshape(1, 1, 3, 3)
+/// >>> remat.nn.functional.unfold(x, 2)
+/// tensor([[[0., 1., 3., 4.],
+///          [1., 2., 4., 5.],
+///          [3., 4., 6., 7.],
+///          [4., 5., 7., 8.]]])
+/// >>> remat.nn.functional.unfold(remat.ones(2, 3, 4, 5), (2, 3), padding=1).shape
+/// (2, 18, 25)
 #[pyfunction]
 #[pyo3(signature = (input, kernel_size, dilation=None, padding=None, stride=None),
        text_signature = "(input, kernel_size, dilation=1, padding=0, stride=1)")]
@@ -362,7 +1057,58 @@ fn _im2col(
     run(py, heavy(&[&x]), || ops::unfold(&x, &win)).map(wrap)
 }
 
-/// PyTorch's `F.fold` (col2im) of `(N, C·kh·kw, L)` into `(N, C, *output_size)`.
+/// Combine sliding local blocks into a tensor (col2im), as PyTorch's ``F.fold``.
+///
+/// The adjoint of ``unfold``: each column of ``C * kh * kw`` values goes back to its window
+/// position in an ``output_size`` image, and values that land on the same element are summed (so
+/// ``fold(unfold(x))`` multiplies each element by the number of windows covering it). Gradients
+/// flow to ``input``.
+///
+/// Parameters
+/// ----------
+/// input : Tensor or array_like
+///     ``(N, C * kh * kw, L)``, ``L`` the number of window positions in the padded ``output_size``;
+///     float32 or float64 (unlike PyTorch, no unbatched 2-D form).
+/// output_size : int or tuple of int
+///     The spatial size ``(H, W)`` of the result (an int for both).
+/// kernel_size : int or tuple of int
+///     The block size ``(kh, kw)`` (an int for both).
+/// dilation : int or tuple of int, optional
+///     The spacing between block elements. Default: ``1``.
+/// padding : int or tuple of int, optional
+///     The padding that ``unfold`` added on both sides (cropped off here). Default: ``0``.
+/// stride : int or tuple of int, optional
+///     The step between blocks. Default: ``1``.
+///
+/// Returns
+/// -------
+/// Tensor
+///     ``(N, C, H, W)``, of ``input``'s dtype.
+///
+/// Raises
+/// ------
+/// ShapeError
+///     When ``input`` is not ``(N, C * kh * kw, L)`` with the ``L`` that ``output_size``,
+///     ``kernel_size``, ``dilation``, ``padding`` and ``stride`` give.
+/// DTypeError
+///     When ``input`` is not a float tensor.
+/// ValueError
+///     When a size is negative or not one int or a pair, or ``kernel_size``, ``stride`` or
+///     ``dilation`` is 0.
+/// TypeError
+///     When a size is not an int or a tuple of ints.
+///
+/// Examples
+/// --------
+/// >>> F = remat.nn.functional
+/// >>> F.fold(F.unfold(remat.ones(1, 1, 3, 3), 2), (3, 3), 2)
+/// tensor([[[[1., 2., 1.],
+///           [2., 4., 2.],
+///           [1., 2., 1.]]]])
+/// >>> x = remat.arange(9.0).reshape(1, 1, 3, 3)
+/// >>> cols = F.unfold(x, 2, padding=1, stride=2)
+/// >>> bool((F.fold(cols, (3, 3), 2, padding=1, stride=2) == x).all())
+/// True
 #[pyfunction]
 #[pyo3(signature = (input, output_size, kernel_size, dilation=None, padding=None, stride=None),
        text_signature = "(input, output_size, kernel_size, dilation=1, padding=0, stride=1)")]

@@ -36,8 +36,58 @@ fn number(op: &str, obj: &Bound<'_, PyAny>) -> PyResult<f64> {
     })
 }
 
-/// `arange(end)`, `arange(start, end, step=1)`: int64 when every bound is an integer, else
-/// float32 (PyTorch's rule), unless `dtype` is given.
+/// Evenly spaced values in the half-open interval ``[start, end)``, `step` apart.
+///
+/// Called as ``arange(end)``, ``arange(start, end)`` or ``arange(start, end, step)``. The
+/// result is int64 when every bound and the step are integers, else float32 (PyTorch's rule),
+/// unless `dtype` is given. The bounds may be Python numbers, NumPy scalars or 0-d tensors.
+///
+/// Parameters
+/// ----------
+/// *bounds : int or float
+///     ``end``, ``start, end`` or ``start, end, step`` (``start`` defaults to 0).
+/// step : int or float, optional
+///     The spacing, used when `bounds` does not give it (a positional step wins).
+///     Default: ``None`` (1).
+/// dtype : DType, optional
+///     The element type. Default: ``None`` (int64 or float32, as above).
+/// device : str or device, optional
+///     ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. Default: ``None`` (the CPU).
+/// requires_grad : bool, optional
+///     Whether autograd records operations on the result (floating point dtypes only).
+///     Default: ``False``.
+///
+/// Returns
+/// -------
+/// Tensor
+///     A new 1-d leaf tensor of ``ceil((end - start) / step)`` values.
+///
+/// Raises
+/// ------
+/// TypeError
+///     When no or more than three bounds are given, or a bound is not a number.
+/// ValueError
+///     When `step` is zero, a bound is not finite, or `step` has the wrong sign for
+///     `start` and `end`.
+/// DTypeError
+///     When `dtype` names no supported dtype, or `requires_grad` is set for an integer dtype.
+/// DeviceError
+///     When `device` is unknown or not available.
+/// MemoryError
+///     When the storage cannot be allocated.
+///
+/// Examples
+/// --------
+/// >>> remat.arange(5)
+/// tensor([0, 1, 2, 3, 4])
+/// >>> remat.arange(1, 4)
+/// tensor([1, 2, 3])
+/// >>> remat.arange(0, 1, 0.25)
+/// tensor([0.  , 0.25, 0.5 , 0.75])
+/// >>> remat.arange(5, 0, -2)
+/// tensor([5, 3, 1])
+/// >>> remat.arange(3, dtype=remat.float64)
+/// tensor([0., 1., 2.], dtype=remat.float64)
 #[pyfunction]
 #[pyo3(signature = (*bounds, step=None, dtype=None, device=None, requires_grad=false))]
 fn arange(
@@ -79,7 +129,47 @@ fn arange(
     leaf(t, requires_grad)
 }
 
-/// `linspace(start, end, steps)`: `steps` evenly spaced values from `start` to `end`.
+/// `steps` evenly spaced values from `start` to `end`, both included.
+///
+/// Parameters
+/// ----------
+/// start : float
+///     The first value (a Python number, NumPy scalar or 0-d tensor).
+/// end : float
+///     The last value.
+/// steps : int
+///     How many values; ``1`` gives just `start`, ``0`` an empty tensor.
+/// dtype : DType, optional
+///     The element type (keyword only). Default: ``None`` (float32).
+/// device : str or device, optional
+///     ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. Default: ``None`` (the CPU).
+/// requires_grad : bool, optional
+///     Whether autograd records operations on the result (floating point dtypes only).
+///     Default: ``False``.
+///
+/// Returns
+/// -------
+/// Tensor
+///     A new 1-d leaf tensor of `steps` values.
+///
+/// Raises
+/// ------
+/// TypeError
+///     When `start` or `end` is not a number, `steps` is not an int, or `dtype` is passed
+///     positionally.
+/// OverflowError
+///     When `steps` is negative.
+/// DTypeError
+///     When `dtype` names no supported dtype, or `requires_grad` is set for an integer dtype.
+/// DeviceError
+///     When `device` is unknown or not available.
+///
+/// Examples
+/// --------
+/// >>> remat.linspace(0, 1, 5)
+/// tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
+/// >>> remat.linspace(0, 10, 3, dtype=remat.int64)
+/// tensor([ 0,  5, 10])
 #[pyfunction]
 #[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
 fn linspace(
@@ -98,7 +188,47 @@ fn linspace(
     leaf(t, requires_grad)
 }
 
-/// `eye(n, m=None)`: an `n x m` (default square) matrix with ones on the diagonal.
+/// A 2-d tensor with ones on the main diagonal and zeros elsewhere.
+///
+/// Parameters
+/// ----------
+/// n : int
+///     The number of rows.
+/// m : int, optional
+///     The number of columns. Default: ``None`` (`n`, a square matrix).
+/// dtype : DType, optional
+///     The element type (keyword only). Default: ``None`` (float32).
+/// device : str or device, optional
+///     ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. Default: ``None`` (the CPU).
+/// requires_grad : bool, optional
+///     Whether autograd records operations on the result (floating point dtypes only).
+///     Default: ``False``.
+///
+/// Returns
+/// -------
+/// Tensor
+///     A new leaf tensor of shape ``(n, m)``.
+///
+/// Raises
+/// ------
+/// OverflowError
+///     When `n` or `m` is negative.
+/// TypeError
+///     When `n` or `m` is not an int.
+/// DTypeError
+///     When `dtype` names no supported dtype, or `requires_grad` is set for an integer or
+///     bool dtype.
+/// DeviceError
+///     When `device` is unknown or not available.
+///
+/// Examples
+/// --------
+/// >>> remat.eye(2)
+/// tensor([[1., 0.],
+///         [0., 1.]])
+/// >>> remat.eye(2, 3, dtype=remat.int64)
+/// tensor([[1, 0, 0],
+///         [0, 1, 0]])
 #[pyfunction]
 #[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
 fn eye(
@@ -115,8 +245,50 @@ fn eye(
     leaf(t, requires_grad)
 }
 
-/// `empty(*shape)`: a new tensor of the shape. Its values are unspecified in PyTorch;
-/// remat's are zeros (no uninitialised memory is ever handed out).
+/// A new tensor of the given shape; its values are zeros.
+///
+/// PyTorch leaves ``empty``'s values unspecified; remat fills them with zeros (no
+/// uninitialised memory is ever handed out). Code meant to run under PyTorch as well should
+/// not rely on that.
+///
+/// Parameters
+/// ----------
+/// *shape : int or tuple of int
+///     The extents, as separate ints or one tuple or list.
+/// dtype : DType, optional
+///     The element type. Default: ``None`` (float32).
+/// device : str or device, optional
+///     ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. Default: ``None`` (the CPU).
+/// requires_grad : bool, optional
+///     Whether autograd records operations on the result (floating point dtypes only).
+///     Default: ``False``.
+///
+/// Returns
+/// -------
+/// Tensor
+///     A new leaf tensor of the shape.
+///
+/// Raises
+/// ------
+/// TypeError
+///     When a dimension is not an integer.
+/// ShapeError
+///     When a dimension is negative, or the shape is too large to represent.
+/// DTypeError
+///     When `dtype` names no supported dtype, or `requires_grad` is set for an integer or
+///     bool dtype.
+/// DeviceError
+///     When `device` is unknown or not available.
+/// MemoryError
+///     When the storage cannot be allocated.
+///
+/// Examples
+/// --------
+/// >>> x = remat.empty(2, 3)
+/// >>> x.shape, x.dtype
+/// ((2, 3), remat.float32)
+/// >>> remat.empty((2,), dtype=remat.int32).dtype
+/// remat.int32
 #[pyfunction]
 #[pyo3(signature = (*shape, dtype=None, device=None, requires_grad=false))]
 fn empty(
@@ -133,7 +305,40 @@ fn empty(
     leaf(t, requires_grad)
 }
 
-/// `empty_like(t)`: a new tensor of `t`'s shape (zeros, see `empty`).
+/// A new tensor with the shape, dtype and device of `t`; its values are zeros (see ``empty``).
+///
+/// Parameters
+/// ----------
+/// t : Tensor or array_like
+///     The tensor whose shape (and, by default, dtype and device) the result takes; other data
+///     is converted as ``remat.tensor`` converts it.
+/// dtype : DType, optional
+///     The element type. Default: ``None`` (`t`'s dtype).
+/// requires_grad : bool, optional
+///     Whether autograd records operations on the result (floating point dtypes only).
+///     Default: ``False``.
+/// device : str or device, optional
+///     The device of the result. Default: ``None`` (`t`'s device).
+///
+/// Returns
+/// -------
+/// Tensor
+///     A new leaf tensor; it never shares `t`'s graph.
+///
+/// Raises
+/// ------
+/// DTypeError
+///     When `t` holds no numbers, `dtype` names no supported dtype, or `requires_grad` is set
+///     for an integer or bool dtype.
+/// DeviceError
+///     When `device` is unknown or not available.
+///
+/// Examples
+/// --------
+/// >>> x = remat.tensor([[1.0, 2.0], [3.0, 4.0]])
+/// >>> y = remat.empty_like(x)
+/// >>> y.shape, y.dtype
+/// ((2, 2), remat.float32)
 #[pyfunction]
 #[pyo3(signature = (t, dtype=None, requires_grad=false, device=None))]
 fn empty_like(
@@ -154,7 +359,46 @@ fn empty_like(
     )
 }
 
-/// `rand_like(t)`: uniform samples in [0, 1) of `t`'s shape, dtype and device.
+/// Uniform samples in ``[0, 1)`` with the shape, dtype and device of `t`.
+///
+/// Parameters
+/// ----------
+/// t : Tensor or array_like
+///     The tensor whose shape (and, by default, dtype and device) the result takes; other data
+///     is converted as ``remat.tensor`` converts it.
+/// dtype : DType, optional
+///     The element type. Default: ``None`` (`t`'s dtype).
+/// requires_grad : bool, optional
+///     Whether autograd records operations on the result (floating point dtypes only).
+///     Default: ``False``.
+/// device : str or device, optional
+///     The device of the result. Default: ``None`` (`t`'s device).
+/// generator : Generator, optional
+///     The random stream to draw from; the global one is then left alone. Default: ``None``
+///     (the global stream).
+///
+/// Returns
+/// -------
+/// Tensor
+///     A new leaf tensor of independent samples.
+///
+/// Raises
+/// ------
+/// DTypeError
+///     When the dtype (`t`'s or `dtype`) is not a floating point dtype.
+/// TypeError
+///     When `generator` is not a ``remat.Generator``.
+/// DeviceError
+///     When `device` is unknown or not available.
+///
+/// Examples
+/// --------
+/// >>> x = remat.zeros(2, 3, dtype=remat.float64)
+/// >>> y = remat.rand_like(x)
+/// >>> y.shape, y.dtype
+/// ((2, 3), remat.float64)
+/// >>> bool(((y >= 0) & (y < 1)).all())
+/// True
 #[pyfunction]
 #[pyo3(signature = (t, dtype=None, requires_grad=false, device=None, generator=None))]
 fn rand_like(
@@ -170,7 +414,44 @@ fn rand_like(
     })
 }
 
-/// `randn_like(t)`: standard normal samples of `t`'s shape, dtype and device.
+/// Standard normal samples with the shape, dtype and device of `t`.
+///
+/// Parameters
+/// ----------
+/// t : Tensor or array_like
+///     The tensor whose shape (and, by default, dtype and device) the result takes; other data
+///     is converted as ``remat.tensor`` converts it.
+/// dtype : DType, optional
+///     The element type. Default: ``None`` (`t`'s dtype).
+/// requires_grad : bool, optional
+///     Whether autograd records operations on the result (floating point dtypes only).
+///     Default: ``False``.
+/// device : str or device, optional
+///     The device of the result. Default: ``None`` (`t`'s device).
+/// generator : Generator, optional
+///     The random stream to draw from; the global one is then left alone. Default: ``None``
+///     (the global stream).
+///
+/// Returns
+/// -------
+/// Tensor
+///     A new leaf tensor of independent samples (mean 0, variance 1).
+///
+/// Raises
+/// ------
+/// DTypeError
+///     When the dtype (`t`'s or `dtype`) is not a floating point dtype.
+/// TypeError
+///     When `generator` is not a ``remat.Generator``.
+/// DeviceError
+///     When `device` is unknown or not available.
+///
+/// Examples
+/// --------
+/// >>> x = remat.zeros(2, 3)
+/// >>> y = remat.randn_like(x, requires_grad=True)
+/// >>> y.shape, y.requires_grad
+/// ((2, 3), True)
 #[pyfunction]
 #[pyo3(signature = (t, dtype=None, requires_grad=false, device=None, generator=None))]
 fn randn_like(
@@ -194,7 +475,48 @@ fn randn_like(
     })
 }
 
-/// `full_like(t, fill_value)`: `fill_value` everywhere, `t`'s shape, dtype and device.
+/// A new tensor filled with `fill_value`, with the shape, dtype and device of `t`.
+///
+/// The value is converted to the dtype (a float is truncated toward zero for an integer
+/// tensor), so ``full_like(int_tensor, 2.7)`` holds 2s.
+///
+/// Parameters
+/// ----------
+/// t : Tensor or array_like
+///     The tensor whose shape (and, by default, dtype and device) the result takes.
+/// fill_value : float
+///     The value of every element.
+/// dtype : DType, optional
+///     The element type. Default: ``None`` (`t`'s dtype).
+/// requires_grad : bool, optional
+///     Whether autograd records operations on the result (floating point dtypes only).
+///     Default: ``False``.
+/// device : str or device, optional
+///     The device of the result. Default: ``None`` (`t`'s device).
+///
+/// Returns
+/// -------
+/// Tensor
+///     A new leaf tensor; it never shares `t`'s graph.
+///
+/// Raises
+/// ------
+/// TypeError
+///     When `fill_value` is not a number.
+/// DTypeError
+///     When `t` holds no numbers, `dtype` names no supported dtype, or `requires_grad` is set
+///     for an integer or bool dtype.
+/// DeviceError
+///     When `device` is unknown or not available.
+///
+/// Examples
+/// --------
+/// >>> x = remat.tensor([[1.0, 2.0], [3.0, 4.0]])
+/// >>> remat.full_like(x, 7)
+/// tensor([[7., 7.],
+///         [7., 7.]])
+/// >>> remat.full_like(remat.tensor([1, 2]), 2.7)
+/// tensor([2, 2])
 #[pyfunction]
 #[pyo3(signature = (t, fill_value, dtype=None, requires_grad=false, device=None))]
 fn full_like(
@@ -217,8 +539,57 @@ fn full_like(
     leaf(out, requires_grad)
 }
 
-/// `randint(high, size)` or `randint(low, high, size)`: integers uniform in `[low, high)`
-/// (int64 unless `dtype` says otherwise).
+/// Random integers drawn uniformly from ``[low, high)``.
+///
+/// Called as ``randint(high, size)`` or ``randint(low, high, size)`` (``low`` defaults to 0);
+/// `size` may also be given as a keyword. The result is int64 unless `dtype` says otherwise
+/// (the integers are then converted to it).
+///
+/// Parameters
+/// ----------
+/// *args : int or tuple of int
+///     ``high, size`` or ``low, high, size``, or just ``high`` / ``low, high`` with `size`
+///     as a keyword.
+/// size : int or tuple of int, optional
+///     The shape of the result, when not given positionally. Default: ``None``.
+/// dtype : DType, optional
+///     The element type. Default: ``None`` (int64).
+/// device : str or device, optional
+///     ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. Default: ``None`` (the CPU).
+/// requires_grad : bool, optional
+///     Whether autograd records operations on the result (floating point dtypes only).
+///     Default: ``False``.
+/// generator : Generator, optional
+///     The random stream to draw from; the global one is then left alone. Default: ``None``
+///     (the global stream).
+///
+/// Returns
+/// -------
+/// Tensor
+///     A new leaf tensor of shape `size`.
+///
+/// Raises
+/// ------
+/// TypeError
+///     When the arguments match neither form, or a bound is not an int.
+/// ValueError
+///     When ``low >= high``.
+/// ShapeError
+///     When `size` has a negative extent.
+/// DTypeError
+///     When `dtype` names no supported dtype, or `requires_grad` is set for an integer dtype.
+/// DeviceError
+///     When `device` is unknown or not available.
+///
+/// Examples
+/// --------
+/// >>> x = remat.randint(10, (2, 3))
+/// >>> x.shape, x.dtype
+/// ((2, 3), remat.int64)
+/// >>> bool(((x >= 0) & (x < 10)).all())
+/// True
+/// >>> remat.randint(3, 4, size=2)
+/// tensor([3, 3])
 #[pyfunction]
 #[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None))]
 fn randint(
@@ -251,9 +622,49 @@ fn randint(
     leaf(t, requires_grad)
 }
 
-/// `as_tensor(data, dtype=None, device=None)`: `data` itself when it is a tensor of that
-/// dtype and device; a NumPy array shares its memory where the layout allows (as
-/// `from_numpy`); anything else is converted like `remat.tensor`.
+/// Convert `data` to a tensor, sharing its memory where possible.
+///
+/// A Tensor of the requested dtype and device comes back as the same tensor (same storage,
+/// graph and ``.grad``; a new Python object, so ``as_tensor(t) is t`` is false); with another
+/// dtype or device it is converted by a differentiable cast or move. A NumPy array with no
+/// `dtype` given shares its memory where the layout allows, as ``from_numpy``; anything else
+/// (or an array with a `dtype`) is converted as ``remat.tensor`` converts it, into a leaf
+/// that does not require grad.
+///
+/// Parameters
+/// ----------
+/// data : array_like or Tensor
+///     The values: a Tensor, a NumPy array, nested sequences of numbers or a Python scalar.
+/// dtype : DType, optional
+///     The element type. Default: ``None`` (kept, or inferred as ``remat.tensor`` does).
+/// device : str or device, optional
+///     The device. Default: ``None`` (kept; the CPU for non-tensors).
+///
+/// Returns
+/// -------
+/// Tensor
+///     A tensor with the values of `data`.
+///
+/// Raises
+/// ------
+/// DTypeError
+///     When `data` holds no numbers, or `dtype` names no supported dtype.
+/// ShapeError
+///     When nested sequences are ragged.
+/// DeviceError
+///     When `device` is unknown or not available.
+///
+/// Examples
+/// --------
+/// >>> a = np.array([1.0, 2.0])
+/// >>> t = remat.as_tensor(a)
+/// >>> a[0] = 9.0
+/// >>> t
+/// tensor([9., 2.], dtype=remat.float64)
+/// >>> remat.as_tensor([1, 2])
+/// tensor([1, 2])
+/// >>> remat.as_tensor(remat.tensor([1.0, 2.0]), dtype=remat.float64)
+/// tensor([1., 2.], dtype=remat.float64)
 #[pyfunction]
 #[pyo3(signature = (data, dtype=None, device=None))]
 fn as_tensor(
@@ -284,7 +695,51 @@ fn as_tensor(
     Ok(wrap(t))
 }
 
-/// The lower triangle (on and below `diagonal`) of the last two axes; the rest zero.
+/// The docstring of `remat.tril` and `Tensor.tril` (one text, so they cannot
+/// drift apart; the method form is `input.tril(...)`).
+macro_rules! tril_doc {
+    () => {
+        r#"The lower triangle of the last two axes; the rest zeroed.
+
+Keeps the elements on and below the `diagonal`-th diagonal of each matrix
+(``0`` is the main diagonal, positive values count diagonals above it, negative
+values below it) and zeroes the ones above it. Any dtype; gradients flow to the
+kept elements.
+
+Parameters
+----------
+x : Tensor or array_like
+    The input, with at least 2 dimensions; leading axes are batch axes.
+diagonal : int, optional
+    Which diagonal bounds the kept part. Default: ``0``.
+
+Returns
+-------
+Tensor
+    A new tensor of the input's shape and dtype.
+
+Raises
+------
+ShapeError
+    When the input has fewer than 2 dimensions.
+TypeError
+    When `diagonal` is not an int.
+
+Examples
+--------
+>>> x = remat.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
+>>> remat.tril(x)
+tensor([[1., 0., 0.],
+        [4., 5., 0.],
+        [7., 8., 9.]])
+>>> remat.tril(x, diagonal=-1)
+tensor([[0., 0., 0.],
+        [4., 0., 0.],
+        [7., 8., 0.]])"#
+    };
+}
+
+#[doc = tril_doc!()]
 #[pyfunction]
 #[pyo3(name = "tril", signature = (x, diagonal=0))]
 fn tril_fn(py: Python<'_>, x: &Bound<'_, PyAny>, diagonal: i64) -> PyResult<PyTensor> {
@@ -292,7 +747,51 @@ fn tril_fn(py: Python<'_>, x: &Bound<'_, PyAny>, diagonal: i64) -> PyResult<PyTe
     run(py, heavy(&[&x]), || ops::tril(&x, diagonal)).map(wrap)
 }
 
-/// The upper triangle (on and above `diagonal`) of the last two axes; the rest zero.
+/// The docstring of `remat.triu` and `Tensor.triu` (one text, so they cannot
+/// drift apart; the method form is `input.triu(...)`).
+macro_rules! triu_doc {
+    () => {
+        r#"The upper triangle of the last two axes; the rest zeroed.
+
+Keeps the elements on and above the `diagonal`-th diagonal of each matrix
+(``0`` is the main diagonal, positive values count diagonals above it, negative
+values below it) and zeroes the ones below it. Any dtype; gradients flow to the
+kept elements.
+
+Parameters
+----------
+x : Tensor or array_like
+    The input, with at least 2 dimensions; leading axes are batch axes.
+diagonal : int, optional
+    Which diagonal bounds the kept part. Default: ``0``.
+
+Returns
+-------
+Tensor
+    A new tensor of the input's shape and dtype.
+
+Raises
+------
+ShapeError
+    When the input has fewer than 2 dimensions.
+TypeError
+    When `diagonal` is not an int.
+
+Examples
+--------
+>>> x = remat.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
+>>> remat.triu(x)
+tensor([[1., 2., 3.],
+        [0., 5., 6.],
+        [0., 0., 9.]])
+>>> remat.triu(x, 1)
+tensor([[0., 2., 3.],
+        [0., 0., 6.],
+        [0., 0., 0.]])"#
+    };
+}
+
+#[doc = triu_doc!()]
 #[pyfunction]
 #[pyo3(name = "triu", signature = (x, diagonal=0))]
 fn triu_fn(py: Python<'_>, x: &Bound<'_, PyAny>, diagonal: i64) -> PyResult<PyTensor> {
@@ -302,7 +801,7 @@ fn triu_fn(py: Python<'_>, x: &Bound<'_, PyAny>, diagonal: i64) -> PyResult<PyTe
 
 #[pymethods]
 impl PyTensor {
-    /// The lower triangle (on and below `diagonal`) of the last two axes; the rest zero.
+    #[doc = tril_doc!()]
     #[pyo3(signature = (diagonal=0))]
     fn tril(&self, py: Python<'_>, diagonal: i64) -> PyResult<PyTensor> {
         run(py, heavy(&[&self.inner]), || {
@@ -310,7 +809,7 @@ impl PyTensor {
         })
         .map(wrap)
     }
-    /// The upper triangle (on and above `diagonal`) of the last two axes; the rest zero.
+    #[doc = triu_doc!()]
     #[pyo3(signature = (diagonal=0))]
     fn triu(&self, py: Python<'_>, diagonal: i64) -> PyResult<PyTensor> {
         run(py, heavy(&[&self.inner]), || {

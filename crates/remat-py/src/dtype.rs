@@ -8,7 +8,39 @@ use pyo3::sync::GILOnceCell;
 use pyo3::types::PyString;
 use remat_core::DType;
 
-/// A tensor element type. Compares equal to the matching NumPy dtypes and names.
+/// A tensor element type: ``remat.float32``, ``float64``, ``int64``, ``int32`` or ``bool``.
+///
+/// There is one object per dtype, so ``t.dtype is remat.float32`` holds; PyTorch's aliases
+/// ``remat.float`` (float32), ``remat.double`` (float64) and ``remat.long`` (int64), and NumPy's
+/// spelling ``remat.bool_``, are the same objects. A dtype compares equal to its name, the matching
+/// NumPy dtype and NumPy scalar type, and hashes like its name (so it can share dictionary keys
+/// with names); ``np.dtype(t.dtype)`` works through the ``dtype`` property. Every ``dtype=``
+/// argument takes a DType, a name (``"float32"``, ``"f4"``, ...), a NumPy dtype or scalar type, or
+/// Python's ``float`` (float64), ``int`` (int64) or ``bool``. A DType pickles as the module
+/// attribute. Its properties: ``name``, ``itemsize`` (bytes per element), ``is_floating_point``,
+/// ``is_signed`` and ``dtype`` (the NumPy dtype).
+///
+/// Raises
+/// ------
+/// TypeError
+///     When ``remat.DType(...)`` is called: it has no constructor; use the module attributes.
+///
+/// Examples
+/// --------
+/// >>> remat.float32
+/// remat.float32
+/// >>> remat.tensor([1, 2]).dtype
+/// remat.int64
+/// >>> remat.tensor([1.0]).dtype is remat.float32
+/// True
+/// >>> remat.float32 == "float32", remat.float32 == np.float32, remat.long is remat.int64
+/// (True, True, True)
+/// >>> remat.float64.itemsize, remat.float64.is_floating_point, remat.int32.name
+/// (8, True, 'int32')
+/// >>> np.dtype(remat.int32)
+/// dtype('int32')
+/// >>> remat.zeros(2, dtype="float64").dtype
+/// remat.float64
 #[pyclass(name = "DType", module = "remat", frozen)]
 pub struct PyDType {
     /// The engine's dtype.

@@ -19,31 +19,166 @@ create_exception!(
     remat,
     ShapeError,
     PyValueError,
-    "Shapes (or axes, indices) that do not fit the op."
+    "Shapes, axes or indices that do not fit the op.
+
+A subclass of ``ValueError``. Raised, for example, when operands do not broadcast, a ``reshape``
+changes the number of elements, an axis is out of range, the inner sizes of a matrix product
+disagree, a loss's input and target differ in shape, or nested lists are ragged.
+``IndexingError`` (a bad index in ``t[...]``) is a subclass.
+
+Parameters
+----------
+*args : object
+    The message (and any further values), kept in ``args``; ``str(e)`` is the message.
+
+Raises
+------
+TypeError
+    When given keyword arguments, as every built-in exception.
+
+Examples
+--------
+>>> try:
+...     remat.ones(2, 3) + remat.ones(4)
+... except remat.ShapeError as e:
+...     print(e)
+add: shapes (2, 3) and (4,) cannot be broadcast together
+>>> issubclass(remat.ShapeError, ValueError)
+True"
 );
 create_exception!(
     remat,
     DTypeError,
     PyTypeError,
-    "A dtype the op does not accept."
+    "A dtype that the op does not accept.
+
+A subclass of ``TypeError``. Raised, for example, by a float-only op (``matmul``, a convolution,
+a pooling, a loss) on an integer tensor, by a ``dtype=`` argument that remat does not support
+(it supports float32, float64, int64, int32 and bool), by negating a bool tensor, or by data
+that holds no numbers.
+
+Parameters
+----------
+*args : object
+    The message (and any further values), kept in ``args``; ``str(e)`` is the message.
+
+Raises
+------
+TypeError
+    When given keyword arguments, as every built-in exception.
+
+Examples
+--------
+>>> try:
+...     remat.zeros(2, dtype='float16')
+... except remat.DTypeError as e:
+...     print(e)
+dtype: remat supports float32, float64, int64, int32 and bool, got 'float16'
+>>> issubclass(remat.DTypeError, TypeError)
+True"
 );
 create_exception!(
     remat,
     DeviceError,
     PyRuntimeError,
-    "A device that is missing or mixed within one op."
+    "A device that is unknown, unavailable, or mixed within one op.
+
+A subclass of ``RuntimeError``. Raised for an unknown device string, for a CUDA device on a
+machine without a usable GPU (or an index beyond its GPUs), and for an op whose tensors live on
+different devices.
+
+Parameters
+----------
+*args : object
+    The message (and any further values), kept in ``args``; ``str(e)`` is the message.
+
+Raises
+------
+TypeError
+    When given keyword arguments, as every built-in exception.
+
+Examples
+--------
+>>> try:
+...     remat.ones(2, device='tpu')
+... except remat.DeviceError as e:
+...     print(type(e).__name__)
+DeviceError
+>>> issubclass(remat.DeviceError, RuntimeError)
+True"
 );
 create_exception!(
     remat,
     GraphError,
     PyRuntimeError,
-    "Misuse of the autograd graph (backward through a freed graph, non-scalar backward, ...)."
+    "Misuse of the autograd graph.
+
+A subclass of ``RuntimeError``. Raised, for example, by ``backward()`` on a non-scalar output
+without a gradient, by a second backward through a graph whose saved tensors were freed (pass
+``retain_graph=True`` to the first), or by backward from a tensor that does not require grad.
+
+Parameters
+----------
+*args : object
+    The message (and any further values), kept in ``args``; ``str(e)`` is the message.
+
+Raises
+------
+TypeError
+    When given keyword arguments, as every built-in exception.
+
+Examples
+--------
+>>> x = remat.ones(2, requires_grad=True)
+>>> y = (x * x).sum()
+>>> y.backward()
+>>> try:
+...     y.backward()
+... except remat.GraphError as e:
+...     print(type(e).__name__)
+GraphError
+>>> try:
+...     (x * 2).backward()
+... except remat.GraphError as e:
+...     print(e)
+backward: grad can be implicitly created only for scalar outputs, but the output has
+shape (2,); pass a gradient of that shape"
 );
 create_exception!(
     remat,
     CheckpointError,
     PyRuntimeError,
-    "A checkpoint whose recompute does not match its forward, or a failed recompute."
+    "A checkpoint whose recompute does not match its forward, or a failed recompute.
+
+A subclass of ``RuntimeError``, raised during backward. A checkpointed function (or op) run
+again must produce saved tensors of the same shapes and dtypes as in its forward: one that
+depends on Python state that changed does not. Also raised when a recompute fails in the engine,
+or when rematerialising under a memory limit needs an input that was freed. An exception that
+the Python function itself raises while being recomputed is re-raised unchanged instead.
+
+Parameters
+----------
+*args : object
+    The message (and any further values), kept in ``args``; ``str(e)`` is the message.
+
+Raises
+------
+TypeError
+    When given keyword arguments, as every built-in exception.
+
+Examples
+--------
+>>> calls = []
+>>> def f(x):
+...     calls.append(1)
+...     return x[: len(calls)] * 2
+>>> x = remat.ones(3, requires_grad=True)
+>>> y = remat.checkpoint(f, x)
+>>> try:
+...     y.sum().backward()
+... except remat.CheckpointError as e:
+...     print(type(e).__name__)
+CheckpointError"
 );
 // Internal (not exported): the engine's `Error::EarlyStop` on its way through Python code.
 // A segment's recompute raises it from the op that recomputed the last saved tensor, so it
@@ -58,6 +193,34 @@ create_exception!(
 
 static INDEXING_ERROR: GILOnceCell<Py<PyType>> = GILOnceCell::new();
 
+/// The docstring of `remat.IndexingError`.
+const INDEXING_ERROR_DOC: &str = "An index that does not fit the tensor's shape in ``t[...]``.
+
+Both an ``IndexError`` (as Python and NumPy users expect: a ``for`` loop over ``__getitem__``
+stops on it) and a ``ShapeError``. Raised when reading or writing ``t[...]`` with an integer (or
+index tensor) out of bounds, or with more indices than ``t`` has axes.
+
+Parameters
+----------
+*args : object
+    The message (and any further values), kept in ``args``; ``str(e)`` is the message.
+
+Raises
+------
+TypeError
+    When given keyword arguments, as every built-in exception.
+
+Examples
+--------
+>>> t = remat.arange(3)
+>>> try:
+...     t[5]
+... except remat.IndexingError as e:
+...     print(e)
+index: index 5 is out of bounds for axis 0 with size 3
+>>> issubclass(remat.IndexingError, IndexError), issubclass(remat.IndexingError, remat.ShapeError)
+(True, True)";
+
 /// `remat.IndexingError(ShapeError, IndexError)`: a bad index in `t[...]`. It is an
 /// IndexError as Python and NumPy users expect (`for` loops over `__getitem__` stop on it),
 /// and a ShapeError like every other shape mismatch. Built with `type()` because PyO3's
@@ -71,10 +234,7 @@ pub fn indexing_error_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
             )?;
             let ns = PyDict::new(py);
             ns.set_item("__module__", "remat")?;
-            ns.set_item(
-                "__doc__",
-                "An index that does not fit the tensor's shape (IndexError and ShapeError).",
-            )?;
+            ns.set_item("__doc__", INDEXING_ERROR_DOC)?;
             let ty = py
                 .get_type::<PyType>()
                 .call1(("IndexingError", bases, ns))?

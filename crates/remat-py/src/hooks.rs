@@ -72,9 +72,46 @@ fn python_hook(f: PyObject) -> GradHook {
 
 #[pymethods]
 impl PyTensor {
-    /// Register `hook(grad) -> Tensor | None`, called with the gradient with respect to this
-    /// tensor each time one is computed; a returned tensor replaces the gradient. Returns a
-    /// handle whose `remove()` unregisters the hook.
+    /// Register a hook called with this tensor's gradient during backward.
+    ///
+    /// `hook(grad) -> Tensor | None` runs each time a gradient with respect to this tensor is
+    /// computed; a returned tensor replaces the gradient (for the rest of the backward pass and
+    /// for `.grad` of a leaf), None keeps it. The returned handle's `remove()` unregisters the
+    /// hook (calling it twice is harmless); the handle is also a context manager that removes
+    /// the hook on exit. An exception raised by the hook surfaces unchanged from `backward`.
+    ///
+    /// Parameters
+    /// ----------
+    /// hook : callable
+    ///     Called as `hook(grad)` with a Tensor of this tensor's shape; returns None or a
+    ///     Tensor of that same shape.
+    ///
+    /// Returns
+    /// -------
+    /// handle
+    ///     A handle with a `remove()` method that unregisters the hook.
+    ///
+    /// Raises
+    /// ------
+    /// TypeError
+    ///     If `hook` is not callable; during backward, if the hook returns something other
+    ///     than None or a Tensor.
+    /// GraphError
+    ///     If this tensor does not require grad; during backward, if the hook returns a tensor
+    ///     whose shape differs from the gradient's.
+    ///
+    /// Examples
+    /// --------
+    /// >>> w = remat.tensor([1.0, 2.0], requires_grad=True)
+    /// >>> handle = w.register_hook(lambda g: g * 2)
+    /// >>> (w * 3).sum().backward()
+    /// >>> w.grad
+    /// tensor([6., 6.])
+    /// >>> handle.remove()
+    /// >>> w.grad = None
+    /// >>> (w * 3).sum().backward()
+    /// >>> w.grad
+    /// tensor([3., 3.])
     fn register_hook(&self, hook: PyObject) -> PyResult<PyHookHandle> {
         Python::with_gil(|py| {
             if !hook.bind(py).is_callable() {
@@ -89,12 +126,48 @@ impl PyTensor {
         Ok(PyHookHandle { handle })
     }
 
-    /// Keep this non-leaf tensor's gradient in `.grad` after backward (a no-op on leaves).
+    /// Keep this non-leaf tensor's gradient in `.grad` after backward.
+    ///
+    /// By default only leaves get a `.grad`; after `retain_grad()` an intermediate tensor's
+    /// gradient is stored too (accumulated over backward calls like a leaf's). A no-op on
+    /// leaves, which keep their gradient anyway.
+    ///
+    /// Returns
+    /// -------
+    /// None
+    ///
+    /// Raises
+    /// ------
+    /// GraphError
+    ///     If this tensor does not require grad.
+    ///
+    /// Examples
+    /// --------
+    /// >>> w = remat.tensor([1.0, 2.0], requires_grad=True)
+    /// >>> y = w * 3
+    /// >>> y.retain_grad()
+    /// >>> (y * y).sum().backward()
+    /// >>> y.grad
+    /// tensor([ 6., 12.])
+    /// >>> w.grad
+    /// tensor([18., 36.])
     fn retain_grad(&self) -> PyResult<()> {
         self.inner.retain_grad().map_err(to_pyerr)
     }
 
-    /// Whether `retain_grad()` was called on this non-leaf tensor.
+    /// Whether `retain_grad()` was called on this non-leaf tensor (always False for leaves).
+    ///
+    /// Examples
+    /// --------
+    /// >>> w = remat.tensor([1.0], requires_grad=True)
+    /// >>> y = w * 2
+    /// >>> y.retains_grad
+    /// False
+    /// >>> y.retain_grad()
+    /// >>> y.retains_grad
+    /// True
+    /// >>> w.retains_grad
+    /// False
     #[getter]
     fn retains_grad(&self) -> bool {
         self.inner.retains_grad()

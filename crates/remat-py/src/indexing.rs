@@ -64,7 +64,51 @@ pub fn getitem(x: &Tensor, key: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     indexed(key.py(), &[x], || ops::index_advanced(x, &items))
 }
 
-/// The slices of `x` at the positions `index` (0-d or 1-d, int64/int32) along `dim`.
+/// The docstring of `remat.index_select` and `Tensor.index_select` (one text, so they cannot
+/// drift apart; the method form is `input.index_select(...)`).
+macro_rules! index_select_doc {
+    () => {
+        r#"Select the slices of `x` at the positions `index` along axis `dim`.
+
+The result has `x`'s shape with axis `dim` replaced by the number of indices; it is a
+copy, differentiable with respect to `x`.
+
+Parameters
+----------
+x : Tensor or array-like
+    The tensor to select from.
+dim : int
+    The axis to select along (negative counts from the end).
+index : Tensor, int or list of int
+    The positions: a 0-d or 1-d int64/int32 tensor (or a list or Python int made into
+    one). Negative positions are out of range.
+
+Returns
+-------
+Tensor
+    The selected slices, with `x`'s dtype.
+
+Raises
+------
+IndexingError
+    If `dim` is out of range, `index` has more than one dimension or a position is out
+    of bounds (an `IndexError` and a `ShapeError`).
+DTypeError
+    If `index` is not an integer tensor.
+
+Examples
+--------
+>>> x = remat.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+>>> remat.index_select(x, 1, remat.tensor([2, 0]))
+tensor([[3., 1.],
+        [6., 4.]])
+>>> remat.index_select(x, 0, [1, 1])
+tensor([[4., 5., 6.],
+        [4., 5., 6.]])"#
+    };
+}
+
+#[doc = index_select_doc!()]
 #[pyfunction]
 #[pyo3(name = "index_select", signature = (x, dim, index))]
 fn index_select_fn(
@@ -78,7 +122,52 @@ fn index_select_fn(
     indexed(py, &[&x], || ops::index_select(&x, dim, &i))
 }
 
-/// `out[i][j][k] = x[i][index[i][j][k]][k]` (for `dim = 1`), shaped like `index`.
+/// The docstring of `remat.gather` and `Tensor.gather` (one text, so they cannot
+/// drift apart; the method form is `input.gather(...)`).
+macro_rules! gather_doc {
+    () => {
+        r#"Pick values of `x` along axis `dim` at the positions in `index`.
+
+For a 2-D input, `out[i][j] = x[i][index[i][j]]` with `dim = 1` and
+`out[i][j] = x[index[i][j]][j]` with `dim = 0`. The result is shaped like `index`, which
+must have `x`'s number of dimensions and no larger extent than `x` on the axes other
+than `dim`. Differentiable with respect to `x` (gathered twice, a position's gradient
+adds up).
+
+Parameters
+----------
+x : Tensor or array-like
+    The tensor to gather from.
+dim : int
+    The axis to gather along (negative counts from the end).
+index : Tensor or array-like
+    The int64/int32 positions along `dim`.
+
+Returns
+-------
+Tensor
+    The gathered values, shaped like `index`, with `x`'s dtype.
+
+Raises
+------
+IndexingError
+    If `dim` is out of range, `index` does not fit `x`'s shape, or a position is out of
+    bounds.
+DTypeError
+    If `index` is not an integer tensor.
+
+Examples
+--------
+>>> x = remat.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+>>> remat.gather(x, 1, remat.tensor([[2, 0], [1, 1]]))
+tensor([[3., 1.],
+        [5., 5.]])
+>>> remat.gather(x, 0, remat.tensor([[1, 0, 1]]))
+tensor([[4., 2., 6.]])"#
+    };
+}
+
+#[doc = gather_doc!()]
 #[pyfunction]
 #[pyo3(name = "gather", signature = (x, dim, index))]
 fn gather_fn(
@@ -92,7 +181,51 @@ fn gather_fn(
     indexed(py, &[&x], || ops::gather(&x, dim, &i))
 }
 
-/// A copy of `x` with `src[i][j][k]` added at `[i][index[i][j][k]][k]` (for `dim = 1`).
+/// The docstring of `remat.scatter_add` and `Tensor.scatter_add` (one text, so they cannot
+/// drift apart; the method form is `input.scatter_add(...)`).
+macro_rules! scatter_add_doc {
+    () => {
+        r#"Add the values of `src` into a copy of `x` at the positions `index` along `dim`.
+
+For a 2-D input with `dim = 1`, `out[i][index[i][j]] += src[i][j]` (with `dim = 0`,
+`out[index[i][j]][j] += src[i][j]`); positions repeated in `index` accumulate. `index`
+must have `src`'s number of dimensions, no larger extent than `src` on any axis and no
+larger extent than `x` on the axes other than `dim`. The input is not modified.
+Differentiable with respect to `x` and `src`.
+
+Parameters
+----------
+x : Tensor or array-like
+    The tensor to add into.
+dim : int
+    The axis along which `index` points (negative counts from the end).
+index : Tensor or array-like
+    The int64/int32 positions along `dim`.
+src : Tensor or array-like
+    The values to add, of `x`'s dtype.
+
+Returns
+-------
+Tensor
+    A new tensor of `x`'s shape and dtype.
+
+Raises
+------
+IndexingError
+    If `dim` is out of range, `index` does not fit `x` or `src`, or a position is out of
+    bounds.
+DTypeError
+    If `index` is not an integer tensor, or `src`'s dtype differs from `x`'s.
+
+Examples
+--------
+>>> remat.scatter_add(remat.zeros(3), 0, remat.tensor([0, 2, 0]),
+...                   remat.tensor([1.0, 2.0, 3.0]))
+tensor([4., 0., 2.])"#
+    };
+}
+
+#[doc = scatter_add_doc!()]
 #[pyfunction]
 #[pyo3(name = "scatter_add", signature = (x, dim, index, src))]
 fn scatter_add_fn(
@@ -108,9 +241,63 @@ fn scatter_add_fn(
     indexed(py, &[&x], || ops::scatter_add(&x, dim, &i, &s))
 }
 
-/// Rows of `weight (V, D)` at the integer `input` ids, shaped `input.shape + (D,)`.
-/// `padding_idx`: positions with that id pass no gradient to the table. `max_norm`: the
-/// looked-up rows whose `norm_type`-norm exceeds it are first rescaled in place to that norm.
+/// Look up the rows of an embedding table at integer ids.
+///
+/// `embedding(input, weight)` is `weight[input]`: for `weight` of shape `(V, D)` the result
+/// has shape `input.shape + (D,)`. Differentiable with respect to `weight`.
+///
+/// Parameters
+/// ----------
+/// input : Tensor or array-like
+///     The int64/int32 ids, each in `[0, V)`.
+/// weight : Tensor
+///     The table, 2-D `(V, D)`.
+/// padding_idx : int, optional
+///     An id whose positions pass no gradient to the table (negative counts from the end).
+///     Default: ``None``.
+/// max_norm : float, optional
+///     When given, the looked-up rows whose `norm_type`-norm exceeds it are first rescaled
+///     to that norm, in place in `weight` (outside the graph). Default: ``None``.
+/// norm_type : float, optional
+///     The p of the p-norm used with `max_norm`. Default: ``2.0``.
+/// scale_grad_by_freq : bool, optional
+///     Not supported; must be False. Default: ``False``.
+/// sparse : bool, optional
+///     Not supported (gradients are dense); must be False. Default: ``False``.
+///
+/// Returns
+/// -------
+/// Tensor
+///     The rows, of shape `input.shape + (D,)` and `weight`'s dtype.
+///
+/// Raises
+/// ------
+/// IndexingError
+///     If an id or `padding_idx` is out of range, or `weight` is not 2-D.
+/// DTypeError
+///     If `input` is not an integer tensor.
+/// NotImplementedError
+///     If `scale_grad_by_freq` or `sparse` is True.
+///
+/// Examples
+/// --------
+/// >>> weight = remat.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
+/// >>> out = remat.embedding(remat.tensor([2, 0, 2]), weight)
+/// >>> out
+/// tensor([[5., 6.],
+///         [1., 2.],
+///         [5., 6.]], grad_fn=<embedding>)
+/// >>> out.sum().backward()
+/// >>> weight.grad
+/// tensor([[1., 1.],
+///         [0., 0.],
+///         [2., 2.]])
+/// >>> table = remat.tensor([[3.0, 4.0], [0.3, 0.4]])
+/// >>> remat.embedding(remat.tensor([0]), table, max_norm=1.0)
+/// tensor([[0.6, 0.8]])
+/// >>> table
+/// tensor([[0.6, 0.8],
+///         [0.3, 0.4]])
 #[pyfunction]
 #[pyo3(signature = (
     input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=false,
@@ -146,8 +333,37 @@ pub fn embedding(
     })
 }
 
-/// An int64 tensor of shape `input.shape + (num_classes,)` with a 1 at each class index
-/// (`num_classes=-1`: the largest index plus one).
+/// One-hot encode integer class indices.
+///
+/// Parameters
+/// ----------
+/// input : Tensor or array-like
+///     The int64/int32 class indices, each in `[0, num_classes)`.
+/// num_classes : int, optional
+///     The number of classes; ``-1`` uses the largest index plus one. Default: ``-1``.
+///
+/// Returns
+/// -------
+/// Tensor
+///     An int64 tensor of shape `input.shape + (num_classes,)`, 1 at each class index and 0
+///     elsewhere.
+///
+/// Raises
+/// ------
+/// IndexingError
+///     If an index is negative or not below `num_classes`.
+/// DTypeError
+///     If `input` is not an integer tensor.
+///
+/// Examples
+/// --------
+/// >>> remat.one_hot(remat.tensor([0, 2, 1]))
+/// tensor([[1, 0, 0],
+///         [0, 0, 1],
+///         [0, 1, 0]])
+/// >>> remat.one_hot(remat.tensor([0, 2]), num_classes=4)
+/// tensor([[1, 0, 0, 0],
+///         [0, 0, 1, 0]])
 #[pyfunction]
 #[pyo3(signature = (input, num_classes=-1), text_signature = "(input, num_classes=-1)")]
 pub fn one_hot(py: Python<'_>, input: &Bound<'_, PyAny>, num_classes: i64) -> PyResult<PyTensor> {
@@ -155,7 +371,37 @@ pub fn one_hot(py: Python<'_>, input: &Bound<'_, PyAny>, num_classes: i64) -> Py
     indexed(py, &[&ids], || ops::one_hot(&ids, num_classes))
 }
 
-/// The coordinates of the nonzero elements: an int64 tensor of shape `(count, ndim)`.
+/// The docstring of `remat.nonzero` and `Tensor.nonzero` (one text, so they cannot
+/// drift apart; the method form is `input.nonzero(...)`).
+macro_rules! nonzero_doc {
+    () => {
+        r#"The coordinates of the nonzero elements of `x`.
+
+Parameters
+----------
+x : Tensor or array-like
+    The input (any dtype; nonzero means true for bools).
+
+Returns
+-------
+Tensor
+    An int64 tensor of shape `(count, ndim)`, one row of coordinates per nonzero element
+    in C order.
+
+Raises
+------
+DTypeError
+    If `x` cannot be made into a tensor (non-numeric data).
+
+Examples
+--------
+>>> remat.nonzero(remat.tensor([0, 3, 0, 5]))
+tensor([[1],
+        [3]])"#
+    };
+}
+
+#[doc = nonzero_doc!()]
 #[pyfunction]
 #[pyo3(name = "nonzero", signature = (x))]
 fn nonzero_fn(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
@@ -165,7 +411,7 @@ fn nonzero_fn(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
 
 #[pymethods]
 impl PyTensor {
-    /// The slices of `x` at the positions `index` (0-d or 1-d, int64/int32) along `dim`.
+    #[doc = index_select_doc!()]
     #[pyo3(signature = (dim, index))]
     fn index_select(
         &self,
@@ -178,13 +424,13 @@ impl PyTensor {
             ops::index_select(&self.inner, dim, &i)
         })
     }
-    /// `out[i][j][k] = x[i][index[i][j][k]][k]` (for `dim = 1`), shaped like `index`.
+    #[doc = gather_doc!()]
     #[pyo3(signature = (dim, index))]
     fn gather(&self, py: Python<'_>, dim: isize, index: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         let i = index_tensor("gather", index)?;
         indexed(py, &[&self.inner], || ops::gather(&self.inner, dim, &i))
     }
-    /// A copy of `x` with `src[i][j][k]` added at `[i][index[i][j][k]][k]` (for `dim = 1`).
+    #[doc = scatter_add_doc!()]
     #[pyo3(signature = (dim, index, src))]
     fn scatter_add(
         &self,
@@ -199,7 +445,7 @@ impl PyTensor {
             ops::scatter_add(&self.inner, dim, &i, &s)
         })
     }
-    /// The coordinates of the nonzero elements: an int64 tensor of shape `(count, ndim)`.
+    #[doc = nonzero_doc!()]
     fn nonzero(&self, py: Python<'_>) -> PyResult<PyTensor> {
         run(py, heavy(&[&self.inner]), || ops::nonzero(&self.inner)).map(wrap)
     }

@@ -86,7 +86,44 @@ impl PyTensor {
         self.inner.version()
     }
 
-    /// `self += alpha * other` in place (broadcast to this tensor's shape); returns self.
+    /// Add `alpha * other` to this tensor in place.
+    ///
+    /// `other` broadcasts to this tensor's shape (not the other way round), and the result is
+    /// cast to this tensor's dtype, which must be able to hold it: adding a float to an integer
+    /// tensor is refused.
+    ///
+    /// Parameters
+    /// ----------
+    /// other : Tensor, number or array-like
+    ///     The value to add, broadcastable to this tensor's shape.
+    /// alpha : float, optional
+    ///     Multiplier of `other`. Default: ``1.0``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     This tensor (the same object), modified.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     If `other` does not broadcast to this tensor's shape.
+    /// DTypeError
+    ///     If the result type cannot be cast to this tensor's dtype (a float added to an
+    ///     integer tensor), or `other` is not numeric.
+    /// GraphError
+    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
+    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([1.0, 2.0, 3.0])
+    /// >>> x.add_(1)
+    /// tensor([2., 3., 4.])
+    /// >>> x.add_(remat.tensor([1.0, 1.0, 1.0]), alpha=2)
+    /// tensor([4., 5., 6.])
+    /// >>> x
+    /// tensor([4., 5., 6.])
     #[pyo3(signature = (other, alpha=1.0))]
     fn add_<'py>(
         slf: Bound<'py, Self>,
@@ -96,7 +133,41 @@ impl PyTensor {
         let o = PyOperand::from_py("add_", other)?;
         in_place(slf, |t| ops::add_(t, o.core(), alpha))
     }
-    /// `self -= alpha * other` in place (broadcast to this tensor's shape); returns self.
+    /// Subtract `alpha * other` from this tensor in place.
+    ///
+    /// `other` broadcasts to this tensor's shape (not the other way round), and the result is
+    /// cast to this tensor's dtype, which must be able to hold it.
+    ///
+    /// Parameters
+    /// ----------
+    /// other : Tensor, number or array-like
+    ///     The value to subtract, broadcastable to this tensor's shape.
+    /// alpha : float, optional
+    ///     Multiplier of `other`. Default: ``1.0``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     This tensor (the same object), modified.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     If `other` does not broadcast to this tensor's shape.
+    /// DTypeError
+    ///     If the result type cannot be cast to this tensor's dtype (a float subtracted from
+    ///     an integer tensor), or `other` is not numeric.
+    /// GraphError
+    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
+    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([1.0, 2.0, 3.0])
+    /// >>> x.sub_(1)
+    /// tensor([0., 1., 2.])
+    /// >>> x.sub_(remat.tensor([1.0, 1.0, 1.0]), alpha=0.5)
+    /// tensor([-0.5,  0.5,  1.5])
     #[pyo3(signature = (other, alpha=1.0))]
     fn sub_<'py>(
         slf: Bound<'py, Self>,
@@ -106,27 +177,179 @@ impl PyTensor {
         let o = PyOperand::from_py("sub_", other)?;
         in_place(slf, |t| ops::sub_(t, o.core(), alpha))
     }
-    /// `self *= other` in place (broadcast to this tensor's shape); returns self.
+    /// Multiply this tensor by `other` in place.
+    ///
+    /// `other` broadcasts to this tensor's shape (not the other way round), and the result is
+    /// cast to this tensor's dtype, which must be able to hold it.
+    ///
+    /// Parameters
+    /// ----------
+    /// other : Tensor, number or array-like
+    ///     The factor, broadcastable to this tensor's shape.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     This tensor (the same object), modified.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     If `other` does not broadcast to this tensor's shape.
+    /// DTypeError
+    ///     If the result type cannot be cast to this tensor's dtype (an integer tensor times
+    ///     a float), or `other` is not numeric.
+    /// GraphError
+    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
+    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([[1.0, 2.0], [3.0, 4.0]])
+    /// >>> x.mul_(remat.tensor([10.0, -1.0]))
+    /// tensor([[10., -2.],
+    ///         [30., -4.]])
+    /// >>> remat.tensor([1, 2]).mul_(2)
+    /// tensor([2, 4])
     fn mul_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
         let o = PyOperand::from_py("mul_", other)?;
         in_place(slf, |t| ops::mul_(t, o.core()))
     }
-    /// `self /= other` in place (broadcast to this tensor's shape); returns self.
+    /// Divide this tensor by `other` in place (true division).
+    ///
+    /// `other` broadcasts to this tensor's shape (not the other way round). Division by zero
+    /// gives `inf` or `nan` as in IEEE arithmetic. An integer tensor cannot hold the float
+    /// quotient, so dividing one in place is refused.
+    ///
+    /// Parameters
+    /// ----------
+    /// other : Tensor, number or array-like
+    ///     The divisor, broadcastable to this tensor's shape.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     This tensor (the same object), modified.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     If `other` does not broadcast to this tensor's shape.
+    /// DTypeError
+    ///     If this tensor is an integer tensor (the quotient is a float), or `other` is not
+    ///     numeric.
+    /// GraphError
+    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
+    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([1.0, 2.0, 3.0])
+    /// >>> x.div_(remat.tensor([2.0, 4.0, 8.0]))
+    /// tensor([0.5  , 0.5  , 0.375])
+    /// >>> x.div_(0)
+    /// tensor([inf, inf, inf])
     fn div_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
         let o = PyOperand::from_py("div_", other)?;
         in_place(slf, |t| ops::div_(t, o.core()))
     }
-    /// Every element set to zero in place; returns self.
+    /// Set every element to zero in place.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     This tensor (the same object), modified.
+    ///
+    /// Raises
+    /// ------
+    /// GraphError
+    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
+    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([1.0, 2.0, 3.0])
+    /// >>> x.zero_()
+    /// tensor([0., 0., 0.])
+    /// >>> w = remat.tensor([1.0, 2.0], requires_grad=True)
+    /// >>> with remat.no_grad():
+    /// ...     _ = w.zero_()
+    /// >>> w
+    /// tensor([0., 0.], requires_grad=True)
     fn zero_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
         in_place(slf, ops::zero_)
     }
-    /// Every element set to `value` (a number or a 0-d tensor) in place; returns self.
+    /// Set every element to `value` in place.
+    ///
+    /// Parameters
+    /// ----------
+    /// value : number or Tensor
+    ///     The value: a Python number or a 0-d tensor (cast to this tensor's dtype).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     This tensor (the same object), modified.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     If `value` is a tensor with one or more dimensions.
+    /// DTypeError
+    ///     If `value` is not numeric (a string, None).
+    /// GraphError
+    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
+    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.zeros(2, 2)
+    /// >>> x.fill_(7)
+    /// tensor([[7., 7.],
+    ///         [7., 7.]])
+    /// >>> x.fill_(remat.tensor(2.5))
+    /// tensor([[2.5, 2.5],
+    ///         [2.5, 2.5]])
     fn fill_<'py>(slf: Bound<'py, Self>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
         let v = PyOperand::from_py("fill_", value)?;
         in_place(slf, |t| ops::fill_(t, v.core()))
     }
-    /// `src`'s values copied in (broadcast, cast to this tensor's dtype, moved from another
-    /// device); returns self. `non_blocking` is accepted for PyTorch compatibility.
+    /// Copy the values of `src` into this tensor in place.
+    ///
+    /// `src` broadcasts to this tensor's shape, is cast to this tensor's dtype (floats copied
+    /// into an integer tensor truncate toward zero) and moved from its device when it lives
+    /// elsewhere. This tensor keeps its shape, dtype and device.
+    ///
+    /// Parameters
+    /// ----------
+    /// src : Tensor, number or array-like
+    ///     The values, broadcastable to this tensor's shape.
+    /// non_blocking : bool, optional
+    ///     Accepted for PyTorch compatibility and ignored (the copy is synchronous).
+    ///     Default: ``False``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     This tensor (the same object), modified.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     If `src` does not broadcast to this tensor's shape.
+    /// DTypeError
+    ///     If `src` is not numeric.
+    /// GraphError
+    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
+    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.zeros(3)
+    /// >>> x.copy_(remat.tensor([1, 2, 3]))
+    /// tensor([1., 2., 3.])
+    /// >>> x.copy_(remat.tensor(9.0))
+    /// tensor([9., 9., 9.])
     #[pyo3(signature = (src, non_blocking=false))]
     fn copy_<'py>(
         slf: Bound<'py, Self>,
@@ -140,7 +363,43 @@ impl PyTensor {
         };
         in_place(slf, |t| ops::copy_(t, &s))
     }
-    /// Clamped into `[min, max]` in place (numbers or tensors; at least one); returns self.
+    /// Clamp every element into `[min, max]` in place.
+    ///
+    /// Either bound may be omitted, but not both. When `min > max` every element becomes
+    /// `max`; NaN stays NaN (and a NaN bound makes the elements NaN).
+    ///
+    /// Parameters
+    /// ----------
+    /// min : number or Tensor, optional
+    ///     Lower bound (a tensor broadcasts to this tensor's shape). Default: ``None`` (no
+    ///     lower bound).
+    /// max : number or Tensor, optional
+    ///     Upper bound. Default: ``None`` (no upper bound).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     This tensor (the same object), modified.
+    ///
+    /// Raises
+    /// ------
+    /// ValueError
+    ///     If both `min` and `max` are None.
+    /// ShapeError
+    ///     If a tensor bound does not broadcast to this tensor's shape.
+    /// DTypeError
+    ///     If a float bound is given for an integer tensor.
+    /// GraphError
+    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
+    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([-2.0, 0.5, 3.0])
+    /// >>> x.clamp_(-1, 1)
+    /// tensor([-1. ,  0.5,  1. ])
+    /// >>> remat.tensor([-2.0, 0.5, 3.0]).clamp_(min=remat.tensor([0.0, 1.0, 2.0]))
+    /// tensor([0., 1., 3.])
     #[pyo3(signature = (min=None, max=None))]
     fn clamp_<'py>(
         slf: Bound<'py, Self>,
@@ -157,7 +416,37 @@ impl PyTensor {
             )
         })
     }
-    /// Alias of `clamp_`.
+    /// Clamp every element into `[min, max]` in place (alias of `clamp_`).
+    ///
+    /// Parameters
+    /// ----------
+    /// min : number or Tensor, optional
+    ///     Lower bound (a tensor broadcasts to this tensor's shape). Default: ``None`` (no
+    ///     lower bound).
+    /// max : number or Tensor, optional
+    ///     Upper bound. Default: ``None`` (no upper bound).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     This tensor (the same object), modified.
+    ///
+    /// Raises
+    /// ------
+    /// ValueError
+    ///     If both `min` and `max` are None.
+    /// ShapeError
+    ///     If a tensor bound does not broadcast to this tensor's shape.
+    /// DTypeError
+    ///     If a float bound is given for an integer tensor.
+    /// GraphError
+    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
+    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.tensor([-2.0, 0.5, 3.0]).clip_(max=1)
+    /// tensor([-2. ,  0.5,  1. ])
     #[pyo3(signature = (min=None, max=None))]
     fn clip_<'py>(
         slf: Bound<'py, Self>,
@@ -166,8 +455,38 @@ impl PyTensor {
     ) -> PyResult<Bound<'py, Self>> {
         Self::clamp_(slf, min, max)
     }
-    /// `value` (a number or a 0-d tensor) written where `mask` is true (nonzero), in place;
-    /// returns self.
+    /// Write `value` where `mask` is true, in place.
+    ///
+    /// Parameters
+    /// ----------
+    /// mask : Tensor or array-like
+    ///     Where to write: a bool tensor (any nonzero element counts as true), broadcastable
+    ///     to this tensor's shape.
+    /// value : number or Tensor
+    ///     The value to write: a Python number or a 0-d tensor.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     This tensor (the same object), modified.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     If `mask` does not broadcast to this tensor's shape, or `value` is a tensor with
+    ///     one or more dimensions.
+    /// GraphError
+    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
+    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([1.0, 2.0, 3.0])
+    /// >>> x.masked_fill_(x > 1.5, -1)
+    /// tensor([ 1., -1., -1.])
+    /// >>> remat.ones(2, 3).masked_fill_(remat.tensor([True, False, True]), 0)
+    /// tensor([[0., 1., 0.],
+    ///         [0., 1., 0.]])
     fn masked_fill_<'py>(
         slf: Bound<'py, Self>,
         mask: &Bound<'py, PyAny>,
@@ -177,8 +496,45 @@ impl PyTensor {
         let v = PyOperand::from_py("masked_fill_", value)?;
         in_place(slf, |t| ops::masked_fill_(t, &m, v.core()))
     }
-    /// Filled with normal samples (mean `mean`, standard deviation `std`) in place from the
-    /// engine's generator (`remat.manual_seed` makes them reproducible); returns self.
+    /// Fill this tensor in place with samples from a normal distribution.
+    ///
+    /// The samples come from the global generator (`remat.manual_seed` makes them
+    /// reproducible) or from `generator`.
+    ///
+    /// Parameters
+    /// ----------
+    /// mean : float, optional
+    ///     Mean of the distribution. Default: ``0.0``.
+    /// std : float, optional
+    ///     Standard deviation (``>= 0``; ``0`` fills with `mean`). Default: ``1.0``.
+    /// generator : Generator, optional
+    ///     A `remat.Generator` to draw from instead of the global one. Default: ``None``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     This tensor (the same object), modified.
+    ///
+    /// Raises
+    /// ------
+    /// ValueError
+    ///     If `mean` is not finite or `std` is negative or not finite.
+    /// DTypeError
+    ///     If this tensor is not a floating-point tensor.
+    /// TypeError
+    ///     If `generator` is not a `remat.Generator`.
+    /// GraphError
+    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
+    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.empty(1000).normal_(mean=2.0, std=0.5)
+    /// >>> x.shape
+    /// (1000,)
+    /// >>> remat.zeros(2, 2).normal_(5, 0)
+    /// tensor([[5., 5.],
+    ///         [5., 5.]])
     #[pyo3(signature = (mean=0.0, std=1.0, *, generator=None))]
     fn normal_<'py>(
         slf: Bound<'py, Self>,
@@ -188,8 +544,47 @@ impl PyTensor {
     ) -> PyResult<Bound<'py, Self>> {
         crate::generator::drawing(generator, || in_place(slf, |t| ops::normal_(t, mean, std)))
     }
-    /// Filled with uniform samples in `[a, b)` in place from the engine's generator; returns
-    /// self.
+    /// Fill this tensor in place with samples from the uniform distribution on `[a, b)`.
+    ///
+    /// The samples come from the global generator (`remat.manual_seed` makes them
+    /// reproducible) or from `generator`.
+    ///
+    /// Parameters
+    /// ----------
+    /// a : float, optional
+    ///     Lower bound (inclusive). Default: ``0.0``.
+    /// b : float, optional
+    ///     Upper bound (exclusive; ``a == b`` fills with `a`). Default: ``1.0``.
+    /// generator : Generator, optional
+    ///     A `remat.Generator` to draw from instead of the global one. Default: ``None``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     This tensor (the same object), modified.
+    ///
+    /// Raises
+    /// ------
+    /// ValueError
+    ///     If `a > b` or a bound is not finite.
+    /// DTypeError
+    ///     If this tensor is not a floating-point tensor.
+    /// TypeError
+    ///     If `generator` is not a `remat.Generator`.
+    /// GraphError
+    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
+    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.zeros(2, 3).uniform_(-1, 1)
+    /// >>> x.shape
+    /// (2, 3)
+    /// >>> bool(((x >= -1) & (x < 1)).all())
+    /// True
+    /// >>> g = remat.Generator().manual_seed(1)
+    /// >>> remat.zeros(3).uniform_(generator=g).shape
+    /// (3,)
     #[pyo3(signature = (a=0.0, b=1.0, *, generator=None))]
     fn uniform_<'py>(
         slf: Bound<'py, Self>,

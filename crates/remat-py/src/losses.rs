@@ -44,7 +44,54 @@ pub(crate) fn optional(
     }
 }
 
-/// Mean squared error `(input - target)²`, reduced (`"mean"`, `"sum"` or `"none"`).
+/// Mean squared error, as PyTorch's ``F.mse_loss``.
+///
+/// The elementwise ``(input - target)^2``, reduced. Unlike PyTorch, ``input`` and ``target`` must
+/// have the same shape (no broadcasting). Gradients flow to both.
+///
+/// Parameters
+/// ----------
+/// input : Tensor or array_like
+///     The prediction, float32 or float64.
+/// target : Tensor or array_like
+///     The target, of ``input``'s shape and a float dtype.
+/// size_average : bool, optional
+///     PyTorch's deprecated spelling of ``reduction``: when it or ``reduce`` is given, the two
+///     decide (``reduce=False``: ``"none"``; else ``size_average=False``: ``"sum"``; else
+///     ``"mean"``) and ``reduction`` is ignored. Default: ``None``.
+/// reduce : bool, optional
+///     See ``size_average``. Default: ``None``.
+/// reduction : str, optional
+///     ``"mean"`` (the mean of the elementwise losses), ``"sum"`` or ``"none"`` (the elementwise
+///     losses). Default: ``"mean"``.
+///
+/// Returns
+/// -------
+/// Tensor
+///     A 0-d tensor for ``"mean"`` and ``"sum"``, the elementwise losses (``input``'s shape) for
+///     ``"none"``; of the operands' (promoted) float dtype.
+///
+/// Raises
+/// ------
+/// ShapeError
+///     When ``input`` and ``target`` differ in shape.
+/// DTypeError
+///     When ``input`` or ``target`` is not a float tensor.
+/// ValueError
+///     When ``reduction`` is not ``"mean"``, ``"sum"`` or ``"none"``.
+///
+/// Examples
+/// --------
+/// >>> a = remat.tensor([1.0, 2.0, 3.0])
+/// >>> b = remat.tensor([1.0, 0.0, 5.0])
+/// >>> remat.mse_loss(a, b)
+/// tensor(2.6666667)
+/// >>> remat.mse_loss(a, b, reduction="none")
+/// tensor([0., 4., 4.])
+/// >>> x = remat.tensor([1.0, 2.0], requires_grad=True)
+/// >>> remat.mse_loss(x, remat.tensor([0.0, 0.0])).backward()
+/// >>> x.grad
+/// tensor([1., 2.])
 #[pyfunction]
 #[pyo3(signature = (input, target, size_average=None, reduce=None, reduction="mean"))]
 fn mse_loss(
@@ -60,7 +107,51 @@ fn mse_loss(
     run(py, heavy(&[&a, &b]), || ops::mse_loss_with(&a, &b, r)).map(wrap)
 }
 
-/// Mean absolute error `|input - target|`, reduced.
+/// Mean absolute error, as PyTorch's ``F.l1_loss``.
+///
+/// The elementwise ``|input - target|``, reduced. Unlike PyTorch, ``input`` and ``target`` must
+/// have the same shape (no broadcasting). The gradient is ``sign(input - target)`` (0 where they
+/// are equal).
+///
+/// Parameters
+/// ----------
+/// input : Tensor or array_like
+///     The prediction, float32 or float64.
+/// target : Tensor or array_like
+///     The target, of ``input``'s shape.
+/// size_average : bool, optional
+///     PyTorch's deprecated spelling of ``reduction``: when it or ``reduce`` is given, the two
+///     decide (``reduce=False``: ``"none"``; else ``size_average=False``: ``"sum"``; else
+///     ``"mean"``) and ``reduction`` is ignored. Default: ``None``.
+/// reduce : bool, optional
+///     See ``size_average``. Default: ``None``.
+/// reduction : str, optional
+///     ``"mean"`` (the mean of the elementwise losses), ``"sum"`` or ``"none"`` (the elementwise
+///     losses). Default: ``"mean"``.
+///
+/// Returns
+/// -------
+/// Tensor
+///     A 0-d tensor for ``"mean"`` and ``"sum"``, the elementwise losses (``input``'s shape) for
+///     ``"none"``; of the operands' (promoted) float dtype.
+///
+/// Raises
+/// ------
+/// ShapeError
+///     When ``input`` and ``target`` differ in shape.
+/// DTypeError
+///     When ``input`` is not a float tensor.
+/// ValueError
+///     When ``reduction`` is not ``"mean"``, ``"sum"`` or ``"none"``.
+///
+/// Examples
+/// --------
+/// >>> a = remat.tensor([1.0, 2.0, 3.0])
+/// >>> b = remat.tensor([1.0, 0.0, 5.0])
+/// >>> remat.l1_loss(a, b)
+/// tensor(1.3333334)
+/// >>> remat.l1_loss(a, b, reduction="sum")
+/// tensor(4.)
 #[pyfunction]
 #[pyo3(signature = (input, target, size_average=None, reduce=None, reduction="mean"))]
 fn l1_loss(
@@ -76,8 +167,61 @@ fn l1_loss(
     run(py, heavy(&[&a, &b]), || ops::l1_loss(&a, &b, r)).map(wrap)
 }
 
-/// Binary cross-entropy of logits against float targets (stable), with optional `weight`
-/// and `pos_weight`, reduced.
+/// Binary cross-entropy of logits, as PyTorch's ``F.binary_cross_entropy_with_logits``.
+///
+/// For a logit ``x`` and a target probability ``t``, the elementwise loss is
+/// ``-weight * (pos_weight * t * log(sigmoid(x)) + (1 - t) * log(1 - sigmoid(x)))``, computed from
+/// ``x`` without overflow for large ``|x|``, then reduced. Gradients flow to ``input``.
+///
+/// Parameters
+/// ----------
+/// input : Tensor or array_like
+///     The logits, float32 or float64 (an integer tensor is converted to float).
+/// target : Tensor or array_like
+///     Target probabilities in ``[0, 1]``, of ``input``'s shape; a float tensor (a list or array is
+///     converted to ``input``'s dtype).
+/// weight : Tensor or array_like, optional
+///     A rescaling weight of each element, broadcast to ``input``'s shape. Default: ``None``.
+/// size_average : bool, optional
+///     PyTorch's deprecated spelling of ``reduction``: when it or ``reduce`` is given, the two
+///     decide (``reduce=False``: ``"none"``; else ``size_average=False``: ``"sum"``; else
+///     ``"mean"``) and ``reduction`` is ignored. Default: ``None``.
+/// reduce : bool, optional
+///     See ``size_average``. Default: ``None``.
+/// reduction : str, optional
+///     ``"mean"`` (the mean of the elementwise losses), ``"sum"`` or ``"none"`` (the elementwise
+///     losses). Default: ``"mean"``.
+/// pos_weight : Tensor or array_like, optional
+///     A weight of the positive term, broadcast along the last axis (one per class). Default:
+///     ``None``.
+///
+/// Returns
+/// -------
+/// Tensor
+///     A 0-d tensor for ``"mean"`` and ``"sum"``, the elementwise losses (``input``'s shape) for
+///     ``"none"``; of the operands' (promoted) float dtype.
+///
+/// Raises
+/// ------
+/// ShapeError
+///     When ``input`` and ``target`` differ in shape, or ``weight`` or ``pos_weight`` does not
+///     broadcast to it.
+/// DTypeError
+///     When ``target`` is a tensor that is not float (int or bool).
+/// ValueError
+///     When ``reduction`` is not ``"mean"``, ``"sum"`` or ``"none"``.
+///
+/// Examples
+/// --------
+/// >>> x = remat.tensor([0.0, 2.0, -1.0])
+/// >>> t = remat.tensor([1.0, 1.0, 0.0])
+/// >>> remat.binary_cross_entropy_with_logits(x, t, reduction="none")
+/// tensor([0.6931472 , 0.126928  , 0.31326175])
+/// >>> pw = remat.tensor([2.0])
+/// >>> remat.binary_cross_entropy_with_logits(x, t, pos_weight=pw, reduction="none")
+/// tensor([1.3862944 , 0.253856  , 0.31326175])
+/// >>> remat.binary_cross_entropy_with_logits(remat.tensor([100.0]), remat.tensor([0.0]))
+/// tensor(100.)
 #[pyfunction]
 #[pyo3(signature = (input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None))]
 #[allow(clippy::too_many_arguments)]
@@ -110,9 +254,59 @@ fn target_tensor(op: &str, target: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     convert::tensor_from_py(op, target, None)
 }
 
-/// Negative log-likelihood of log-probabilities `(N, C, d...)` / `(C,)` at the target
-/// classes, with class `weight`, `ignore_index` and `reduction` (the mean divides by the
-/// summed weights of the positions not ignored).
+/// Negative log-likelihood loss, as PyTorch's ``F.nll_loss``.
+///
+/// ``input`` holds log-probabilities (e.g. from ``log_softmax``); the loss at each position is
+/// ``-weight[t] * input[t]`` for its target class ``t``, reduced. The ``"mean"`` divides by the sum
+/// of ``weight[t]`` over the positions not ignored (NaN if every position is ignored). Gradients
+/// flow to ``input``.
+///
+/// Parameters
+/// ----------
+/// input : Tensor or array_like
+///     Log-probabilities ``(N, C)``, ``(N, C, d1, ...)`` or unbatched ``(C,)``.
+/// target : Tensor or array_like
+///     Integer class indices in ``[0, C)`` of shape ``(N,)``, ``(N, d1, ...)`` or ``()`` (int64 or
+///     int32 tensor, list or array).
+/// weight : Tensor or array_like, optional
+///     A weight per class, of shape ``(C,)``. Default: ``None`` (all 1).
+/// size_average : bool, optional
+///     PyTorch's deprecated spelling of ``reduction``: when it or ``reduce`` is given, the two
+///     decide (``reduce=False``: ``"none"``; else ``size_average=False``: ``"sum"``; else
+///     ``"mean"``) and ``reduction`` is ignored. Default: ``None``.
+/// ignore_index : int, optional
+///     Positions whose target is this class index contribute 0 and are left out of the mean.
+///     Default: ``-100``.
+/// reduce : bool, optional
+///     See ``size_average``. Default: ``None``.
+/// reduction : str, optional
+///     ``"mean"`` (the weighted mean), ``"sum"`` or ``"none"`` (the elementwise losses). Default:
+///     ``"mean"``.
+///
+/// Returns
+/// -------
+/// Tensor
+///     A 0-d tensor for ``"mean"`` and ``"sum"``, the per-position losses (``target``'s shape) for
+///     ``"none"``.
+///
+/// Raises
+/// ------
+/// ValueError
+///     When a target (other than ``ignore_index``) is outside ``[0, C)``, or ``reduction`` is not
+///     ``"mean"``, ``"sum"`` or ``"none"``.
+/// ShapeError
+///     When ``target``'s shape does not match ``input``'s without the class axis, or ``weight`` is
+///     not ``(C,)``.
+/// DTypeError
+///     When ``target`` is a float tensor or list.
+///
+/// Examples
+/// --------
+/// >>> logp = remat.log(remat.tensor([[0.5, 0.25, 0.25], [0.1, 0.8, 0.1]]))
+/// >>> remat.nll_loss(logp, remat.tensor([0, 1]), reduction="none")
+/// tensor([0.6931472 , 0.22314353])
+/// >>> remat.nll_loss(logp, remat.tensor([0, -100]))
+/// tensor(0.6931472)
 #[pyfunction]
 #[pyo3(
     signature = (input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"),
@@ -178,9 +372,72 @@ fn class_indices(target: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
         .extract()
 }
 
-/// Cross-entropy of logits `(N, C, d...)` or `(C,)` against class indices (or class
-/// probabilities of the input's shape), with PyTorch's `weight`, `ignore_index`,
-/// `reduction` and `label_smoothing`.
+/// Cross-entropy of logits, as PyTorch's ``F.cross_entropy``.
+///
+/// ``nll_loss(log_softmax(input, class axis), target)`` in one op, where ``target`` holds class
+/// indices, or the cross-entropy against class probabilities when ``target`` is a float tensor of
+/// ``input``'s shape. ``label_smoothing`` mixes the target with the uniform distribution. The plain
+/// form (class indices, ``"mean"``, no ``weight``, no smoothing, 2-D or 1-D logits) runs one fused
+/// kernel. Gradients flow to ``input``.
+///
+/// Parameters
+/// ----------
+/// input : Tensor or array_like
+///     Logits ``(N, C)``, ``(N, C, d1, ...)`` or unbatched ``(C,)``, float32 or float64.
+/// target : Tensor or array_like
+///     Class indices in ``[0, C)`` (an integer tensor, a list or an array of whole numbers) of
+///     ``input``'s shape without the class axis, or class probabilities: a float tensor of
+///     ``input``'s shape.
+/// weight : Tensor or array_like, optional
+///     A weight per class, of shape ``(C,)``. Default: ``None`` (all 1).
+/// size_average : bool, optional
+///     PyTorch's deprecated spelling of ``reduction``: when it or ``reduce`` is given, the two
+///     decide (``reduce=False``: ``"none"``; else ``size_average=False``: ``"sum"``; else
+///     ``"mean"``) and ``reduction`` is ignored. Default: ``None``.
+/// ignore_index : int, optional
+///     Positions whose target is this class index contribute 0 and are left out of the mean.
+///     Default: ``-100``.
+/// reduce : bool, optional
+///     See ``size_average``. Default: ``None``.
+/// reduction : str, optional
+///     ``"mean"`` (the weighted mean over positions not ignored), ``"sum"`` or ``"none"`` (the
+///     elementwise losses). Default: ``"mean"``.
+/// label_smoothing : float, optional
+///     In ``[0, 1]``: the share of the target mass spread uniformly over the classes. Default:
+///     ``0.0``.
+///
+/// Returns
+/// -------
+/// Tensor
+///     A 0-d tensor for ``"mean"`` and ``"sum"``, the per-position losses for ``"none"``; of
+///     ``input``'s dtype.
+///
+/// Raises
+/// ------
+/// ValueError
+///     When a class index (other than ``ignore_index``) is outside ``[0, C)``, a list or array
+///     target holds non-integer values, ``label_smoothing`` is outside ``[0, 1]``, or ``reduction``
+///     is not ``"mean"``, ``"sum"`` or ``"none"``.
+/// ShapeError
+///     When ``input`` is 0-d, or ``target``'s shape does not fit ``input``'s.
+/// DTypeError
+///     When ``input`` is not a float tensor.
+///
+/// Examples
+/// --------
+/// >>> logits = remat.tensor([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]])
+/// >>> remat.cross_entropy(logits, remat.tensor([0, 1]))
+/// tensor(0.31853974)
+/// >>> remat.cross_entropy(logits, [0, 1], reduction="none")
+/// tensor([0.41702995, 0.22004953])
+/// >>> probs = remat.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+/// >>> remat.cross_entropy(logits, probs)
+/// tensor(0.31853974)
+/// >>> x = remat.zeros(2, 2, requires_grad=True)
+/// >>> remat.cross_entropy(x, remat.tensor([0, 1])).backward()
+/// >>> x.grad
+/// tensor([[-0.25,  0.25],
+///         [ 0.25, -0.25]])
 #[pyfunction]
 #[pyo3(
     signature = (input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0),
@@ -223,9 +480,64 @@ fn cross_entropy(
     .map(wrap)
 }
 
-/// `softmax(q kᵀ · scale + mask) v` with optional dropout on the weights; PyTorch's
-/// signature (`attn_mask` bool: true takes part; float: added; `is_causal`: top-left causal
-/// mask; `scale` default `1/√E`).
+/// Scaled dot-product attention, as PyTorch's ``F.scaled_dot_product_attention``.
+///
+/// ``softmax(query @ key.mT * scale + mask) @ value`` over the last two axes, with optional dropout
+/// on the attention weights; the leading (batch, head) axes broadcast. A query row whose keys are
+/// all masked out gives NaN. Gradients flow to ``query``, ``key`` and ``value``.
+///
+/// Parameters
+/// ----------
+/// query : Tensor or array_like
+///     ``(..., L, E)``, float32 or float64.
+/// key : Tensor or array_like
+///     ``(..., S, E)``.
+/// value : Tensor or array_like
+///     ``(..., S, Ev)``.
+/// attn_mask : Tensor or array_like, optional
+///     Broadcast to ``(..., L, S)``: a bool mask (``True``: the key takes part) or a float mask
+///     added to the scores. Default: ``None``.
+/// dropout_p : float, optional
+///     In ``[0, 1]``: the probability of zeroing each attention weight (the others are scaled by
+///     ``1 / (1 - dropout_p)``), drawn from the global generator. It applies whenever it is above
+///     0; pass ``0.0`` for evaluation. Default: ``0.0``.
+/// is_causal : bool, optional
+///     Apply a top-left causal mask (query ``i`` sees keys ``0..i``). Default: ``False``.
+/// scale : float, optional
+///     The factor of the scores. Default: ``None`` (``1 / sqrt(E)``).
+/// enable_gqa : bool, optional
+///     Grouped-query attention; not supported (must stay ``False``). Default: ``False``.
+///
+/// Returns
+/// -------
+/// Tensor
+///     ``(..., L, Ev)``, the broadcast leading axes followed by ``L`` and ``Ev``.
+///
+/// Raises
+/// ------
+/// ShapeError
+///     When an input has fewer than 2 axes, ``query`` and ``key`` differ in ``E``, ``key`` and
+///     ``value`` differ in ``S``, or ``attn_mask`` does not broadcast to the scores.
+/// DTypeError
+///     When an input is not a float tensor.
+/// ValueError
+///     When ``attn_mask`` is given with ``is_causal=True``, or ``dropout_p`` is outside ``[0, 1]``.
+/// NotImplementedError
+///     When ``enable_gqa`` is true.
+///
+/// Examples
+/// --------
+/// >>> q = k = remat.tensor([[1.0, 0.0], [0.0, 1.0]])
+/// >>> v = remat.tensor([[1.0, 2.0], [3.0, 4.0]])
+/// >>> remat.scaled_dot_product_attention(q, k, v, scale=0.0)
+/// tensor([[2., 3.],
+///         [2., 3.]])
+/// >>> remat.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.0)
+/// tensor([[1., 2.],
+///         [2., 3.]])
+/// >>> remat.scaled_dot_product_attention(remat.ones(2, 4, 5, 8), remat.ones(2, 4, 7, 8),
+/// ...                                    remat.ones(2, 4, 7, 3)).shape
+/// (2, 4, 5, 3)
 #[pyfunction]
 #[pyo3(signature = (query, key, value, attn_mask=None, dropout_p=0.0, is_causal=false, scale=None, enable_gqa=false))]
 #[allow(clippy::too_many_arguments)]

@@ -5,21 +5,98 @@ use crate::args;
 use crate::errors::CoreResultExt;
 use pyo3::prelude::*;
 
-/// Bytes of live tensor storage on `device`.
+/// The bytes of tensor storage alive on `device` now.
+///
+/// Counts every live storage: tensors you hold, parameters, gradients, the tensors a graph
+/// saved for backward, and NumPy arrays shared with ``from_numpy``. Views share their base's
+/// storage and add nothing. Asking about ``"cuda"`` works without a GPU (the count is then
+/// 0).
+///
+/// Parameters
+/// ----------
+/// device : str or device, optional
+///     ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. Default: ``None`` (the CPU).
+///
+/// Returns
+/// -------
+/// int
+///     The live bytes.
+///
+/// Raises
+/// ------
+/// DeviceError
+///     When `device` is not a known device name.
+///
+/// Examples
+/// --------
+/// >>> before = remat.memory_allocated()
+/// >>> x = remat.zeros(256)
+/// >>> remat.memory_allocated() - before
+/// 1024
+/// >>> del x
+/// >>> remat.memory_allocated() - before
+/// 0
 #[pyfunction]
 #[pyo3(signature = (device=None))]
 fn memory_allocated(device: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
     Ok(remat_core::memory_allocated(args::device(device)?))
 }
 
-/// The highest `memory_allocated(device)` since start or the last reset.
+/// The highest ``memory_allocated(device)`` since the start or the last
+/// ``reset_peak_memory_stats``.
+///
+/// Parameters
+/// ----------
+/// device : str or device, optional
+///     ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. Default: ``None`` (the CPU).
+///
+/// Returns
+/// -------
+/// int
+///     The peak of live bytes.
+///
+/// Raises
+/// ------
+/// DeviceError
+///     When `device` is not a known device name.
+///
+/// Examples
+/// --------
+/// >>> remat.reset_peak_memory_stats()
+/// >>> base = remat.max_memory_allocated()
+/// >>> y = remat.ones(1024)
+/// >>> del y
+/// >>> remat.max_memory_allocated() - base
+/// 4096
 #[pyfunction]
 #[pyo3(signature = (device=None))]
 fn max_memory_allocated(device: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
     Ok(remat_core::max_memory_allocated(args::device(device)?))
 }
 
-/// Reset the peak counter of `device` to the current value.
+/// Reset the peak counter of `device` (``max_memory_allocated``) to the current live bytes.
+///
+/// The eviction counters of ``memory_stats`` are left alone.
+///
+/// Parameters
+/// ----------
+/// device : str or device, optional
+///     ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. Default: ``None`` (the CPU).
+///
+/// Returns
+/// -------
+/// None
+///
+/// Raises
+/// ------
+/// DeviceError
+///     When `device` is not a known device name.
+///
+/// Examples
+/// --------
+/// >>> remat.reset_peak_memory_stats()
+/// >>> remat.max_memory_allocated() == remat.memory_allocated()
+/// True
 #[pyfunction]
 #[pyo3(signature = (device=None))]
 fn reset_peak_memory_stats(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
@@ -54,8 +131,45 @@ fn limit_bytes(limit: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
     }
 }
 
-/// Cap the live tensor bytes of `device` (None removes the cap): ops evict and rebuild
-/// recomputable tensors to stay under it.
+/// Cap the live tensor bytes of `device`; ``None`` removes the cap.
+///
+/// The cap covers everything ``memory_allocated(device)`` counts, parameters included. While
+/// it is set, ops evict recomputable tensors (saved activations that a graph can rebuild) to
+/// stay under it and rebuild them when needed; an allocation that still does not fit raises
+/// ``MemoryError``, naming the smallest limit that would work. Strings take the units B,
+/// K/KB/KiB, M/MB/MiB, G/GB/GiB and T/TB/TiB (any case), all powers of 1024: ``"8MB"`` is
+/// 8 * 2**20 bytes.
+/// ``remat.memory_limit`` sets a limit for a ``with`` block only.
+///
+/// Parameters
+/// ----------
+/// limit : int, str or None
+///     The cap in bytes (``1000000``), as a string (``"512KB"``, ``"8MB"``, ``"1.5GB"``), or
+///     ``None`` for no cap.
+/// device : str or device, optional
+///     ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. Default: ``None`` (the CPU).
+///
+/// Returns
+/// -------
+/// None
+///
+/// Raises
+/// ------
+/// ValueError
+///     When `limit` is negative or a string that is not a byte count.
+/// TypeError
+///     When `limit` is neither an int, a string nor ``None`` (a bool or a float, say).
+/// DeviceError
+///     When `device` is not a known device name.
+///
+/// Examples
+/// --------
+/// >>> remat.set_memory_limit("8MB")
+/// >>> remat.get_memory_limit()
+/// 8388608
+/// >>> remat.set_memory_limit(None)
+/// >>> remat.get_memory_limit() is None
+/// True
 #[pyfunction]
 #[pyo3(signature = (limit, device=None))]
 fn set_memory_limit(
@@ -67,14 +181,69 @@ fn set_memory_limit(
     Ok(())
 }
 
-/// The cap on `device`'s live tensor bytes, or None.
+/// The cap on `device`'s live tensor bytes that ``set_memory_limit`` set, or ``None``.
+///
+/// Parameters
+/// ----------
+/// device : str or device, optional
+///     ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. Default: ``None`` (the CPU).
+///
+/// Returns
+/// -------
+/// int or None
+///     The limit in bytes, or ``None`` when there is none.
+///
+/// Raises
+/// ------
+/// DeviceError
+///     When `device` is not a known device name.
+///
+/// Examples
+/// --------
+/// >>> remat.set_memory_limit(4096)
+/// >>> remat.get_memory_limit()
+/// 4096
+/// >>> remat.set_memory_limit(None)
+/// >>> remat.get_memory_limit() is None
+/// True
 #[pyfunction]
 #[pyo3(signature = (device=None))]
 fn get_memory_limit(device: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
     Ok(remat_core::get_memory_limit(args::device(device)?))
 }
 
-/// Live and peak bytes, the limit, and the eviction counters of `device`.
+/// Live and peak bytes, the limit, and the eviction counters of `device`, as a dict.
+///
+/// The keys: ``"allocated"`` (``memory_allocated``), ``"peak"`` (``max_memory_allocated``),
+/// ``"limit"`` (``get_memory_limit``, ``None`` when unset), ``"evictions"`` and
+/// ``"evicted_bytes"`` (tensors evicted under the limit, and their bytes),
+/// ``"rematerializations"`` and ``"remat_seconds"`` (rebuilds of evicted tensors, and the
+/// time they took), and ``"evictable_cells"`` (evictable tensors alive now, on any device).
+/// The eviction counters count since the start of the process.
+///
+/// Parameters
+/// ----------
+/// device : str or device, optional
+///     ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. Default: ``None`` (the CPU).
+///
+/// Returns
+/// -------
+/// dict
+///     The statistics above (ints, except ``"remat_seconds"``, a float, and ``"limit"``).
+///
+/// Raises
+/// ------
+/// DeviceError
+///     When `device` is not a known device name.
+///
+/// Examples
+/// --------
+/// >>> stats = remat.memory_stats()
+/// >>> sorted(stats)
+/// ['allocated', 'evictable_cells', 'evicted_bytes', 'evictions', 'limit', 'peak',
+///  'remat_seconds', 'rematerializations']
+/// >>> stats["allocated"] == remat.memory_allocated()
+/// True
 #[pyfunction]
 #[pyo3(signature = (device=None))]
 fn memory_stats<'py>(
@@ -119,13 +288,71 @@ fn cuda_empty_cache(py: Python<'_>) -> PyResult<()> {
     py.allow_threads(remat_core::cuda::empty_cache).py()
 }
 
-/// Seed every random source (randn, rand, dropout, initialisation). Negative seeds wrap.
+/// Seed the global random stream, which every random op draws from by default.
+///
+/// That is ``randn``, ``rand``, ``randint``, ``*_like``, ``dropout``, ``Tensor.normal_``/
+/// ``uniform_`` and the ``remat.nn.init`` functions (a ``remat.Generator`` passed as
+/// ``generator=`` is separate). The same seed gives the same numbers. The seed is taken modulo
+/// 2**64, so negative seeds wrap. Unlike PyTorch, nothing is returned. Inside a checkpoint
+/// recompute it seeds the replay stream instead.
+///
+/// Parameters
+/// ----------
+/// seed : int
+///     The seed.
+///
+/// Returns
+/// -------
+/// None
+///
+/// Raises
+/// ------
+/// TypeError
+///     When `seed` is not an int.
+/// OverflowError
+///     When `seed` is outside the signed 128-bit range.
+///
+/// Examples
+/// --------
+/// >>> remat.manual_seed(42)
+/// >>> a = remat.rand(3)
+/// >>> remat.manual_seed(42)
+/// >>> bool((remat.rand(3) == a).all())
+/// True
+/// >>> remat.initial_seed()
+/// 42
 #[pyfunction]
 fn manual_seed(seed: i128) {
     remat_core::manual_seed(seed as u64);
 }
 
 /// Run CPU kernels on `n` threads from now on.
+///
+/// Parameters
+/// ----------
+/// n : int
+///     The number of threads, at least 1.
+///
+/// Returns
+/// -------
+/// None
+///
+/// Raises
+/// ------
+/// ValueError
+///     When `n` is less than 1.
+/// TypeError
+///     When `n` is not an int.
+/// DeviceError
+///     When the threads cannot be started.
+///
+/// Examples
+/// --------
+/// >>> old = remat.get_num_threads()
+/// >>> remat.set_num_threads(1)
+/// >>> remat.get_num_threads()
+/// 1
+/// >>> remat.set_num_threads(old)
 #[pyfunction]
 fn set_num_threads(n: i64) -> PyResult<()> {
     if n < 1 {
@@ -136,7 +363,22 @@ fn set_num_threads(n: i64) -> PyResult<()> {
     remat_core::set_num_threads(n as usize).py()
 }
 
-/// The number of threads CPU kernels run on.
+/// The number of threads CPU kernels run on (``set_num_threads`` changes it).
+///
+/// Returns
+/// -------
+/// int
+///     The thread count, at least 1.
+///
+/// Raises
+/// ------
+/// TypeError
+///     When given an argument (it takes none).
+///
+/// Examples
+/// --------
+/// >>> remat.get_num_threads() >= 1
+/// True
 #[pyfunction]
 fn get_num_threads() -> usize {
     remat_core::get_num_threads()

@@ -13,7 +13,52 @@ use remat_core::checkpoint::{CheckpointPolicy, PolicyQuery, SavePolicy};
 use remat_core::ops;
 use std::sync::Arc;
 
-/// A selective checkpoint policy, as the engine runs it.
+/// A selective checkpoint policy: which op outputs a checkpoint keeps from its forward.
+///
+/// The objects of ``remat.checkpoint_policies`` are instances: ``everything_saveable`` (keep every
+/// op output: no recompute), ``nothing_saveable`` (keep nothing: recompute the whole function, the
+/// default), ``dots_saveable`` (keep the outputs of matrix products, linear layers and
+/// convolutions; recompute the rest), and the policies that ``save_only_these_names(*names)`` and
+/// ``offload_these_names(*names)`` return (keep, or keep in host memory, the tensors tagged by
+/// ``remat.checkpoint_name``). Pass one as ``policy=`` to ``remat.checkpoint``,
+/// ``checkpoint_segment``, ``checkpoint_sequential`` or ``Module.activation_checkpointing_policy``.
+/// A kept output is not recomputed: the recompute takes it instead of running its op, so gradients
+/// are bit-identical either way. A Python callable ``policy(op_name, output)`` returning a
+/// ``CheckpointPolicy`` or a bool (``True`` keeps) may be passed instead of a policy object.
+///
+/// Parameters
+/// ----------
+/// kind : str
+///     ``"everything_saveable"``, ``"nothing_saveable"``, ``"dots_saveable"``,
+///     ``"save_only_these_names"`` or ``"offload_these_names"``.
+/// names : list of str, optional
+///     The tags of the last two kinds. Default: no names.
+///
+/// Raises
+/// ------
+/// ValueError
+///     When ``kind`` is none of the five.
+/// TypeError
+///     When ``names`` is not a list of str.
+///
+/// Examples
+/// --------
+/// >>> from remat.checkpoint_policies import dots_saveable
+/// >>> dots_saveable
+/// <checkpoint policy dots_saveable>
+/// >>> w = remat.tensor([[1.0, 0.0], [0.0, 2.0]], requires_grad=True)
+/// >>> def f(x):
+/// ...     return remat.tanh(x @ w).sum()
+/// >>> remat.checkpoint(f, remat.ones(1, 2), policy=dots_saveable).backward()
+/// >>> w.grad.shape
+/// (2, 2)
+/// >>> seen = []
+/// >>> def record(op_name, output):
+/// ...     seen.append(op_name)
+/// ...     return False
+/// >>> remat.checkpoint(f, remat.ones(1, 2), policy=record).backward()
+/// >>> seen
+/// ['matmul', 'tanh', 'sum']
 #[pyclass(name = "_SavePolicy", module = "remat", frozen)]
 pub struct PySavePolicy(pub SavePolicy);
 
@@ -110,8 +155,49 @@ pub fn policy_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<SavePolicy>
     )))
 }
 
-/// `x` itself (a view), tagged `name` for selective checkpoint policies
-/// (`save_only_these_names`, `offload_these_names`).
+/// Tag a tensor with a name for selective checkpoint policies.
+///
+/// Returns a view of ``x`` (same values and storage; the gradient passes through unchanged) whose
+/// producing op is named ``name``. Inside a checkpoint, ``save_only_these_names(name)`` keeps it,
+/// ``offload_these_names(name)`` keeps it in host memory, and a callable policy sees ``name`` as
+/// its ``op_name``. Outside a checkpoint the tag changes nothing.
+///
+/// Parameters
+/// ----------
+/// x : Tensor or array_like
+///     The tensor to tag.
+/// name : str
+///     The tag, not empty.
+///
+/// Returns
+/// -------
+/// Tensor
+///     A view of ``x`` carrying the tag.
+///
+/// Raises
+/// ------
+/// ValueError
+///     When ``name`` is empty.
+/// TypeError
+///     When ``name`` is not a str.
+///
+/// Examples
+/// --------
+/// >>> x = remat.tensor([0.0, 1.0], requires_grad=True)
+/// >>> remat.checkpoint_name(x, "h")
+/// tensor([0., 1.], grad_fn=<checkpoint_name>)
+/// >>> seen = []
+/// >>> def record(op_name, output):
+/// ...     seen.append(op_name)
+/// ...     return op_name == "h"
+/// >>> def f(t):
+/// ...     h = remat.checkpoint_name(remat.sin(t), "h")
+/// ...     return remat.cos(h).sum()
+/// >>> remat.checkpoint(f, x, policy=record).backward()
+/// >>> seen
+/// ['sin', 'h', 'cos', 'sum']
+/// >>> x.grad.shape
+/// (2,)
 #[pyfunction]
 fn checkpoint_name(py: Python<'_>, x: &Bound<'_, PyAny>, name: &str) -> PyResult<PyTensor> {
     let t = convert::extract_tensor("checkpoint_name", x)?;

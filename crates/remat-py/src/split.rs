@@ -47,8 +47,45 @@ fn chunk_any<'py>(
     tuple(py, ops::chunk(x, chunks, dim))
 }
 
-/// Pieces of `split_size_or_sections` positions along `dim` (an int: equal pieces, the last
-/// one smaller; a list: the size of each), as a tuple of views.
+/// Split ``x`` into pieces along an axis, as PyTorch's ``split``.
+///
+/// An int ``split_size_or_sections`` gives pieces of that size (the last one smaller when the axis
+/// does not divide evenly); a list or tuple gives the size of each piece. The pieces are views of
+/// the input (they share its storage) and take part in autograd.
+///
+/// Parameters
+/// ----------
+/// x : Tensor or array_like
+///     The tensor to split.
+/// split_size_or_sections : int or sequence of int
+///     The size of every piece, or the list of piece sizes (which must sum to the axis size).
+/// dim : int, optional
+///     The axis to split (negative counts from the end). Default: ``0``.
+///
+/// Returns
+/// -------
+/// tuple of Tensor
+///     The pieces, in order.
+///
+/// Raises
+/// ------
+/// ShapeError
+///     When ``dim`` is out of range, the sizes in a list do not sum to the axis size, a size is
+///     negative, or an int size is 0 on a non-empty axis.
+/// TypeError
+///     When a size is not an int.
+///
+/// Examples
+/// --------
+/// >>> x = remat.arange(5)
+/// >>> remat.split(x, 2)
+/// (tensor([0, 1]), tensor([2, 3]), tensor([4]))
+/// >>> remat.split(x, [1, 4])
+/// (tensor([0]), tensor([1, 2, 3, 4]))
+/// >>> a, b = remat.split(remat.arange(6).reshape(2, 3), 2, dim=1)
+/// >>> b
+/// tensor([[2],
+///         [5]])
 #[pyfunction]
 #[pyo3(signature = (x, split_size_or_sections, dim=0))]
 fn split<'py>(
@@ -61,8 +98,40 @@ fn split<'py>(
     split_any(py, &x, split_size_or_sections, dim)
 }
 
-/// At most `chunks` pieces of equal size along `dim` (the last one smaller), as a tuple of
-/// views.
+/// Split ``x`` into at most ``chunks`` pieces along an axis, as PyTorch's ``chunk``.
+///
+/// Every piece has ``ceil(size / chunks)`` positions except the last, which may be smaller, so
+/// there can be fewer than ``chunks`` pieces. The pieces are views of the input (they share its
+/// storage) and take part in autograd.
+///
+/// Parameters
+/// ----------
+/// x : Tensor or array_like
+///     The tensor to split.
+/// chunks : int
+///     The number of pieces wanted; at least 1.
+/// dim : int, optional
+///     The axis to split (negative counts from the end). Default: ``0``.
+///
+/// Returns
+/// -------
+/// tuple of Tensor
+///     The pieces, in order.
+///
+/// Raises
+/// ------
+/// ShapeError
+///     When ``chunks < 1`` or ``dim`` is out of range.
+/// TypeError
+///     When ``chunks`` or ``dim`` is not an int.
+///
+/// Examples
+/// --------
+/// >>> x = remat.arange(5)
+/// >>> remat.chunk(x, 2)
+/// (tensor([0, 1, 2]), tensor([3, 4]))
+/// >>> remat.chunk(remat.arange(6), 4)
+/// (tensor([0, 1]), tensor([2, 3]), tensor([4, 5]))
 #[pyfunction]
 #[pyo3(signature = (x, chunks, dim=0))]
 fn chunk<'py>(
@@ -77,8 +146,43 @@ fn chunk<'py>(
 
 #[pymethods]
 impl PyTensor {
-    /// Pieces of `split_size` positions along `dim` (an int: equal pieces, the last one
-    /// smaller; a list: the size of each), as a tuple of views.
+    /// Split the tensor into pieces along an axis, as PyTorch's ``split``.
+    ///
+    /// An int ``split_size`` gives pieces of that size (the last one smaller when the axis does not
+    /// divide evenly); a list or tuple gives the size of each piece. The pieces are views of the
+    /// input (they share its storage) and take part in autograd.
+    ///
+    /// Parameters
+    /// ----------
+    /// split_size : int or sequence of int
+    ///     The size of every piece, or the list of piece sizes (which must sum to the axis size).
+    /// dim : int, optional
+    ///     The axis to split (negative counts from the end). Default: ``0``.
+    ///
+    /// Returns
+    /// -------
+    /// tuple of Tensor
+    ///     The pieces, in order.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When ``dim`` is out of range, the sizes in a list do not sum to the axis size, a size is
+    ///     negative, or an int size is 0 on a non-empty axis.
+    /// TypeError
+    ///     When a size is not an int.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.arange(5)
+    /// >>> x.split(2)
+    /// (tensor([0, 1]), tensor([2, 3]), tensor([4]))
+    /// >>> x.split([1, 4])
+    /// (tensor([0]), tensor([1, 2, 3, 4]))
+    /// >>> a, b = remat.arange(6).reshape(2, 3).split(2, dim=1)
+    /// >>> b
+    /// tensor([[2],
+    ///         [5]])
     #[pyo3(signature = (split_size, dim=0))]
     fn split<'py>(
         &self,
@@ -88,8 +192,38 @@ impl PyTensor {
     ) -> PyResult<Bound<'py, PyTuple>> {
         split_any(py, &self.inner, split_size, dim)
     }
-    /// At most `chunks` pieces of equal size along `dim` (the last one smaller), as a tuple of
-    /// views.
+    /// Split the tensor into at most ``chunks`` pieces along an axis, as PyTorch's ``chunk``.
+    ///
+    /// Every piece has ``ceil(size / chunks)`` positions except the last, which may be smaller, so
+    /// there can be fewer than ``chunks`` pieces. The pieces are views of the input (they share its
+    /// storage) and take part in autograd.
+    ///
+    /// Parameters
+    /// ----------
+    /// chunks : int
+    ///     The number of pieces wanted; at least 1.
+    /// dim : int, optional
+    ///     The axis to split (negative counts from the end). Default: ``0``.
+    ///
+    /// Returns
+    /// -------
+    /// tuple of Tensor
+    ///     The pieces, in order.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When ``chunks < 1`` or ``dim`` is out of range.
+    /// TypeError
+    ///     When ``chunks`` or ``dim`` is not an int.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.arange(5)
+    /// >>> x.chunk(2)
+    /// (tensor([0, 1, 2]), tensor([3, 4]))
+    /// >>> remat.arange(6).chunk(4)
+    /// (tensor([0, 1]), tensor([2, 3]), tensor([4, 5]))
     #[pyo3(signature = (chunks, dim=0))]
     fn chunk<'py>(
         &self,

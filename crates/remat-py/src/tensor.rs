@@ -16,7 +16,43 @@ use pyo3::types::{PyFloat, PyList, PyString, PyTuple};
 use pyo3::{intern, IntoPyObjectExt};
 use remat_core::{ops, DType, Device, Tensor};
 
-/// An n-dimensional array of float32 or float64 with autograd.
+/// An n-dimensional array with autograd.
+///
+/// Elements are float32, float64, int64, int32 or bool; only floating-point tensors can
+/// require gradients. `Tensor(data, ...)` is the same as `remat.tensor(data, ...)` without
+/// its `device` argument: `data` is copied. Unlike PyTorch, `Tensor(2, 3)` does not make
+/// an uninitialised 2x3 tensor (use `remat.empty(2, 3)`); the second argument is the dtype.
+///
+/// Parameters
+/// ----------
+/// data : array-like
+///     A Python number, nested lists or tuples of numbers, a NumPy array or a Tensor.
+/// dtype : DType or str, optional
+///     The element type (`remat.float32`, `"float64"`, a NumPy dtype, ...). Default:
+///     ``None``: float32 for Python floats, int64 for ints, bool for bools; NumPy data keep
+///     their dtype where remat has it (otherwise float32 for floats, int64 for integers).
+/// requires_grad : bool, optional
+///     Whether autograd records operations on the tensor. Default: ``False``.
+///
+/// Raises
+/// ------
+/// DTypeError
+///     If `dtype` is not one remat supports, the data are not numbers, or
+///     `requires_grad=True` is asked for a non-floating-point tensor.
+/// ShapeError
+///     If nested lists are ragged.
+///
+/// Examples
+/// --------
+/// >>> remat.Tensor([[1.0, 2.0], [3.0, 4.0]])
+/// tensor([[1., 2.],
+///         [3., 4.]])
+/// >>> remat.Tensor([1.5, 2.0], dtype=remat.float64)
+/// tensor([1.5, 2. ], dtype=remat.float64)
+/// >>> w = remat.Tensor([1.0, 2.0], requires_grad=True)
+/// >>> (w * w).sum().backward()
+/// >>> w.grad
+/// tensor([2., 4.])
 #[pyclass(name = "Tensor", module = "remat", frozen, subclass, weakref)]
 pub struct PyTensor {
     /// The engine tensor (a cheap `Arc` handle).
@@ -104,22 +140,57 @@ impl PyTensor {
 
     // ---- attributes -------------------------------------------------------------------
 
-    /// Extent of each axis.
+    /// The extent of each axis, as a tuple of ints (`()` for a 0-d tensor).
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.zeros(2, 3).shape
+    /// (2, 3)
+    /// >>> remat.tensor(5.0).shape
+    /// ()
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(py, self.inner.shape())
     }
-    /// Number of axes.
+    /// The number of axes (0 for a scalar tensor).
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.zeros(2, 3).ndim
+    /// 2
+    /// >>> remat.tensor(5.0).ndim
+    /// 0
     #[getter]
     fn ndim(&self) -> usize {
         self.inner.ndim()
     }
-    /// Element type (`remat.float32` or `remat.float64`).
+    /// The element type of this tensor.
+    ///
+    /// One of `remat.float32`, `remat.float64`, `remat.int64`, `remat.int32`, `remat.bool`.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.tensor([1.0, 2.0]).dtype
+    /// remat.float32
+    /// >>> remat.tensor([1, 2]).dtype
+    /// remat.int64
+    /// >>> remat.tensor([1.0], dtype=remat.float64).dtype == remat.float64
+    /// True
     #[getter]
     fn dtype(&self, py: Python<'_>) -> PyResult<Py<PyDType>> {
         dtype_object(py, self.inner.dtype())
     }
-    /// The device: a `remat.device` (a `str` subclass), `"cpu"` or `"cuda:N"`.
+    /// The device holding the elements.
+    ///
+    /// A `remat.device`, a `str` subclass equal to `"cpu"` or `"cuda:N"`.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([1.0, 2.0])
+    /// >>> x.device
+    /// device(type='cpu')
+    /// >>> x.device == "cpu"
+    /// True
     #[getter]
     fn device<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         static CLASS: pyo3::sync::GILOnceCell<PyObject> = pyo3::sync::GILOnceCell::new();
@@ -132,7 +203,20 @@ impl PyTensor {
         };
         class.bind(py).call1((name,))
     }
-    /// Whether gradients flow to this tensor.
+    /// Whether autograd records operations on this tensor (and computes its gradient).
+    ///
+    /// Assignable on leaves (`t.requires_grad = True`), like `requires_grad_()`: only
+    /// floating-point tensors can require gradients (a `DTypeError` otherwise), and a tensor
+    /// made by a recorded op cannot change it (a `GraphError`; use `detach()`).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([1.0, 2.0])
+    /// >>> x.requires_grad
+    /// False
+    /// >>> x.requires_grad = True
+    /// >>> (x * 2).requires_grad
+    /// True
     #[getter]
     fn requires_grad(&self) -> bool {
         self.inner.requires_grad()
@@ -141,7 +225,22 @@ impl PyTensor {
     fn set_requires_grad(&self, flag: bool) -> PyResult<()> {
         self.inner.set_requires_grad(flag).py()
     }
-    /// The accumulated gradient (leaves), or None.
+    /// The gradient accumulated by `backward` (leaves and `retain_grad()` tensors), or None.
+    ///
+    /// Each backward pass adds into it; set it to None to reset. Assigning takes a Tensor of
+    /// this tensor's shape, dtype and device, or None: another type is a `TypeError`, another
+    /// shape a `ShapeError`, another dtype a `DTypeError`. Backward never writes into an
+    /// assigned tensor in place.
+    ///
+    /// Examples
+    /// --------
+    /// >>> w = remat.tensor([1.0, 2.0], requires_grad=True)
+    /// >>> print(w.grad)
+    /// None
+    /// >>> (w * w).sum().backward()
+    /// >>> w.grad
+    /// tensor([2., 4.])
+    /// >>> w.grad = None
     #[getter]
     fn grad(&self) -> Option<PyTensor> {
         self.inner.grad().map(wrap)
@@ -164,23 +263,78 @@ impl PyTensor {
         };
         self.inner.set_grad(g).py()
     }
-    /// Whether this tensor was created by the user rather than by a recorded op.
+    /// Whether this tensor is a leaf of the autograd graph.
+    ///
+    /// Leaves are created by the user (or detached) rather than by a recorded op; tensors
+    /// that do not require grad are leaves too.
+    ///
+    /// Examples
+    /// --------
+    /// >>> w = remat.tensor([1.0, 2.0], requires_grad=True)
+    /// >>> w.is_leaf
+    /// True
+    /// >>> (w * 2).is_leaf
+    /// False
+    /// >>> (w * 2).detach().is_leaf
+    /// True
     #[getter]
     fn is_leaf(&self) -> bool {
         self.inner.is_leaf()
     }
-    /// The name of the op that produced this tensor (None for leaves).
+    /// The name of the op that produced this tensor, as a string (None for leaves).
+    ///
+    /// Unlike PyTorch this is the op's name, not a graph node object.
+    ///
+    /// Examples
+    /// --------
+    /// >>> w = remat.tensor([2.0], requires_grad=True)
+    /// >>> (w * 3).grad_fn
+    /// 'mul'
+    /// >>> print(w.grad_fn)
+    /// None
     #[getter]
     fn grad_fn(&self) -> Option<&'static str> {
         self.inner.grad_fn().map(|n| n.name())
     }
-    /// Bytes of this tensor's elements.
+    /// The bytes of this tensor's elements.
+    ///
+    /// `numel() * itemsize`: the logical size, also for a view or a broadcast tensor that
+    /// shares storage.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.zeros(2, 3).nbytes
+    /// 24
+    /// >>> remat.zeros(2, 3, dtype=remat.float64).nbytes
+    /// 48
     #[getter]
     fn nbytes(&self) -> usize {
         self.inner.nbytes()
     }
-    /// The shape as a tuple (PyTorch's method), or the extent of axis `dim` (negative
-    /// counts from the end; out of range is an IndexError). `numel()` counts the elements.
+    /// The shape as a tuple, or the extent of one axis.
+    ///
+    /// Parameters
+    /// ----------
+    /// dim : int, optional
+    ///     The axis (negative counts from the end). Default: ``None`` (the whole shape).
+    ///
+    /// Returns
+    /// -------
+    /// tuple of int or int
+    ///     The shape (as `shape`) when `dim` is None, else the extent of axis `dim`.
+    ///
+    /// Raises
+    /// ------
+    /// IndexError
+    ///     If `dim` is out of range (any `dim` for a 0-d tensor).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.zeros(2, 3)
+    /// >>> x.size()
+    /// (2, 3)
+    /// >>> x.size(-1)
+    /// 3
     #[pyo3(signature = (dim=None))]
     fn size<'py>(&self, py: Python<'py>, dim: Option<isize>) -> PyResult<Bound<'py, PyAny>> {
         let shape = self.inner.shape();
@@ -203,24 +357,103 @@ impl PyTensor {
         }
         shape[a as usize].into_bound_py_any(py)
     }
-    /// Bytes per element (PyTorch spelling of `itemsize`).
+    /// The bytes per element (PyTorch's spelling of `itemsize`).
+    ///
+    /// Returns
+    /// -------
+    /// int
+    ///     4 for float32 and int32, 8 for float64 and int64, 1 for bool.
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.zeros(3).element_size()
+    /// 4
+    /// >>> remat.zeros(3, dtype=remat.float64).element_size()
+    /// 8
     fn element_size(&self) -> usize {
         self.inner.dtype().size()
     }
-    /// Bytes per element.
+    /// The bytes per element: 4 for float32 and int32, 8 for float64 and int64, 1 for bool.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.zeros(3).itemsize
+    /// 4
+    /// >>> remat.zeros(3, dtype=remat.bool).itemsize
+    /// 1
     #[getter]
     fn itemsize(&self) -> usize {
         self.inner.dtype().size()
     }
-    /// Number of elements (PyTorch spelling).
+    /// The number of elements (the product of the shape; 1 for a 0-d tensor).
+    ///
+    /// Returns
+    /// -------
+    /// int
+    ///     The element count.
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.zeros(2, 3).numel()
+    /// 6
+    /// >>> remat.tensor(5.0).numel()
+    /// 1
     fn numel(&self) -> usize {
         self.inner.numel()
     }
-    /// Number of axes (PyTorch spelling).
+    /// The number of axes (PyTorch's spelling of `ndim`).
+    ///
+    /// Returns
+    /// -------
+    /// int
+    ///     0 for a scalar tensor, 1 for a vector, ...
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.zeros(2, 3).dim()
+    /// 2
+    /// >>> remat.tensor(5.0).dim()
+    /// 0
     fn dim(&self) -> usize {
         self.inner.ndim()
     }
-    /// Whether the elements sit in C order without gaps.
+    /// Whether the elements sit in memory in C (row-major) order without gaps.
+    ///
+    /// Transposed, permuted and broadcast views usually are not; `contiguous()` makes a
+    /// contiguous tensor.
+    ///
+    /// Returns
+    /// -------
+    /// bool
+    ///     True when the layout is C-contiguous.
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.zeros(2, 3)
+    /// >>> x.is_contiguous()
+    /// True
+    /// >>> x.T.is_contiguous()
+    /// False
     fn is_contiguous(&self) -> bool {
         self.inner.is_contiguous()
     }
@@ -233,7 +466,34 @@ impl PyTensor {
 
     // ---- conversion ---------------------------------------------------------------------
 
-    /// A NumPy array sharing this tensor's memory (a view; broadcast views are read-only).
+    /// This tensor's elements as a NumPy array that shares its memory.
+    ///
+    /// For a CPU tensor the array is a view (no copy): writing into it changes the tensor, and
+    /// the array keeps the memory alive. Broadcast views (a stride of 0 on an axis of extent
+    /// 2 or more) give read-only arrays, like `np.broadcast_to`. A CUDA tensor gives an array
+    /// over a host copy. Unlike PyTorch, a tensor that requires grad is not refused (the
+    /// array is outside the graph).
+    ///
+    /// Returns
+    /// -------
+    /// numpy.ndarray
+    ///     An array of this tensor's shape and matching dtype (float32, float64, int64, int32
+    ///     or bool).
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised for CPU tensors.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([1.0, 2.0])
+    /// >>> a = x.numpy()
+    /// >>> a
+    /// array([1., 2.], dtype=float32)
+    /// >>> a[0] = 10.0
+    /// >>> x
+    /// tensor([10.,  2.])
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_numpy(py, &host(&self.inner)?)
     }
@@ -265,8 +525,25 @@ impl PyTensor {
         }
         Ok(arr)
     }
-    /// The value of a one-element tensor as a Python number: a float for float tensors, an
-    /// int for integer tensors, a bool for bool tensors (as in PyTorch).
+    /// The value of a one-element tensor as a Python number.
+    ///
+    /// Returns
+    /// -------
+    /// float, int or bool
+    ///     A float for float tensors, an int for integer tensors, a bool for bool tensors (as
+    ///     in PyTorch).
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     If the tensor does not have exactly one element.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.tensor([[1.0, 2.0], [3.0, 4.0]]).sum().item()
+    /// 10.0
+    /// >>> remat.tensor([7]).item()
+    /// 7
     fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match self.inner.dtype() {
             DType::F32 | DType::F64 => self.inner.item().py()?.into_bound_py_any(py),
@@ -274,7 +551,25 @@ impl PyTensor {
             DType::I64 | DType::I32 => self.inner.item_i64().py()?.into_bound_py_any(py),
         }
     }
-    /// The elements as (nested) Python lists of numbers (floats, ints or bools, per dtype).
+    /// The elements as (nested) Python lists of numbers.
+    ///
+    /// Returns
+    /// -------
+    /// list or number
+    ///     Nested lists matching the shape, of floats, ints or bools per dtype; a 0-d tensor
+    ///     gives a plain number.
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.tensor([[1.0, 2.0], [3.0, 4.0]]).tolist()
+    /// [[1.0, 2.0], [3.0, 4.0]]
+    /// >>> remat.tensor(2.5).tolist()
+    /// 2.5
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_numpy(py, &host(&self.inner)?)?.call_method0(intern!(py, "tolist"))
     }
@@ -348,10 +643,51 @@ impl PyTensor {
 
     // ---- autograd -----------------------------------------------------------------------
 
-    /// Back-propagate from this tensor into the leaves' `.grad` (GIL released throughout).
-    /// PyTorch's keywords: `retain_graph` (default: `create_graph`), `create_graph` (record
-    /// the backward so gradients can be differentiated again), `inputs` (accumulate only
-    /// into these tensors' `.grad`).
+    /// Back-propagate from this tensor, accumulating gradients into the leaves' `.grad`.
+    ///
+    /// The gradients add to what `.grad` already holds. The graph's saved tensors are freed
+    /// afterwards unless `retain_graph` is true, so a second backward through the same graph
+    /// needs `retain_graph=True` on the first. The GIL is released throughout (hooks take it).
+    ///
+    /// Parameters
+    /// ----------
+    /// gradient : Tensor or number, optional
+    ///     The gradient with respect to this tensor, of its shape. Default: ``None``: 1 for a
+    ///     one-element tensor (required otherwise).
+    /// retain_graph : bool, optional
+    ///     Keep the graph for another backward. Default: ``None`` (the value of
+    ///     `create_graph`).
+    /// create_graph : bool, optional
+    ///     Record the backward pass itself, so the gradients can be differentiated again.
+    ///     Default: ``False``.
+    /// inputs : Tensor or sequence of Tensor, optional
+    ///     Accumulate only into these tensors' `.grad`. Default: ``None`` (all leaves that
+    ///     require grad).
+    ///
+    /// Returns
+    /// -------
+    /// None
+    ///
+    /// Raises
+    /// ------
+    /// GraphError
+    ///     If this tensor does not require grad, `gradient` is omitted for a tensor with more
+    ///     than one element, the graph was already freed by an earlier backward, or an entry
+    ///     of `inputs` does not require grad.
+    /// ShapeError
+    ///     If `gradient`'s shape differs from this tensor's.
+    /// TypeError
+    ///     If `inputs` is not a Tensor or a sequence of Tensors.
+    ///
+    /// Examples
+    /// --------
+    /// >>> w = remat.tensor([1.0, 2.0], requires_grad=True)
+    /// >>> (w * w).sum().backward()
+    /// >>> w.grad
+    /// tensor([2., 4.])
+    /// >>> (w * 3).backward(remat.tensor([1.0, 0.5]))
+    /// >>> w.grad
+    /// tensor([5. , 5.5])
     #[pyo3(signature = (gradient=None, retain_graph=None, create_graph=false, inputs=None))]
     fn backward(
         &self,
@@ -378,13 +714,48 @@ impl PyTensor {
         py.allow_threads(|| remat_core::autograd::backward_with(&roots, inputs.as_deref(), opts))
             .py()
     }
-    /// A new leaf sharing this tensor's storage, cut from the graph.
+    /// A new leaf that shares this tensor's storage, cut from the graph.
+    ///
+    /// The result does not require grad; in-place writes to either tensor show in the other.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The same values, `requires_grad=False`, no `grad_fn`.
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> w = remat.tensor([1.0, 2.0], requires_grad=True)
+    /// >>> y = (w * 2).detach()
+    /// >>> y
+    /// tensor([2., 4.])
+    /// >>> y.requires_grad, y.is_leaf
+    /// (False, True)
     fn detach(&self) -> PyTensor {
         wrap(self.inner.detach())
     }
-    /// The tensor's values without autograd: a tensor sharing this one's storage that needs
-    /// no gradient (as `detach()`). Assigning writes the values of a tensor of the same shape
-    /// and dtype into this tensor's storage, outside the graph (`p.data = new_values`).
+    /// The tensor's values without autograd.
+    ///
+    /// Reading gives a tensor that shares this one's storage and needs no gradient (as
+    /// `detach()`).
+    ///
+    /// Assigning (`p.data = new_values`) copies the values of a Tensor of the same shape and
+    /// dtype into this tensor's storage, outside the graph; unlike PyTorch it does not rebind
+    /// the storage, so another shape or dtype is a `RuntimeError`.
+    ///
+    /// Examples
+    /// --------
+    /// >>> p = remat.tensor([1.0, 2.0], requires_grad=True)
+    /// >>> p.data
+    /// tensor([1., 2.])
+    /// >>> p.data = remat.tensor([5.0, 6.0])
+    /// >>> p
+    /// tensor([5., 6.], requires_grad=True)
     #[getter]
     fn data(&self) -> PyTensor {
         wrap(self.inner.detach())
@@ -405,7 +776,32 @@ impl PyTensor {
         let _guard = remat_core::no_grad();
         remat_core::ops::copy_(&dst.detach(), src).py()
     }
-    /// Set `requires_grad` in place and return this tensor.
+    /// Set `requires_grad` on this tensor in place and return it.
+    ///
+    /// Parameters
+    /// ----------
+    /// flag : bool, optional
+    ///     Whether autograd should record operations on this tensor. Default: ``True``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     This tensor (the same object).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     If `flag` is true and this is not a floating-point tensor.
+    /// GraphError
+    ///     If this tensor was made by a recorded op (not a leaf); use `detach()`.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([1.0, 2.0]).requires_grad_()
+    /// >>> x
+    /// tensor([1., 2.], requires_grad=True)
+    /// >>> x.requires_grad_(False).requires_grad
+    /// False
     #[pyo3(signature = (flag=true))]
     fn requires_grad_(slf: Bound<'_, Self>, flag: bool) -> PyResult<Bound<'_, Self>> {
         slf.get().inner.set_requires_grad(flag).py()?;
@@ -414,8 +810,46 @@ impl PyTensor {
 
     // ---- device / dtype -------------------------------------------------------------------
 
-    /// `to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)` or keywords
-    /// `dtype=`, `device=`. Returns this tensor when nothing changes.
+    /// This tensor converted to another dtype and/or moved to another device.
+    ///
+    /// Call forms: `to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other)` (the dtype and
+    /// device of Tensor `other`), or the keywords `dtype=` and `device=`. Returns this tensor
+    /// itself when nothing changes. Float conversions and device moves are differentiable;
+    /// conversions to integer or bool types pass no gradient.
+    ///
+    /// Parameters
+    /// ----------
+    /// *args
+    ///     Positional dtypes (`remat.float64`, `"float64"`, a NumPy dtype), devices (`"cpu"`,
+    ///     `"cuda"`, `"cuda:N"`, a `remat.device`) or a Tensor whose dtype and device to take.
+    /// dtype : DType or str, optional
+    ///     The target dtype. Default: ``None`` (keep).
+    /// device : str or device, optional
+    ///     The target device. Default: ``None`` (keep).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The converted tensor, or this tensor when dtype and device already match.
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     If a dtype is not one remat supports (e.g. ``"int8"``).
+    /// DeviceError
+    ///     If a device string is unknown, or the CUDA device is not available.
+    /// TypeError
+    ///     If a positional argument is neither a dtype, a device string nor a Tensor.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([1.5, -2.5, 0.0])
+    /// >>> x.to(remat.float64)
+    /// tensor([ 1.5, -2.5,  0. ], dtype=remat.float64)
+    /// >>> x.to("cpu") is x
+    /// True
+    /// >>> x.to(remat.tensor([1]))
+    /// tensor([ 1, -2,  0])
     #[pyo3(signature = (*args, dtype=None, device=None))]
     fn to<'py>(
         slf: Bound<'py, Self>,
@@ -477,7 +911,23 @@ impl PyTensor {
             _ => Ok(slf.into_any()),
         }
     }
-    /// This tensor on the CPU (itself when it already is; differentiable).
+    /// This tensor on the CPU (itself when it already is there; differentiable).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     A CPU tensor with the same values.
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([1.0, 2.0])
+    /// >>> x.cpu() is x
+    /// True
     fn cpu(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
         if slf.get().inner.device() == Device::Cpu {
             return Ok(slf);
@@ -486,37 +936,158 @@ impl PyTensor {
         let out = unary(py, &slf.get().inner, |x| ops::to_device(x, Device::Cpu))?;
         Bound::new(py, out)
     }
-    /// This tensor on a CUDA device (differentiable): `device` is None (GPU 0), an index or a
-    /// `"cuda:N"` string. Raises `DeviceError` naming a bad index, or with the reason where no
-    /// GPU is usable.
+    /// This tensor moved to a CUDA device (differentiable).
+    ///
+    /// Parameters
+    /// ----------
+    /// device : int or str, optional
+    ///     The GPU: an index or a `"cuda:N"` string. Default: ``None`` (GPU 0).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The tensor on that device.
+    ///
+    /// Raises
+    /// ------
+    /// DeviceError
+    ///     If `device` is a negative index or not a CUDA device, or the device is not usable
+    ///     (the message gives the reason, e.g. no CUDA driver).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([1.0, 2.0])
+    /// >>> y = x.cuda() if remat.cuda.is_available() else x
+    /// >>> y.cpu().tolist()
+    /// [1.0, 2.0]
     #[pyo3(signature = (device=None))]
     fn cuda(&self, py: Python<'_>, device: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let dev = args::cuda_device("cuda", device)?;
         remat_core::cuda::ensure_available("cuda", dev).py()?;
         unary(py, &self.inner, |x| ops::to_device(x, dev))
     }
-    /// As float32 (differentiable).
+    /// This tensor as float32 (differentiable for floating-point tensors).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The converted tensor, or this tensor itself when it already is float32.
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.tensor([0, 2]).float()
+    /// tensor([0., 2.])
     fn float(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
         cast_to(slf, DType::F32)
     }
-    /// As float64 (differentiable).
+    /// This tensor as float64 (differentiable for floating-point tensors).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The converted tensor, or this tensor itself when it already is float64.
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.tensor([1.5, 2.0]).double()
+    /// tensor([1.5, 2. ], dtype=remat.float64)
     fn double(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
         cast_to(slf, DType::F64)
     }
-    /// As int64 (floats truncate toward zero; no gradient flows through).
+    /// This tensor as int64 (floats truncate toward zero; no gradient flows through).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The converted tensor, or this tensor itself when it already is int64.
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.tensor([1.5, -2.5, 0.0]).long()
+    /// tensor([ 1, -2,  0])
     fn long(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
         cast_to(slf, DType::I64)
     }
-    /// As int32 (floats truncate toward zero; no gradient flows through).
+    /// This tensor as int32 (floats truncate toward zero; no gradient flows through).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The converted tensor, or this tensor itself when it already is int32.
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.tensor([1.5, -2.5, 0.0]).int()
+    /// tensor([ 1, -2,  0], dtype=remat.int32)
     fn int(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
         cast_to(slf, DType::I32)
     }
-    /// As bool (nonzero is True).
+    /// This tensor as bool: nonzero elements are True (no gradient flows through).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The converted tensor, or this tensor itself when it already is bool.
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.tensor([1.5, 0.0, -2.0]).bool()
+    /// tensor([ True, False,  True])
     fn bool(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
         cast_to(slf, DType::Bool)
     }
-    /// PyTorch's `type(dtype)`: as `dtype`; without an argument, the type's name
-    /// (`"remat.FloatTensor"`, `"remat.LongTensor"`, ...).
+    /// This tensor converted to `dtype`, or without an argument the name of its type.
+    ///
+    /// Parameters
+    /// ----------
+    /// dtype : DType or str, optional
+    ///     The target dtype (as for `to`). Default: ``None``: return the type's name instead.
+    ///     Unlike PyTorch, type names such as ``"remat.DoubleTensor"`` are not accepted.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor or str
+    ///     The converted tensor (this tensor itself when it already has `dtype`), or the name:
+    ///     ``"remat.FloatTensor"``, ``"remat.DoubleTensor"``, ``"remat.LongTensor"``,
+    ///     ``"remat.IntTensor"`` or ``"remat.BoolTensor"``.
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     If `dtype` is not a dtype remat supports.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([1.5, 2.0])
+    /// >>> x.type()
+    /// 'remat.FloatTensor'
+    /// >>> x.type(remat.int64)
+    /// tensor([1, 2])
     #[pyo3(signature = (dtype=None))]
     fn r#type<'py>(
         slf: Bound<'py, Self>,
@@ -540,22 +1111,98 @@ impl PyTensor {
 
     // ---- shape ------------------------------------------------------------------------
 
-    /// Alias of `reshape` (PyTorch spelling).
+    /// This tensor with another shape (an alias of `reshape`).
+    ///
+    /// The result shares this tensor's storage when the layout allows; unlike PyTorch, a
+    /// tensor whose layout does not (e.g. a transpose) is copied rather than refused.
+    /// Differentiable.
+    ///
+    /// Parameters
+    /// ----------
+    /// *shape
+    ///     The new shape, as separate ints or one tuple/list; one entry may be ``-1`` (inferred
+    ///     from the element count).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The tensor with the new shape and the same elements in C order.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     If the shape does not match the element count, or more than one entry is ``-1``.
+    /// TypeError
+    ///     If an entry is not an integer.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.arange(6)
+    /// >>> x.view(2, 3)
+    /// tensor([[0, 1, 2],
+    ///         [3, 4, 5]])
+    /// >>> x.view(-1, 2).shape
+    /// (3, 2)
     #[pyo3(signature = (*shape))]
     fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
         self.reshape(py, shape)
     }
-    /// All axes reversed.
+    /// This tensor with all axes reversed (a view; 0-d and 1-d tensors are unchanged).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    /// >>> x.T
+    /// tensor([[1., 4.],
+    ///         [2., 5.],
+    ///         [3., 6.]])
+    /// >>> remat.zeros(2, 3, 4).T.shape
+    /// (4, 3, 2)
     #[getter(T)]
     fn t_prop(&self) -> PyResult<PyTensor> {
         ops::reverse_axes(&self.inner).py().map(wrap)
     }
-    /// The last two axes swapped (a view; needs at least 2 dims).
+    /// This tensor with its last two axes swapped (a view of a batch of matrices).
+    ///
+    /// Reading it on a tensor with fewer than 2 dimensions raises a `ShapeError`.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.zeros(2, 3, 4).mT.shape
+    /// (2, 4, 3)
+    /// >>> remat.tensor([[1.0, 2.0]]).mT
+    /// tensor([[1.],
+    ///         [2.]])
     #[getter(mT)]
     fn mt_prop(&self) -> PyResult<PyTensor> {
         ops::matrix_transpose(&self.inner).py().map(wrap)
     }
-    /// A C-contiguous tensor with the same values (this one if it already is).
+    /// A C-contiguous tensor with the same values.
+    ///
+    /// A tensor that already is contiguous comes back sharing its storage (no copy);
+    /// otherwise the elements are copied into C order. Differentiable.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     A contiguous tensor equal to this one.
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([[1.0, 2.0], [3.0, 4.0]]).T
+    /// >>> x.is_contiguous()
+    /// False
+    /// >>> y = x.contiguous()
+    /// >>> y.is_contiguous()
+    /// True
+    /// >>> y
+    /// tensor([[1., 3.],
+    ///         [2., 4.]])
     fn contiguous(&self, py: Python<'_>) -> PyResult<PyTensor> {
         unary(py, &self.inner, ops::contiguous)
     }

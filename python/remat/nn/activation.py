@@ -13,18 +13,62 @@ __all__ = ["SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "Softplus"]
 
 
 class SiLU(Module):
-    """``x * sigmoid(x)`` elementwise."""
+    """``x * sigmoid(x)`` elementwise (the swish function).
+
+    Any input shape; the output has the same shape.
+
+    Parameters
+    ----------
+    inplace : bool, optional
+        Accepted for PyTorch compatibility and stored, but ignored: the result is always a
+        new tensor and the input is left unchanged. Default: ``False``.
+
+    Raises
+    ------
+    TypeError
+        When given an argument other than ``inplace``.
+
+    Examples
+    --------
+    >>> remat.nn.SiLU()(remat.tensor([-1.0, 0.0, 2.0]))
+    tensor([-0.26894143,  0.        ,  1.761594  ])
+    """
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
+        """``remat.silu(x)`` (same shape as ``x``)."""
         return remat.silu(x)
 
 
 class LeakyReLU(Module):
-    """``x`` where positive, ``negative_slope * x`` elsewhere."""
+    """``x`` where positive, ``negative_slope * x`` elsewhere.
+
+    Any input shape; the output has the same shape.
+
+    Parameters
+    ----------
+    negative_slope : float, optional
+        The slope for negative inputs. Default: ``0.01``.
+    inplace : bool, optional
+        Accepted for PyTorch compatibility and stored, but ignored: the result is always a
+        new tensor. Default: ``False``.
+
+    Raises
+    ------
+    TypeError
+        When ``negative_slope`` is not a number (a bool is not one).
+
+    Examples
+    --------
+    >>> act = remat.nn.LeakyReLU(0.1)
+    >>> act
+    LeakyReLU(negative_slope=0.1)
+    >>> act(remat.tensor([-1.0, 0.0, 2.0]))
+    tensor([-0.1,  0. ,  2. ])
+    """
 
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
         super().__init__()
@@ -32,14 +76,41 @@ class LeakyReLU(Module):
         self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
+        """``remat.leaky_relu(x, negative_slope)`` (same shape as ``x``)."""
         return remat.leaky_relu(x, self.negative_slope)
 
     def extra_repr(self) -> str:
+        """``"negative_slope=..."``."""
         return f"negative_slope={self.negative_slope}"
 
 
 class Softplus(Module):
-    """``log(1 + exp(beta x)) / beta``, linear above ``threshold``."""
+    """``log(1 + exp(beta x)) / beta``, linear above ``threshold``.
+
+    A smooth approximation of ReLU; where ``beta * x > threshold`` the output is ``x``
+    itself (for numerical stability). Any input shape; the output has the same shape.
+
+    Parameters
+    ----------
+    beta : float, optional
+        Sharpness: larger values approach ReLU. Default: ``1.0``.
+    threshold : float, optional
+        Above this value of ``beta * x`` the function is the identity. Default: ``20.0``.
+
+    Raises
+    ------
+    TypeError
+        When ``beta`` or ``threshold`` cannot be converted by ``float()`` (e.g. ``None``).
+    ValueError
+        When ``beta`` or ``threshold`` is a string that is not a number.
+
+    Examples
+    --------
+    >>> remat.nn.Softplus()(remat.tensor([-1.0, 0.0, 2.0]))
+    tensor([0.3132617, 0.6931472, 2.126928 ])
+    >>> remat.nn.Softplus(beta=2.0, threshold=1.0)(remat.tensor([-1.0, 0.0, 2.0]))
+    tensor([0.063464 , 0.3465736, 2.       ])
+    """
 
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
@@ -47,35 +118,87 @@ class Softplus(Module):
         self.threshold = float(threshold)
 
     def forward(self, x: Tensor) -> Tensor:
+        """``remat.softplus(x, beta=beta, threshold=threshold)`` (same shape as ``x``)."""
         return remat.softplus(x, beta=self.beta, threshold=self.threshold)
 
     def extra_repr(self) -> str:
+        """``"beta=..., threshold=..."``."""
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
 class Softmax(Module):
-    """Softmax along ``dim``."""
+    """Softmax along ``dim``: ``exp(x) / sum(exp(x), dim)``, so each slice along ``dim``
+    is positive and sums to 1.
+
+    Parameters
+    ----------
+    dim : int or None, optional
+        The axis to normalise over (negative counts from the end). Default: ``None``, which
+        means the last axis (PyTorch's deprecated implicit choice differs for 0-, 1- and 3-D
+        inputs: pass ``dim`` explicitly when porting). Not checked until the call.
+
+    Raises
+    ------
+    remat.ShapeError
+        At call time, when ``dim`` is out of range for the input.
+    TypeError
+        At call time, when ``dim`` is not an int.
+
+    Examples
+    --------
+    >>> sm = remat.nn.Softmax(dim=1)
+    >>> sm
+    Softmax(dim=1)
+    >>> sm(remat.tensor([[1.0, 2.0], [0.0, 0.0]]))
+    tensor([[0.26894143, 0.7310586 ],
+            [0.5       , 0.5       ]])
+    """
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
+        """``remat.softmax(x, dim)`` (same shape as ``x``)."""
         return remat.softmax(x, self.dim)
 
     def extra_repr(self) -> str:
+        """``"dim=..."``."""
         return f"dim={self.dim}"
 
 
 class LogSoftmax(Module):
-    """Log-softmax along ``dim``."""
+    """Log-softmax along ``dim``: ``x - logsumexp(x, dim)``, computed stably (better than
+    ``log(softmax(x))``); pair it with :class:`NLLLoss`.
+
+    Parameters
+    ----------
+    dim : int or None, optional
+        The axis to normalise over (negative counts from the end). Default: ``None``, which
+        means the last axis (PyTorch's deprecated implicit choice differs for 0-, 1- and 3-D
+        inputs). Not checked until the call.
+
+    Raises
+    ------
+    remat.ShapeError
+        At call time, when ``dim`` is out of range for the input.
+    TypeError
+        At call time, when ``dim`` is not an int.
+
+    Examples
+    --------
+    >>> remat.nn.LogSoftmax(dim=-1)(remat.tensor([[0.0, 0.0]]))
+    tensor([[-0.6931472, -0.6931472]])
+    """
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
+        """``remat.log_softmax(x, dim)`` (same shape as ``x``)."""
         return remat.log_softmax(x, self.dim)
 
     def extra_repr(self) -> str:
+        """``"dim=..."``."""
         return f"dim={self.dim}"

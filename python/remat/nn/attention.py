@@ -38,7 +38,67 @@ def _additive(mask: Tensor | None, like: Tensor, what: str) -> Tensor | None:
 
 class MultiheadAttention(Module):
     """Multi-head attention: ``softmax(q kᵀ / √d + mask) v`` per head with input and output
-    projections, as ``torch.nn.MultiheadAttention``."""
+    projections, as ``torch.nn.MultiheadAttention``.
+
+    The query, key and value are projected (``in_proj_weight``/``in_proj_bias``, or
+    ``q/k/v_proj_weight`` when ``kdim``/``vdim`` differ from ``embed_dim``), split into
+    ``num_heads`` heads of size ``embed_dim // num_heads``, attended per head and projected
+    back by ``out_proj`` (a :class:`Linear`). Initialisation as PyTorch: Xavier-uniform
+    projection weights, zero biases, Xavier-normal ``bias_k``/``bias_v``.
+
+    Parameters
+    ----------
+    embed_dim : int
+        Size of the query's (and the output's) last axis, ``>= 1``.
+    num_heads : int
+        Number of heads, ``>= 1``; must divide ``embed_dim``.
+    dropout : float, optional
+        Dropout probability on the attention weights, in ``[0, 1]``; applied only in
+        training mode. Default: ``0.0``.
+    bias : bool, optional
+        Learn the input-projection bias ``in_proj_bias`` and the bias of ``out_proj``.
+        Default: ``True``.
+    add_bias_kv : bool, optional
+        Learn ``bias_k`` and ``bias_v`` of shape ``(1, 1, embed_dim)``, appended to the keys
+        and values as one extra source position. Default: ``False``.
+    add_zero_attn : bool, optional
+        Append one all-zero key/value position per head (after the projections).
+        Default: ``False``.
+    kdim : int or None, optional
+        Size of the key's last axis. Default: ``None`` (``embed_dim``).
+    vdim : int or None, optional
+        Size of the value's last axis. Default: ``None`` (``embed_dim``).
+    batch_first : bool, optional
+        Inputs and output are ``(N, L, E)`` instead of ``(L, N, E)``. Default: ``False``.
+    device : str or remat.device, optional
+        Where the parameters live. Default: ``None`` (the CPU).
+    dtype : remat.dtype, optional
+        The parameters' floating dtype. Default: ``None`` (float32).
+
+    Raises
+    ------
+    TypeError
+        When ``embed_dim``, ``num_heads``, ``kdim`` or ``vdim`` is not an int, or
+        ``dropout`` is not a number.
+    ValueError
+        When ``embed_dim`` or ``num_heads`` is below 1, ``embed_dim`` is not divisible by
+        ``num_heads``, ``kdim``/``vdim`` is below 1, or ``dropout`` is outside ``[0, 1]``.
+
+    Examples
+    --------
+    >>> mha = remat.nn.MultiheadAttention(8, 2, batch_first=True)
+    >>> x = remat.randn(3, 5, 8)
+    >>> out, weights = mha(x, x, x)
+    >>> out.shape, weights.shape
+    ((3, 5, 8), (3, 5, 5))
+    >>> [(name, p.shape) for name, p in mha.named_parameters()]
+    [('in_proj_weight', (24, 8)), ('in_proj_bias', (24,)),
+     ('out_proj.weight', (8, 8)), ('out_proj.bias', (8,))]
+    >>> remat.nn.MultiheadAttention(5, 2)
+    Traceback (most recent call last):
+        ...
+    ValueError: MultiheadAttention: embed_dim (5) must be divisible by num_heads (2)
+    """
 
     def __init__(
         self,
@@ -127,6 +187,71 @@ class MultiheadAttention(Module):
         average_attn_weights: bool = True,
         is_causal: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
+        """Attend from ``query`` to ``key``/``value``; returns ``(output, weights)``.
+
+        Shapes with ``batch_first=True`` (``L`` target length, ``S`` source length, ``N``
+        batch, ``E`` = ``embed_dim``): query ``(N, L, E)``, key ``(N, S, kdim)``, value
+        ``(N, S, vdim)``; with ``batch_first=False`` the first two axes are swapped. 2-D
+        inputs (``(L, E)``, ``(S, kdim)``, ``(S, vdim)``) are one unbatched sequence.
+
+        Parameters
+        ----------
+        query : Tensor
+            The queries, ``(N, L, E)`` / ``(L, N, E)`` / ``(L, E)``.
+        key : Tensor
+            The keys, with the same batch layout as ``query``.
+        value : Tensor
+            The values, with the same batch and source length as ``key``.
+        key_padding_mask : Tensor or None, optional
+            ``(N, S)`` (or ``(S,)`` unbatched): a bool mask that is True at the key
+            positions to ignore, or a float mask added to the scores. Default: ``None``.
+        need_weights : bool, optional
+            Also return the attention weights. With ``False`` the product runs through
+            ``remat.scaled_dot_product_attention`` and ``None`` is returned for the weights.
+            Default: ``True``.
+        attn_mask : Tensor or None, optional
+            ``(L, S)`` or ``(N * num_heads, L, S)``: bool (True where attention is NOT
+            allowed) or float (added to the scores). Default: ``None``.
+        average_attn_weights : bool, optional
+            Average the returned weights over the heads (``(N, L, S)``); with ``False`` they
+            are per head (``(N, num_heads, L, S)``). Default: ``True``.
+        is_causal : bool, optional
+            A hint that ``attn_mask`` is the causal mask; it must then be given as well.
+            Without weights and without ``key_padding_mask``, the engine's causal path is
+            used instead of the mask. Default: ``False``.
+
+        Returns
+        -------
+        tuple of (Tensor, Tensor or None)
+            ``output`` in the query's layout (``(N, L, E)``, ``(L, N, E)`` or ``(L, E)``),
+            and the weights after softmax and dropout (``(N, L, S)`` averaged, ``(N,
+            num_heads, L, S)`` per head, without ``N`` when unbatched), or ``None`` when
+            ``need_weights`` is False. ``S`` includes the positions added by
+            ``add_bias_kv``/``add_zero_attn``.
+
+        Raises
+        ------
+        remat.ShapeError
+            When the query is not 2-D or 3-D or its last axis is not ``embed_dim``, the
+            batch sizes of query and key differ, key and value disagree in batch or length,
+            or ``attn_mask`` is not 2-D or 3-D.
+        remat.DTypeError
+            When a mask is neither bool nor float.
+        RuntimeError
+            When ``is_causal`` is True but ``attn_mask`` is None.
+
+        Examples
+        --------
+        >>> mha = remat.nn.MultiheadAttention(4, 2)
+        >>> q = remat.randn(5, 2, 4)                  # (L, N, E): batch_first=False
+        >>> out, weights = mha(q, q, q, average_attn_weights=False)
+        >>> out.shape, weights.shape
+        ((5, 2, 4), (2, 2, 5, 5))
+        >>> causal = remat.triu(remat.ones(5, 5, dtype=remat.bool_), diagonal=1)
+        >>> _, weights = mha(q, q, q, attn_mask=causal)
+        >>> (weights[0].triu(1) == 0).all().item()
+        True
+        """
         name = "MultiheadAttention"
         unbatched = query.ndim == 2
         if unbatched:
@@ -215,4 +340,5 @@ class MultiheadAttention(Module):
         return out, weights
 
     def extra_repr(self) -> str:
+        """``"embed_dim=..., num_heads=..., dropout=..."``."""
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}"

@@ -29,7 +29,32 @@ def _pairs(values: Any, owner: str) -> Iterable[tuple[str, Any]]:
 
 class ModuleDict(Module):
     """Child modules held by string key; indexing, ``in``, ``len``, iteration over keys,
-    ``keys()/values()/items()``, ``update``, ``pop`` and ``clear`` as on a dict."""
+    ``keys()/values()/items()``, ``update``, ``pop`` and ``clear`` as on a dict.
+
+    The modules are registered under their keys (insertion ordered), so their parameters
+    are named ``"key.weight"`` etc. There is no ``forward``: the parent picks the module.
+
+    Parameters
+    ----------
+    modules : Mapping[str, Module] or iterable of (str, Module), optional
+        The initial entries. Default: ``None`` (empty).
+
+    Raises
+    ------
+    TypeError
+        When ``modules`` is not iterable, an element of an iterable is not a ``(key,
+        module)`` pair, or a value is not a Module.
+
+    Examples
+    --------
+    >>> heads = remat.nn.ModuleDict({"cls": remat.nn.Linear(4, 3), "reg": remat.nn.Linear(4, 1)})
+    >>> list(heads), "cls" in heads
+    (['cls', 'reg'], True)
+    >>> heads["reg"](remat.ones(2, 4)).shape
+    (2, 1)
+    >>> [name for name, _ in heads.named_parameters()]
+    ['cls.weight', 'cls.bias', 'reg.weight', 'reg.bias']
+    """
 
     def __init__(self, modules: Mapping[str, Module] | Iterable | None = None) -> None:
         super().__init__()
@@ -67,12 +92,60 @@ class ModuleDict(Module):
         return self._modules.items()
 
     def update(self, modules: Mapping[str, Module] | Iterable) -> None:
-        """Add or replace the modules of a mapping or an iterable of ``(key, module)``."""
+        """Add or replace the modules of a mapping or an iterable of ``(key, module)``.
+
+        Parameters
+        ----------
+        modules : Mapping[str, Module] or iterable of (str, Module)
+            The entries to set; existing keys keep their position, new ones go last.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When an element of an iterable is not a ``(key, module)`` pair, or a value is
+            not a Module.
+
+        Examples
+        --------
+        >>> d = remat.nn.ModuleDict({"act": remat.nn.ReLU()})
+        >>> d.update([("act", remat.nn.Tanh()), ("out", remat.nn.Linear(2, 1))])
+        >>> d
+        ModuleDict(
+          (act): Tanh()
+          (out): Linear(in_features=2, out_features=1, bias=True)
+        )
+        """
         for key, module in _pairs(modules, "ModuleDict"):
             self[key] = module
 
     def pop(self, key: str) -> Module:
-        """Remove ``key`` and return its module."""
+        """Remove ``key`` and return its module.
+
+        Parameters
+        ----------
+        key : str
+            The entry to remove.
+
+        Returns
+        -------
+        Module
+            The module that was stored under ``key``.
+
+        Raises
+        ------
+        KeyError
+            When ``key`` is not present.
+
+        Examples
+        --------
+        >>> d = remat.nn.ModuleDict({"act": remat.nn.ReLU(), "out": remat.nn.Linear(2, 1)})
+        >>> d.pop("act"), list(d)
+        (ReLU(), ['out'])
+        """
         module = self[key]
         del self[key]
         return module
@@ -90,7 +163,37 @@ def _as_parameter(value: Any) -> Any:
 
 class ParameterList(Module):
     """A list of parameters, registered under ``"0"``, ``"1"``, ...; a Tensor that is not yet
-    a parameter is made one (``nn.Parameter``), other values are kept as plain attributes."""
+    a parameter is made one (``nn.Parameter``), other values are kept as plain attributes.
+
+    Making a Tensor a parameter detaches it (the storage is shared, the object is new).
+    Indexable (int, or slice → ParameterList), assignable by index, iterable and
+    ``len``-able.
+
+    Parameters
+    ----------
+    values : iterable, optional
+        The initial entries (usually Tensors). Default: ``None`` (empty).
+
+    Raises
+    ------
+    TypeError
+        When ``values`` is not iterable.
+    remat.DTypeError
+        When a Tensor entry is not floating point (it cannot require gradients).
+
+    Examples
+    --------
+    >>> params = remat.nn.ParameterList([remat.ones(2), remat.zeros(3)])
+    >>> params
+    ParameterList(
+      (0): Parameter containing: [float32 of size 2]
+      (1): Parameter containing: [float32 of size 3]
+    )
+    >>> [name for name, _ in params.named_parameters()]
+    ['0', '1']
+    >>> params[0]
+    tensor([1., 1.], requires_grad=True)
+    """
 
     def __init__(self, values: Iterable[Any] | None = None) -> None:
         super().__init__()
@@ -116,18 +219,65 @@ class ParameterList(Module):
         return iter([self[i] for i in range(self._size)])
 
     def append(self, value: Any) -> ParameterList:
-        """Add ``value`` at the end; returns self."""
+        """Add ``value`` at the end (a Tensor is made a parameter); returns self.
+
+        Parameters
+        ----------
+        value : Tensor or Any
+            The new entry; a Tensor that is not a parameter yet becomes one.
+
+        Returns
+        -------
+        ParameterList
+            ``self``.
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``value`` is a Tensor that is not floating point.
+
+        Examples
+        --------
+        >>> params = remat.nn.ParameterList()
+        >>> len(params.append(remat.ones(2))), list(params.state_dict())
+        (1, ['0'])
+        """
         self._size += 1
         self[self._size - 1] = value
         return self
 
     def extend(self, values: Iterable[Any]) -> ParameterList:
-        """Append each of ``values``; returns self."""
+        """Append each of ``values``; returns self.
+
+        Parameters
+        ----------
+        values : iterable
+            The entries to add, in order.
+
+        Returns
+        -------
+        ParameterList
+            ``self``.
+
+        Raises
+        ------
+        TypeError
+            When ``values`` is not iterable.
+        remat.DTypeError
+            When a Tensor entry is not floating point.
+
+        Examples
+        --------
+        >>> params = remat.nn.ParameterList([remat.ones(1)])
+        >>> len(params.extend([remat.zeros(2), remat.zeros(3)]))
+        3
+        """
         for v in values:
             self.append(v)
         return self
 
     def extra_repr(self) -> str:
+        """One line per entry: its index, dtype and size (or the type of a non-Tensor)."""
         lines = []
         for i in range(self._size):
             p = self[i]
@@ -147,7 +297,34 @@ def _index(idx: int, n: int, owner: str) -> int:
 
 
 class ParameterDict(Module):
-    """Parameters held by string key, with a dict's methods; Tensors become parameters."""
+    """Parameters held by string key, with a dict's methods; Tensors become parameters.
+
+    Each entry is registered under its key (so ``parameters()`` and ``state_dict()`` see
+    it); a Tensor that is not a parameter yet is made one (detached, sharing storage), other
+    values are kept as plain attributes. Supports indexing, ``in``, ``len``, iteration over
+    the keys, ``keys()/values()/items()``, ``update`` and ``pop`` (there is no ``clear``).
+
+    Parameters
+    ----------
+    parameters : Mapping[str, Any] or iterable of (str, Any), optional
+        The initial entries. Default: ``None`` (empty).
+
+    Raises
+    ------
+    TypeError
+        When a key is not a string, ``parameters`` is not iterable, or an element of an
+        iterable is not a ``(key, value)`` pair.
+    remat.DTypeError
+        When a Tensor value is not floating point.
+
+    Examples
+    --------
+    >>> pd = remat.nn.ParameterDict({"scale": remat.ones(2), "shift": remat.zeros(2)})
+    >>> list(pd), pd["scale"]
+    (['scale', 'shift'], tensor([1., 1.], requires_grad=True))
+    >>> list(pd.state_dict())
+    ['scale', 'shift']
+    """
 
     def __init__(self, parameters: Mapping[str, Any] | Iterable | None = None) -> None:
         super().__init__()
@@ -192,12 +369,58 @@ class ParameterDict(Module):
         return [(k, self[k]) for k in self._keys]
 
     def update(self, parameters: Mapping[str, Any] | Iterable) -> None:
-        """Add or replace the entries of a mapping or an iterable of ``(key, value)``."""
+        """Add or replace the entries of a mapping or an iterable of ``(key, value)``.
+
+        Parameters
+        ----------
+        parameters : Mapping[str, Any] or iterable of (str, Any)
+            The entries to set (Tensors become parameters).
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When a key is not a string or an element of an iterable is not a pair.
+        remat.DTypeError
+            When a Tensor value is not floating point.
+
+        Examples
+        --------
+        >>> pd = remat.nn.ParameterDict({"a": remat.ones(1)})
+        >>> pd.update([("b", remat.zeros(2))])
+        >>> list(pd)
+        ['a', 'b']
+        """
         for key, value in _pairs(parameters, "ParameterDict"):
             self[key] = value
 
     def pop(self, key: str) -> Any:
-        """Remove ``key`` and return its value."""
+        """Remove ``key`` and return its value.
+
+        Parameters
+        ----------
+        key : str
+            The entry to remove.
+
+        Returns
+        -------
+        Any
+            The parameter (or other value) stored under ``key``.
+
+        Raises
+        ------
+        KeyError
+            When ``key`` is not present.
+
+        Examples
+        --------
+        >>> pd = remat.nn.ParameterDict({"a": remat.ones(1), "b": remat.zeros(1)})
+        >>> pd.pop("a"), list(pd)
+        (tensor([1.], requires_grad=True), ['b'])
+        """
         value = self[key]
         del self[key]
         return value

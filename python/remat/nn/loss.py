@@ -38,16 +38,116 @@ class _Loss(Module):
 
 
 class MSELoss(_Loss):
-    """Squared error ``(input - target)²``, reduced."""
+    """Squared error ``(input - target)²``, reduced.
+
+    Parameters
+    ----------
+    size_average : bool or None, optional
+        Deprecated (as in PyTorch): with ``reduce``, overrides ``reduction`` (``False``
+        means ``"sum"``). Default: ``None``.
+    reduce : bool or None, optional
+        Deprecated: ``False`` means ``"none"`` and overrides ``reduction``.
+        Default: ``None``.
+    reduction : str, optional
+        ``"mean"``, ``"sum"`` or ``"none"`` (the per-element losses). Default: ``"mean"``.
+
+    Raises
+    ------
+    ValueError
+        When ``reduction`` is not ``"none"``, ``"mean"`` or ``"sum"`` (checked only when
+        neither deprecated argument is given).
+
+    Examples
+    --------
+    >>> x, y = remat.tensor([1.0, 2.0, 3.0]), remat.tensor([1.0, 0.0, 5.0])
+    >>> remat.nn.MSELoss()(x, y)
+    tensor(2.6666667)
+    >>> remat.nn.MSELoss(reduction="none")(x, y)
+    tensor([0., 4., 4.])
+    """
 
     def forward(self, input: Tensor, target: Any) -> Tensor:
+        """``remat.mse_loss(input, target, reduction=self.reduction)``.
+
+        Parameters
+        ----------
+        input : Tensor
+            Predictions, any shape.
+        target : Tensor or array_like
+            Targets of the same shape.
+
+        Returns
+        -------
+        Tensor
+            A 0-d tensor, or the per-element losses (shape of ``input``) for ``"none"``.
+
+        Raises
+        ------
+        remat.ShapeError
+            When ``input`` and ``target`` have different shapes.
+
+        Examples
+        --------
+        >>> remat.nn.MSELoss(reduction="sum")(remat.tensor([1.0, 2.0]), remat.tensor([0.0, 0.0]))
+        tensor(5.)
+        """
         return remat.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
-    """Absolute error ``|input - target|``, reduced."""
+    """Absolute error ``|input - target|``, reduced.
+
+    Parameters
+    ----------
+    size_average : bool or None, optional
+        Deprecated (as in PyTorch): with ``reduce``, overrides ``reduction`` (``False``
+        means ``"sum"``). Default: ``None``.
+    reduce : bool or None, optional
+        Deprecated: ``False`` means ``"none"`` and overrides ``reduction``.
+        Default: ``None``.
+    reduction : str, optional
+        ``"mean"``, ``"sum"`` or ``"none"`` (the per-element losses). Default: ``"mean"``.
+
+    Raises
+    ------
+    ValueError
+        When ``reduction`` is not ``"none"``, ``"mean"`` or ``"sum"`` (checked only when
+        neither deprecated argument is given).
+
+    Examples
+    --------
+    >>> x, y = remat.tensor([1.0, 2.0, 3.0]), remat.tensor([1.0, 0.0, 5.0])
+    >>> remat.nn.L1Loss()(x, y)
+    tensor(1.3333334)
+    >>> remat.nn.L1Loss(reduction="none")(x, y)
+    tensor([0., 2., 2.])
+    """
 
     def forward(self, input: Tensor, target: Any) -> Tensor:
+        """``remat.l1_loss(input, target, reduction=self.reduction)``.
+
+        Parameters
+        ----------
+        input : Tensor
+            Predictions, any shape.
+        target : Tensor or array_like
+            Targets of the same shape.
+
+        Returns
+        -------
+        Tensor
+            A 0-d tensor, or the per-element losses for ``"none"``.
+
+        Raises
+        ------
+        remat.ShapeError
+            When ``input`` and ``target`` have different shapes.
+
+        Examples
+        --------
+        >>> remat.nn.L1Loss(reduction="sum")(remat.tensor([1.0, -2.0]), remat.tensor([0.0, 0.0]))
+        tensor(3.)
+        """
         return remat.l1_loss(input, target, reduction=self.reduction)
 
 
@@ -65,7 +165,55 @@ class _WeightedLoss(_Loss):
 
 class CrossEntropyLoss(_WeightedLoss):
     """Cross-entropy of logits against class indices or probabilities, with ``weight``,
-    ``ignore_index``, ``reduction`` and ``label_smoothing`` as PyTorch."""
+    ``ignore_index``, ``reduction`` and ``label_smoothing`` as PyTorch.
+
+    ``log_softmax`` over the class axis (axis 1, or the only axis of unbatched input) and
+    the negative log-likelihood in one stable step; the input is the raw logits.
+
+    Parameters
+    ----------
+    weight : Tensor or None, optional
+        A rescaling weight per class, shape ``(C,)`` (kept as a buffer, so it is in
+        ``state_dict`` and moved by ``to``). Default: ``None`` (all ones).
+    size_average : bool or None, optional
+        Deprecated: with ``reduce``, overrides ``reduction`` (``False`` means ``"sum"``).
+        Default: ``None``.
+    ignore_index : int, optional
+        A target class index that contributes neither loss nor gradient (and is left out
+        of the mean). Default: ``-100``.
+    reduce : bool or None, optional
+        Deprecated: ``False`` means ``"none"`` and overrides ``reduction``.
+        Default: ``None``.
+    reduction : str, optional
+        ``"mean"`` (weighted mean over the non-ignored targets), ``"sum"`` or ``"none"``.
+        Default: ``"mean"``.
+    label_smoothing : float, optional
+        In ``[0, 1]``: mix the target with the uniform distribution by this amount.
+        Default: ``0.0``.
+
+    Raises
+    ------
+    TypeError
+        When ``weight`` is neither a Tensor nor ``None``, or ``label_smoothing`` is not a
+        number.
+    ValueError
+        When ``reduction`` is not ``"none"``, ``"mean"`` or ``"sum"`` (checked only when
+        neither deprecated argument is given), ``label_smoothing`` is outside ``[0, 1]``,
+        or ``ignore_index`` cannot be converted by ``int()``.
+
+    Examples
+    --------
+    >>> logits = remat.tensor([[2.0, 0.5, -1.0], [0.0, 1.0, 0.0]], requires_grad=True)
+    >>> target = remat.tensor([0, 1])
+    >>> loss = remat.nn.CrossEntropyLoss()(logits, target)
+    >>> round(loss.item(), 4)
+    0.3964
+    >>> loss.backward()
+    >>> logits.grad.shape
+    (2, 3)
+    >>> remat.nn.CrossEntropyLoss(reduction="none")(logits, target)
+    tensor([0.24131133, 0.55144465], grad_fn=<...>)
+    """
 
     def __init__(self, weight: Tensor | None = None, size_average: Any = None,
                  ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
@@ -79,13 +227,79 @@ class CrossEntropyLoss(_WeightedLoss):
         self.label_smoothing = float(label_smoothing)
 
     def forward(self, input: Tensor, target: Any) -> Tensor:
+        """``remat.cross_entropy`` of the logits ``input`` against ``target``.
+
+        Parameters
+        ----------
+        input : Tensor
+            Logits of shape ``(N, C)``, ``(N, C, d1, ...)`` or unbatched ``(C,)``.
+        target : Tensor or array_like
+            Class indices (integers, shape ``(N,)``, ``(N, d1, ...)`` or ``()``), or class
+            probabilities with the shape of ``input``.
+
+        Returns
+        -------
+        Tensor
+            A 0-d tensor, or the per-sample losses for ``"none"``.
+
+        Raises
+        ------
+        remat.ShapeError
+            When the shapes of ``input`` and ``target`` do not fit together.
+        ValueError
+            When a class index is out of range (and not ``ignore_index``).
+
+        Examples
+        --------
+        >>> logits = remat.tensor([[2.0, 0.5, -1.0], [0.0, 1.0, 0.0]])
+        >>> probs = remat.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+        >>> round(remat.nn.CrossEntropyLoss()(logits, probs).item(), 4)
+        0.3964
+        >>> remat.nn.CrossEntropyLoss()(logits, remat.tensor([0, 5]))
+        Traceback (most recent call last):
+            ...
+        ValueError: cross_entropy: target[1] = 5 is out of range for logits of shape (2, 3) ...
+        """
         return remat.cross_entropy(input, target, weight=self.weight,
                                    ignore_index=self.ignore_index, reduction=self.reduction,
                                    label_smoothing=self.label_smoothing)
 
 
 class NLLLoss(_WeightedLoss):
-    """Negative log-likelihood of log-probabilities at the target classes."""
+    """Negative log-likelihood of log-probabilities at the target classes.
+
+    ``-input[n, target[n]]`` (times ``weight[target[n]]``), reduced. Pair it with
+    :class:`LogSoftmax`; :class:`CrossEntropyLoss` does both in one step.
+
+    Parameters
+    ----------
+    weight : Tensor or None, optional
+        A rescaling weight per class, shape ``(C,)`` (kept as a buffer). Default: ``None``.
+    size_average : bool or None, optional
+        Deprecated: with ``reduce``, overrides ``reduction`` (``False`` means ``"sum"``).
+        Default: ``None``.
+    ignore_index : int, optional
+        A target class index that contributes neither loss nor gradient. Default: ``-100``.
+    reduce : bool or None, optional
+        Deprecated: ``False`` means ``"none"`` and overrides ``reduction``.
+        Default: ``None``.
+    reduction : str, optional
+        ``"mean"`` (weighted mean), ``"sum"`` or ``"none"``. Default: ``"mean"``.
+
+    Raises
+    ------
+    TypeError
+        When ``weight`` is neither a Tensor nor ``None``.
+    ValueError
+        When ``reduction`` is not ``"none"``, ``"mean"`` or ``"sum"`` (checked only when
+        neither deprecated argument is given).
+
+    Examples
+    --------
+    >>> logp = remat.log_softmax(remat.tensor([[2.0, 0.5, -1.0], [0.0, 1.0, 0.0]]), dim=1)
+    >>> remat.nn.NLLLoss(reduction="none")(logp, remat.tensor([0, 1]))
+    tensor([0.24131133, 0.55144465])
+    """
 
     def __init__(self, weight: Tensor | None = None, size_average: Any = None,
                  ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> None:
@@ -93,13 +307,77 @@ class NLLLoss(_WeightedLoss):
         self.ignore_index = int(ignore_index)
 
     def forward(self, input: Tensor, target: Any) -> Tensor:
+        """``remat.nll_loss`` of the log-probabilities ``input`` at ``target``.
+
+        Parameters
+        ----------
+        input : Tensor
+            Log-probabilities of shape ``(N, C)``, ``(N, C, d1, ...)`` or ``(C,)``.
+        target : Tensor or array_like
+            Integer class indices of shape ``(N,)``, ``(N, d1, ...)`` or ``()``.
+
+        Returns
+        -------
+        Tensor
+            A 0-d tensor, or the per-sample losses for ``"none"``.
+
+        Raises
+        ------
+        remat.ShapeError
+            When the shapes of ``input`` and ``target`` do not fit together.
+        ValueError
+            When a class index is out of range (and not ``ignore_index``).
+
+        Examples
+        --------
+        >>> logp = remat.log(remat.tensor([[0.5, 0.25, 0.25]]))
+        >>> remat.nn.NLLLoss()(logp, remat.tensor([1]))
+        tensor(1.3862944)
+        """
         return remat.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                               reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_WeightedLoss):
     """Binary cross-entropy of logits (numerically stable), with ``weight`` and
-    ``pos_weight``."""
+    ``pos_weight``.
+
+    ``-[pos_weight · y · log σ(x) + (1 - y) · log(1 - σ(x))]`` per element (times
+    ``weight``), computed from the logits ``x`` without forming ``σ(x)``, then reduced.
+
+    Parameters
+    ----------
+    weight : Tensor or None, optional
+        A rescaling weight broadcast against the per-element losses (kept as a buffer).
+        Default: ``None``.
+    size_average : bool or None, optional
+        Deprecated: with ``reduce``, overrides ``reduction`` (``False`` means ``"sum"``).
+        Default: ``None``.
+    reduce : bool or None, optional
+        Deprecated: ``False`` means ``"none"`` and overrides ``reduction``.
+        Default: ``None``.
+    reduction : str, optional
+        ``"mean"``, ``"sum"`` or ``"none"``. Default: ``"mean"``.
+    pos_weight : Tensor or None, optional
+        A weight of the positive term, broadcast along the last (class) axis, e.g. the
+        ratio negatives/positives per class (kept as a buffer). Default: ``None``.
+
+    Raises
+    ------
+    TypeError
+        When ``weight`` or ``pos_weight`` is neither a Tensor nor ``None``.
+    ValueError
+        When ``reduction`` is not ``"none"``, ``"mean"`` or ``"sum"`` (checked only when
+        neither deprecated argument is given).
+
+    Examples
+    --------
+    >>> z, y = remat.tensor([0.0, 2.0, -1.0]), remat.tensor([0.0, 1.0, 1.0])
+    >>> remat.nn.BCEWithLogitsLoss(reduction="none")(z, y)
+    tensor([0.6931472, 0.126928 , 1.3132617])
+    >>> remat.nn.BCEWithLogitsLoss(pos_weight=remat.tensor([2.0]))(z, y)
+    tensor(1.1911756)
+    """
 
     def __init__(self, weight: Tensor | None = None, size_average: Any = None,
                  reduce: Any = None, reduction: str = "mean",
@@ -113,6 +391,30 @@ class BCEWithLogitsLoss(_WeightedLoss):
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input: Tensor, target: Any) -> Tensor:
+        """``remat.binary_cross_entropy_with_logits`` of ``input`` against ``target``.
+
+        Parameters
+        ----------
+        input : Tensor
+            Logits, any shape.
+        target : Tensor or array_like
+            Targets in ``[0, 1]`` of the same shape.
+
+        Returns
+        -------
+        Tensor
+            A 0-d tensor, or the per-element losses for ``"none"``.
+
+        Raises
+        ------
+        remat.ShapeError
+            When ``input`` and ``target`` have different shapes.
+
+        Examples
+        --------
+        >>> remat.nn.BCEWithLogitsLoss()(remat.tensor([0.0]), remat.tensor([1.0]))
+        tensor(0.6931472)
+        """
         return remat.binary_cross_entropy_with_logits(
             input, target, weight=self.weight, reduction=self.reduction,
             pos_weight=self.pos_weight,

@@ -54,12 +54,53 @@ def _is_parameter(obj: Any) -> bool:
     return isinstance(obj, Tensor) and obj.is_leaf and obj.requires_grad
 
 
+def _is_frozen_parameter(obj: Any) -> bool:
+    """A leaf float Tensor that does not require grad: a parameter when registered explicitly
+    (``register_parameter``) or assigned to a name already registered as one (a frozen
+    parameter re-assigned)."""
+    return isinstance(obj, Tensor) and obj.is_leaf and obj.dtype.is_floating_point
+
+
 class Parameter(metaclass=_ParameterMeta):
     """A module parameter: ``Parameter(data)`` returns a leaf Tensor with ``requires_grad``.
 
     ``data`` may be a Tensor (its storage is shared, as with ``torch.nn.Parameter``), a NumPy
     array or nested lists. There is no separate Parameter class: any leaf Tensor that requires
-    grad is a parameter, and ``isinstance(t, Parameter)`` checks exactly that.
+    grad is a parameter, and ``isinstance(t, Parameter)`` checks exactly that. Assigning one
+    to an attribute of a :class:`Module` registers it. (So, unlike PyTorch, a tensor made
+    with ``requires_grad=False`` assigned to a new attribute stays a plain attribute: register
+    a frozen parameter with :meth:`Module.register_parameter`; a registered parameter stays
+    one after ``requires_grad_(False)`` and re-assignment.)
+
+    Parameters
+    ----------
+    data : Tensor, numpy.ndarray or nested list of float, optional
+        The values. A Tensor is detached and its storage shared (not copied); anything else
+        goes through ``remat.tensor`` (Python floats become float32). Default: ``None`` (an
+        empty float32 tensor of shape ``(0,)``).
+    requires_grad : bool, optional
+        Whether the result tracks gradients. Default: ``True``.
+
+    Returns
+    -------
+    Tensor
+        A leaf Tensor (``is_leaf`` is True) with ``requires_grad`` set as asked.
+
+    Raises
+    ------
+    remat.DTypeError
+        When ``requires_grad`` is True and ``data`` is not floating point (only float tensors
+        can require gradients), or when ``data`` holds no numbers (e.g. strings).
+
+    Examples
+    --------
+    >>> w = remat.nn.Parameter(remat.tensor([1.0, 2.0]))
+    >>> w
+    tensor([1., 2.], requires_grad=True)
+    >>> w.is_leaf, isinstance(w, remat.nn.Parameter)
+    (True, True)
+    >>> isinstance(remat.tensor([1.0, 2.0]), remat.nn.Parameter)
+    False
     """
 
     def __new__(cls, data: Any = None, requires_grad: bool = True) -> Tensor:  # type: ignore[misc]
@@ -146,9 +187,61 @@ class Module:
     """Base class of all layers and models, like ``torch.nn.Module``.
 
     Subclasses call ``super().__init__()``, assign Parameters, sub-Modules (and buffers via
-    :meth:`register_buffer`) as attributes, and define :meth:`forward`. Calling the module calls
-    ``forward``; with ``activation_checkpointing = True`` the call runs as a checkpoint segment
-    (keeping what ``activation_checkpointing_policy`` says, see ``remat.checkpoint_policies``).
+    :meth:`register_buffer`) as attributes, and define :meth:`forward`. Assigning a
+    :class:`Parameter` (a leaf Tensor that requires grad) or a Module to an attribute registers
+    it, so :meth:`parameters`, :meth:`state_dict`, :meth:`to`, :meth:`train` and
+    :meth:`zero_grad` see the whole tree.
+
+    Calling the module (``module(*args, **kwargs)``) runs the forward pre-hooks, then
+    ``forward(*args, **kwargs)``, then the forward hooks, and returns what they leave. With
+    ``activation_checkpointing = True`` the forward runs as a checkpoint segment
+    (``remat.checkpoint_segment``, named by the module's qualified name such as
+    ``"blocks.3"``): only its inputs are kept for backward, the forward is re-run during
+    backward, and the gradients are identical. ``activation_checkpointing_policy`` (default
+    ``None``) says what the segment keeps anyway (see ``remat.checkpoint_policies``).
+
+    The constructor takes no arguments. Each instance has a ``training`` flag (``True``
+    initially; see :meth:`train`/:meth:`eval`), ``activation_checkpointing`` (``False``) and
+    ``activation_checkpointing_policy`` (``None``).
+
+    Raises
+    ------
+    TypeError
+        When the constructor is given any argument; later, when a value of the wrong kind is
+        assigned to a name registered as a parameter (a Parameter or ``None`` expected), a
+        buffer (a Tensor or ``None``) or a child module (a Module or ``None``).
+    NotImplementedError
+        When a module whose class defines no :meth:`forward` is called.
+
+    Examples
+    --------
+    >>> class TwoLayer(remat.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.fc1 = remat.nn.Linear(4, 8)
+    ...         self.fc2 = remat.nn.Linear(8, 2)
+    ...     def forward(self, x):
+    ...         return self.fc2(remat.relu(self.fc1(x)))
+    >>> model = TwoLayer()
+    >>> model
+    TwoLayer(
+      (fc1): Linear(in_features=4, out_features=8, bias=True)
+      (fc2): Linear(in_features=8, out_features=2, bias=True)
+    )
+    >>> model(remat.ones(3, 4)).shape
+    (3, 2)
+    >>> [name for name, _ in model.named_parameters()]
+    ['fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']
+
+    Recomputing ``fc1`` during backward gives the same gradients:
+
+    >>> model(remat.ones(3, 4)).sum().backward()
+    >>> plain = model.fc1.weight.grad.clone()
+    >>> model.zero_grad()
+    >>> model.fc1.activation_checkpointing = True
+    >>> model(remat.ones(3, 4)).sum().backward()
+    >>> (model.fc1.weight.grad == plain).all().item()
+    True
     """
 
     training: bool
@@ -180,13 +273,12 @@ class Module:
             self._forget(name)
             params[name] = value
         elif name in params:
-            if value is not None:
+            if value is not None and not _is_frozen_parameter(value):
                 raise TypeError(
                     f"cannot assign {type(value).__name__} as parameter '{name}' (a Parameter "
-                    "— a leaf Tensor with requires_grad=True — or None expected); wrap it with "
-                    "nn.Parameter(...)"
+                    "— a leaf float Tensor — or None expected); wrap it with nn.Parameter(...)"
                 )
-            params[name] = None
+            params[name] = value
         elif name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(
@@ -229,18 +321,84 @@ class Module:
         return sorted(set(super().__dir__()) | set(extra))
 
     def register_parameter(self, name: str, param: Tensor | None) -> None:
-        """Register ``param`` (a leaf Tensor that requires grad, or None) under ``name``."""
+        """Register ``param`` (a leaf Tensor that requires grad, or None) under ``name``.
+
+        Same as assigning ``self.<name> = param``, but also accepts ``None`` for a name that
+        is not registered yet (an optional parameter such as a missing bias). Whatever was
+        registered under ``name`` before (parameter, buffer or child module) is replaced.
+
+        Parameters
+        ----------
+        name : str
+            The attribute name (the key in :meth:`named_parameters` and :meth:`state_dict`).
+        param : Tensor or None
+            A leaf float Tensor (see :class:`Parameter`), or ``None`` (skipped by
+            :meth:`parameters` and :meth:`state_dict`). Unlike plain assignment, this also
+            registers a frozen one (``requires_grad=False``): it is then returned by
+            :meth:`parameters`, saved by :meth:`state_dict` and moved by :meth:`to`.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When ``param`` is neither ``None`` nor a leaf float Tensor.
+
+        Examples
+        --------
+        >>> m = remat.nn.Module()
+        >>> m.register_parameter("scale", remat.nn.Parameter(remat.ones(2)))
+        >>> m.register_parameter("shift", None)
+        >>> [name for name, _ in m.named_parameters()], m.shift is None
+        (['scale'], True)
+        >>> m.register_parameter("frozen", remat.nn.Parameter(remat.ones(2), requires_grad=False))
+        >>> sorted(m.state_dict())
+        ['frozen', 'scale']
+        """
         self._ensure_init()
-        if param is not None and not _is_parameter(param):
+        if param is not None and not _is_frozen_parameter(param):
             raise TypeError(
-                f"cannot register '{name}' as a parameter: expected a leaf Tensor with "
-                "requires_grad=True (see nn.Parameter) or None"
+                f"cannot register '{name}' as a parameter: expected a leaf float Tensor (see "
+                "nn.Parameter) or None"
             )
         self._forget(name)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None) -> None:
-        """Register a non-parameter Tensor (saved in ``state_dict``, moved by ``to``)."""
+        """Register a non-parameter Tensor (saved in ``state_dict``, moved by ``to``).
+
+        A buffer is state that is not trained (running statistics, masks, tables): it is
+        returned by :meth:`buffers`, saved by :meth:`state_dict` and cast/moved by :meth:`to`,
+        but not returned by :meth:`parameters`. Later assignments to ``self.<name>`` must be a
+        Tensor or ``None``.
+
+        Parameters
+        ----------
+        name : str
+            The attribute name (the key in :meth:`named_buffers` and :meth:`state_dict`).
+        tensor : Tensor or None
+            The buffer's value; ``None`` registers the name without a value.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When ``tensor`` is neither a Tensor nor ``None``.
+
+        Examples
+        --------
+        >>> m = remat.nn.Module()
+        >>> m.register_buffer("running_mean", remat.zeros(3))
+        >>> list(m.state_dict()), list(m.parameters())
+        (['running_mean'], [])
+        >>> m.running_mean
+        tensor([0., 0., 0.])
+        """
         self._ensure_init()
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot register '{name}' as a buffer: expected a Tensor or None")
@@ -248,7 +406,39 @@ class Module:
         self._buffers[name] = tensor
 
     def add_module(self, name: str, module: Module | None) -> None:
-        """Register ``module`` (or None) as a child under ``name``."""
+        """Register ``module`` (or None) as a child under ``name``.
+
+        Same as assigning ``self.<name> = module``, for names chosen at run time (also
+        available as ``register_module``). Whatever was registered under ``name`` before is
+        replaced.
+
+        Parameters
+        ----------
+        name : str
+            The child's name (its prefix in dotted names such as ``"name.weight"``).
+        module : Module or None
+            The child; ``None`` registers the name without a module.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When ``module`` is neither a Module nor ``None``.
+
+        Examples
+        --------
+        >>> m = remat.nn.Module()
+        >>> m.add_module("proj", remat.nn.Linear(2, 3))
+        >>> m
+        Module(
+          (proj): Linear(in_features=2, out_features=3, bias=True)
+        )
+        >>> [name for name, _ in m.named_parameters()]
+        ['proj.weight', 'proj.bias']
+        """
         self._ensure_init()
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
@@ -260,10 +450,42 @@ class Module:
     # -- calling ----------------------------------------------------------------------------
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        """The computation of the module; subclasses define it."""
+        """The computation of the module; subclasses define it.
+
+        Call the module (``module(x)``) rather than ``forward`` directly: the call also runs
+        the registered hooks and honours ``activation_checkpointing``.
+
+        Parameters
+        ----------
+        *args : Any
+            The positional inputs, as the subclass defines them.
+        **kwargs : Any
+            The keyword inputs, as the subclass defines them.
+
+        Returns
+        -------
+        Any
+            Whatever the subclass computes (usually a Tensor).
+
+        Raises
+        ------
+        NotImplementedError
+            Always, on the base class: a subclass that does not define ``forward`` cannot be
+            called.
+
+        Examples
+        --------
+        >>> class Double(remat.nn.Module):
+        ...     def forward(self, x):
+        ...         return 2 * x
+        >>> Double()(remat.tensor([1.0, 2.0]))
+        tensor([2., 4.])
+        """
         raise NotImplementedError(f"{type(self).__name__} has no forward() defined")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the forward pre-hooks, :meth:`forward` (as a checkpoint segment when
+        ``activation_checkpointing`` is True) and the forward hooks; return the output."""
         # The chain of module calls, so a checkpointed module is named by its qualified name.
         stack = _call_stack()
         stack.append(self)
@@ -339,7 +561,44 @@ class Module:
         """Call ``hook(module, args)`` before every ``forward``; a non-None result replaces the
         positional arguments (a non-tuple is wrapped in one). With ``with_kwargs=True`` the
         hook is ``hook(module, args, kwargs)`` and may return ``(args, kwargs)``. Returns a
-        handle whose ``remove()`` unregisters it."""
+        handle whose ``remove()`` unregisters it.
+
+        Parameters
+        ----------
+        hook : callable
+            ``hook(module, args) -> None or new args`` (``args`` is the tuple of positional
+            arguments), or with ``with_kwargs`` ``hook(module, args, kwargs) -> None or
+            (new_args, new_kwargs)``.
+        prepend : bool, optional
+            Run this hook before the pre-hooks already registered instead of after them.
+            Default: ``False``.
+        with_kwargs : bool, optional
+            Pass the keyword arguments to the hook as well. Default: ``False``.
+
+        Returns
+        -------
+        RemovableHandle
+            ``handle.remove()`` (or leaving ``with handle:``) unregisters the hook; removing
+            twice is harmless.
+
+        Raises
+        ------
+        TypeError
+            When ``hook`` is not callable.
+        RuntimeError
+            At call time, when a ``with_kwargs`` hook returns something other than ``None``
+            or a 2-tuple.
+
+        Examples
+        --------
+        >>> relu = remat.nn.ReLU()
+        >>> handle = relu.register_forward_pre_hook(lambda module, args: args[0] + 1.0)
+        >>> relu(remat.tensor([-3.0, 2.0]))
+        tensor([0., 3.])
+        >>> handle.remove()
+        >>> relu(remat.tensor([-3.0, 2.0]))
+        tensor([0., 2.])
+        """
         return self._hook_table().add("pre", hook, prepend, with_kwargs)
 
     def register_forward_hook(
@@ -347,7 +606,44 @@ class Module:
     ) -> RemovableHandle:
         """Call ``hook(module, args, output)`` after every ``forward``; a non-None result
         replaces the output. With ``with_kwargs=True`` the hook is ``hook(module, args, kwargs,
-        output)``. Returns a handle whose ``remove()`` unregisters it."""
+        output)``. Returns a handle whose ``remove()`` unregisters it.
+
+        Parameters
+        ----------
+        hook : callable
+            ``hook(module, args, output) -> None or new output``, or with ``with_kwargs``
+            ``hook(module, args, kwargs, output)``. ``args`` are the positional arguments as
+            ``forward`` received them (after the pre-hooks).
+        prepend : bool, optional
+            Run this hook before the forward hooks already registered instead of after them.
+            Default: ``False``.
+        with_kwargs : bool, optional
+            Pass the keyword arguments to the hook as well. Default: ``False``.
+
+        Returns
+        -------
+        RemovableHandle
+            ``handle.remove()`` (or leaving ``with handle:``) unregisters the hook; removing
+            twice is harmless.
+
+        Raises
+        ------
+        TypeError
+            When ``hook`` is not callable.
+
+        Examples
+        --------
+        >>> lin = remat.nn.Linear(2, 3)
+        >>> shapes = []
+        >>> handle = lin.register_forward_hook(lambda m, args, out: shapes.append(out.shape))
+        >>> _ = lin(remat.ones(4, 2))
+        >>> shapes
+        [(4, 3)]
+        >>> handle.remove()
+        >>> _ = lin(remat.ones(4, 2))
+        >>> shapes
+        [(4, 3)]
+        """
         return self._hook_table().add("post", hook, prepend, with_kwargs)
 
     # -- traversal --------------------------------------------------------------------------
@@ -355,7 +651,38 @@ class Module:
     def named_modules(
         self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True
     ) -> Iterator[tuple[str, Module]]:
-        """``(dotted name, module)`` for this module and every descendant ("" for self)."""
+        """``(dotted name, module)`` for this module and every descendant ("" for self).
+
+        Depth first, in registration order; a module reachable twice is yielded once unless
+        ``remove_duplicate`` is False.
+
+        Parameters
+        ----------
+        memo : set or None, optional
+            Ids of modules already yielded (used by the recursion). Default: ``None`` (a
+            fresh set).
+        prefix : str, optional
+            Prepended to every name (``prefix + "." + name``; the module itself is named
+            ``prefix``). Default: ``""``.
+        remove_duplicate : bool, optional
+            Yield a shared module only once. Default: ``True``.
+
+        Returns
+        -------
+        Iterator[tuple[str, Module]]
+            The ``(name, module)`` pairs, the module itself first.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential(remat.nn.Linear(2, 2), remat.nn.ReLU())
+        >>> [(name, type(m).__name__) for name, m in net.named_modules()]
+        [('', 'Sequential'), ('0', 'Linear'), ('1', 'ReLU')]
+        """
         if memo is None:
             memo = set()
         if remove_duplicate:
@@ -371,7 +698,34 @@ class Module:
 
     def get_submodule(self, target: str) -> Module:
         """The descendant named by the dotted path ``target`` ("" is the module itself);
-        ``AttributeError`` names the first part that is missing or not a Module."""
+        ``AttributeError`` names the first part that is missing or not a Module.
+
+        Parameters
+        ----------
+        target : str
+            A dotted path as in :meth:`named_modules`, e.g. ``"encoder.layers.0"``.
+
+        Returns
+        -------
+        Module
+            The submodule.
+
+        Raises
+        ------
+        AttributeError
+            When a part of the path does not exist, or names something that is not a Module
+            (such as a parameter).
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential(remat.nn.Linear(2, 3), remat.nn.ReLU())
+        >>> net.get_submodule("0")
+        Linear(in_features=2, out_features=3, bias=True)
+        >>> net.get_submodule("0.weight")
+        Traceback (most recent call last):
+            ...
+        AttributeError: `weight` is not an nn.Module
+        """
         if target == "":
             return self
         mod: Module = self
@@ -384,12 +738,46 @@ class Module:
         return mod
 
     def modules(self) -> Iterator[Module]:
-        """This module and every descendant, each once."""
+        """This module and every descendant, each once.
+
+        Returns
+        -------
+        Iterator[Module]
+            The modules of :meth:`named_modules`, without the names (the module itself first).
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential(remat.nn.Linear(2, 2), remat.nn.Tanh())
+        >>> [type(m).__name__ for m in net.modules()]
+        ['Sequential', 'Linear', 'Tanh']
+        """
         for _, m in self.named_modules():
             yield m
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
-        """``(name, module)`` for each immediate child, each once."""
+        """``(name, module)`` for each immediate child, each once.
+
+        Returns
+        -------
+        Iterator[tuple[str, Module]]
+            The children in registration order (``None`` entries skipped).
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential(remat.nn.Linear(2, 2), remat.nn.Tanh())
+        >>> [name for name, _ in net.named_children()]
+        ['0', '1']
+        """
         seen = set()
         for name, m in self._modules.items():
             if m is not None and id(m) not in seen:
@@ -397,7 +785,25 @@ class Module:
                 yield name, m
 
     def children(self) -> Iterator[Module]:
-        """The immediate child modules."""
+        """The immediate child modules.
+
+        Returns
+        -------
+        Iterator[Module]
+            The children of :meth:`named_children`, without the names.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> block = remat.nn.Sequential(remat.nn.Linear(2, 2), remat.nn.ReLU())
+        >>> net = remat.nn.Sequential(block, remat.nn.Tanh())
+        >>> [type(m).__name__ for m in net.children()]
+        ['Sequential', 'Tanh']
+        """
         for _, m in self.named_children():
             yield m
 
@@ -417,27 +823,159 @@ class Module:
     def named_parameters(
         self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
     ) -> Iterator[tuple[str, Tensor]]:
-        """``(dotted name, parameter)`` pairs; a shared parameter appears once."""
+        """``(dotted name, parameter)`` pairs; a shared parameter appears once.
+
+        Parameters
+        ----------
+        prefix : str, optional
+            Prepended to every name. Default: ``""``.
+        recurse : bool, optional
+            Include the parameters of every descendant; ``False`` gives only this module's
+            own. Default: ``True``.
+        remove_duplicate : bool, optional
+            Yield a parameter shared by several modules once (under its first name).
+            Default: ``True``.
+
+        Returns
+        -------
+        Iterator[tuple[str, Tensor]]
+            ``(name, parameter)`` pairs, module by module in :meth:`named_modules` order;
+            ``None`` entries are skipped.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential(remat.nn.Linear(2, 3), remat.nn.ReLU(), remat.nn.Linear(3, 1))
+        >>> [(name, p.shape) for name, p in net.named_parameters()]
+        [('0.weight', (3, 2)), ('0.bias', (3,)), ('2.weight', (1, 3)), ('2.bias', (1,))]
+        """
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Tensor]:
-        """The parameters of this module and (``recurse``) its descendants, each once."""
+        """The parameters of this module and (``recurse``) its descendants, each once.
+
+        This is what an optimizer takes: ``remat.optim.SGD(model.parameters(), lr=0.1)``.
+
+        Parameters
+        ----------
+        recurse : bool, optional
+            Include the parameters of every descendant. Default: ``True``.
+
+        Returns
+        -------
+        Iterator[Tensor]
+            The parameters in :meth:`named_parameters` order (shared ones once).
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential(remat.nn.Linear(2, 3), remat.nn.Linear(3, 1))
+        >>> sum(p.numel() for p in net.parameters())
+        13
+        >>> len(list(net.parameters(recurse=False)))
+        0
+        """
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(
         self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
     ) -> Iterator[tuple[str, Tensor]]:
-        """``(dotted name, buffer)`` pairs."""
+        """``(dotted name, buffer)`` pairs.
+
+        Parameters
+        ----------
+        prefix : str, optional
+            Prepended to every name. Default: ``""``.
+        recurse : bool, optional
+            Include the buffers of every descendant. Default: ``True``.
+        remove_duplicate : bool, optional
+            Yield a buffer shared by several modules once. Default: ``True``.
+
+        Returns
+        -------
+        Iterator[tuple[str, Tensor]]
+            ``(name, buffer)`` pairs (``None`` entries skipped).
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> m = remat.nn.Module()
+        >>> m.register_buffer("steps", remat.tensor([0]))
+        >>> list(m.named_buffers())
+        [('steps', tensor([0]))]
+        """
         yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
-        """The buffers of this module and (``recurse``) its descendants."""
+        """The buffers of this module and (``recurse``) its descendants.
+
+        Parameters
+        ----------
+        recurse : bool, optional
+            Include the buffers of every descendant. Default: ``True``.
+
+        Returns
+        -------
+        Iterator[Tensor]
+            The buffers in :meth:`named_buffers` order.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> loss = remat.nn.CrossEntropyLoss(weight=remat.tensor([1.0, 2.0]))
+        >>> list(loss.buffers())
+        [tensor([1., 2.])]
+        """
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
     def apply(self, fn: Callable[[Module], Any]) -> Module:
-        """Call ``fn`` on every descendant and then on self; returns self."""
+        """Call ``fn`` on every descendant and then on self; returns self.
+
+        Children are visited depth first (a child's own children before it), so the typical
+        use is custom initialisation: ``model.apply(init_weights)``.
+
+        Parameters
+        ----------
+        fn : callable
+            Called as ``fn(module)``; its result is ignored.
+
+        Returns
+        -------
+        Module
+            ``self``.
+
+        Raises
+        ------
+        Exception
+            Whatever ``fn`` raises is propagated.
+
+        Examples
+        --------
+        >>> def init(m):
+        ...     if isinstance(m, remat.nn.Linear):
+        ...         remat.nn.init.zeros_(m.bias)
+        >>> net = remat.nn.Sequential(remat.nn.Linear(2, 2), remat.nn.ReLU())
+        >>> net.apply(init)[0].bias
+        tensor([0., 0.], requires_grad=True)
+        """
         for m in self.children():
             m.apply(fn)
         fn(self)
@@ -446,7 +984,34 @@ class Module:
     # -- modes and gradients ----------------------------------------------------------------
 
     def train(self, mode: bool = True) -> Module:
-        """Set the ``training`` flag of this module and every descendant; returns self."""
+        """Set the ``training`` flag of this module and every descendant; returns self.
+
+        The flag changes what some layers compute: :class:`Dropout` (and the dropout of
+        :class:`MultiheadAttention`) is active only while training.
+
+        Parameters
+        ----------
+        mode : bool, optional
+            ``True`` for training behaviour, ``False`` for evaluation. Default: ``True``.
+
+        Returns
+        -------
+        Module
+            ``self``.
+
+        Raises
+        ------
+        ValueError
+            When ``mode`` is not a bool.
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential(remat.nn.Linear(2, 2), remat.nn.Dropout(0.5))
+        >>> net.train(False)[1].training
+        False
+        >>> net.train().training, net[1].training
+        (True, True)
+        """
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be a bool")
         for m in self.modules():
@@ -454,18 +1019,100 @@ class Module:
         return self
 
     def eval(self) -> Module:
-        """``train(False)``: inference behaviour (Dropout off); returns self."""
+        """``train(False)``: inference behaviour (Dropout off); returns self.
+
+        Returns
+        -------
+        Module
+            ``self``.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> drop = remat.nn.Dropout(0.5).eval()
+        >>> drop.training
+        False
+        >>> drop(remat.ones(4))
+        tensor([1., 1., 1., 1.])
+        """
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
-        """Turn gradient tracking of every parameter on or off; returns self."""
+        """Turn gradient tracking of every parameter on or off; returns self.
+
+        ``requires_grad_(False)`` freezes the module (for fine-tuning the rest of a model):
+        the parameters stay registered (``parameters()`` and ``state_dict()`` still list
+        them) but get no gradients. A frozen tensor is no longer a :class:`Parameter` in
+        remat's sense, so it cannot be assigned to a parameter name again
+        (``module.weight = module.weight`` raises ``TypeError``) until it requires grad.
+
+        Parameters
+        ----------
+        requires_grad : bool, optional
+            The value to set on every parameter (recursively). Default: ``True``.
+
+        Returns
+        -------
+        Module
+            ``self``.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> lin = remat.nn.Linear(2, 2).requires_grad_(False)
+        >>> [p.requires_grad for p in lin.parameters()]
+        [False, False]
+        >>> [p.requires_grad for p in lin.requires_grad_().parameters()]
+        [True, True]
+        """
         for p in self.parameters():
             p.requires_grad = requires_grad
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear parameter gradients: set them to None, or (``set_to_none=False``) zero-fill
-        the existing gradient tensors in place."""
+        the existing gradient tensors in place.
+
+        Gradients accumulate across ``backward`` calls, so call this (or the optimizer's
+        ``zero_grad``) once per step.
+
+        Parameters
+        ----------
+        set_to_none : bool, optional
+            ``True`` drops the gradients (``p.grad is None`` afterwards, freeing their
+            memory); ``False`` writes zeros into the existing gradient tensors.
+            Default: ``True``.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> lin = remat.nn.Linear(2, 1)
+        >>> lin(remat.ones(3, 2)).sum().backward()
+        >>> lin.bias.grad
+        tensor([3.])
+        >>> lin.zero_grad(set_to_none=False)
+        >>> lin.bias.grad
+        tensor([0.])
+        >>> lin.zero_grad()
+        >>> lin.bias.grad is None
+        True
+        """
         _zero_grads(self.parameters(), set_to_none)
 
     # -- device / dtype ---------------------------------------------------------------------
@@ -475,7 +1122,38 @@ class Module:
         and/or cast them to a dtype, in place; returns self.
 
         Moved parameters stay leaves with their ``requires_grad``; gradients move with them.
-        Parameters shared between modules stay shared.
+        Parameters shared between modules stay shared. A parameter that has to change is
+        replaced by a new Tensor, so build the optimizer after calling ``to``.
+
+        Parameters
+        ----------
+        *args : str, remat.device or remat.dtype
+            The target device and/or dtype, applied in the order given (e.g. ``"cuda"``,
+            ``remat.float64``, or both).
+        **kwargs : str, remat.device or remat.dtype
+            ``device=`` and/or ``dtype=``; other keywords are ignored.
+
+        Returns
+        -------
+        Module
+            ``self``.
+
+        Raises
+        ------
+        TypeError
+            When neither a device nor a dtype is given.
+        remat.DeviceError
+            When the device is unknown or not available (e.g. ``"cuda"`` without a GPU).
+
+        Examples
+        --------
+        >>> lin = remat.nn.Linear(2, 2)
+        >>> lin.to(remat.float64) is lin
+        True
+        >>> lin.weight.dtype, lin.weight.is_leaf, lin.weight.requires_grad
+        (remat.float64, True, True)
+        >>> lin.to(device="cpu").weight.device
+        device(type='cpu')
         """
         targets = list(args) + [v for k, v in kwargs.items() if k in ("device", "dtype")]
         if not targets:
@@ -510,19 +1188,93 @@ class Module:
         return self
 
     def cpu(self) -> Module:
-        """``to("cpu")``."""
+        """``to("cpu")``: move parameters and buffers to the CPU; returns self.
+
+        Returns
+        -------
+        Module
+            ``self``.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.Linear(2, 2).cpu().weight.device
+        device(type='cpu')
+        """
         return self.to("cpu")
 
     def cuda(self, device: int | None = None) -> Module:
-        """``to("cuda")`` (or ``"cuda:N"``)."""
+        """``to("cuda")`` (or ``"cuda:N"``): move parameters and buffers to a GPU; returns self.
+
+        Parameters
+        ----------
+        device : int or None, optional
+            The GPU index ``N`` (``"cuda:N"``). Default: ``None`` (``"cuda"``, the current
+            GPU).
+
+        Returns
+        -------
+        Module
+            ``self``.
+
+        Raises
+        ------
+        remat.DeviceError
+            When no usable GPU exists (no driver, no device).
+
+        Examples
+        --------
+        >>> lin = remat.nn.Linear(2, 2)
+        >>> if remat.cuda.is_available():
+        ...     _ = lin.cuda()
+        >>> lin.weight.shape
+        (2, 2)
+        """
         return self.to("cuda" if device is None else f"cuda:{device}")
 
     def float(self) -> Module:
-        """Cast parameters and buffers to float32."""
+        """Cast parameters and buffers to float32 (``to(remat.float32)``); returns self.
+
+        Returns
+        -------
+        Module
+            ``self``.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> lin = remat.nn.Linear(2, 2, dtype=remat.float64)
+        >>> lin.float().weight.dtype
+        remat.float32
+        """
         return self.to(remat.float32)
 
     def double(self) -> Module:
-        """Cast parameters and buffers to float64."""
+        """Cast parameters and buffers to float64 (``to(remat.float64)``); returns self.
+
+        Returns
+        -------
+        Module
+            ``self``.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.Linear(2, 2).double().bias.dtype
+        remat.float64
+        """
         return self.to(remat.float64)
 
     # -- state ------------------------------------------------------------------------------
@@ -534,7 +1286,36 @@ class Module:
 
     def state_dict(self, prefix: str = "") -> OrderedDict:
         """An ``OrderedDict`` of dotted name → NumPy array (a copy) for every parameter and
-        buffer, in registration order."""
+        buffer: the parameters in :meth:`named_parameters` order, then the buffers.
+
+        A parameter shared by several modules appears under each of its names. The arrays are
+        copies, so later training does not change a saved state dict. ``remat.save`` writes
+        one to a file; :meth:`load_state_dict` reads it back.
+
+        Parameters
+        ----------
+        prefix : str, optional
+            Prepended to every key. Default: ``""``.
+
+        Returns
+        -------
+        collections.OrderedDict
+            ``{name: numpy.ndarray}``.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> lin = remat.nn.Linear(2, 1)
+        >>> sd = lin.state_dict()
+        >>> [(name, value.shape, value.dtype.name) for name, value in sd.items()]
+        [('weight', (1, 2), 'float32'), ('bias', (1,), 'float32')]
+        >>> list(lin.state_dict(prefix="head."))
+        ['head.weight', 'head.bias']
+        """
         out: OrderedDict = OrderedDict()
         for name, t in self._state_items():
             out[prefix + name] = np.array(t.numpy(), copy=True)
@@ -546,8 +1327,49 @@ class Module:
 
         A value whose shape differs from its parameter raises ``remat.ShapeError`` naming the
         parameter and both shapes; with ``strict`` (default) missing or unexpected keys raise
-        ``KeyError``. Nothing is changed when an error is raised. Returns
-        ``(missing_keys, unexpected_keys)``.
+        ``KeyError``. Nothing is changed when an error is raised (every entry is checked
+        before the first one is copied). Returns ``(missing_keys, unexpected_keys)``.
+
+        Parameters
+        ----------
+        state_dict : Mapping[str, numpy.ndarray or Tensor or list]
+            Name → value, as :meth:`state_dict` produces (or ``remat.load`` reads).
+        strict : bool, optional
+            Require the keys to match this module's exactly. With ``False``, missing keys
+            are left as they are and unexpected keys ignored. Default: ``True``.
+
+        Returns
+        -------
+        NamedTuple
+            ``(missing_keys, unexpected_keys)``: lists of the module's names absent from
+            ``state_dict`` and of the keys of ``state_dict`` the module does not have.
+
+        Raises
+        ------
+        KeyError
+            With ``strict``, when keys are missing or unexpected (the message lists them).
+        remat.ShapeError
+            When a value's shape differs from its parameter's or buffer's.
+        remat.DTypeError
+            When a value cannot be converted to a number array of the parameter's dtype.
+        TypeError
+            When ``state_dict`` is not a mapping.
+
+        Examples
+        --------
+        >>> src, dst = remat.nn.Linear(2, 1), remat.nn.Linear(2, 1)
+        >>> dst.load_state_dict(src.state_dict())
+        _IncompatibleKeys(missing_keys=[], unexpected_keys=[])
+        >>> (dst.weight == src.weight).all().item()
+        True
+        >>> dst.load_state_dict({"bias": [0.5]}, strict=False)
+        _IncompatibleKeys(missing_keys=['weight'], unexpected_keys=[])
+        >>> dst.bias
+        tensor([0.5], requires_grad=True)
+        >>> dst.load_state_dict({"weight": np.zeros((2, 2)), "bias": [0.0]})
+        Traceback (most recent call last):
+            ...
+        remat.ShapeError: load_state_dict: size mismatch for 'weight': ... shape (2, 2) ...
         """
         if not hasattr(state_dict, "keys"):
             raise TypeError(
@@ -577,7 +1399,26 @@ class Module:
     # -- printing ---------------------------------------------------------------------------
 
     def extra_repr(self) -> str:
-        """The text inside the parentheses of this module's repr (subclasses override)."""
+        """The text inside the parentheses of this module's repr (subclasses override).
+
+        Returns
+        -------
+        str
+            ``""`` on the base class; layers return their settings (e.g.
+            ``"in_features=2, out_features=3, bias=True"``).
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.Linear(2, 3).extra_repr()
+        'in_features=2, out_features=3, bias=True'
+        >>> remat.nn.Module().extra_repr()
+        ''
+        """
         return ""
 
     def __repr__(self) -> str:
@@ -660,7 +1501,43 @@ class Linear(Module):
 
     Initialised as PyTorch does (kaiming_uniform with a=√5): weight and bias drawn from
     U(-1/√in_features, 1/√in_features) with remat's seeded generator, so ``remat.manual_seed``
-    makes the initialisation reproducible.
+    makes the initialisation reproducible. The input is ``(*, in_features)`` (any number of
+    leading axes) and the output ``(*, out_features)``.
+
+    Parameters
+    ----------
+    in_features : int
+        Size of the last axis of the input (0 is allowed: weight and bias are then zeros).
+    out_features : int
+        Size of the last axis of the output.
+    bias : bool, optional
+        Learn an additive bias ``b`` of shape ``(out_features,)``; with ``False`` the
+        ``bias`` attribute is ``None``. Default: ``True``.
+    device : str or remat.device, optional
+        Where the parameters live. Default: ``None`` (the CPU).
+    dtype : remat.dtype, optional
+        The parameters' floating dtype. Default: ``None`` (float32).
+
+    Raises
+    ------
+    TypeError
+        When ``in_features`` or ``out_features`` is not an int (a bool or a float is not).
+    ValueError
+        When ``in_features`` or ``out_features`` is negative.
+
+    Examples
+    --------
+    >>> lin = remat.nn.Linear(3, 2)
+    >>> lin
+    Linear(in_features=3, out_features=2, bias=True)
+    >>> lin.weight.shape, lin.bias.shape
+    ((2, 3), (2,))
+    >>> lin(remat.ones(5, 4, 3)).shape
+    (5, 4, 2)
+    >>> remat.nn.Linear(-1, 2)
+    Traceback (most recent call last):
+        ...
+    ValueError: Linear: in_features must be >= 0, got -1
     """
 
     def __init__(
@@ -684,9 +1561,37 @@ class Linear(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x @ weight.T + bias`` (``remat.linear``).
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of shape ``(*, in_features)``.
+
+        Returns
+        -------
+        Tensor
+            Output of shape ``(*, out_features)``.
+
+        Raises
+        ------
+        remat.ShapeError
+            When the last axis of ``x`` is not ``in_features``.
+
+        Examples
+        --------
+        >>> lin = remat.nn.Linear(2, 1)
+        >>> with remat.no_grad():
+        ...     _ = lin.weight.copy_(remat.tensor([[1.0, 2.0]]))
+        ...     _ = lin.bias.fill_(0.5)
+        >>> lin(remat.tensor([[1.0, 1.0], [0.0, 3.0]]))
+        tensor([[3.5],
+                [6.5]], grad_fn=<linear>)
+        """
         return remat.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
+        """``"in_features=..., out_features=..., bias=..."``."""
         return (
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"bias={self.bias is not None}"
@@ -694,14 +1599,50 @@ class Linear(Module):
 
 
 class ReLU(Module):
-    """``max(x, 0)`` elementwise."""
+    """``max(x, 0)`` elementwise.
+
+    The constructor takes no arguments (PyTorch's ``inplace`` flag is not accepted). Any
+    input shape; the output has the same shape.
+
+    Raises
+    ------
+    TypeError
+        When the constructor is given any argument (e.g. ``inplace=True``).
+
+    Examples
+    --------
+    >>> remat.nn.ReLU()(remat.tensor([-1.0, 0.0, 2.0]))
+    tensor([0., 0., 2.])
+    """
 
     def forward(self, x: Tensor) -> Tensor:
+        """``remat.relu(x)``: ``x`` where positive, 0 elsewhere (same shape)."""
         return remat.relu(x)
 
 
 class GELU(Module):
-    """The Gaussian error linear unit; ``approximate="tanh"`` uses the tanh approximation."""
+    """The Gaussian error linear unit; ``approximate="tanh"`` uses the tanh approximation.
+
+    ``x * Φ(x)`` with ``Φ`` the standard normal CDF, elementwise (any shape).
+
+    Parameters
+    ----------
+    approximate : str, optional
+        ``"none"`` for the exact erf form, ``"tanh"`` for
+        ``0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))``. Default: ``"none"``.
+
+    Raises
+    ------
+    ValueError
+        When ``approximate`` is neither ``"none"`` nor ``"tanh"``.
+
+    Examples
+    --------
+    >>> remat.nn.GELU()(remat.tensor([-1.0, 0.0, 1.0]))
+    tensor([-0.15865526,  0.        ,  0.8413447 ])
+    >>> remat.nn.GELU(approximate="tanh")
+    GELU(approximate='tanh')
+    """
 
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
@@ -710,52 +1651,165 @@ class GELU(Module):
         self.approximate = approximate
 
     def forward(self, x: Tensor) -> Tensor:
+        """``remat.gelu(x, approximate=self.approximate)`` (same shape as ``x``)."""
         return remat.gelu(x, approximate=self.approximate)
 
     def extra_repr(self) -> str:
+        """``"approximate='...'"``."""
         return f"approximate={self.approximate!r}"
 
 
 class Tanh(Module):
-    """``tanh(x)`` elementwise."""
+    """``tanh(x)`` elementwise.
+
+    The constructor takes no arguments. Any input shape; the output has the same shape.
+
+    Raises
+    ------
+    TypeError
+        When the constructor is given any argument.
+
+    Examples
+    --------
+    >>> remat.nn.Tanh()(remat.tensor([-1.0, 0.0, 1.0]))
+    tensor([-0.7615942,  0.       ,  0.7615942])
+    """
 
     def forward(self, x: Tensor) -> Tensor:
+        """``remat.tanh(x)`` (same shape as ``x``)."""
         return remat.tanh(x)
 
 
 class Sigmoid(Module):
-    """``1 / (1 + exp(-x))`` elementwise."""
+    """``1 / (1 + exp(-x))`` elementwise.
+
+    The constructor takes no arguments. Any input shape; the output has the same shape.
+
+    Raises
+    ------
+    TypeError
+        When the constructor is given any argument.
+
+    Examples
+    --------
+    >>> remat.nn.Sigmoid()(remat.tensor([-1.0, 0.0, 1.0]))
+    tensor([0.26894143, 0.5       , 0.7310586 ])
+    """
 
     def forward(self, x: Tensor) -> Tensor:
+        """``remat.sigmoid(x)`` (same shape as ``x``)."""
         return remat.sigmoid(x)
 
 
 class Identity(Module):
-    """Returns its input unchanged."""
+    """Returns its input unchanged.
+
+    A placeholder where a layer is optional (e.g. a projection that is only needed when the
+    sizes differ). The constructor takes no arguments (unlike PyTorch's, which ignores any).
+
+    Raises
+    ------
+    TypeError
+        When the constructor is given any argument.
+
+    Examples
+    --------
+    >>> x = remat.tensor([1.0, 2.0])
+    >>> remat.nn.Identity()(x) is x
+    True
+    """
 
     def forward(self, x: Any) -> Any:
+        """Return ``x`` itself (the same object)."""
         return x
 
 
 class Dropout(Module):
     """Zeroes each element with probability ``p`` and scales the rest by ``1/(1-p)`` while
     training; the identity in eval mode. Masks come from remat's seeded generator (and are
-    replayed exactly when a checkpointed segment is recomputed)."""
+    replayed exactly when a checkpointed segment is recomputed).
+
+    Parameters
+    ----------
+    p : float, optional
+        Probability of zeroing an element, in ``[0, 1]`` (``p=1`` zeroes everything).
+        Default: ``0.5``.
+
+    Raises
+    ------
+    TypeError
+        When ``p`` is not a number (a bool is not one).
+    ValueError
+        When ``p`` is outside ``[0, 1]`` (or NaN).
+
+    Examples
+    --------
+    >>> drop = remat.nn.Dropout(0.5)
+    >>> remat.manual_seed(0)
+    >>> drop(remat.ones(8))
+    tensor([0., 2., 2., 0., 0., 0., 2., 2.])
+    >>> drop.eval()(remat.ones(4))
+    tensor([1., 1., 1., 1.])
+    >>> remat.nn.Dropout(1.5)
+    Traceback (most recent call last):
+        ...
+    ValueError: Dropout: p must be in [0.0, 1.0], got 1.5
+    """
 
     def __init__(self, p: float = 0.5) -> None:
         super().__init__()
         self.p = _validate.in_range("Dropout", "p", p, 0.0, 1.0)
 
     def forward(self, x: Tensor) -> Tensor:
+        """``remat.dropout(x, p, training=self.training)`` (same shape as ``x``)."""
         return remat.dropout(x, p=self.p, training=self.training)
 
     def extra_repr(self) -> str:
+        """``"p=..."``."""
         return f"p={self.p}"
 
 
 class LayerNorm(Module):
-    """Normalises over the last axis (of size ``normalized_shape``), then scales by ``weight``
-    (ones) and shifts by ``bias`` (zeros)."""
+    """Normalises over the trailing axes given by ``normalized_shape``, then scales by
+    ``weight`` (ones) and shifts by ``bias`` (zeros).
+
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias``, with the mean and the (biased)
+    variance taken over the last ``len(normalized_shape)`` axes of each input.
+
+    Parameters
+    ----------
+    normalized_shape : int or tuple of int
+        The shape of the trailing axes to normalise over; an int means the last axis only.
+    eps : float, optional
+        Added to the variance for stability, ``>= 0``. Default: ``1e-5``.
+    elementwise_affine : bool, optional
+        Learn ``weight`` and ``bias`` of shape ``normalized_shape``; with ``False`` both are
+        ``None``. Default: ``True``.
+    bias : bool, optional
+        Learn ``bias`` (only with ``elementwise_affine``); with ``False`` it is ``None``.
+        Default: ``True``.
+    device : str or remat.device, optional
+        Where the parameters live. Default: ``None`` (the CPU).
+    dtype : remat.dtype, optional
+        The parameters' floating dtype. Default: ``None`` (float32).
+
+    Raises
+    ------
+    TypeError
+        When an entry of ``normalized_shape`` is not an int, or ``eps`` is not a number.
+    ValueError
+        When ``normalized_shape`` is empty or has a negative entry, or ``eps`` is negative.
+
+    Examples
+    --------
+    >>> ln = remat.nn.LayerNorm(3)
+    >>> ln
+    LayerNorm((3,), eps=1e-05, elementwise_affine=True)
+    >>> ln(remat.tensor([[1.0, 2.0, 3.0]]))
+    tensor([[-1.2247356,  0.       ,  1.2247356]], grad_fn=<layer_norm>)
+    >>> remat.nn.LayerNorm((2, 3))(remat.ones(4, 2, 3)).shape
+    (4, 2, 3)
+    """
 
     def __init__(
         self,
@@ -791,6 +1845,30 @@ class LayerNorm(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:
+        """Normalise ``x`` over its trailing ``normalized_shape`` axes (``remat.layer_norm``).
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of shape ``(*, *normalized_shape)``.
+
+        Returns
+        -------
+        Tensor
+            The normalised tensor, same shape as ``x``.
+
+        Raises
+        ------
+        remat.ShapeError
+            When the trailing axes of ``x`` are not ``normalized_shape``.
+
+        Examples
+        --------
+        >>> remat.nn.LayerNorm(3)(remat.ones(2, 4))
+        Traceback (most recent call last):
+            ...
+        remat.ShapeError: LayerNorm: expected input with trailing axes (3,), got shape (2, 4)
+        """
         k = len(self.normalized_shape)
         if tuple(x.shape[-k:]) != self.normalized_shape:
             raise remat.ShapeError(
@@ -800,13 +1878,40 @@ class LayerNorm(Module):
         return remat.layer_norm(x, self.normalized_shape, self.weight, self.bias, eps=self.eps)
 
     def extra_repr(self) -> str:
+        """``"(normalized_shape), eps=..., elementwise_affine=..."``."""
         return (
             f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
         )
 
 
 class Flatten(Module):
-    """Flattens axes ``start_dim..end_dim`` (inclusive) into one."""
+    """Flattens axes ``start_dim..end_dim`` (inclusive) into one.
+
+    With the defaults, ``(N, *)`` becomes ``(N, prod(*))``: the usual step between
+    convolutional and linear layers. A 0-d input becomes shape ``(1,)``.
+
+    Parameters
+    ----------
+    start_dim : int, optional
+        First axis to flatten (negative counts from the end). Default: ``1``.
+    end_dim : int, optional
+        Last axis to flatten, inclusive (negative counts from the end). Default: ``-1``.
+
+    Raises
+    ------
+    TypeError
+        When ``start_dim`` or ``end_dim`` is not an int.
+
+    Examples
+    --------
+    >>> flat = remat.nn.Flatten()
+    >>> flat
+    Flatten(start_dim=1, end_dim=-1)
+    >>> flat(remat.ones(2, 3, 4)).shape
+    (2, 12)
+    >>> remat.nn.Flatten(0, 1)(remat.ones(2, 3, 4)).shape
+    (6, 4)
+    """
 
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
@@ -814,6 +1919,31 @@ class Flatten(Module):
         self.end_dim = _validate.integer("Flatten", "end_dim", end_dim)
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x`` reshaped with axes ``start_dim..end_dim`` merged.
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of any shape.
+
+        Returns
+        -------
+        Tensor
+            ``x.reshape(...)`` with the merged axis (a view where possible).
+
+        Raises
+        ------
+        remat.ShapeError
+            When the axes are out of range for ``x`` or ``start_dim`` comes after
+            ``end_dim`` (e.g. the default ``start_dim=1`` on a 1-D input).
+
+        Examples
+        --------
+        >>> remat.nn.Flatten()(remat.ones(5))
+        Traceback (most recent call last):
+            ...
+        remat.ShapeError: Flatten: start_dim=1, end_dim=-1 out of range for shape (5,)
+        """
         shape = tuple(x.shape)
         nd = len(shape)
         s = self.start_dim + nd if self.start_dim < 0 else self.start_dim
@@ -829,6 +1959,7 @@ class Flatten(Module):
         return x.reshape(*(shape[:s] + (merged,) + shape[e + 1 :]))
 
     def extra_repr(self) -> str:
+        """``"start_dim=..., end_dim=..."``."""
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
@@ -847,7 +1978,35 @@ def _child_index(container: Module, idx: int) -> int:
 class Sequential(Module):
     """Runs its modules in order. Indexable (int → module, slice → Sequential), iterable,
     ``len``-able and extendable with :meth:`append`; can be passed to
-    ``remat.checkpoint_sequential``. Also accepts one ``OrderedDict`` of named modules."""
+    ``remat.checkpoint_sequential``. Also accepts one ``OrderedDict`` of named modules.
+
+    The children are named ``"0"``, ``"1"``, ... (or by the ``OrderedDict``'s keys);
+    ``net[i] = module`` replaces one, ``del net[i]`` (or a slice) removes and renumbers them.
+
+    Parameters
+    ----------
+    *modules : Module or collections.OrderedDict
+        The modules, in the order they run; or a single ``OrderedDict`` of name → module.
+
+    Raises
+    ------
+    TypeError
+        When an argument is not a Module (or an ``OrderedDict`` value is not one).
+
+    Examples
+    --------
+    >>> net = remat.nn.Sequential(remat.nn.Linear(4, 8), remat.nn.ReLU(), remat.nn.Linear(8, 2))
+    >>> net(remat.ones(3, 4)).shape
+    (3, 2)
+    >>> len(net), net[-1]
+    (3, Linear(in_features=8, out_features=2, bias=True))
+    >>> from collections import OrderedDict
+    >>> remat.nn.Sequential(OrderedDict([("fc", remat.nn.Linear(2, 2)), ("act", remat.nn.Tanh())]))
+    Sequential(
+      (fc): Linear(in_features=2, out_features=2, bias=True)
+      (act): Tanh()
+    )
+    """
 
     def __init__(self, *modules: Any) -> None:
         super().__init__()
@@ -889,24 +2048,117 @@ class Sequential(Module):
         return iter(list(self._modules.values()))
 
     def append(self, module: Module) -> Sequential:
-        """Add ``module`` at the end; returns self."""
+        """Add ``module`` at the end (named ``str(len(self))``); returns self.
+
+        Parameters
+        ----------
+        module : Module
+            The module to run last.
+
+        Returns
+        -------
+        Sequential
+            ``self``.
+
+        Raises
+        ------
+        TypeError
+            When ``module`` is not a Module.
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential(remat.nn.Linear(2, 2))
+        >>> len(net.append(remat.nn.ReLU()))
+        2
+        """
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules: Iterable[Module]) -> Sequential:
-        """Append each of ``modules``; returns self."""
+        """Append each of ``modules``; returns self.
+
+        Parameters
+        ----------
+        modules : iterable of Module
+            The modules to run after the current ones, in order.
+
+        Returns
+        -------
+        Sequential
+            ``self``.
+
+        Raises
+        ------
+        TypeError
+            When an element is not a Module (the ones before it are already appended).
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential().extend([remat.nn.Linear(2, 2), remat.nn.Tanh()])
+        >>> [name for name, _ in net.named_children()]
+        ['0', '1']
+        """
         for m in modules:
             self.append(m)
         return self
 
     def forward(self, x: Any) -> Any:
+        """Feed ``x`` through each module in order; an empty Sequential returns ``x``.
+
+        Parameters
+        ----------
+        x : Any
+            The input of the first module (usually a Tensor).
+
+        Returns
+        -------
+        Any
+            The output of the last module.
+
+        Raises
+        ------
+        Exception
+            Whatever a module raises (e.g. ``remat.ShapeError`` on a size mismatch).
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential(remat.nn.ReLU(), remat.nn.Tanh())
+        >>> net(remat.tensor([-1.0, 0.0]))
+        tensor([0., 0.])
+        """
         for m in self._modules.values():
             x = m(x)
         return x
 
 
 class ModuleList(Module):
-    """A list of modules whose parameters are registered (no forward of its own)."""
+    """A list of modules whose parameters are registered (no forward of its own).
+
+    Holds sub-modules that the parent's ``forward`` calls itself (e.g. a loop over layers).
+    Indexable (int → module, slice → ModuleList), assignable by index, iterable and
+    ``len``-able; the children are named ``"0"``, ``"1"``, ...
+
+    Parameters
+    ----------
+    modules : iterable of Module, optional
+        The initial modules. Default: ``None`` (empty).
+
+    Raises
+    ------
+    TypeError
+        When ``modules`` is not iterable or an element is not a Module.
+
+    Examples
+    --------
+    >>> layers = remat.nn.ModuleList([remat.nn.Linear(2, 2) for _ in range(3)])
+    >>> len(layers), len(list(layers.parameters()))
+    (3, 6)
+    >>> x = remat.ones(1, 2)
+    >>> for layer in layers:
+    ...     x = layer(x)
+    >>> x.shape
+    (1, 2)
+    """
 
     def __init__(self, modules: Iterable[Module] | None = None) -> None:
         super().__init__()
@@ -929,12 +2181,56 @@ class ModuleList(Module):
         return iter(list(self._modules.values()))
 
     def append(self, module: Module) -> ModuleList:
-        """Add ``module`` at the end; returns self."""
+        """Add ``module`` at the end (named ``str(len(self))``); returns self.
+
+        Parameters
+        ----------
+        module : Module
+            The module to add.
+
+        Returns
+        -------
+        ModuleList
+            ``self``.
+
+        Raises
+        ------
+        TypeError
+            When ``module`` is not a Module.
+
+        Examples
+        --------
+        >>> layers = remat.nn.ModuleList()
+        >>> len(layers.append(remat.nn.Linear(2, 2)))
+        1
+        """
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules: Iterable[Module]) -> ModuleList:
-        """Append each of ``modules``; returns self."""
+        """Append each of ``modules``; returns self.
+
+        Parameters
+        ----------
+        modules : iterable of Module
+            The modules to add, in order.
+
+        Returns
+        -------
+        ModuleList
+            ``self``.
+
+        Raises
+        ------
+        TypeError
+            When ``modules`` is not iterable or an element is not a Module.
+
+        Examples
+        --------
+        >>> layers = remat.nn.ModuleList([remat.nn.ReLU()])
+        >>> len(layers.extend([remat.nn.Tanh(), remat.nn.Sigmoid()]))
+        3
+        """
         for m in modules:
             self.append(m)
         return self

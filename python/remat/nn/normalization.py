@@ -17,7 +17,42 @@ __all__ = ["RMSNorm", "GroupNorm"]
 
 class RMSNorm(Module):
     """``x / sqrt(mean(x², trailing axes) + eps) * weight`` over the trailing axes of
-    ``normalized_shape``; ``eps=None`` uses the input dtype's machine epsilon, as PyTorch."""
+    ``normalized_shape``; ``eps=None`` uses the input dtype's machine epsilon, as PyTorch.
+
+    Unlike :class:`LayerNorm` there is no mean subtraction and no bias.
+
+    Parameters
+    ----------
+    normalized_shape : int or tuple of int
+        The shape of the trailing axes to normalise over; an int means the last axis only.
+    eps : float or None, optional
+        Added to the mean square, ``>= 0``. Default: ``None`` (the machine epsilon of the
+        input's dtype).
+    elementwise_affine : bool, optional
+        Learn ``weight`` (ones) of shape ``normalized_shape``; with ``False`` it is
+        ``None``. Default: ``True``.
+    device : str or remat.device, optional
+        Where the parameter lives. Default: ``None`` (the CPU).
+    dtype : remat.dtype, optional
+        The parameter's floating dtype. Default: ``None`` (float32).
+
+    Raises
+    ------
+    TypeError
+        When an entry of ``normalized_shape`` is not an int, or ``eps`` is not a number.
+    ValueError
+        When ``normalized_shape`` is empty or has a negative entry, or ``eps`` is negative.
+
+    Examples
+    --------
+    >>> norm = remat.nn.RMSNorm(3)
+    >>> norm
+    RMSNorm((3,), eps=None, elementwise_affine=True)
+    >>> norm(remat.tensor([[1.0, 2.0, 3.0]]))
+    tensor([[0.46291, 0.92582, 1.38873]], grad_fn=<...>)
+    >>> remat.nn.RMSNorm((2, 3), eps=1e-6)(remat.ones(4, 2, 3)).shape
+    (4, 2, 3)
+    """
 
     def __init__(
         self,
@@ -43,9 +78,34 @@ class RMSNorm(Module):
             self.register_parameter("weight", None)
 
     def forward(self, x: Tensor) -> Tensor:
+        """Normalise ``x`` over its trailing ``normalized_shape`` axes (``remat.rms_norm``).
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of shape ``(*, *normalized_shape)``.
+
+        Returns
+        -------
+        Tensor
+            Same shape as ``x``.
+
+        Raises
+        ------
+        remat.ShapeError
+            When the trailing axes of ``x`` are not ``normalized_shape``.
+
+        Examples
+        --------
+        >>> remat.nn.RMSNorm(3)(remat.ones(2, 4))
+        Traceback (most recent call last):
+            ...
+        remat.ShapeError: rms_norm: normalized_shape (3,) must be the trailing axes of ...
+        """
         return remat.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
+        """``"(normalized_shape), eps=..., elementwise_affine=..."``."""
         return (
             f"{self.normalized_shape}, eps={self.eps}, "
             f"elementwise_affine={self.elementwise_affine}"
@@ -54,7 +114,48 @@ class RMSNorm(Module):
 
 class GroupNorm(Module):
     """Normalises ``(N, C, *)`` inputs over ``num_groups`` groups of channels, then applies a
-    per-channel ``weight`` (ones) and ``bias`` (zeros)."""
+    per-channel ``weight`` (ones) and ``bias`` (zeros).
+
+    The mean and (biased) variance are taken per sample over each group of
+    ``C // num_groups`` channels and all their spatial positions; the statistics do not
+    depend on the batch, so training and eval mode compute the same thing.
+
+    Parameters
+    ----------
+    num_groups : int
+        Number of channel groups, ``>= 1``; must divide ``num_channels``.
+    num_channels : int
+        ``C``, the channels of the input, ``>= 1``.
+    eps : float, optional
+        Added to the variance, ``>= 0``. Default: ``1e-5``.
+    affine : bool, optional
+        Learn per-channel ``weight`` and ``bias`` of shape ``(num_channels,)``; with
+        ``False`` both are ``None``. Default: ``True``.
+    device : str or remat.device, optional
+        Where the parameters live. Default: ``None`` (the CPU).
+    dtype : remat.dtype, optional
+        The parameters' floating dtype. Default: ``None`` (float32).
+
+    Raises
+    ------
+    TypeError
+        When ``num_groups`` or ``num_channels`` is not an int, or ``eps`` is not a number.
+    ValueError
+        When ``num_groups`` or ``num_channels`` is below 1, ``num_groups`` does not divide
+        ``num_channels``, or ``eps`` is negative.
+
+    Examples
+    --------
+    >>> gn = remat.nn.GroupNorm(2, 4)
+    >>> gn
+    GroupNorm(2, 4, eps=1e-05, affine=True)
+    >>> gn(remat.ones(2, 4, 5, 5)).shape
+    (2, 4, 5, 5)
+    >>> remat.nn.GroupNorm(2, 3)
+    Traceback (most recent call last):
+        ...
+    ValueError: GroupNorm: num_channels (3) must be divisible by num_groups (2)
+    """
 
     def __init__(
         self,
@@ -84,7 +185,32 @@ class GroupNorm(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:
+        """Normalise ``x`` per sample and channel group (``remat.group_norm``).
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of shape ``(N, num_channels, *)``.
+
+        Returns
+        -------
+        Tensor
+            Same shape as ``x``.
+
+        Raises
+        ------
+        remat.ShapeError
+            When the channel axis does not fit ``num_groups`` or the affine parameters.
+
+        Examples
+        --------
+        >>> x = remat.arange(8.0).reshape(1, 4, 2)
+        >>> remat.nn.GroupNorm(2, 4)(x)[0, :2]
+        tensor([[-1.3416355 , -0.44721183],
+                [ 0.44721183,  1.3416355 ]], grad_fn=<...>)
+        """
         return remat.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
+        """``"num_groups, num_channels, eps=..., affine=..."``."""
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"

@@ -27,10 +27,67 @@ def _padding_index(num_embeddings: int, padding_idx: int | None) -> int | None:
 
 
 class Embedding(Module):
-    """``Embedding(num_embeddings, embedding_dim, padding_idx=None, ...)``, as PyTorch: the
+    """A lookup table of ``num_embeddings`` vectors of size ``embedding_dim``, indexed by
+    integer tensors.
+
+    ``Embedding(num_embeddings, embedding_dim, padding_idx=None, ...)``, as PyTorch: the
     weight is drawn from N(0, 1), the ``padding_idx`` row starts at zero and never receives a
     gradient, and ``_weight`` supplies the table instead. ``max_norm`` renormalises, in place
-    and before the lookup, each looked-up row whose ``norm_type``-norm exceeds it."""
+    and before the lookup, each looked-up row whose ``norm_type``-norm exceeds it. An input
+    of shape ``(*)`` gives an output of shape ``(*, embedding_dim)``.
+
+    Parameters
+    ----------
+    num_embeddings : int
+        Number of rows (the vocabulary size), ``>= 0``.
+    embedding_dim : int
+        Size of each vector, ``>= 0``.
+    padding_idx : int or None, optional
+        A row (negative counts from the end) that starts at zero and gets no gradient, e.g.
+        for padding tokens. Default: ``None``.
+    max_norm : float or None, optional
+        Renormalise each looked-up row whose norm exceeds this, in place in ``weight``.
+        Default: ``None``.
+    norm_type : float, optional
+        The p of the p-norm used with ``max_norm``. Default: ``2.0``.
+    scale_grad_by_freq : bool, optional
+        Not supported: must stay ``False``. Default: ``False``.
+    sparse : bool, optional
+        Not supported (gradients are dense): must stay ``False``. Default: ``False``.
+    _weight : Tensor or None, optional
+        A ``(num_embeddings, embedding_dim)`` table to use instead of a random one (its
+        storage is shared). Default: ``None``.
+    _freeze : bool, optional
+        Make the table not require grad. Default: ``False``.
+    device : str or remat.device, optional
+        Where the table lives. Default: ``None`` (the CPU).
+    dtype : remat.dtype, optional
+        The table's floating dtype. Default: ``None`` (float32).
+
+    Raises
+    ------
+    TypeError
+        When ``num_embeddings``, ``embedding_dim`` or ``padding_idx`` is not an int.
+    ValueError
+        When ``num_embeddings`` or ``embedding_dim`` is negative, or ``padding_idx`` is not
+        within ``[-num_embeddings, num_embeddings)``.
+    NotImplementedError
+        When ``scale_grad_by_freq`` or ``sparse`` is True.
+    remat.ShapeError
+        When ``_weight`` does not have shape ``(num_embeddings, embedding_dim)``.
+
+    Examples
+    --------
+    >>> emb = remat.nn.Embedding(10, 3, padding_idx=0)
+    >>> emb
+    Embedding(10, 3, padding_idx=0)
+    >>> out = emb(remat.tensor([[1, 2, 0], [4, 3, 9]]))
+    >>> out.shape
+    (2, 3, 3)
+    >>> out.sum().backward()
+    >>> emb.weight.grad[0], emb.weight.grad[1]
+    (tensor([0., 0., 0.]), tensor([1., 1., 1.]))
+    """
 
     def __init__(
         self,
@@ -65,13 +122,13 @@ class Embedding(Module):
                 w[self.padding_idx] = 0.0
             if device is not None and str(device) != "cpu":
                 w = w.to(device)
-            self.weight = Parameter(w, requires_grad=not _freeze)
+            self.register_parameter("weight", Parameter(w, requires_grad=not _freeze))
         else:
             if tuple(_weight.shape) != shape:
                 raise remat.ShapeError(
                     f"Embedding: _weight has shape {tuple(_weight.shape)}, expected {shape}"
                 )
-            self.weight = Parameter(_weight, requires_grad=not _freeze)
+            self.register_parameter("weight", Parameter(_weight, requires_grad=not _freeze))
 
     @classmethod
     def from_pretrained(
@@ -84,7 +141,53 @@ class Embedding(Module):
         scale_grad_by_freq: bool = False,
         sparse: bool = False,
     ) -> Embedding:
-        """An Embedding whose table is ``embeddings`` (2-D); ``freeze`` keeps it fixed."""
+        """An Embedding whose table is ``embeddings`` (2-D); ``freeze`` keeps it fixed.
+
+        The table shares ``embeddings``' storage. Note that a frozen table (a tensor that does
+        not require grad) is not registered as a parameter in remat, so it is left out of
+        ``state_dict()`` and not moved by ``to()``.
+
+        Parameters
+        ----------
+        embeddings : Tensor
+            The ``(num_embeddings, embedding_dim)`` table.
+        freeze : bool, optional
+            Keep the table fixed (no gradient). Default: ``True``.
+        padding_idx : int or None, optional
+            As for :class:`Embedding` (the row is not zeroed here). Default: ``None``.
+        max_norm : float or None, optional
+            As for :class:`Embedding`. Default: ``None``.
+        norm_type : float, optional
+            As for :class:`Embedding`. Default: ``2.0``.
+        scale_grad_by_freq : bool, optional
+            Not supported: must stay ``False``. Default: ``False``.
+        sparse : bool, optional
+            Not supported: must stay ``False``. Default: ``False``.
+
+        Returns
+        -------
+        Embedding
+            The new module.
+
+        Raises
+        ------
+        ValueError
+            When ``embeddings`` is not 2-D, or ``padding_idx`` is out of range.
+        AttributeError
+            When ``embeddings`` is not a Tensor.
+        NotImplementedError
+            When ``scale_grad_by_freq`` or ``sparse`` is True.
+
+        Examples
+        --------
+        >>> table = remat.tensor([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]])
+        >>> emb = remat.nn.Embedding.from_pretrained(table)
+        >>> emb, emb.weight.requires_grad
+        (Embedding(3, 2), False)
+        >>> emb(remat.tensor([2, 1]))
+        tensor([[3., 4.],
+                [1., 2.]])
+        """
         if embeddings.ndim != 2:
             raise ValueError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
@@ -92,10 +195,41 @@ class Embedding(Module):
                    _weight=embeddings, _freeze=freeze)
 
     def forward(self, input: Any) -> Tensor:
+        """The rows of ``weight`` at ``input`` (``remat.embedding``).
+
+        Parameters
+        ----------
+        input : Tensor
+            Integer (int64 or int32) indices of any shape.
+
+        Returns
+        -------
+        Tensor
+            Shape ``(*input.shape, embedding_dim)``.
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``input`` is not an int64 or int32 tensor.
+        remat.IndexingError
+            When an index is out of ``[0, num_embeddings)``.
+
+        Examples
+        --------
+        >>> table = remat.tensor([[3.0, 4.0], [0.6, 0.8]])
+        >>> emb = remat.nn.Embedding.from_pretrained(table, max_norm=1.0)
+        >>> emb(remat.tensor([0]))
+        tensor([[0.6, 0.8]])
+        >>> emb(remat.tensor([2]))
+        Traceback (most recent call last):
+            ...
+        remat.IndexingError: embedding_renorm_: index 2 is out of bounds for axis 0 with size 2
+        """
         return remat.embedding(input, self.weight, padding_idx=self.padding_idx,
                                max_norm=self.max_norm, norm_type=self.norm_type)
 
     def extra_repr(self) -> str:
+        """The sizes, then ``padding_idx``, ``max_norm`` and ``norm_type`` when set."""
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"

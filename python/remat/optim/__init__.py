@@ -1,5 +1,5 @@
-"""Optimizers in the style of ``torch.optim`` (``remat.optim.SGD``, ``Adam``, ``AdamW``) and
-learning-rate schedules (:mod:`remat.optim.lr_scheduler`)."""
+"""Optimizers in the style of ``torch.optim`` (``remat.optim.SGD``, ``Adam``, ``AdamW``,
+``RMSprop``, ``Adagrad``) and learning-rate schedules (:mod:`remat.optim.lr_scheduler`)."""
 
 from __future__ import annotations
 

@@ -39,7 +39,43 @@ def _check_optimizer(owner: str, optimizer: Any) -> None:
 
 
 class LRScheduler:
-    """Base class: subclasses define :meth:`_lr_at` (the closed form)."""
+    """Base class: subclasses define :meth:`_lr_at` (the closed form).
+
+    ``_lr_at(base_lr, group_index, epoch)`` returns a group's learning rate at ``epoch``
+    from its base rate (the group's ``"initial_lr"``, set from ``"lr"`` on a fresh start).
+    Construction takes the first step (epoch 0); call :meth:`step` after each
+    ``optimizer.step()``.
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+        The optimizer whose groups' ``"lr"`` is set.
+    last_epoch : int, optional
+        The index of the last epoch when resuming (the groups must then hold
+        ``"initial_lr"``); -1 starts afresh. Construction takes one step, to
+        ``last_epoch + 1``. Default: ``-1``.
+
+    Raises
+    ------
+    TypeError
+        When ``optimizer`` is not an ``Optimizer``.
+    KeyError
+        When resuming (``last_epoch != -1``) and a group has no ``"initial_lr"``.
+    NotImplementedError
+        When the class does not define ``_lr_at`` (the base class itself).
+
+    Examples
+    --------
+    >>> from remat.optim.lr_scheduler import LRScheduler
+    >>> class Halving(LRScheduler):
+    ...     def _lr_at(self, base_lr, group_index, epoch):
+    ...         return base_lr / 2**epoch
+    >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+    >>> sched = Halving(opt)
+    >>> sched.step()
+    >>> sched.get_last_lr(), opt.param_groups[0]["lr"]
+    ([0.05], 0.05)
+    """
 
     _keep_out: tuple = ("optimizer",)
 
@@ -65,31 +101,194 @@ class LRScheduler:
         raise NotImplementedError
 
     def get_lr(self) -> list[float]:
-        """The learning rates for the current ``last_epoch``."""
+        """The learning rates for the current ``last_epoch``.
+
+        Computed from the closed form (it does not change the optimizer).
+
+        Returns
+        -------
+        list of float
+            One learning rate per parameter group.
+
+        Raises
+        ------
+        NotImplementedError
+            When the class defines no closed form (``SequentialLR``, the base class).
+
+        Examples
+        --------
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> sched = remat.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+        >>> sched.last_epoch = 3
+        >>> sched.get_lr()
+        [0.0125]
+        """
         return [self._lr_at(b, i, self.last_epoch) for i, b in enumerate(self.base_lrs)]
 
     def get_last_lr(self) -> list[float]:
-        """The learning rates the last :meth:`step` set."""
+        """The learning rates the last :meth:`step` set.
+
+        Returns
+        -------
+        list of float
+            One learning rate per parameter group (a copy).
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> sched = remat.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+        >>> sched.get_last_lr()
+        [0.1]
+        >>> opt.step()
+        >>> sched.step()
+        >>> sched.get_last_lr()
+        [0.05]
+        """
         return list(self._last_lr)
 
     def step(self, epoch: int | None = None) -> None:
-        """Advance one step (or jump to ``epoch``) and set the groups' learning rates."""
+        """Advance one step (or jump to ``epoch``) and set the groups' learning rates.
+
+        Call it after ``optimizer.step()``.
+
+        Parameters
+        ----------
+        epoch : int, optional
+            Jump to this epoch instead of the next one (taken with ``int()``). Default:
+            ``None``.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        ValueError
+            When ``int(epoch)`` fails (a string such as ``"x"``); ``OneCycleLR`` also when
+            stepping past ``total_steps``.
+
+        Examples
+        --------
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> sched = remat.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        >>> lrs = []
+        >>> for _ in range(5):
+        ...     opt.step()
+        ...     sched.step()
+        ...     lrs.append(opt.param_groups[0]["lr"])
+        >>> lrs
+        [0.1, 0.05, 0.05, 0.025, 0.025]
+        >>> sched.step(10)
+        >>> sched.get_last_lr()
+        [0.003125]
+        """
         self.last_epoch = self.last_epoch + 1 if epoch is None else int(epoch)
         for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
             group["lr"] = lr
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
     def state_dict(self) -> dict:
-        """Everything but the optimizer (and callables), for :meth:`load_state_dict`."""
+        """Everything but the optimizer (and callables), for :meth:`load_state_dict`.
+
+        Returns
+        -------
+        dict
+            The scheduler's attributes (``last_epoch``, ``base_lrs``, its
+            hyperparameters ...), without the optimizer.
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> sched = remat.optim.lr_scheduler.StepLR(opt, step_size=2)
+        >>> sched.state_dict()
+        {'step_size': 2, 'gamma': 0.1, 'base_lrs': [0.1], 'last_epoch': 0, '_last_lr': [0.1]}
+        """
         return {k: v for k, v in self.__dict__.items() if k not in self._keep_out}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Restore what :meth:`state_dict` returned."""
+        """Restore what :meth:`state_dict` returned.
+
+        The attributes are set as saved; the optimizer's learning rates change at the next
+        :meth:`step`.
+
+        Parameters
+        ----------
+        state_dict : dict
+            What :meth:`state_dict` returned.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When ``state_dict`` is not a mapping.
+
+        Examples
+        --------
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> sched = remat.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        >>> for _ in range(3):
+        ...     sched.step()
+        >>> sd = sched.state_dict()
+        >>> other = remat.optim.lr_scheduler.StepLR(opt, step_size=5)
+        >>> other.load_state_dict(sd)
+        >>> other.last_epoch, other.step_size, other.get_last_lr()
+        (3, 2, [0.05])
+        """
         self.__dict__.update(state_dict)
 
 
 class StepLR(LRScheduler):
-    """Multiply the learning rate by ``gamma`` every ``step_size`` epochs."""
+    """Multiply the learning rate by ``gamma`` every ``step_size`` epochs.
+
+    ``lr = base_lr * gamma ** (epoch // step_size)``.
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+        The optimizer whose groups' ``"lr"`` is set.
+    step_size : int
+        Epochs between two decays (a positive int).
+    gamma : float, optional
+        The decay factor. Default: ``0.1``.
+    last_epoch : int, optional
+        The index of the last epoch when resuming (the groups must then hold
+        ``"initial_lr"``); -1 starts afresh. Construction takes one step, to
+        ``last_epoch + 1``. Default: ``-1``.
+
+    Raises
+    ------
+    ValueError
+        When ``step_size`` is not a positive int.
+    TypeError
+        When ``optimizer`` is not an ``Optimizer``.
+    KeyError
+        When resuming (``last_epoch != -1``) and a group has no ``"initial_lr"``.
+
+    Examples
+    --------
+    >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+    >>> sched = remat.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     lrs.append(sched.get_last_lr()[0])
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [0.1, 0.1, 0.05, 0.05, 0.025]
+    """
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
                  last_epoch: int = -1) -> None:
@@ -103,7 +302,43 @@ class StepLR(LRScheduler):
 
 
 class MultiStepLR(LRScheduler):
-    """Multiply the learning rate by ``gamma`` at each milestone (repeats count twice)."""
+    """Multiply the learning rate by ``gamma`` at each milestone (repeats count twice).
+
+    ``lr = base_lr * gamma ** (number of milestones <= epoch)``.
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+        The optimizer whose groups' ``"lr"`` is set.
+    milestones : iterable of int
+        The epochs at which to decay (sorted here).
+    gamma : float, optional
+        The decay factor. Default: ``0.1``.
+    last_epoch : int, optional
+        The index of the last epoch when resuming (the groups must then hold
+        ``"initial_lr"``); -1 starts afresh. Construction takes one step, to
+        ``last_epoch + 1``. Default: ``-1``.
+
+    Raises
+    ------
+    ValueError
+        When a milestone or ``gamma`` is not a number (``int()`` / ``float()`` fail).
+    TypeError
+        When ``milestones`` is not iterable, or ``optimizer`` is not an ``Optimizer``.
+    KeyError
+        When resuming (``last_epoch != -1``) and a group has no ``"initial_lr"``.
+
+    Examples
+    --------
+    >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=1.0)
+    >>> sched = remat.optim.lr_scheduler.MultiStepLR(opt, milestones=[1, 3], gamma=0.1)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     lrs.append(sched.get_last_lr()[0])
+    ...     sched.step()
+    >>> [round(lr, 6) for lr in lrs]
+    [1.0, 0.1, 0.1, 0.01, 0.01]
+    """
 
     def __init__(self, optimizer: Optimizer, milestones: Sequence[int], gamma: float = 0.1,
                  last_epoch: int = -1) -> None:
@@ -116,7 +351,39 @@ class MultiStepLR(LRScheduler):
 
 
 class ExponentialLR(LRScheduler):
-    """Multiply the learning rate by ``gamma`` every epoch."""
+    """Multiply the learning rate by ``gamma`` every epoch.
+
+    ``lr = base_lr * gamma ** epoch``.
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+        The optimizer whose groups' ``"lr"`` is set.
+    gamma : float
+        The decay factor per epoch.
+    last_epoch : int, optional
+        The index of the last epoch when resuming (the groups must then hold
+        ``"initial_lr"``); -1 starts afresh. Construction takes one step, to
+        ``last_epoch + 1``. Default: ``-1``.
+
+    Raises
+    ------
+    ValueError
+        When ``gamma`` is not a number.
+    TypeError
+        When ``optimizer`` is not an ``Optimizer``.
+    KeyError
+        When resuming (``last_epoch != -1``) and a group has no ``"initial_lr"``.
+
+    Examples
+    --------
+    >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+    >>> sched = remat.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+    >>> sched.step()
+    >>> sched.step()
+    >>> sched.get_last_lr()
+    [0.025]
+    """
 
     def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
         self.gamma = float(gamma)
@@ -127,7 +394,44 @@ class ExponentialLR(LRScheduler):
 
 
 class CosineAnnealingLR(LRScheduler):
-    """Cosine from the base learning rate down to ``eta_min`` over ``T_max`` epochs."""
+    """Cosine from the base learning rate down to ``eta_min`` over ``T_max`` epochs.
+
+    ``lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2`` (the closed
+    form: past ``T_max`` it rises again, as a cosine does).
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+        The optimizer whose groups' ``"lr"`` is set.
+    T_max : int
+        Epochs of the descent (a positive int).
+    eta_min : float, optional
+        The learning rate at ``T_max``. Default: ``0.0``.
+    last_epoch : int, optional
+        The index of the last epoch when resuming (the groups must then hold
+        ``"initial_lr"``); -1 starts afresh. Construction takes one step, to
+        ``last_epoch + 1``. Default: ``-1``.
+
+    Raises
+    ------
+    ValueError
+        When ``T_max`` is not a positive int.
+    TypeError
+        When ``optimizer`` is not an ``Optimizer``.
+    KeyError
+        When resuming (``last_epoch != -1``) and a group has no ``"initial_lr"``.
+
+    Examples
+    --------
+    >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+    >>> sched = remat.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=4)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 6))
+    ...     sched.step()
+    >>> lrs
+    [0.1, 0.085355, 0.05, 0.014645, 0.0]
+    """
 
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,  # noqa: N803
                  last_epoch: int = -1) -> None:
@@ -142,7 +446,36 @@ class CosineAnnealingLR(LRScheduler):
 
 
 class LambdaLR(LRScheduler):
-    """The base learning rate times ``lr_lambda(epoch)`` (one function, or one per group)."""
+    """The base learning rate times ``lr_lambda(epoch)`` (one function, or one per group).
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+        The optimizer whose groups' ``"lr"`` is set.
+    lr_lambda : callable or sequence of callable
+        ``epoch -> factor``: one for every group, or one per group.
+    last_epoch : int, optional
+        The index of the last epoch when resuming (the groups must then hold
+        ``"initial_lr"``); -1 starts afresh. Construction takes one step, to
+        ``last_epoch + 1``. Default: ``-1``.
+
+    Raises
+    ------
+    ValueError
+        When a sequence of functions does not have one per group.
+    TypeError
+        When ``optimizer`` is not an ``Optimizer``.
+    KeyError
+        When resuming (``last_epoch != -1``) and a group has no ``"initial_lr"``.
+
+    Examples
+    --------
+    >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+    >>> sched = remat.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 1 / (epoch + 1))
+    >>> sched.step()
+    >>> sched.get_last_lr()
+    [0.05]
+    """
 
     _keep_out = ("optimizer", "lr_lambdas")
 
@@ -164,6 +497,31 @@ class LambdaLR(LRScheduler):
         return base_lr * self.lr_lambdas[group_index](epoch)
 
     def state_dict(self) -> dict:
+        """The scheduler's state; ``"lr_lambdas"`` holds, per group, the ``__dict__`` of a
+        callable object, or None for a plain function (functions are never saved).
+
+        Returns
+        -------
+        dict
+            As :meth:`LRScheduler.state_dict`, plus ``"lr_lambdas"``.
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> class Warmup:
+        ...     def __init__(self, n):
+        ...         self.n = n
+        ...     def __call__(self, epoch):
+        ...         return min(1.0, (epoch + 1) / self.n)
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=1.0)
+        >>> sched = remat.optim.lr_scheduler.LambdaLR(opt, Warmup(4))
+        >>> sched.state_dict()["lr_lambdas"]
+        [{'n': 4}]
+        """
         state = super().state_dict()
         # As PyTorch: only callable objects' attributes are saved, never functions.
         state["lr_lambdas"] = [
@@ -173,6 +531,37 @@ class LambdaLR(LRScheduler):
         return state
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore what :meth:`state_dict` returned; the saved attributes of callable
+        objects are set back on this scheduler's ``lr_lambda`` objects.
+
+        Parameters
+        ----------
+        state_dict : dict
+            What :meth:`state_dict` returned.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When ``state_dict`` is not a mapping.
+
+        Examples
+        --------
+        >>> class Warmup:
+        ...     def __init__(self, n):
+        ...         self.n = n
+        ...     def __call__(self, epoch):
+        ...         return min(1.0, (epoch + 1) / self.n)
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=1.0)
+        >>> sd = remat.optim.lr_scheduler.LambdaLR(opt, Warmup(4)).state_dict()
+        >>> fn = Warmup(100)
+        >>> remat.optim.lr_scheduler.LambdaLR(opt, fn).load_state_dict(sd)
+        >>> fn.n
+        4
+        """
         state = dict(state_dict)
         lambdas = state.pop("lr_lambdas", [])
         super().load_state_dict(state)
@@ -183,7 +572,43 @@ class LambdaLR(LRScheduler):
 
 class LinearLR(LRScheduler):
     """Scale the base learning rate linearly from ``start_factor`` to ``end_factor`` over
-    ``total_iters`` epochs, then keep ``end_factor``."""
+    ``total_iters`` epochs, then keep ``end_factor``.
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+        The optimizer whose groups' ``"lr"`` is set.
+    start_factor : float, optional
+        The factor at epoch 0, in (0, 1]. Default: ``1/3``.
+    end_factor : float, optional
+        The factor from ``total_iters`` on, in [0, 1]. Default: ``1.0``.
+    total_iters : int, optional
+        Epochs of the ramp. Default: ``5``.
+    last_epoch : int, optional
+        The index of the last epoch when resuming (the groups must then hold
+        ``"initial_lr"``); -1 starts afresh. Construction takes one step, to
+        ``last_epoch + 1``. Default: ``-1``.
+
+    Raises
+    ------
+    ValueError
+        When ``start_factor`` is not in (0, 1] or ``end_factor`` not in [0, 1].
+    TypeError
+        When ``optimizer`` is not an ``Optimizer``.
+    KeyError
+        When resuming (``last_epoch != -1``) and a group has no ``"initial_lr"``.
+
+    Examples
+    --------
+    >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+    >>> sched = remat.optim.lr_scheduler.LinearLR(opt, start_factor=0.5, total_iters=2)
+    >>> lrs = []
+    >>> for _ in range(4):
+    ...     lrs.append(round(sched.get_last_lr()[0], 6))
+    ...     sched.step()
+    >>> lrs
+    [0.05, 0.075, 0.1, 0.1]
+    """
 
     def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3,
                  end_factor: float = 1.0, total_iters: int = 5, last_epoch: int = -1) -> None:
@@ -207,7 +632,41 @@ class LinearLR(LRScheduler):
 
 
 class ConstantLR(LRScheduler):
-    """The base learning rate times ``factor`` until ``total_iters``, then the base."""
+    """The base learning rate times ``factor`` until ``total_iters``, then the base.
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+        The optimizer whose groups' ``"lr"`` is set.
+    factor : float, optional
+        The factor before ``total_iters``, in [0, 1]. Default: ``1/3``.
+    total_iters : int, optional
+        Epochs with the factor. Default: ``5``.
+    last_epoch : int, optional
+        The index of the last epoch when resuming (the groups must then hold
+        ``"initial_lr"``); -1 starts afresh. Construction takes one step, to
+        ``last_epoch + 1``. Default: ``-1``.
+
+    Raises
+    ------
+    ValueError
+        When ``factor`` is not in [0, 1].
+    TypeError
+        When ``optimizer`` is not an ``Optimizer``.
+    KeyError
+        When resuming (``last_epoch != -1``) and a group has no ``"initial_lr"``.
+
+    Examples
+    --------
+    >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+    >>> sched = remat.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2)
+    >>> lrs = []
+    >>> for _ in range(4):
+    ...     lrs.append(sched.get_last_lr()[0])
+    ...     sched.step()
+    >>> lrs
+    [0.05, 0.05, 0.1, 0.1]
+    """
 
     def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
                  last_epoch: int = -1) -> None:
@@ -227,7 +686,75 @@ class OneCycleLR(LRScheduler):
     ``pct_start`` of ``total_steps``, then down to ``initial_lr / final_div_factor``
     (``three_phase``: back to the initial rate first), annealing by cosine or linearly, and
     cycling momentum (SGD) or beta1 (Adam) between ``max_momentum`` and ``base_momentum``
-    the other way."""
+    the other way.
+
+    Construction sets each group's ``initial_lr`` (``max_lr / div_factor``), ``max_lr``,
+    ``min_lr`` and, with ``cycle_momentum``, its momentum (or beta1), ``max_momentum`` and
+    ``base_momentum``. Step once per batch; stepping past ``total_steps`` raises.
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+        The optimizer whose groups' ``"lr"`` is set.
+    max_lr : float or sequence of float
+        The peak learning rate (one, or one per group).
+    total_steps : int, optional
+        Steps in the cycle; or give ``epochs`` and ``steps_per_epoch``. Default: ``None``.
+    epochs : int, optional
+        With ``steps_per_epoch``: ``total_steps = epochs * steps_per_epoch``. Default:
+        ``None``.
+    steps_per_epoch : int, optional
+        See ``epochs``. Default: ``None``.
+    pct_start : float, optional
+        Fraction of the cycle spent rising, in [0, 1]. Default: ``0.3``.
+    anneal_strategy : {"cos", "linear"}, optional
+        How each phase anneals. Default: ``"cos"``.
+    cycle_momentum : bool, optional
+        Cycle the momentum (SGD) or beta1 (Adam and friends). Default: ``True``.
+    base_momentum : float or sequence of float, optional
+        The momentum at the learning-rate peak. Default: ``0.85``.
+    max_momentum : float or sequence of float, optional
+        The momentum at the start and end. Default: ``0.95``.
+    div_factor : float, optional
+        ``initial_lr = max_lr / div_factor``. Default: ``25.0``.
+    final_div_factor : float, optional
+        ``min_lr = initial_lr / final_div_factor``. Default: ``1e4``.
+    three_phase : bool, optional
+        Rise, fall back to ``initial_lr``, then anneal to ``min_lr``. Default: ``False``.
+    last_epoch : int, optional
+        The index of the last epoch when resuming (the groups must then hold
+        ``"initial_lr"``); -1 starts afresh. Construction takes one step, to
+        ``last_epoch + 1``. Default: ``-1``.
+
+    Raises
+    ------
+    ValueError
+        When neither ``total_steps`` nor both ``epochs`` and ``steps_per_epoch`` are given
+        (or they are not positive), ``pct_start`` is outside [0, 1], ``anneal_strategy``
+        is unknown, a per-group sequence has the wrong length, or ``cycle_momentum`` is
+        set for an optimizer with neither momentum nor betas.
+    TypeError
+        When ``optimizer`` is not an ``Optimizer``.
+    KeyError
+        When resuming (``last_epoch != -1``) and a group has no ``"initial_lr"``.
+
+    Examples
+    --------
+    >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1,
+    ...                       momentum=0.9)
+    >>> sched = remat.optim.lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10)
+    >>> lrs, moms = [], []
+    >>> for _ in range(10):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     moms.append(round(opt.param_groups[0]["momentum"], 4))
+    ...     opt.step()
+    ...     if len(lrs) < 10:
+    ...         sched.step()
+    >>> lrs
+    [0.04, 0.52, 1.0, 0.9505, 0.8117, 0.6113, 0.3887, 0.1883, 0.0495, 0.0]
+    >>> moms[:3]
+    [0.95, 0.9, 0.85]
+    """
 
     def __init__(self, optimizer: Optimizer, max_lr: float | Sequence[float],
                  total_steps: int | None = None, epochs: int | None = None,
@@ -317,6 +844,27 @@ class OneCycleLR(LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self) -> list[float]:
+        """The learning rates at ``last_epoch``; with ``cycle_momentum`` it also sets each
+        group's momentum (or beta1) for that step.
+
+        Returns
+        -------
+        list of float
+            One learning rate per parameter group.
+
+        Raises
+        ------
+        ValueError
+            When ``last_epoch`` is past ``total_steps``.
+
+        Examples
+        --------
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> sched = remat.optim.lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=4,
+        ...                                             cycle_momentum=False)
+        >>> [round(lr, 4) for lr in sched.get_lr()]
+        [0.04]
+        """
         step = self.last_epoch
         if step > self.total_steps:
             raise ValueError(
@@ -339,7 +887,46 @@ class OneCycleLR(LRScheduler):
 
 class SequentialLR(LRScheduler):
     """Run ``schedulers[i]`` between ``milestones[i-1]`` and ``milestones[i]``; each takes
-    over from its own epoch 0."""
+    over from its own epoch 0.
+
+    Construction resets the groups' learning rates to their ``initial_lr`` and restarts
+    the first scheduler at its epoch 0. It has no closed form of its own (``get_lr``
+    raises ``NotImplementedError``).
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+        The optimizer whose groups' ``"lr"`` is set.
+    schedulers : sequence of LRScheduler
+        The schedulers, all of ``optimizer``, in order.
+    milestones : sequence of int
+        The epochs at which the next scheduler takes over (one fewer than schedulers).
+    last_epoch : int, optional
+        The epoch before the first step (-1: a fresh start). Default: ``-1``.
+
+    Raises
+    ------
+    ValueError
+        When ``schedulers`` is empty, a scheduler belongs to another optimizer, or the
+        number of milestones is not one fewer than the number of schedulers.
+    TypeError
+        When ``optimizer`` is not an ``Optimizer``.
+
+    Examples
+    --------
+    >>> from remat.optim.lr_scheduler import ExponentialLR, LinearLR, SequentialLR
+    >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+    >>> warmup = LinearLR(opt, start_factor=0.1, total_iters=2)
+    >>> decay = ExponentialLR(opt, gamma=0.5)
+    >>> sched = SequentialLR(opt, [warmup, decay], milestones=[2])
+    >>> lrs = []
+    >>> for _ in range(6):
+    ...     lrs.append(round(sched.get_last_lr()[0], 6))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [0.01, 0.055, 0.1, 0.05, 0.025, 0.0125]
+    """
 
     _keep_out = ("optimizer", "_schedulers")
 
@@ -373,6 +960,36 @@ class SequentialLR(LRScheduler):
         self._last_lr = self._schedulers[0].get_last_lr()
 
     def step(self, epoch: int | None = None) -> None:
+        """Advance one step: the scheduler whose span holds the new epoch steps (restarting
+        at its epoch 0 on its milestone).
+
+        Parameters
+        ----------
+        epoch : int, optional
+            Accepted for the signature's sake and ignored: it always advances one step.
+            Default: ``None``.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        ValueError
+            When the active scheduler raises (a ``OneCycleLR`` past its total steps).
+
+        Examples
+        --------
+        >>> from remat.optim.lr_scheduler import ConstantLR, SequentialLR, StepLR
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> sched = SequentialLR(opt, [ConstantLR(opt, factor=0.5), StepLR(opt, 1, 0.5)],
+        ...                      milestones=[1])
+        >>> sched.get_last_lr()
+        [0.05]
+        >>> sched.step()
+        >>> sched.get_last_lr()
+        [0.1]
+        """
         self.last_epoch += 1
         idx = bisect.bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -383,11 +1000,61 @@ class SequentialLR(LRScheduler):
         self._last_lr = scheduler.get_last_lr()
 
     def state_dict(self) -> dict:
+        """The scheduler's state, with each inner scheduler's state dict under
+        ``"_schedulers"``.
+
+        Returns
+        -------
+        dict
+            ``last_epoch``, ``base_lrs``, the milestones and the inner state dicts.
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> from remat.optim.lr_scheduler import ConstantLR, SequentialLR, StepLR
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> sched = SequentialLR(opt, [ConstantLR(opt), StepLR(opt, 1)], milestones=[3])
+        >>> sd = sched.state_dict()
+        >>> sd["_milestones"], len(sd["_schedulers"])
+        ([3], 2)
+        """
         state = super().state_dict()
         state["_schedulers"] = [s.state_dict() for s in self._schedulers]
         return state
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore what :meth:`state_dict` returned, inner schedulers included.
+
+        Parameters
+        ----------
+        state_dict : dict
+            What :meth:`state_dict` returned.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When ``state_dict`` is not a mapping.
+
+        Examples
+        --------
+        >>> from remat.optim.lr_scheduler import ConstantLR, SequentialLR, StepLR
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> a = SequentialLR(opt, [ConstantLR(opt), StepLR(opt, 1)], milestones=[3])
+        >>> for _ in range(4):
+        ...     a.step()
+        >>> b = SequentialLR(opt, [ConstantLR(opt), StepLR(opt, 1)], milestones=[3])
+        >>> b.load_state_dict(a.state_dict())
+        >>> b.last_epoch, b.get_last_lr() == a.get_last_lr()
+        (4, True)
+        """
         state = dict(state_dict)
         subs = state.pop("_schedulers", [])
         super().load_state_dict(state)

@@ -1,9 +1,10 @@
 """Optimizers in the style of ``torch.optim``: SGD (momentum, dampening, Nesterov, weight
-decay), Adam and AdamW.
+decay), Adam, AdamW, RMSprop and Adagrad.
 
-``step()`` calls one Rust kernel per parameter that has a gradient; the kernel updates the
-parameter and its state tensors in place with PyTorch's formulas. State tensors are created
-lazily (``remat.zeros_like``) on a parameter's first step. Parameters can be given as an
+For SGD, Adam and AdamW ``step()`` calls one Rust kernel per parameter that has a gradient;
+the kernel updates the parameter and its state tensors in place with PyTorch's formulas.
+RMSprop and Adagrad run a few in-place engine ops per parameter instead. State tensors are
+created lazily on a parameter's first step. Parameters can be given as an
 iterable of Tensors or as a list of param-group dicts (``{"params": [...], "lr": ...}``) whose
 hyperparameters override the defaults; ``param_groups[i]["lr"]`` may be changed between steps.
 """
@@ -48,7 +49,50 @@ class _StateView(Mapping):
 
 class Optimizer:
     """Base class: holds ``param_groups`` (list of dicts with ``"params"`` and the
-    hyperparameters) and per-parameter ``state``; subclasses implement :meth:`step`."""
+    hyperparameters) and per-parameter ``state``; subclasses implement :meth:`step`.
+
+    A subclass passes its hyperparameters as ``defaults`` and implements the per-parameter
+    update (``_update(p, grad, group, state)``, called by :meth:`step` for every parameter
+    that has a gradient); ``_validate(group)`` checks a group's hyperparameters.
+
+    Parameters
+    ----------
+    params : iterable of Tensor or iterable of dict
+        The leaf tensors to optimize, or param-group dicts (``{"params": [...], "lr":
+        ...}``) whose entries override ``defaults``.
+    defaults : dict
+        The hyperparameters of every group that does not set its own (``"lr"`` at least).
+
+    Raises
+    ------
+    TypeError
+        When ``params`` is a single Tensor, a parameter is not a Tensor, a group is not a
+        dict, or a hyperparameter has the wrong type.
+    ValueError
+        When ``params`` is empty, a group has no ``"params"``, a parameter is not a leaf or
+        appears twice, or a hyperparameter is out of range (``lr`` < 0 ...).
+    KeyError
+        When neither ``defaults`` nor a group gives ``"lr"``.
+
+    Examples
+    --------
+    >>> class PlainSGD(remat.optim.Optimizer):
+    ...     def __init__(self, params, lr=0.1):
+    ...         super().__init__(params, {"lr": lr})
+    ...     def _update(self, p, g, group, state):
+    ...         with remat.no_grad():
+    ...             p.sub_(g * group["lr"])
+    >>> w = remat.tensor([1.0, 2.0], requires_grad=True)
+    >>> opt = PlainSGD([w])
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    tensor([0.8, 1.6], requires_grad=True)
+    >>> remat.optim.SGD([])
+    Traceback (most recent call last):
+        ...
+    ValueError: optimizer got an empty parameter list
+    """
 
     def __init__(self, params: Any, defaults: dict) -> None:
         self.defaults = dict(defaults)
@@ -68,7 +112,38 @@ class Optimizer:
             self.add_param_group(group)
 
     def add_param_group(self, group: dict) -> None:
-        """Add a group of parameters (``{"params": ..., **hyperparameters}``)."""
+        """Add a group of parameters (``{"params": ..., **hyperparameters}``).
+
+        Missing hyperparameters are taken from the optimizer's defaults. Useful to start
+        training layers that were frozen.
+
+        Parameters
+        ----------
+        group : dict
+            ``"params"`` (a Tensor or an iterable of leaf Tensors) and any hyperparameters.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When ``group`` is not a dict, a parameter is not a Tensor, or a hyperparameter
+            has the wrong type.
+        ValueError
+            When ``"params"`` is missing, a parameter is not a leaf or is already
+            optimized, or a hyperparameter is out of range.
+
+        Examples
+        --------
+        >>> a = remat.tensor([1.0], requires_grad=True)
+        >>> b = remat.tensor([1.0], requires_grad=True)
+        >>> opt = remat.optim.SGD([a], lr=0.1)
+        >>> opt.add_param_group({"params": b, "lr": 0.5})
+        >>> [g["lr"] for g in opt.param_groups], opt.param_groups[1]["momentum"]
+        ([0.1, 0.5], 0.0)
+        """
         if not isinstance(group, dict):
             raise TypeError(f"param group must be a dict, got {type(group).__name__}")
         group = dict(group)
@@ -98,17 +173,95 @@ class Optimizer:
     @property
     def state(self) -> _StateView:
         """Per-parameter state keyed by the parameter, as PyTorch: ``opt.state[p]`` is the
-        dict of ``p``'s state (``"step"``, buffers)."""
+        dict of ``p``'s state (``"step"``, buffers).
+
+        A live, read-only mapping (parameters hash by identity) holding the parameters
+        that have state, i.e. that have been stepped; the state dicts themselves are the
+        optimizer's own.
+
+        Examples
+        --------
+        >>> w = remat.tensor([1.0, -1.0], requires_grad=True)
+        >>> opt = remat.optim.Adam([w], lr=0.1)
+        >>> len(opt.state)
+        0
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> sorted(opt.state[w]), opt.state[w]["step"]
+        (['exp_avg', 'exp_avg_sq', 'step'], 1)
+        """
         return _StateView(self)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Clear the gradients of all optimized parameters (None, or zero-filled in place)."""
+        """Clear the gradients of all optimized parameters (None, or zero-filled in place).
+
+        Parameters
+        ----------
+        set_to_none : bool, optional
+            True: set each ``.grad`` to None (frees the memory); False: fill it with zeros
+            in place. Default: ``True``.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When given more than one argument.
+
+        Examples
+        --------
+        >>> w = remat.tensor([1.0, 2.0], requires_grad=True)
+        >>> opt = remat.optim.SGD([w], lr=0.1)
+        >>> (w * w).sum().backward()
+        >>> opt.zero_grad(set_to_none=False)
+        >>> w.grad
+        tensor([0., 0.])
+        >>> opt.zero_grad()
+        >>> w.grad is None
+        True
+        """
         from ..nn.modules import _zero_grads
 
         _zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """Update every parameter that has a gradient; returns ``closure()`` if given."""
+        """Update every parameter that has a gradient; returns ``closure()`` if given.
+
+        Parameters without a gradient (``.grad`` is None) are skipped and get no state.
+        Each update runs in place, recording no graph. Call it after ``backward()``.
+
+        Parameters
+        ----------
+        closure : callable, optional
+            Re-evaluates the model and returns the loss; it is called first, with grad mode
+            on, before the update. Default: ``None``.
+
+        Returns
+        -------
+        Any
+            What ``closure`` returned, or None without one.
+
+        Raises
+        ------
+        NotImplementedError
+            On the base class, which has no update rule.
+
+        Examples
+        --------
+        >>> w = remat.tensor([1.0, 2.0], requires_grad=True)
+        >>> opt = remat.optim.SGD([w], lr=0.1)
+        >>> def closure():
+        ...     opt.zero_grad()
+        ...     loss = (w * w).sum()
+        ...     loss.backward()
+        ...     return loss
+        >>> opt.step(closure)
+        tensor(5., grad_fn=<sum>)
+        >>> w
+        tensor([0.8, 1.6], requires_grad=True)
+        """
         loss = None
         if closure is not None:
             with remat.enable_grad():
@@ -127,7 +280,32 @@ class Optimizer:
 
     def state_dict(self) -> dict:
         """``{"state": {index: {name: value}}, "param_groups": [...]}`` with parameters
-        numbered in group order and state tensors as NumPy array copies."""
+        numbered in group order and state tensors as NumPy array copies.
+
+        Returns
+        -------
+        dict
+            ``"state"``: per parameter index, its state (tensors as NumPy arrays, numbers
+            as they are); ``"param_groups"``: each group's hyperparameters with
+            ``"params"`` as the list of parameter indices. Saveable with ``remat.save``.
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> w = remat.tensor([1.0], requires_grad=True)
+        >>> opt = remat.optim.SGD([w], lr=0.1, momentum=0.9)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> sd = opt.state_dict()
+        >>> sd["state"]
+        {0: {'momentum_buffer': array([2.], dtype=float32)}}
+        >>> sd["param_groups"][0]["params"], sd["param_groups"][0]["lr"]
+        ([0], 0.1)
+        """
         index: dict[int, int] = {}
         groups = []
         for g in self.param_groups:
@@ -146,7 +324,41 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Restore hyperparameters and state saved by :meth:`state_dict`."""
+        """Restore hyperparameters and state saved by :meth:`state_dict`.
+
+        Parameters are matched by position (group by group); state tensors are created
+        with each parameter's dtype and device. Any earlier state is replaced.
+
+        Parameters
+        ----------
+        state_dict : dict
+            What :meth:`state_dict` returned (possibly through ``remat.save`` /
+            ``remat.load``).
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        ValueError
+            When the number of groups, or of parameters in a group, differs.
+        KeyError
+            When ``"param_groups"`` or ``"state"`` is missing, or a state refers to a
+            parameter index that does not exist.
+
+        Examples
+        --------
+        >>> w = remat.tensor([1.0, -1.0], requires_grad=True)
+        >>> opt = remat.optim.Adam([w], lr=0.1)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> w2 = remat.tensor([1.0, -1.0], requires_grad=True)
+        >>> opt2 = remat.optim.Adam([w2], lr=0.5)
+        >>> opt2.load_state_dict(opt.state_dict())
+        >>> opt2.param_groups[0]["lr"], opt2.state[w2]["step"]
+        (0.1, 1)
+        """
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
@@ -189,6 +401,48 @@ class SGD(Optimizer):
     buf = d (first step) | momentum * buf + (1 - dampening) * d
     d = d + momentum * buf (nesterov) | buf (momentum != 0)
     p -= lr * d
+
+    One Rust kernel per parameter updates it (and its momentum buffer, created on the
+    first step) in place.
+
+    Parameters
+    ----------
+    params : iterable of Tensor or iterable of dict
+        The parameters, or param-group dicts overriding the defaults below.
+    lr : float, optional
+        Learning rate (>= 0). Default: ``1e-3``.
+    momentum : float, optional
+        Momentum factor (>= 0). Default: ``0.0``.
+    dampening : float, optional
+        Dampening of the momentum. Default: ``0.0``.
+    weight_decay : float, optional
+        L2 penalty added to the gradient (>= 0). Default: ``0.0``.
+    nesterov : bool, optional
+        Nesterov momentum (needs ``momentum > 0`` and ``dampening == 0``). Default:
+        ``False``.
+
+    Raises
+    ------
+    ValueError
+        When ``lr``, ``momentum`` or ``weight_decay`` is negative, ``nesterov`` is set
+        without momentum or with dampening, or ``params`` is empty or repeats a parameter.
+    TypeError
+        When a hyperparameter is not a number or a parameter is not a Tensor.
+
+    Examples
+    --------
+    >>> w = remat.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = remat.optim.SGD([w], lr=0.1, momentum=0.9)
+    >>> for _ in range(2):
+    ...     opt.zero_grad()
+    ...     (w * w).sum().backward()
+    ...     opt.step()
+    >>> w
+    tensor([ 0.46, -0.92], requires_grad=True)
+    >>> remat.optim.SGD([w], lr=0.1, nesterov=True)
+    Traceback (most recent call last):
+        ...
+    ValueError: SGD: Nesterov momentum requires a momentum and zero dampening
     """
 
     def __init__(
@@ -248,6 +502,47 @@ class Adam(Optimizer):
     p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 
     With ``amsgrad`` the denominator uses ``v_max = max(v_max, v)`` instead of ``v``.
+
+    One Rust kernel per parameter updates it and its state (``exp_avg``, ``exp_avg_sq``,
+    ``max_exp_avg_sq`` with amsgrad, ``step``), created on its first step, in place.
+
+    Parameters
+    ----------
+    params : iterable of Tensor or iterable of dict
+        The parameters, or param-group dicts overriding the defaults below.
+    lr : float, optional
+        Learning rate (>= 0). Default: ``1e-3``.
+    betas : tuple of (float, float), optional
+        Decay rates of the first and second moment estimates, each in [0, 1). Default:
+        ``(0.9, 0.999)``.
+    eps : float, optional
+        Added to the denominator (>= 0). Default: ``1e-8``.
+    weight_decay : float, optional
+        L2 penalty added to the gradient (>= 0). Default: ``0.0``.
+    amsgrad : bool, optional
+        Use the running maximum of ``v``. Default: ``False``.
+
+    Raises
+    ------
+    ValueError
+        When ``lr``, ``eps`` or ``weight_decay`` is negative, a beta is outside [0, 1),
+        or ``params`` is empty or repeats a parameter.
+    TypeError
+        When ``betas`` is not a pair, a hyperparameter is not a number, or a parameter is
+        not a Tensor.
+
+    Examples
+    --------
+    >>> w = remat.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = remat.optim.Adam([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()  # the first step moves each entry by about lr
+    >>> w
+    tensor([ 0.90000004, -1.9       ], requires_grad=True)
+    >>> remat.optim.Adam([w], betas=(1.0, 0.999))
+    Traceback (most recent call last):
+        ...
+    ValueError: Adam: betas[0] must be in [0.0, 1.0), got 1.0
     """
 
     _decoupled = False
@@ -307,7 +602,41 @@ class Adam(Optimizer):
 
 class AdamW(Adam):
     """Adam with decoupled weight decay, as ``torch.optim.AdamW``: the parameter is first
-    scaled by ``1 - lr * weight_decay``, then updated by Adam without weight decay."""
+    scaled by ``1 - lr * weight_decay``, then updated by Adam without weight decay.
+
+    Parameters
+    ----------
+    params : iterable of Tensor or iterable of dict
+        The parameters, or param-group dicts overriding the defaults below.
+    lr : float, optional
+        Learning rate (>= 0). Default: ``1e-3``.
+    betas : tuple of (float, float), optional
+        Decay rates of the moment estimates, each in [0, 1). Default: ``(0.9, 0.999)``.
+    eps : float, optional
+        Added to the denominator (>= 0). Default: ``1e-8``.
+    weight_decay : float, optional
+        Decoupled weight decay (>= 0). Default: ``1e-2``.
+    amsgrad : bool, optional
+        Use the running maximum of the second moment. Default: ``False``.
+
+    Raises
+    ------
+    ValueError
+        When ``lr``, ``eps`` or ``weight_decay`` is negative, a beta is outside [0, 1),
+        or ``params`` is empty or repeats a parameter.
+    TypeError
+        When ``betas`` is not a pair, a hyperparameter is not a number, or a parameter is
+        not a Tensor.
+
+    Examples
+    --------
+    >>> w = remat.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = remat.optim.AdamW([w], lr=0.1, weight_decay=0.5)
+    >>> (w * w).sum().backward()
+    >>> opt.step()  # w * (1 - 0.1 * 0.5), then the Adam step
+    >>> w
+    tensor([ 0.85, -1.8 ], requires_grad=True)
+    """
 
     _decoupled = True
 
@@ -333,6 +662,42 @@ class RMSprop(Optimizer):
     buf = momentum * buf + g / avg; p -= lr * buf (momentum > 0) | p -= lr * g / avg
 
     The update is a few in-place engine ops per parameter (no graph is recorded).
+
+    Parameters
+    ----------
+    params : iterable of Tensor or iterable of dict
+        The parameters, or param-group dicts overriding the defaults below.
+    lr : float, optional
+        Learning rate (>= 0). Default: ``1e-2``.
+    alpha : float, optional
+        Smoothing constant of the squared-gradient average (>= 0). Default: ``0.99``.
+    eps : float, optional
+        Added to the denominator (>= 0). Default: ``1e-8``.
+    weight_decay : float, optional
+        L2 penalty added to the gradient (>= 0). Default: ``0.0``.
+    momentum : float, optional
+        Momentum factor (>= 0). Default: ``0.0``.
+    centered : bool, optional
+        Normalise by the variance estimate (``v - m²``) instead of ``v``. Default:
+        ``False``.
+
+    Raises
+    ------
+    ValueError
+        When a hyperparameter is negative, or ``params`` is empty or repeats a parameter.
+    TypeError
+        When a hyperparameter is not a number or a parameter is not a Tensor.
+
+    Examples
+    --------
+    >>> w = remat.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = remat.optim.RMSprop([w], lr=0.01)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    tensor([ 0.90000004, -1.9       ], requires_grad=True)
+    >>> sorted(opt.state[w])
+    ['square_avg', 'step']
     """
 
     def __init__(
@@ -392,6 +757,41 @@ class Adagrad(Optimizer):
     g = grad + weight_decay * p
     clr = lr / (1 + (step - 1) * lr_decay)
     sum += g²;  p -= clr * g / (sqrt(sum) + eps)
+
+    The update is a few in-place engine ops per parameter (no graph is recorded).
+
+    Parameters
+    ----------
+    params : iterable of Tensor or iterable of dict
+        The parameters, or param-group dicts overriding the defaults below.
+    lr : float, optional
+        Learning rate (>= 0). Default: ``1e-2``.
+    lr_decay : float, optional
+        Learning-rate decay per step (>= 0). Default: ``0.0``.
+    weight_decay : float, optional
+        L2 penalty added to the gradient (>= 0). Default: ``0.0``.
+    initial_accumulator_value : float, optional
+        Starting value of the squared-gradient sum (>= 0). Default: ``0.0``.
+    eps : float, optional
+        Added to the denominator (>= 0). Default: ``1e-10``.
+
+    Raises
+    ------
+    ValueError
+        When a hyperparameter is negative, or ``params`` is empty or repeats a parameter.
+    TypeError
+        When a hyperparameter is not a number or a parameter is not a Tensor.
+
+    Examples
+    --------
+    >>> w = remat.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = remat.optim.Adagrad([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    tensor([ 0.9, -1.9], requires_grad=True)
+    >>> opt.state[w]["sum"]
+    tensor([ 4., 16.])
     """
 
     def __init__(

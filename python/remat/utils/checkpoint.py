@@ -20,7 +20,52 @@ __all__ = [
 
 
 class CheckpointPolicy(enum.Enum):
-    """What a selective checkpoint does with one op output (PyTorch's names)."""
+    """What a selective checkpoint does with one op output (PyTorch's names).
+
+    A policy callable returns one of these for each op output of a checkpointed function:
+    ``MUST_SAVE`` and ``PREFER_SAVE`` keep it (the recompute takes it instead of running the
+    op; remat treats both alike, PyTorch lets a compiler override the ``PREFER`` ones),
+    ``MUST_RECOMPUTE`` and ``PREFER_RECOMPUTE`` drop it (the recompute runs the op again),
+    ``MUST_OFFLOAD`` keeps it in host memory (a device output is copied to the host and
+    back; a CPU output is kept as it is). A policy may also return a bool: True is
+    ``MUST_SAVE``, False ``PREFER_RECOMPUTE``.
+
+    Parameters
+    ----------
+    value : int or CheckpointPolicy
+        Looks a member up by its value (0 to 4), as any ``enum.Enum``.
+    names, module, qualname, type, start, boundary : optional
+        ``enum.Enum``'s functional API for creating a new enum; they do not apply here
+        (a member lookup ignores all but ``names``, and ``names`` raises ``TypeError``,
+        since this enum cannot be extended). Default: ``None`` (``start``: 1).
+
+    Raises
+    ------
+    ValueError
+        When ``value`` is not one of the members' values.
+    TypeError
+        When ``names`` is given (an enum with members cannot be extended).
+
+    Examples
+    --------
+    >>> from remat.utils.checkpoint import CheckpointPolicy
+    >>> CheckpointPolicy(0)
+    <CheckpointPolicy.MUST_SAVE: 0>
+    >>> [p.name for p in CheckpointPolicy]
+    ['MUST_SAVE', 'PREFER_SAVE', 'MUST_RECOMPUTE', 'PREFER_RECOMPUTE', 'MUST_OFFLOAD']
+    >>> w = remat.randn(128, 128, requires_grad=True)
+    >>> def mlp(t):
+    ...     return ((t @ w).tanh() @ w).tanh()
+    >>> def keep_matmuls(op_name, output):
+    ...     if op_name == "matmul":
+    ...         return CheckpointPolicy.MUST_SAVE
+    ...     return CheckpointPolicy.PREFER_RECOMPUTE
+    >>> x = remat.randn(128, 128)
+    >>> base = remat.memory_allocated()
+    >>> y = remat.checkpoint(mlp, x, policy=keep_matmuls)
+    >>> remat.memory_allocated() - base  # the output and two matmul outputs, 64 KiB each
+    196608
+    """
 
     MUST_SAVE = 0
     PREFER_SAVE = 1
@@ -43,7 +88,58 @@ def create_selective_checkpoint_contexts(
     """PyTorch's selective activation checkpointing: ``checkpoint(fn, x,
     context_fn=create_selective_checkpoint_contexts(policy))``. ``policy`` is a list of op
     names to keep (remat's names: ``"matmul"``, ``"linear"``, ``"conv2d"``, ... or
-    ``checkpoint_name`` tags) or ``policy_fn(ctx, op_name, output) -> CheckpointPolicy``."""
+    ``checkpoint_name`` tags) or ``policy_fn(ctx, op_name, output) -> CheckpointPolicy``.
+
+    Unlike PyTorch, ``policy_fn`` receives remat's op name (a str), not an ``OpOverload``;
+    functions in the list stand for their ``__name__`` (``remat.matmul`` is
+    ``"matmul"``). The policy is asked during the forward only (the recompute reuses its
+    answers), so ``ctx.is_recompute`` is always False. The returned function is read by
+    ``checkpoint``, never called.
+
+    Parameters
+    ----------
+    policy_fn_or_list : list of str or callable
+        The op names (or functions) whose outputs are kept (everything else is
+        recomputed), or ``policy_fn(ctx, op_name, output)`` returning a
+        :class:`CheckpointPolicy` (or a bool) per op output.
+    allow_cache_entry_mutation : bool, optional
+        Accepted for PyTorch compatibility and ignored. Default: ``False``.
+
+    Returns
+    -------
+    callable
+        A ``context_fn`` for ``checkpoint(..., context_fn=...)`` carrying the policy;
+        calling it raises ``NotImplementedError``.
+
+    Raises
+    ------
+    TypeError
+        When the argument is neither a list (tuple, set) nor a callable, or a list entry
+        has no name.
+
+    Examples
+    --------
+    >>> from remat.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
+    >>> w = remat.randn(128, 128, requires_grad=True)
+    >>> def mlp(t):
+    ...     return ((t @ w).tanh() @ w).tanh()
+    >>> x = remat.randn(128, 128)
+    >>> base = remat.memory_allocated()
+    >>> y = checkpoint(mlp, x, use_reentrant=False)
+    >>> remat.memory_allocated() - base  # only the output
+    65536
+    >>> ctx = create_selective_checkpoint_contexts(["matmul"])
+    >>> y = checkpoint(mlp, x, use_reentrant=False, context_fn=ctx)
+    >>> remat.memory_allocated() - base  # the output and both matmul outputs
+    196608
+    >>> seen = []
+    >>> def policy_fn(ctx, op_name, output):
+    ...     seen.append(op_name)
+    ...     return False
+    >>> y = checkpoint(mlp, x, context_fn=create_selective_checkpoint_contexts(policy_fn))
+    >>> seen
+    ['matmul', 'tanh', 'matmul', 'tanh']
+    """
     del allow_cache_entry_mutation
     if isinstance(policy_fn_or_list, (list, tuple, set)):
         names = set()

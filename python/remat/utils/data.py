@@ -22,7 +22,31 @@ __all__ = ["Dataset", "TensorDataset", "DataLoader", "default_collate", "random_
 
 
 class Dataset:
-    """A map-style dataset: subclasses define ``__getitem__(index)`` and ``__len__()``."""
+    """A map-style dataset: subclasses define ``__getitem__(index)`` and ``__len__()``.
+
+    Any object with those two methods works with :class:`DataLoader`; subclassing only
+    documents the intent (as ``torch.utils.data.Dataset``).
+
+    Raises
+    ------
+    NotImplementedError
+        From ``__getitem__`` or ``__len__`` when the subclass does not define it.
+
+    Examples
+    --------
+    >>> from remat.utils.data import DataLoader, Dataset
+    >>> class Squares(Dataset):
+    ...     def __len__(self):
+    ...         return 4
+    ...     def __getitem__(self, i):
+    ...         return i * i
+    >>> [batch.tolist() for batch in DataLoader(Squares(), batch_size=3)]
+    [[0, 1, 4], [9]]
+    >>> len(Dataset())
+    Traceback (most recent call last):
+        ...
+    NotImplementedError: Dataset has no __len__ defined
+    """
 
     def __getitem__(self, index: int) -> Any:
         raise NotImplementedError(f"{type(self).__name__} has no __getitem__ defined")
@@ -32,7 +56,34 @@ class Dataset:
 
 
 class TensorDataset(Dataset):
-    """Samples are the ``index``-th rows of the given tensors (all the same length)."""
+    """Samples are the ``index``-th rows of the given tensors (all the same length).
+
+    ``dataset[i]`` is the tuple ``(t[i] for t in tensors)``; the tensors are kept as
+    ``dataset.tensors``.
+
+    Parameters
+    ----------
+    *tensors : Tensor
+        One or more tensors with the same first dimension (at least 1-d).
+
+    Raises
+    ------
+    ValueError
+        When no tensor is given.
+    TypeError
+        When an argument is not a Tensor.
+    remat.ShapeError
+        When a tensor is 0-d, or the first dimensions differ.
+
+    Examples
+    --------
+    >>> from remat.utils.data import TensorDataset
+    >>> ds = TensorDataset(remat.arange(10.0).reshape(5, 2), remat.arange(5))
+    >>> len(ds)
+    5
+    >>> ds[1]
+    (tensor([2., 3.]), tensor(1))
+    """
 
     def __init__(self, *tensors: Tensor) -> None:
         if not tensors:
@@ -58,7 +109,29 @@ class TensorDataset(Dataset):
 
 
 class Subset(Dataset):
-    """The samples of ``dataset`` at ``indices``."""
+    """The samples of ``dataset`` at ``indices``.
+
+    ``subset[i]`` is ``dataset[indices[i]]``; the indices are not checked until used.
+
+    Parameters
+    ----------
+    dataset : Dataset or sequence
+        Any object indexable by the indices.
+    indices : sequence of int
+        The positions in ``dataset`` (kept as a list).
+
+    Raises
+    ------
+    TypeError
+        When ``indices`` is not iterable.
+
+    Examples
+    --------
+    >>> from remat.utils.data import Subset
+    >>> s = Subset(["a", "b", "c", "d"], [3, 0])
+    >>> len(s), s[0], list(s)
+    (2, 'd', ['d', 'a'])
+    """
 
     def __init__(self, dataset: Any, indices: Sequence[int]) -> None:
         self.dataset = dataset
@@ -83,7 +156,40 @@ def random_split(
     dataset: Any, lengths: Sequence[int | float], generator: Any = None
 ) -> list[Subset]:
     """Split ``dataset`` at random into non-overlapping subsets of the given lengths (or
-    fractions summing to 1, the remainder spread round-robin as PyTorch does)."""
+    fractions summing to 1, the remainder spread round-robin as PyTorch does).
+
+    The permutation comes from remat's seeded generator (or ``generator``), so
+    ``remat.manual_seed`` makes it reproducible (PyTorch's draws differ).
+
+    Parameters
+    ----------
+    dataset : Dataset or sequence
+        Anything with ``len()`` and indexing.
+    lengths : sequence of int or sequence of float
+        The subset sizes (summing to ``len(dataset)``), or fractions summing to 1.
+    generator : remat.Generator, optional
+        The random stream to draw from. Default: ``None`` (the global one).
+
+    Returns
+    -------
+    list of Subset
+        One :class:`Subset` per length, in order.
+
+    Raises
+    ------
+    ValueError
+        When the lengths do not sum to the length of the dataset.
+
+    Examples
+    --------
+    >>> from remat.utils.data import random_split
+    >>> remat.manual_seed(0)
+    >>> train, val = random_split(range(10), [7, 3])
+    >>> list(train), list(val)
+    ([5, 0, 4, 9, 3, 8, 6], [7, 2, 1])
+    >>> [len(s) for s in random_split(range(10), [0.5, 0.3, 0.2])]
+    [5, 3, 2]
+    """
     n = len(dataset)
     if all(isinstance(x, float) for x in lengths) and abs(sum(lengths) - 1.0) < 1e-9:
         sizes = [int(np.floor(n * f)) for f in lengths]
@@ -104,7 +210,46 @@ def random_split(
 
 
 def default_collate(batch: Sequence[Any]) -> Any:
-    """Merge a list of samples into a batch (see the module docstring)."""
+    """Merge a list of samples into a batch (see the module docstring).
+
+    As PyTorch's: Tensors are stacked along a new first axis; NumPy arrays are stacked into
+    a tensor; bools, ints and floats become a 1-d tensor (bool, int64, float64); strings
+    and bytes stay a list; dicts are collated per key, namedtuples per field, and other
+    tuples and lists per position (into a list).
+
+    Parameters
+    ----------
+    batch : sequence
+        The samples, all of the same kind as the first.
+
+    Returns
+    -------
+    Any
+        The batch, in the samples' structure.
+
+    Raises
+    ------
+    TypeError
+        When the samples are of a kind it does not collate.
+    RuntimeError
+        When list or tuple samples differ in length.
+    remat.ShapeError
+        When tensors to stack differ in shape.
+    IndexError
+        When ``batch`` is empty.
+
+    Examples
+    --------
+    >>> from remat.utils.data import default_collate
+    >>> default_collate([remat.tensor([1.0, 2.0]), remat.tensor([3.0, 4.0])])
+    tensor([[1., 2.],
+            [3., 4.]])
+    >>> default_collate([(1, 2.0), (3, 4.0)])
+    [tensor([1, 3]), tensor([2., 4.], dtype=remat.float64)]
+    >>> default_collate([{"x": remat.tensor([1.0]), "y": 0}, {"x": remat.tensor([2.0]), "y": 1}])
+    {'x': tensor([[1.],
+            [2.]]), 'y': tensor([0, 1])}
+    """
     first = batch[0]
     if isinstance(first, Tensor):
         return remat.stack(list(batch))
@@ -137,7 +282,59 @@ class DataLoader:
     """Iterates over ``dataset`` in batches of ``batch_size`` samples (``None``: one sample
     at a time, not collated), in order or shuffled each epoch; ``drop_last`` drops a final
     short batch. ``collate_fn`` merges the samples of a batch (default:
-    :func:`default_collate`). Loading happens in this process (``num_workers`` must be 0)."""
+    :func:`default_collate`). Loading happens in this process (``num_workers`` must be 0).
+
+    Shuffling draws a new permutation at each iteration from remat's seeded generator (or
+    ``generator``), so ``remat.manual_seed`` makes the order reproducible.
+
+    Parameters
+    ----------
+    dataset : Dataset or sequence
+        Anything with ``len()`` and indexing.
+    batch_size : int or None, optional
+        Samples per batch; None yields the samples one at a time, not collated.
+        Default: ``1``.
+    shuffle : bool, optional
+        Visit the samples in a new random order each epoch. Default: ``False``.
+    sampler : iterable of int, optional
+        The indices to visit, in order (instead of ``shuffle``). Default: ``None``.
+    batch_sampler : iterable of list of int, optional
+        The batches of indices (instead of ``batch_size``, ``shuffle``, ``sampler`` and
+        ``drop_last``). Default: ``None``.
+    num_workers : int, optional
+        Must be 0: loading runs in this process. Default: ``0``.
+    collate_fn : callable, optional
+        Merges a list of samples into a batch. Default: ``None``
+        (:func:`default_collate`).
+    pin_memory : bool, optional
+        Accepted for PyTorch compatibility and ignored. Default: ``False``.
+    drop_last : bool, optional
+        Drop a final batch shorter than ``batch_size``. Default: ``False``.
+    generator : remat.Generator, optional
+        The random stream for shuffling. Default: ``None`` (the global one).
+
+    Raises
+    ------
+    ValueError
+        When ``batch_size`` is not a positive int or None, ``num_workers`` is not 0,
+        ``shuffle`` is combined with ``sampler``, or ``batch_sampler`` with
+        ``batch_size`` (other than 1), ``shuffle``, ``sampler`` or ``drop_last``.
+
+    Examples
+    --------
+    >>> from remat.utils.data import DataLoader, TensorDataset
+    >>> ds = TensorDataset(remat.arange(10.0).reshape(5, 2), remat.arange(5))
+    >>> for x, y in DataLoader(ds, batch_size=2):
+    ...     print(x.shape, y)
+    (2, 2) tensor([0, 1])
+    (2, 2) tensor([2, 3])
+    (1, 2) tensor([4])
+    >>> len(DataLoader(ds, batch_size=2, drop_last=True))
+    2
+    >>> remat.manual_seed(0)
+    >>> [y.tolist() for _, y in DataLoader(ds, batch_size=2, shuffle=True)]
+    [[0, 4], [3, 2], [1]]
+    """
 
     def __init__(
         self,

@@ -52,33 +52,312 @@ use crate::error::Result;
 use crate::tensor::Tensor;
 
 unary_table! {
-    /// `-x` elementwise.
+    /// Negation ``-x``, elementwise.
+    ///
+    /// The same as the unary ``-`` operator; the method form is ``Tensor.neg()``. Integer tensors
+    /// stay integer. A bool tensor raises, as in PyTorch (use ``logical_not`` or ``~``).
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``-x``, of ``x``'s shape and dtype (integers computed through float64: exact below
+    ///     2^53).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is a bool tensor, or is not a tensor and holds no numbers (a string,
+    ///     ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.neg(remat.tensor([1.0, -2.0, 0.5]))
+    /// tensor([-1. ,  2. , -0.5])
+    /// >>> remat.neg(remat.tensor([3, -4]))
+    /// tensor([-3,  4])
     Neg fn(neg) save(Nothing) cpu(|x, p| -x) cuda("-x") grad(|g, s, p| neg(g));
-    /// `e^x` elementwise.
+    /// Exponential ``e^x``, elementwise.
+    ///
+    /// The gradient is the output itself (the op saves its output for backward).
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``e^x``, of ``x``'s shape. Float inputs keep their dtype; integer and bool inputs give
+    ///     float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.exp(remat.tensor([0.0, 1.0]))
+    /// tensor([1.       , 2.7182817])
+    /// >>> x = remat.tensor([1.0, 2.0], requires_grad=True)
+    /// >>> remat.exp(x).sum().backward()
+    /// >>> x.grad
+    /// tensor([2.7182817, 7.389056 ])
     Exp fn(exp) save(Output) cpu(|x, p| x.exp()) cuda("exp(x)") grad(|g, y, p| mul(g, y));
-    /// Natural logarithm elementwise (NaN below 0, -inf at 0, as in NumPy).
+    /// Natural logarithm, elementwise.
+    ///
+    /// As in NumPy and PyTorch, no error for values out of the domain: ``log(0)`` is ``-inf``
+    /// and a negative value gives NaN. The gradient is ``1 / x``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``ln(x)``, of ``x``'s shape. Float inputs keep their dtype; integer and bool inputs give
+    ///     float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.log(remat.tensor([1.0, 2.0, 0.0, -1.0]))
+    /// tensor([0.       , 0.6931472,      -inf,       nan])
     Log fn(log) save(Input) cpu(|x, p| x.ln()) cuda("log(x)") grad(|g, x, p| div(g, x));
-    /// Square root elementwise (NaN below 0).
+    /// Square root, elementwise.
+    ///
+    /// A negative value gives NaN (no error). The gradient is ``1 / (2 sqrt(x))``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``sqrt(x)``, of ``x``'s shape. Float inputs keep their dtype; integer and bool inputs
+    ///     give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.sqrt(remat.tensor([4.0, 2.0, -1.0]))
+    /// tensor([2.       , 1.4142135,       nan])
+    /// >>> x = remat.tensor([4.0, 9.0], requires_grad=True)
+    /// >>> remat.sqrt(x).sum().backward()
+    /// >>> x.grad
+    /// tensor([0.25      , 0.16666667])
     Sqrt fn(sqrt) save(Output) cpu(|x, p| x.sqrt()) cuda("sqrt(x)")
         grad(|g, y, p| binary(Binary::SqrtBackward, g, y, 0.0));
-    /// Sine elementwise.
+    /// Sine (of radians), elementwise.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``sin(x)``, of ``x``'s shape. Float inputs keep their dtype; integer and bool inputs
+    ///     give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.sin(remat.tensor([0.0, 1.0]))
+    /// tensor([0.        , 0.84147096])
     Sin fn(sin) save(Input) cpu(|x, p| x.sin()) cuda("sin(x)") grad(|g, x, p| mul(g, &cos(x)?));
-    /// Cosine elementwise.
+    /// Cosine (of radians), elementwise.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``cos(x)``, of ``x``'s shape. Float inputs keep their dtype; integer and bool inputs
+    ///     give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.cos(remat.tensor([0.0, 1.0]))
+    /// tensor([1.       , 0.5403023])
     Cos fn(cos) save(Input) cpu(|x, p| x.cos()) cuda("cos(x)")
         grad(|g, x, p| neg(&mul(g, &sin(x)?)?));
-    /// Tangent elementwise.
+    /// Tangent (of radians), elementwise.
+    ///
+    /// The gradient is ``1 / cos(x)^2``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``tan(x)``, of ``x``'s shape. Float inputs keep their dtype; integer and bool inputs
+    ///     give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.tan(remat.tensor([0.0, 1.0]))
+    /// tensor([0.       , 1.5574077])
     Tan fn(tan) save(Input) cpu(|x, p| x.tan()) cuda("tan(x)")
         grad(|g, x, p| div(g, &mul(&cos(x)?, &cos(x)?)?));
-    /// Hyperbolic tangent elementwise.
+    /// Hyperbolic tangent, elementwise.
+    ///
+    /// The gradient ``1 - y^2`` is computed from the output ``y``, which the op saves.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``tanh(x)``, in ``(-1, 1)``, of ``x``'s shape. Float inputs keep their dtype; integer
+    ///     and bool inputs give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.tanh(remat.tensor([0.0, 1.0, -1.0]))
+    /// tensor([ 0.       ,  0.7615942, -0.7615942])
     Tanh fn(tanh) save(Output) cpu(|x, p| x.tanh()) cuda("tanh(x)")
         grad(|g, y, p| binary(Binary::TanhBackward, g, y, 0.0));
-    /// Logistic sigmoid `1 / (1 + e^-x)` elementwise.
+    /// Logistic sigmoid ``1 / (1 + e^-x)``, elementwise.
+    ///
+    /// It saturates cleanly to 0 and 1 for large ``|x|`` (no NaN); the gradient ``y (1 - y)`` is
+    /// computed from the output ``y``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``sigmoid(x)``, in ``[0, 1]``, of ``x``'s shape. Float inputs keep their dtype; integer
+    ///     and bool inputs give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.sigmoid(remat.tensor([0.0, 2.0]))
+    /// tensor([0.5     , 0.880797])
+    /// >>> remat.sigmoid(remat.tensor([-100.0, 100.0]))
+    /// tensor([0., 1.])
     // This form saturates cleanly at both ends.
     Sigmoid fn(sigmoid) save(Output)
         cpu(|x, p| T::from_f64(1.0) / (T::from_f64(1.0) + (-x).exp()))
         cuda("T(1) / (T(1) + exp(-x))")
         grad(|g, y, p| binary(Binary::SigmoidBackward, g, y, 0.0));
-    /// `max(x, 0)` elementwise (gradient 0 at 0, as in PyTorch).
+    /// Rectified linear unit ``max(x, 0)``, elementwise.
+    ///
+    /// NaN stays NaN. The gradient is 1 where ``x > 0`` and 0 elsewhere (0 at 0, as in
+    /// PyTorch).
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``max(x, 0)``, of ``x``'s shape and dtype. Integer inputs keep their dtype (computed
+    ///     through float64: exact below 2^53), bool inputs give int64.
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.relu(remat.tensor([-1.0, 0.0, 2.0]))
+    /// tensor([0., 0., 2.])
+    /// >>> remat.relu(remat.tensor([-3, 5]))
+    /// tensor([0, 5])
+    /// >>> x = remat.tensor([-1.0, 0.0, 2.0], requires_grad=True)
+    /// >>> remat.relu(x).sum().backward()
+    /// >>> x.grad
+    /// tensor([0., 0., 1.])
     // `<` keeps NaN as NaN, as PyTorch does.
     Relu fn(relu) save(Output)
         cpu(|x, p| if x < T::from_f64(0.0) { T::from_f64(0.0) } else { x })
@@ -98,37 +377,345 @@ unary_table! {
     Scale "mul" save(Nothing) cpu(|x, p| x * p) cuda("x * p") grad(|g, s, p| scale(g, p));
     /// `x + p`
     AddScalar "add" save(Nothing) cpu(|x, p| x + p) cuda("x + p") grad(|g, s, p| Ok(g.clone()));
-    /// Absolute value `|x|` elementwise (gradient `sign(x)`: 0 at 0, as in PyTorch).
+    /// Absolute value ``|x|``, elementwise.
+    ///
+    /// The gradient is ``sign(x)``: 0 at 0, as in PyTorch.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``|x|``, of ``x``'s shape and dtype. Integer inputs keep their dtype (computed through
+    ///     float64: exact below 2^53), bool inputs give int64.
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.abs(remat.tensor([-1.5, 0.0, 2.0]))
+    /// tensor([1.5, 0. , 2. ])
+    /// >>> remat.abs(remat.tensor([-3, 4]))
+    /// tensor([3, 4])
     Abs fn(abs) save(Input) cpu(|x, p| x.abs()) cuda("fabs(x)")
         grad(|g, x, p| binary(Binary::AbsBackward, g, x, 0.0));
-    /// Error function `erf(x)` elementwise.
+    /// Gauss error function ``erf(x)``, elementwise.
+    ///
+    /// The gradient is ``2 / sqrt(pi) e^(-x^2)``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``erf(x)``, in ``[-1, 1]``, of ``x``'s shape. Float inputs keep their dtype; integer and
+    ///     bool inputs give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.erf(remat.tensor([0.0, 1.0, -1.0]))
+    /// tensor([ 0.        ,  0.84270084, -0.84270084])
     Erf fn(erf) save(Input) cpu(|x, p| <T as crate::dtype::Element>::erf(x)) cuda("erf(x)")
         grad(|g, x, p| binary(Binary::ErfBackward, g, x, 0.0));
-    /// Reciprocal square root `1 / sqrt(x)` elementwise (inf at 0, NaN below 0).
+    /// Reciprocal square root ``1 / sqrt(x)``, elementwise.
+    ///
+    /// ``inf`` at 0 and NaN below 0, with no error.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``1 / sqrt(x)``, of ``x``'s shape. Float inputs keep their dtype; integer and bool
+    ///     inputs give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.rsqrt(remat.tensor([4.0, 0.25]))
+    /// tensor([0.5, 2. ])
+    /// >>> remat.rsqrt(remat.tensor([0.0, -1.0]))
+    /// tensor([inf, nan])
     Rsqrt fn(rsqrt) save(Output) cpu(|x, p| T::from_f64(1.0) / x.sqrt()) cuda("T(1) / sqrt(x)")
         grad(|g, y, p| binary(Binary::RsqrtBackward, g, y, 0.0));
-    /// `x * x` elementwise.
+    /// Square ``x * x``, elementwise.
+    ///
+    /// The gradient is ``2 x``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``x * x``, of ``x``'s shape and dtype. Integer inputs keep their dtype (computed through
+    ///     float64: exact below 2^53), bool inputs give int64.
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.square(remat.tensor([1.5, -2.0]))
+    /// tensor([2.25, 4.  ])
+    /// >>> remat.square(remat.tensor([3, -4]))
+    /// tensor([ 9, 16])
     Square fn(square) save(Input) cpu(|x, p| x * x) cuda("x * x")
         grad(|g, x, p| binary(Binary::PowScalarBackward, g, x, 2.0));
-    /// `log(1 + x)` elementwise, accurate for small `x` (NaN below -1, -inf at -1).
+    /// ``log(1 + x)``, elementwise, accurate for small ``|x|``.
+    ///
+    /// Where ``1 + x`` would round to 1, ``log1p`` keeps the digits of ``x``. NaN below -1,
+    /// ``-inf`` at -1 (no error). The gradient is ``1 / (1 + x)``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``log(1 + x)``, of ``x``'s shape. Float inputs keep their dtype; integer and bool inputs
+    ///     give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.log1p(remat.tensor([0.0, 1.0, -1.0]))
+    /// tensor([0.       , 0.6931472,      -inf])
+    /// >>> small = remat.tensor([1e-10])
+    /// >>> remat.log(1 + small).item()
+    /// 0.0
+    /// >>> round(remat.log1p(small).item() * 1e10, 4)
+    /// 1.0
     Log1p fn(log1p) save(Input) cpu(|x, p| x.ln_1p()) cuda("log1p(x)")
         grad(|g, x, p| binary(Binary::Log1pBackward, g, x, 0.0));
-    /// `e^x - 1` elementwise, accurate for small `x`.
+    /// ``e^x - 1``, elementwise, accurate for small ``|x|``.
+    ///
+    /// Where ``e^x`` would round to 1, ``expm1`` keeps the digits of ``x``. The gradient
+    /// ``y + 1`` is computed from the output ``y``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``e^x - 1``, of ``x``'s shape. Float inputs keep their dtype; integer and bool inputs
+    ///     give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.expm1(remat.tensor([0.0, 1.0]))
+    /// tensor([0.       , 1.7182817])
+    /// >>> small = remat.tensor([1e-10])
+    /// >>> (remat.exp(small) - 1).item()
+    /// 0.0
+    /// >>> round(remat.expm1(small).item() * 1e10, 4)
+    /// 1.0
     Expm1 fn(expm1) save(Output) cpu(|x, p| x.exp_m1()) cuda("expm1(x)")
         grad(|g, y, p| binary(Binary::Expm1Backward, g, y, 0.0));
-    /// Sign elementwise: -1, 0 or 1 (0 for NaN, as in PyTorch); zero gradient.
+    /// Sign of each element: -1, 0 or 1.
+    ///
+    /// NaN gives 0, as in PyTorch. The gradient is zero everywhere.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The signs, of ``x``'s shape and dtype. Integer inputs keep their dtype (computed through
+    ///     float64: exact below 2^53), bool inputs give int64.
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.sign(remat.tensor([-2.0, 0.0, 3.0, float("nan")]))
+    /// tensor([-1.,  0.,  1.,  0.])
+    /// >>> remat.sign(remat.tensor([-2, 0, 3]))
+    /// tensor([-1,  0,  1])
     Sign fn(sign) save(Nothing) cpu(|x, p| sign_of(x)) cuda("sign_of(x)")
         grad(|g, s, p| zeros_like(g));
-    /// Largest integer not above `x`, elementwise; zero gradient.
+    /// Largest integer not above each element (rounds towards ``-inf``).
+    ///
+    /// The result keeps the input's dtype (a float tensor stays float). The gradient is zero
+    /// everywhere.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``floor(x)``, of ``x``'s shape and dtype. Integer inputs keep their dtype (computed
+    ///     through float64: exact below 2^53), bool inputs give int64.
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.floor(remat.tensor([-1.5, 0.5, 2.0]))
+    /// tensor([-2.,  0.,  2.])
     Floor fn(floor) save(Nothing) cpu(|x, p| x.floor()) cuda("floor(x)")
         grad(|g, s, p| zeros_like(g));
-    /// Smallest integer not below `x`, elementwise; zero gradient.
+    /// Smallest integer not below each element (rounds towards ``+inf``).
+    ///
+    /// The result keeps the input's dtype (a float tensor stays float). The gradient is zero
+    /// everywhere.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``ceil(x)``, of ``x``'s shape and dtype. Integer inputs keep their dtype (computed
+    ///     through float64: exact below 2^53), bool inputs give int64.
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.ceil(remat.tensor([-1.5, 0.5, 2.0]))
+    /// tensor([-1.,  1.,  2.])
     Ceil fn(ceil) save(Nothing) cpu(|x, p| x.ceil()) cuda("ceil(x)")
         grad(|g, s, p| zeros_like(g));
-    /// Nearest integer elementwise, ties to even (as PyTorch and NumPy); zero gradient.
+    /// Nearest integer to each element, ties to even.
+    ///
+    /// Halves round to the even neighbour, as in PyTorch and NumPy (``2.5`` gives ``2``). The
+    /// result keeps the input's dtype; there is no ``decimals`` argument. The gradient is zero
+    /// everywhere.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The rounded values, of ``x``'s shape and dtype. Integer inputs keep their dtype
+    ///     (computed through float64: exact below 2^53), bool inputs give int64.
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.round(remat.tensor([0.5, 1.5, 2.5, 1.7]))
+    /// tensor([0., 2., 2., 2.])
     Round fn(round) save(Nothing) cpu(|x, p| round_half_even(x)) cuda("rint(x)")
         grad(|g, s, p| zeros_like(g));
-    /// SiLU (swish) `x * sigmoid(x)` elementwise.
+    /// SiLU (swish) ``x * sigmoid(x)``, elementwise.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``x * sigmoid(x)``, of ``x``'s shape. Float inputs keep their dtype; integer and bool
+    ///     inputs give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.silu(remat.tensor([0.0, 1.0, -1.0]))
+    /// tensor([ 0.        ,  0.7310586 , -0.26894143])
     Silu fn(silu) save(Input)
         cpu(|x, p| x / (T::from_f64(1.0) + (-x).exp()))
         cuda("x / (T(1) + exp(-x))")
