@@ -147,3 +147,27 @@ def test_assert_close_defaults_and_options():
         assert_close(remat.ones(1), remat.ones(1), rtol=1.0)
     with pytest.raises(AssertionError):
         assert_close(remat.tensor([1, 2]), remat.tensor([1, 3]))
+
+
+# ------------------------------------------------------------------ NumPy views and graphs
+
+def test_numpy_view_of_a_tensor_that_requires_grad_is_read_only():
+    # Writing through it would change what backward computes with, bypassing the version
+    # counter (the case: x*x's gradient came out as [0, 0, 0] instead of 2x).
+    x = remat.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = (x * x).sum()
+    for arr in (x.numpy(), np.asarray(x), (x * 2).numpy()):
+        assert not arr.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            arr[0] = 0.0
+    y.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0, 6.0])
+    # Reading, printing, NumPy reductions and copies keep working.
+    assert np.sum(x) == 6.0 and x.tolist() == [1.0, 2.0, 3.0]
+    assert np.array(x).flags.writeable
+    # Tensors no graph can need (no grad, or detached) stay writeable views, as in PyTorch.
+    d = x.detach().numpy()
+    assert d.flags.writeable and np.shares_memory(d, x.numpy())
+    plain = remat.zeros(3)
+    plain.numpy()[1] = 5.0
+    assert plain.tolist() == [0.0, 5.0, 0.0]

@@ -208,3 +208,17 @@ def test_layer_norm_pytorch_signature():
         F.layer_norm(remat.tensor(x), (4, 4))
     with pytest.raises(TypeError, match="normalized_shape"):
         F.layer_norm(remat.tensor(x), remat.ones(4))
+
+
+@pytest.mark.parametrize("target,expected", [(1.0, -0.5), (0.0, 0.5), (0.25, 0.25)])
+def test_bce_with_logits_gradient_at_a_zero_logit(target, expected):
+    # d/dx = sigmoid(x) - t = 0.5 - t at x = 0 (zero-initialised logits hit exactly this);
+    # the composed stable formula once gave abs'/relu' subgradients of 0 there.
+    x = remat.zeros(1, requires_grad=True)
+    t = remat.tensor([target])
+    F.binary_cross_entropy_with_logits(x, t).backward()
+    assert x.grad.item() == pytest.approx(expected)
+    xw = remat.zeros(1, requires_grad=True)
+    F.binary_cross_entropy_with_logits(xw, t, pos_weight=remat.tensor([3.0])).backward()
+    # (pw t + 1 - t) sigmoid(x) - pw t at x = 0
+    assert xw.grad.item() == pytest.approx((3 * target + 1 - target) * 0.5 - 3 * target)

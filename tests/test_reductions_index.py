@@ -290,3 +290,17 @@ def test_sum_mean_dtype():
     assert m.dtype == remat.float64 and m.item() == pytest.approx(7 / 3)
     s = remat.tensor([1.5, 2.25]).sum(dtype="float64")
     assert s.dtype == remat.float64 and s.item() == 3.75
+
+
+@pytest.mark.parametrize("values", [[1, 2, 3], [True, False, True]])
+def test_logsumexp_of_integer_and_bool_tensors_is_float32(values):
+    got = remat.logsumexp(remat.tensor(values), 0)
+    assert got.dtype == remat.float32
+    assert got.item() == pytest.approx(float(np.log(np.exp(np.array(values, float)).sum())))
+
+
+def test_stack_takes_dim_and_numpys_axis():
+    a, b = remat.tensor([1.0, 2.0]), remat.tensor([3.0, 4.0])
+    assert remat.stack([a, b], dim=1).tolist() == [[1.0, 3.0], [2.0, 4.0]]
+    assert remat.stack([a, b], 1).tolist() == remat.stack([a, b], axis=1).tolist()
+    assert remat.stack([a, b]).shape == (2, 2)

@@ -10,8 +10,12 @@ use crate::error::Result;
 use crate::tensor::Tensor;
 
 /// `log(sum(exp(x)))` over `axes` (None: all). Rows of `-inf` give `-inf`, a `+inf` gives
-/// `+inf`, NaN propagates, an empty reduction gives `-inf` (as PyTorch).
+/// `+inf`, NaN propagates, an empty reduction gives `-inf` (as PyTorch). Integer and bool
+/// inputs are computed in float32, PyTorch's default float.
 pub fn logsumexp(x: &Tensor, axes: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
+    if !x.dtype().is_float() {
+        return logsumexp(&super::cast(x, crate::dtype::DType::F32)?, axes, keepdim);
+    }
     let ax = resolve_axes("logsumexp", axes, x.ndim())?;
     let ax_i: Vec<isize> = ax.iter().map(|&a| a as isize).collect();
     if ax.iter().any(|&a| x.shape()[a] == 0) {

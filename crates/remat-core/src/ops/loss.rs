@@ -332,7 +332,7 @@ pub fn cross_entropy(logits: &Tensor, target: &[i64]) -> Result<Tensor> {
                 OP,
                 format!(
                     "target[{i}] = {t} is out of range for logits of shape {} (classes are \
-                     0..{c})",
+                     [0, {c}))",
                     fmt_shape(logits.shape())
                 ),
             ));

@@ -6,9 +6,7 @@
 //! `gather` (never a dense one-hot); the plain mean cross-entropy keeps its fused kernel
 //! (`loss::cross_entropy`).
 
-use super::{
-    abs, add, gather, log_softmax, mean, mul, neg, relu, scale, sub, sum, unsqueeze, where_,
-};
+use super::{abs, add, gather, log_softmax, mean, mul, neg, scale, sub, sum, unsqueeze, where_};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::fmt_shape;
@@ -100,9 +98,16 @@ pub fn binary_cross_entropy_with_logits(
         &neg(target)?,
         &super::full(&[], 1.0, target.dtype(), target.device())?,
     )?;
+    // `|x|` and `relu(-x)` through `where(x >= 0, ..)`: the same values, but at `x = 0` the
+    // gradient takes the `x >= 0` branch (`d|x|/dx = 1`), so `d/dx softplus(-x)` is the true
+    // `-1/2` there, as PyTorch's, where `abs` and `relu` (subgradient 0) would give 0.
+    let zero = super::zeros(&[], input.dtype(), input.device())?;
+    let nonneg = super::compare::compare(super::compare::Compare::Ge, input, &zero)?;
+    let neg_x = neg(input)?;
+    let abs_x = where_(&nonneg, input, &neg_x)?;
     let softplus_neg = add(
-        &super::log1p(&super::exp(&neg(&abs(input)?)?)?)?,
-        &relu(&neg(input)?)?,
+        &super::log1p(&super::exp(&neg(&abs_x)?)?)?,
+        &where_(&nonneg, &zero, &neg_x)?,
     )?;
     let tail = match pos_weight {
         Some(pw) => {
