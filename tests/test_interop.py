@@ -37,20 +37,60 @@ def test_dlpack_of_a_view_and_a_capsule():
 
 
 def test_dlpack_refuses_tensors_that_require_grad_and_bad_inputs():
-    with pytest.raises(RuntimeError, match="require gradient"):
+    with pytest.raises(remat.GraphError, match="requires grad"):
         remat.ones(2, requires_grad=True).__dlpack__()
     with pytest.raises(TypeError, match="__dlpack__"):
         remat.from_dlpack([1, 2])
 
-    class OnGpu:
+    class Elsewhere:
         def __dlpack_device__(self):
-            return (2, 0)
+            return (8, 0)  # kDLMetal
 
         def __dlpack__(self, **kw):
             raise AssertionError("not reached")
 
-    with pytest.raises(remat.DeviceError, match="CPU"):
-        remat.from_dlpack(OnGpu())
+    with pytest.raises(remat.DeviceError, match=r"\(8, 0\)"):
+        remat.from_dlpack(Elsewhere())
+    t = remat.zeros(2)
+    with pytest.raises(BufferError, match="copy"):
+        t.__dlpack__(copy=True)
+    with pytest.raises(BufferError, match="device"):
+        t.__dlpack__(dl_device=(2, 0))
+    cap = t.__dlpack__()
+    remat.from_dlpack(cap)
+    with pytest.raises(ValueError, match="unconsumed"):
+        remat.from_dlpack(cap)  # a capsule is consumed once
+
+
+def test_dlpack_imports_strided_views_and_releases_the_producer():
+    import gc
+    import sys
+
+    a = np.arange(12.0).reshape(3, 4)
+    refs = sys.getrefcount(a)
+    view = remat.from_dlpack(a[:, 1::2])  # no copy, even strided
+    assert view.shape == (3, 2) and not view.is_contiguous()
+    view.fill_(-1.0)
+    assert a[:, 1::2].tolist() == [[-1.0, -1.0]] * 3 and a[0, 0] == 0.0
+    del view
+    gc.collect()
+    assert sys.getrefcount(a) == refs  # the producer's deleter ran
+    t = remat.arange(6).reshape(2, 3).T
+    b = np.from_dlpack(t)
+    assert b.tolist() == t.tolist() and np.shares_memory(b, np.from_dlpack(t))
+    for versioned in (None, (1, 0)):  # legacy and DLPack 1.x capsules
+        back = remat.from_dlpack(t.__dlpack__(max_version=versioned))
+        assert back.tolist() == t.tolist()
+
+
+def test_dlpack_copies_what_it_cannot_view():
+    ro = np.arange(3.0)
+    ro.flags.writeable = False
+    t = remat.from_dlpack(ro)  # read-only memory: a writable copy
+    t.fill_(1.0)
+    assert ro.tolist() == [0.0, 1.0, 2.0]
+    h = remat.from_dlpack(np.arange(3, dtype=np.float16))  # no float16: converted
+    assert h.dtype == remat.float32 and h.tolist() == [0.0, 1.0, 2.0]
 
 
 def test_dlpack_with_pytorch_both_ways():
@@ -63,6 +103,38 @@ def test_dlpack_with_pytorch_both_ways():
     r = remat.from_dlpack(src)
     r.fill_(2.0)
     assert src.tolist() == [2.0, 2.0, 2.0]
+    strided = torch.arange(12.0).reshape(3, 4).t()
+    assert remat.from_dlpack(strided).tolist() == strided.tolist()
+    ints = remat.arange(6).reshape(2, 3)[:, 1:]
+    assert torch.from_dlpack(ints).tolist() == ints.tolist()
+
+
+def _torch_cuda():
+    torch = pytest.importorskip("torch")
+    if not (remat.cuda.is_available() and torch.cuda.is_available()):
+        pytest.skip("needs a GPU for both remat and PyTorch")
+    return torch
+
+
+def test_dlpack_on_cuda_with_pytorch_both_ways():
+    torch = _torch_cuda()
+    t = remat.arange(8, dtype=remat.float32, device="cuda").reshape(2, 4)[:, 1::2]
+    tt = torch.from_dlpack(t)  # remat's stream is synchronised by the export
+    assert tt.is_cuda and tt.tolist() == t.tolist()
+    tt.add_(100.0)
+    torch.cuda.synchronize()
+    assert t.tolist() == [[101.0, 103.0], [105.0, 107.0]]  # the same device memory
+    src = torch.arange(6.0, device="cuda").reshape(2, 3).t()
+    r = remat.from_dlpack(src)  # PyTorch's stream is made to wait for nothing pending
+    assert r.device == remat.device("cuda", 0) and r.tolist() == src.tolist()
+    r.mul_(2.0)
+    remat.cuda.synchronize()
+    assert src.tolist() == [[0.0, 6.0], [2.0, 8.0], [4.0, 10.0]]
+    for dtype in (torch.int64, torch.int32, torch.bool, torch.float64):
+        x = torch.ones(3, dtype=dtype, device="cuda")
+        assert remat.from_dlpack(x).tolist() == x.tolist()
+    del r  # the last remat view: PyTorch's deleter runs, its tensor stays valid
+    assert src.tolist() == [[0.0, 6.0], [2.0, 8.0], [4.0, 10.0]]
 
 
 # ------------------------------------------------------------------------------- format

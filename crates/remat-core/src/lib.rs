@@ -32,6 +32,7 @@ pub mod checkpoint;
 pub mod cpu;
 pub mod cuda;
 pub mod device;
+pub mod dlpack;
 pub mod dtr;
 pub mod dtype;
 pub mod error;

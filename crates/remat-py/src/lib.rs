@@ -59,6 +59,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     hooks::register(m)?;
     generator::register(m)?;
     function::register(m)?;
+    dlpack::register(m)?;
     optim::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -20,11 +20,22 @@ use std::collections::HashMap;
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
+/// Where a buffer's bytes come from.
+enum Memory {
+    /// A block of [`round_size`] bytes (at least one, so empty tensors still have a valid
+    /// allocation) from the caching allocator; handed back to the cache on drop.
+    Pooled(ManuallyDrop<CudaSlice<u8>>),
+    /// Memory another library owns (a DLPack import): the owner (which calls the producer's
+    /// deleter) is dropped with the buffer; the bytes never enter the cache.
+    External {
+        ptr: u64,
+        _owner: Box<dyn std::any::Any + Send + Sync>,
+    },
+}
+
 /// A typed, contiguous buffer in GPU memory.
 pub struct CudaBuffer {
-    /// The bytes (a block of [`round_size`] bytes, at least one, so empty tensors still have a
-    /// valid allocation); handed to the cache on drop.
-    slice: ManuallyDrop<CudaSlice<u8>>,
+    memory: Memory,
     len: usize,
     dtype: DType,
     ctx: Arc<DeviceContext>,
@@ -108,8 +119,11 @@ pub fn empty_cache() -> Result<()> {
 
 impl Drop for CudaBuffer {
     fn drop(&mut self) {
+        let Memory::Pooled(slice) = &mut self.memory else {
+            return; // External: the owner field is dropped after this, calling the deleter
+        };
         // SAFETY: the slice is taken exactly once, here; `self` is not used afterwards.
-        let slice = unsafe { ManuallyDrop::take(&mut self.slice) };
+        let slice = unsafe { ManuallyDrop::take(slice) };
         let key = (self.ctx.ordinal, slice.len());
         CACHE
             .lock()
@@ -165,11 +179,33 @@ impl CudaBuffer {
             }
         };
         Ok(CudaBuffer {
-            slice: ManuallyDrop::new(slice),
+            memory: Memory::Pooled(ManuallyDrop::new(slice)),
             len,
             dtype,
             ctx: ctx.clone(),
         })
+    }
+
+    /// A buffer over device memory another library owns (a DLPack import): `len` elements of
+    /// `dtype` at `ptr` on `ctx`'s device. `owner` is dropped with the buffer (it releases the
+    /// memory to its producer); the bytes are never cached or freed here.
+    ///
+    /// # Safety
+    /// `ptr` must address `len` elements of `dtype` on this device, valid until `owner` is
+    /// dropped.
+    pub unsafe fn external(
+        ctx: &Arc<DeviceContext>,
+        ptr: u64,
+        len: usize,
+        dtype: DType,
+        owner: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Self {
+        CudaBuffer {
+            memory: Memory::External { ptr, _owner: owner },
+            len,
+            dtype,
+            ctx: ctx.clone(),
+        }
     }
 
     /// A device copy of a host slice.
@@ -249,9 +285,15 @@ impl CudaBuffer {
 
     /// The raw device address of the first element.
     pub fn ptr(&self) -> u64 {
-        // One stream per device: no cross-stream events to record, the guard is a no-op.
-        let (p, _sync) = self.slice.device_ptr(&self.ctx.stream);
-        p
+        match &self.memory {
+            Memory::Pooled(slice) => {
+                // One stream per device: no cross-stream events to record, the guard is a
+                // no-op.
+                let (p, _sync) = slice.device_ptr(&self.ctx.stream);
+                p
+            }
+            Memory::External { ptr, .. } => *ptr,
+        }
     }
     /// The device address of element `offset`.
     pub fn ptr_at(&self, offset: usize) -> u64 {
