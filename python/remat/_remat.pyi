@@ -29,7 +29,7 @@ __all__ = [
     "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_avg_pool3d", "pad", "_im2col", "_col2im", "rms_norm", "group_norm",
-    "_SavePolicy", "checkpoint_name",
+    "_SavePolicy", "checkpoint_name", "_from_dlpack_capsule", "_dlpack_stream",
     "_TensorHookHandle", "_record_function", "Generator", "initial_seed",
     "l1_loss", "binary_cross_entropy_with_logits", "nll_loss", "scaled_dot_product_attention",
     "adam_step", "adaptive_checkpoint", "add", "backward", "checkpoint_segment",
