@@ -1,6 +1,7 @@
 //! A convolution keeps only its input and weight for backward (as PyTorch does), never the
-//! im2col matrix: after the forward the only new bytes are the output's. (One test in this
-//! binary: the byte counters are process-wide.)
+//! im2col matrix: after the forward the only new bytes are the output's; and on the CPU it
+//! never builds the whole batch's matrix at once (chunks of `CPU_CHUNK_BYTES`). (One test in
+//! this binary: the byte counters are process-wide.)
 #![allow(clippy::unwrap_used)]
 
 use remat_core::ops::{self, ConvPadding};
@@ -25,4 +26,26 @@ fn conv_forward_keeps_only_its_output() {
     autograd::backward(&[(loss, None)], false).unwrap();
     assert_eq!(x.grad().unwrap().shape(), x.shape());
     assert_eq!(w.grad().unwrap().shape(), w.shape());
+
+    // A batch whose whole im2col matrix (9.4 MB) is 4.5x the chunk: neither the forward nor
+    // the backward (which rebuilds the matrix for the weight gradient) ever holds it.
+    let x = ops::randn(&[32, 8, 32, 32], DType::F32, Device::Cpu).unwrap();
+    let w = ops::randn(&[4, 8, 3, 3], DType::F32, Device::Cpu).unwrap();
+    x.set_requires_grad(true).unwrap();
+    w.set_requires_grad(true).unwrap();
+    let base = remat_core::memory_allocated(Device::Cpu);
+    remat_core::reset_peak_memory_stats(Device::Cpu);
+    let y: Tensor = ops::conv(&x, &w, None, &[1, 1], &pad, &[1, 1], 1).unwrap();
+    let loss = ops::sum(&y, None, false).unwrap();
+    autograd::backward(&[(loss, None)], false).unwrap();
+    let whole_cols = 32 * 8 * 9 * 32 * 32 * 4;
+    assert!(whole_cols > 4 * ops::CPU_CHUNK_BYTES);
+    let peak = remat_core::max_memory_allocated(Device::Cpu) - base;
+    // The output and its gradient (0.5 MiB each, the output twice while its chunks are
+    // joined), the input gradient (1 MiB, twice while joined) and chunk-sized transients:
+    // about 6 MB, where the whole batch's matrix alone is 9.4 MB.
+    assert!(
+        peak < whole_cols,
+        "peak {peak} >= the whole im2col matrix {whole_cols}"
+    );
 }

@@ -6,6 +6,12 @@
 //! im2col matrix (`prod(kernel)` times the input): the backward rebuilds it. The backward is
 //! written with the differentiable `unfold`, `fold` and `matmul`, so second-order gradients
 //! (double backward through a convolution) come from their own rules.
+//!
+//! On the CPU the batch runs in chunks of samples whose im2col matrix fits
+//! [`CPU_CHUNK_BYTES`] (at least one sample): the matrix, built once per chunk, stays in cache
+//! for its GEMM, and forward and backward never hold more than one chunk of it (the whole
+//! batch's matrix, `prod(kernel)` times the input, would be the step's largest transient).
+//! On CUDA the whole batch is one chunk (one large GEMM suits the GPU better).
 
 use super::window::{fold, unfold, Window};
 use super::{add, check_same_device, check_same_dtype, matmul, matrix_transpose, permute, reshape};
@@ -34,24 +40,68 @@ struct ConvOp {
     groups: usize,
 }
 
+/// The most bytes of im2col matrix a CPU convolution builds at once (a chunk of samples; at
+/// least one sample). About an L2 cache: the GEMM then reads the matrix from cache.
+pub const CPU_CHUNK_BYTES: usize = 2 << 20;
+
+/// `(start, len)` chunks of the batch of `x` whose im2col matrices (`per_sample` elements
+/// each) fit [`CPU_CHUNK_BYTES`], but at least `min_len` samples; the whole batch on CUDA.
+fn batch_chunks(x: &Tensor, per_sample: usize, min_len: usize) -> Vec<(usize, usize)> {
+    let n = x.shape()[0];
+    if n == 0 || x.device() != crate::device::Device::Cpu {
+        return vec![(0, n)];
+    }
+    let fits = CPU_CHUNK_BYTES / (per_sample * x.dtype().size()).max(1);
+    let len = fits.max(min_len).clamp(1, n);
+    (0..n).step_by(len).map(|s| (s, len.min(n - s))).collect()
+}
+
+/// Samples `[start, start + len)` of `t` (a view; `t` itself when that is all of it).
+fn samples(t: &Tensor, (start, len): (usize, usize)) -> Result<Tensor> {
+    if start == 0 && len == t.shape()[0] {
+        return Ok(t.clone());
+    }
+    super::narrow(t, 0, start as isize, len as isize)
+}
+
+/// The chunks' results joined along the batch axis (no copy for one chunk).
+fn join_batch(mut parts: Vec<Tensor>) -> Result<Tensor> {
+    if parts.len() == 1 {
+        return Ok(parts.remove(0));
+    }
+    super::concat(&parts, 0)
+}
+
 impl ConvOp {
+    /// `C · prod(kernel)` and the number of output positions `L` of a convolution of `x`.
+    fn cols_shape(&self, x: &Tensor, w: &Tensor) -> Result<(usize, usize)> {
+        let ck = w.numel() / w.shape()[0].max(1) * self.groups;
+        let spatial = self.win.output_size(self.name, &x.shape()[2..])?;
+        Ok((ck, spatial.iter().product()))
+    }
+
     /// `(N, O, *out)` from `x` and `w`, with the engine's ops but nothing recorded.
     fn compute(&self, x: &Tensor, w: &Tensor) -> Result<Tensor> {
         let _guard = crate::grad_mode::no_grad();
-        let (n, o) = (x.shape()[0], w.shape()[0]);
-        let cols = unfold(x, &self.win)?;
-        let (ck, l) = (cols.shape()[1], cols.shape()[2]);
+        let o = w.shape()[0];
+        let (ck, l) = self.cols_shape(x, w)?;
         let g = self.groups;
-        let out = if g == 1 {
-            matmul(&reshape(w, &[o, ck])?, &cols)?
-        } else {
-            let wg = reshape(w, &[g, o / g, ck / g])?;
-            matmul(&wg, &reshape(&cols, &[n, g, ck / g, l])?)?
-        };
+        let mut parts = Vec::new();
+        // At least a sample per thread: the forward GEMMs then run one sample per thread
+        // (measured 2x over GEMM's own threading for thin products).
+        for chunk in batch_chunks(x, ck * l, crate::parallel::num_threads()) {
+            let cols = unfold(&samples(x, chunk)?, &self.win)?;
+            parts.push(if g == 1 {
+                matmul(&reshape(w, &[o, ck])?, &cols)?
+            } else {
+                let wg = reshape(w, &[g, o / g, ck / g])?;
+                matmul(&wg, &reshape(&cols, &[chunk.1, g, ck / g, l])?)?
+            });
+        }
         let spatial = self.win.output_size(self.name, &x.shape()[2..])?;
-        let mut shape: Dims = [n, o].into_iter().collect();
+        let mut shape: Dims = [x.shape()[0], o].into_iter().collect();
         shape.extend_from_slice(&spatial);
-        reshape(&out, &shape)
+        reshape(&join_batch(parts)?, &shape)
     }
 }
 
@@ -75,23 +125,40 @@ impl Op for ConvOp {
         // (N, G, O/G, L): the output gradient per group.
         let gy = reshape(ctx.grad, &[n, g, og, l])?;
         let wg = reshape(w, &[g, og, kg])?;
+        let (mut gx_parts, mut gw) = (Vec::new(), None);
+        // One sample is the backward's best chunk when its matrix is large: the weight
+        // gradient's GEMM then reads it in place, where larger chunks need permuted copies.
+        for chunk in batch_chunks(x, ck * l, 1) {
+            let nc = chunk.1;
+            let gy_c = samples(&gy, chunk)?;
+            if ctx.needs_grad(0) {
+                let gcols = matmul(&matrix_transpose(&wg)?, &gy_c)?; // (nc, G, kg, L)
+                gx_parts.push(fold(&reshape(&gcols, &[nc, ck, l])?, &xs[2..], &self.win)?);
+            }
+            if ctx.needs_grad(1) {
+                // One GEMM per group over the chunk's nc·L positions, transposed:
+                // (G, kg, nc·L) · (G, O/G, nc·L)ᵀ = gWᵀ (the long nc·L axis is then the inner
+                // one of both operands as stored: 3-4x faster than gW = gy · colsᵀ for these
+                // shapes). The permutes move whole L-long rows (cheap copies; none when nc = 1)
+                // and the transpose is a view the GEMM reads directly.
+                let cols = reshape(&unfold(&samples(x, chunk)?, &self.win)?, &[nc, g, kg, l])?;
+                let a = reshape(&permute(&gy_c, &[1, 2, 0, 3])?, &[g, og, nc * l])?;
+                let b = reshape(&permute(&cols, &[1, 2, 0, 3])?, &[g, kg, nc * l])?;
+                let part = matmul(&b, &matrix_transpose(&a)?)?; // (G, kg, O/G)
+                gw = Some(match gw {
+                    None => part,
+                    Some(acc) => add(&acc, &part)?,
+                });
+            }
+        }
         let gx = if ctx.needs_grad(0) {
-            let gcols = matmul(&matrix_transpose(&wg)?, &gy)?; // (N, G, kg, L)
-            Some(fold(&reshape(&gcols, &[n, ck, l])?, &xs[2..], &self.win)?)
+            Some(join_batch(gx_parts)?)
         } else {
             None
         };
-        let gw = if ctx.needs_grad(1) {
-            // One GEMM per group over all N·L positions: (G, O/G, N·L) · (G, kg, N·L)ᵀ. The
-            // permutes move whole L-long rows (cheap copies; none when N = 1), and the
-            // transpose is a view the GEMM reads directly.
-            let cols = reshape(&unfold(x, &self.win)?, &[n, g, kg, l])?;
-            let a = reshape(&permute(&gy, &[1, 2, 0, 3])?, &[g, og, n * l])?;
-            let b = reshape(&permute(&cols, &[1, 2, 0, 3])?, &[g, kg, n * l])?;
-            Some(reshape(&matmul(&a, &matrix_transpose(&b)?)?, w.shape())?)
-        } else {
-            None
-        };
+        let gw = gw
+            .map(|t| reshape(&matrix_transpose(&t)?, w.shape()))
+            .transpose()?;
         Ok(vec![gx, gw])
     }
 }
