@@ -304,3 +304,26 @@ def test_stack_takes_dim_and_numpys_axis():
     assert remat.stack([a, b], dim=1).tolist() == [[1.0, 3.0], [2.0, 4.0]]
     assert remat.stack([a, b], 1).tolist() == remat.stack([a, b], axis=1).tolist()
     assert remat.stack([a, b]).shape == (2, 2)
+
+
+def test_var_and_std_of_integers_name_themselves():
+    for op in (remat.var, remat.std):
+        with pytest.raises(remat.DTypeError, match=rf"^{op.__name__}: .*int64"):
+            op(remat.tensor([1, 2, 3]))
+
+
+def test_clamp_of_an_integer_tensor_by_a_float_promotes():
+    x = remat.tensor([-2, 1, 3])
+    got = remat.clamp(x, 0.5, 2)  # PyTorch: result_type(int64, 0.5) is float32
+    assert got.dtype == remat.float32 and got.tolist() == [0.5, 1.0, 2.0]
+    assert remat.clamp(x, 0, 2).dtype == remat.int64  # int bounds keep the dtype
+    both = x.clamp(min=remat.tensor([0.5, 0.5, 0.5], dtype=remat.float64))
+    assert both.dtype == remat.float64 and both.tolist() == [0.5, 1.0, 3.0]
+
+
+def test_arange_refuses_two_steps_and_one_hot_an_empty_tensor_without_classes():
+    with pytest.raises(TypeError, match="multiple values for argument 'step'"):
+        remat.arange(0, 5, 1, step=2)
+    with pytest.raises(ValueError, match="empty tensor"):
+        remat.nn.functional.one_hot(remat.tensor([], dtype=remat.int64))
+    assert remat.nn.functional.one_hot(remat.tensor([], dtype=remat.int64), 3).shape == (0, 3)

@@ -110,6 +110,12 @@ fn arange(
             )))
         }
     };
+    if pos_step.is_some() && step.is_some_and(|s| !s.is_none()) {
+        return Err(PyTypeError::new_err(
+            "arange: got multiple values for argument 'step' (the third positional one and \
+             step=)",
+        ));
+    }
     let step = pos_step.or_else(|| step.cloned());
     let any_float = is_float(&end)
         || start.as_ref().is_some_and(is_float)

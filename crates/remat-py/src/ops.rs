@@ -3289,6 +3289,25 @@ fn clamp_args(
     min: Option<&Bound<'_, PyAny>>,
     max: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
+    // PyTorch's promotion: an integer tensor clamped by a float (a Python float or a float
+    // tensor) gives a float result (float32, or the float tensor's dtype).
+    let float_of = |b: Option<&Bound<'_, PyAny>>| -> Option<remat_core::DType> {
+        let b = b.filter(|b| !b.is_none())?;
+        if b.is_instance_of::<pyo3::types::PyFloat>() {
+            return Some(remat_core::DType::F32);
+        }
+        let t = b.downcast::<PyTensor>().ok()?;
+        let d = t.get().inner.dtype();
+        d.is_float().then_some(d)
+    };
+    let promoted;
+    let x = match float_of(min).or(float_of(max)) {
+        Some(d) if !x.dtype().is_float() => {
+            promoted = ops::to_dtype(x, d).py()?;
+            &promoted
+        }
+        _ => x,
+    };
     let lo = ClampBound::from_py(op, min, x)?;
     let hi = ClampBound::from_py(op, max, x)?;
     let (lo, hi) = (

@@ -55,9 +55,8 @@ def _is_parameter(obj: Any) -> bool:
 
 
 def _is_frozen_parameter(obj: Any) -> bool:
-    """A leaf float Tensor that does not require grad: a parameter when registered explicitly
-    (``register_parameter``) or assigned to a name already registered as one (a frozen
-    parameter re-assigned)."""
+    """A leaf float Tensor (that may not require grad): what ``register_parameter``
+    accepts."""
     return isinstance(obj, Tensor) and obj.is_leaf and obj.dtype.is_floating_point
 
 
@@ -70,7 +69,7 @@ class Parameter(metaclass=_ParameterMeta):
     to an attribute of a :class:`Module` registers it. (So, unlike PyTorch, a tensor made
     with ``requires_grad=False`` assigned to a new attribute stays a plain attribute: register
     a frozen parameter with :meth:`Module.register_parameter`; a registered parameter stays
-    one after ``requires_grad_(False)`` and re-assignment.)
+    one after ``requires_grad_(False)``, and re-assigning it to its own name keeps it.)
 
     Parameters
     ----------
@@ -273,10 +272,14 @@ class Module:
             self._forget(name)
             params[name] = value
         elif name in params:
-            if value is not None and not _is_frozen_parameter(value):
+            # The registered tensor itself may come back (a frozen parameter re-assigned);
+            # any other tensor that does not require grad is refused, as PyTorch refuses a
+            # plain tensor there (register a frozen one with `register_parameter`).
+            if value is not None and value is not params[name]:
                 raise TypeError(
                     f"cannot assign {type(value).__name__} as parameter '{name}' (a Parameter "
-                    "— a leaf float Tensor — or None expected); wrap it with nn.Parameter(...)"
+                    "— a leaf Tensor with requires_grad=True — or None expected); wrap it with "
+                    "nn.Parameter(...), or use register_parameter for a frozen one"
                 )
             params[name] = value
         elif name in buffers:
@@ -363,7 +366,8 @@ class Module:
                 f"cannot register '{name}' as a parameter: expected a leaf float Tensor (see "
                 "nn.Parameter) or None"
             )
-        self._forget(name)
+        if name not in self._parameters:  # a registered one is replaced in place (its order)
+            self._forget(name)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None) -> None:

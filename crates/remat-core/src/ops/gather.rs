@@ -543,7 +543,17 @@ pub fn scatter_add(x: &Tensor, dim: isize, idx: &Tensor, src: &Tensor) -> Result
 pub fn one_hot(ids: &Tensor, num_classes: i64) -> Result<Tensor> {
     let v = index_list("one_hot", ids)?;
     let c = if num_classes < 0 {
-        v.iter().copied().max().map_or(0, |m| m + 1).max(0) as usize
+        let Some(largest) = v.iter().copied().max() else {
+            return Err(Error::value(
+                "one_hot",
+                format!(
+                    "cannot infer the number of classes from an empty tensor of shape {}; pass \
+                     num_classes",
+                    fmt_shape(ids.shape())
+                ),
+            ));
+        };
+        (largest + 1).max(0) as usize
     } else {
         num_classes as usize
     };

@@ -4,7 +4,8 @@
 
 use super::reduce::resolve_axes;
 use super::{mean, scale, sqrt, square, sub, sum};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::layout::fmt_shape;
 use crate::tensor::Tensor;
 
 /// Variance over `axes` (None: all), dividing by `max(0, N - correction)` as PyTorch does
@@ -21,6 +22,18 @@ fn variance(
     correction: f64,
     keepdim: bool,
 ) -> Result<Tensor> {
+    if !x.dtype().is_float() {
+        // Checked here so the message names `var`/`std`, not the `mean` inside.
+        return Err(Error::dtype(
+            op,
+            format!(
+                "expected float32 or float64 tensors, got a {} tensor of shape {}; convert it \
+                 with .float()",
+                x.dtype(),
+                fmt_shape(x.shape())
+            ),
+        ));
+    }
     let ax = resolve_axes(op, axes, x.ndim())?;
     let n: usize = ax.iter().map(|&a| x.shape()[a]).product();
     let ax: Vec<isize> = ax.iter().map(|&a| a as isize).collect();
