@@ -228,7 +228,7 @@ def test_numpy_view_of_a_tensor_that_requires_grad_is_read_only():
     # counter (the case: x*x's gradient came out as [0, 0, 0] instead of 2x).
     x = remat.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = (x * x).sum()
-    for arr in (x.numpy(), np.asarray(x), (x * 2).numpy()):
+    for arr in (x.numpy(), np.asarray(x), (x * 2).numpy(), x.detach().numpy()):
         assert not arr.flags.writeable
         with pytest.raises(ValueError, match="read-only"):
             arr[0] = 0.0
@@ -237,9 +237,22 @@ def test_numpy_view_of_a_tensor_that_requires_grad_is_read_only():
     # Reading, printing, NumPy reductions and copies keep working.
     assert np.sum(x) == 6.0 and x.tolist() == [1.0, 2.0, 3.0]
     assert np.array(x).flags.writeable
-    # Tensors no graph can need (no grad, or detached) stay writeable views, as in PyTorch.
+    # Once backward freed the graph, a detached view is writeable again, as in PyTorch.
     d = x.detach().numpy()
     assert d.flags.writeable and np.shares_memory(d, x.numpy())
     plain = remat.zeros(3)
     plain.numpy()[1] = 5.0
     assert plain.tolist() == [0.0, 5.0, 0.0]
+
+
+def test_numpy_view_of_memory_a_graph_saved_is_read_only_until_backward():
+    x = remat.tensor([[1.0, 2.0]])  # no grad, but the matmul saves it for w's gradient
+    w = remat.ones(2, 1, requires_grad=True)
+    loss = (x @ w).sum()
+    assert not x.numpy().flags.writeable
+    loss.backward()
+    assert w.grad.tolist() == [[1.0], [2.0]]
+    view = x.numpy()
+    assert view.flags.writeable  # the graph is gone
+    view[0, 0] = 7.0
+    assert x.tolist() == [[7.0, 2.0]]

@@ -6,7 +6,7 @@ use crate::device::Device;
 use crate::dtype::{DType, Scalar};
 use std::any::Any;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Who owns the memory behind a CPU buffer.
 enum Owner {
@@ -90,6 +90,10 @@ pub struct Storage {
     /// shares it (they share the `Storage`), so a saved tensor can tell at backward whether
     /// anything wrote into its memory since it was saved.
     version: AtomicU64,
+    /// How many saved-for-backward references (`autograd::saved::Saved`) hold this buffer:
+    /// while any does, a graph needs its values, and NumPy views of it are read-only (a write
+    /// through one would bypass the version counter).
+    saved: AtomicUsize,
 }
 
 /// The id the next storage will get: storages with an id at or above it were created later.
@@ -108,6 +112,7 @@ impl Storage {
             buffer: Buffer::Cpu(buffer),
             id: NEXT_STORAGE_ID.fetch_add(1, Ordering::Relaxed),
             version: AtomicU64::new(0),
+            saved: AtomicUsize::new(0),
         }
     }
 
@@ -133,6 +138,7 @@ impl Storage {
             }),
             id: NEXT_STORAGE_ID.fetch_add(1, Ordering::Relaxed),
             version: AtomicU64::new(0),
+            saved: AtomicUsize::new(0),
         }
     }
 
@@ -144,6 +150,7 @@ impl Storage {
             buffer: Buffer::Cuda(buffer),
             id: NEXT_STORAGE_ID.fetch_add(1, Ordering::Relaxed),
             version: AtomicU64::new(0),
+            saved: AtomicUsize::new(0),
         }
     }
 
@@ -163,6 +170,19 @@ impl Storage {
     /// How many in-place writes this buffer has seen (PyTorch's `_version`).
     pub fn version(&self) -> u64 {
         self.version.load(Ordering::Acquire)
+    }
+    /// Whether a graph still holds this buffer for a backward (a saved tensor of a node or a
+    /// checkpoint segment's stored input).
+    pub fn saved_for_backward(&self) -> bool {
+        self.saved.load(Ordering::Acquire) > 0
+    }
+    /// One more saved-for-backward reference (paired with [`Storage::release_saved`]).
+    pub(crate) fn retain_saved(&self) {
+        self.saved.fetch_add(1, Ordering::AcqRel);
+    }
+    /// One saved-for-backward reference fewer.
+    pub(crate) fn release_saved(&self) {
+        self.saved.fetch_sub(1, Ordering::AcqRel);
     }
     /// Set the version of a storage nobody else has seen yet (a rematerialised tensor
     /// continues the version of the value it replaces, so saved-tensor checks still hold).

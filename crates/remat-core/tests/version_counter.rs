@@ -257,3 +257,25 @@ fn random_draws_in_a_scope_written_in_place_keep_their_data() {
     backward(&sum(&y)).unwrap();
     assert_eq!(x.grad().unwrap().to_vec::<f64>(), want);
 }
+
+/// A storage knows while a graph holds it for backward (so the bindings can hand out only
+/// read-only NumPy views of it): from the saving op until backward frees the graph, or until
+/// the graph is dropped unused; a checkpoint segment's stored input counts too.
+#[test]
+fn storages_know_while_a_graph_saves_them() {
+    let x = det(&[2, 3], 1); // no grad, but matmul saves it for w's gradient
+    let w = leaf(&det(&[3, 2], 2));
+    assert!(!x.storage().saved_for_backward());
+    let y = ops::matmul(&x, &w).unwrap();
+    assert!(x.storage().saved_for_backward());
+    backward(&sum(&y)).unwrap();
+    assert!(!x.storage().saved_for_backward());
+    let y = ops::matmul(&x, &w).unwrap();
+    assert!(x.storage().saved_for_backward());
+    drop(y);
+    assert!(!x.storage().saved_for_backward());
+    let seg = checkpoint_segment(std::slice::from_ref(&w), |t| Ok(vec![t[0].exp()?])).unwrap();
+    assert!(w.storage().saved_for_backward());
+    drop(seg);
+    assert!(!w.storage().saved_for_backward());
+}

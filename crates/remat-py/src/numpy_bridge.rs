@@ -21,9 +21,10 @@ fn descr(py: Python<'_>, dtype: DType) -> Bound<'_, PyArrayDescr> {
 
 /// A NumPy array viewing `t`'s elements (no copy). Broadcast views (a stride of 0 on an axis
 /// longer than 1) are read-only, like `np.broadcast_to`, and so is the view of a tensor that
-/// requires grad: a write through it would bypass the version counter and silently change
-/// the values backward computes with (PyTorch refuses `.numpy()` there; a read-only view keeps
-/// reading and printing working). Other views are writeable and share memory with the tensor.
+/// requires grad or whose memory a graph holds for backward: a write through it would bypass
+/// the version counter and silently change the values backward computes with (PyTorch refuses
+/// `.numpy()` on tensors that require grad; a read-only view keeps reading and printing
+/// working). Other views are writeable and share memory with the tensor.
 pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
     if t.device() != Device::Cpu {
         // Host copy for device tensors, when a device backend exists.
@@ -46,7 +47,7 @@ pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>>
         .iter()
         .zip(layout.strides.iter())
         .any(|(&d, &s)| s == 0 && d > 1);
-    let flags = if broadcast || t.requires_grad() {
+    let flags = if broadcast || t.requires_grad() || t.storage().saved_for_backward() {
         0
     } else {
         NPY_ARRAY_WRITEABLE

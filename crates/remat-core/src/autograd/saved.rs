@@ -9,25 +9,37 @@ use crate::error::{Error, Result};
 use crate::layout::fmt_shape;
 use crate::tensor::TensorData;
 
-/// A tensor's data together with its storage's version at the moment it was saved.
-#[derive(Clone, Debug)]
+/// A tensor's data together with its storage's version at the moment it was saved. While it
+/// lives, the storage counts it (`Storage::saved_for_backward`), so NumPy views of memory a
+/// graph needs are read-only.
+#[derive(Debug)]
 pub(crate) struct Saved {
     pub(crate) data: TensorData,
     pub(crate) version: u64,
 }
 
+impl Clone for Saved {
+    fn clone(&self) -> Saved {
+        Saved::at(&self.data, self.version)
+    }
+}
+
+impl Drop for Saved {
+    fn drop(&mut self) {
+        self.data.storage.release_saved();
+    }
+}
+
 impl Saved {
     /// Save `d` as it is now.
     pub(crate) fn new(d: &TensorData) -> Saved {
-        Saved {
-            data: d.clone(),
-            version: d.storage.version(),
-        }
+        Saved::at(d, d.storage.version())
     }
 
     /// Save `d`, which the saver read at `version` (possibly older than now: the check then
     /// fails at the first read, as it should).
     pub(crate) fn at(d: &TensorData, version: u64) -> Saved {
+        d.storage.retain_saved();
         Saved {
             data: d.clone(),
             version,
