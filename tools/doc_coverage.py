@@ -26,9 +26,9 @@ The standard (NumPy style, rendered by the docs site's mkdocstrings):
 
 A function or method needs every section (``Parameters`` only when it takes arguments);
 a class needs ``Parameters`` (its constructor's), ``Raises`` and ``Examples``; a property or
-attribute needs a summary and ``Examples``. Methods of public classes other than ``Tensor``
-need a docstring. Examples run as doctests (``tests/test_docstrings.py``) with ``remat`` and
-``np`` (NumPy) imported.
+attribute needs a summary and ``Examples``. Public methods of public classes (``Tensor``'s and
+the others') need every section, as functions do. Examples run as doctests
+(``tests/test_docstrings.py``) with ``remat`` and ``np`` (NumPy) imported.
 
 Usage: ``python tools/doc_coverage.py`` lists the gaps grouped by source file and exits 1 when
 there are any.
@@ -148,7 +148,7 @@ def documented_parameters(doc: str) -> list[str]:
 def parameter_mismatch(obj: Any, kind: str) -> list[str]:
     """Documented names the signature lacks and signature names left undocumented."""
     target = obj.fget if isinstance(obj, property) else getattr(obj, "__func__", obj)
-    if kind in ("attribute", "member"):
+    if kind == "attribute":
         return []
     doc = inspect.cleandoc(getattr(target, "__doc__", None) or "")
     if not _has_section(doc, "Parameters"):
@@ -195,8 +195,6 @@ def missing(obj: Any, kind: str) -> list[str]:
     doc = inspect.cleandoc(getattr(target, "__doc__", None) or "")
     if not doc:
         return ["docstring"]
-    if kind == "member":
-        return []
     if kind == "attribute":
         needed = ["Examples"]
     elif kind == "class":

@@ -121,17 +121,139 @@ class FunctionCtx:
         return self._saved
 
     def mark_non_differentiable(self, *tensors: Tensor) -> None:
-        """Declare outputs that get no gradient (integer outputs never do)."""
+        """Declare outputs that get no gradient (integer outputs never do).
+
+        Call it in ``forward`` with some of the Tensors it returns (matched by identity):
+        ``apply`` returns those outputs as they are, without a ``grad_fn``, and ``backward``
+        receives None as their gradient. Arguments that are not outputs are ignored, and
+        the marks add up over several calls.
+
+        Parameters
+        ----------
+        *tensors : Tensor
+            Outputs of ``forward`` that are not differentiable.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When given a keyword argument (the arguments themselves are not checked).
+
+        Examples
+        --------
+        >>> class ReLUMask(remat.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         mask = (x > 0).float()
+        ...         ctx.mark_non_differentiable(mask)
+        ...         ctx.save_for_backward(mask)
+        ...         return x.clamp(min=0.0), mask
+        ...     @staticmethod
+        ...     def backward(ctx, grad, grad_mask):  # grad_mask is None
+        ...         (mask,) = ctx.saved_tensors
+        ...         return grad * mask
+        >>> x = remat.tensor([-1.0, 2.0], requires_grad=True)
+        >>> y, mask = ReLUMask.apply(x)
+        >>> y, mask
+        (tensor([0., 2.], grad_fn=<ReLUMask>), tensor([0., 1.]))
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([0., 1.])
+        """
         self.non_differentiable |= {id(t) for t in tensors}
 
     def mark_dirty(self, *tensors: Tensor) -> None:
         """Declare inputs that ``forward`` modified in place (their version counters were
-        bumped by the in-place ops themselves)."""
+        bumped by the in-place ops themselves).
+
+        The tensors are only kept as ``ctx.dirty`` (a second call replaces them); nothing
+        else acts on them. Unlike PyTorch, a modified input that ``forward`` returns is not
+        rebased onto the function's node: ``apply`` returns a new Tensor that shares its
+        data and carries the function's ``grad_fn``, while the input keeps its own history.
+
+        Parameters
+        ----------
+        *tensors : Tensor
+            The inputs that ``forward`` modified in place.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When given a keyword argument (the arguments themselves are not checked).
+
+        Examples
+        --------
+        >>> class AddOne_(remat.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         x.add_(1.0)
+        ...         ctx.mark_dirty(x)
+        ...         return x
+        ...     @staticmethod
+        ...     def backward(ctx, grad):
+        ...         return grad
+        >>> a = remat.tensor([1.0, 2.0], requires_grad=True)
+        >>> b = a * 2
+        >>> y = AddOne_.apply(b)
+        >>> y, y is b, b
+        (tensor([3., 5.], grad_fn=<AddOne_>), False, tensor([3., 5.], grad_fn=<mul>))
+        >>> y.sum().backward()
+        >>> a.grad
+        tensor([2., 2.])
+        """
         self.dirty = tensors
 
     def set_materialize_grads(self, value: bool) -> None:
         """With False, ``backward`` receives None (not zeros) for outputs without a
-        gradient."""
+        gradient.
+
+        A function with several outputs records one op per output; each op's backward
+        call passes its output's gradient and, by default, zeros for the other
+        differentiable outputs. After ``set_materialize_grads(False)`` those are None
+        (``backward`` must handle them). Non-differentiable outputs always give None.
+
+        Parameters
+        ----------
+        value : bool
+            True to pass zeros (the default behaviour), False to pass None; converted with
+            ``bool()``.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When ``value`` is missing.
+        remat.ShapeError
+            When ``value`` is a Tensor of more than one element (``bool()`` of it fails).
+
+        Examples
+        --------
+        >>> seen = []
+        >>> class TwoOut(remat.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.set_materialize_grads(False)
+        ...         return x * 2, x * 3
+        ...     @staticmethod
+        ...     def backward(ctx, ga, gb):
+        ...         seen.append((ga is None, gb is None))
+        ...         return ga * 2 if gb is None else gb * 3
+        >>> x = remat.tensor([1.0, 2.0], requires_grad=True)
+        >>> a, b = TwoOut.apply(x)
+        >>> (a + b).sum().backward()
+        >>> sorted(seen), x.grad
+        ([(False, True), (True, False)], tensor([5., 5.]))
+        """
         self.materialize_grads = bool(value)
 
 

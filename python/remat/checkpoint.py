@@ -955,12 +955,64 @@ class CheckpointProfiler:
 
     @staticmethod
     def stop_tracking() -> None:
-        """Stop recording (the figures so far stay readable)."""
+        """Stop recording (the figures so far stay readable).
+
+        Checkpoints made and recomputes run after this are not counted, not even the
+        recomputes of checkpoints made while tracking. Calling it when not tracking does
+        nothing.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> prof = remat.CheckpointProfiler
+        >>> prof.reset()
+        >>> prof.start_tracking()
+        >>> x = remat.ones(4, requires_grad=True)
+        >>> y = remat.checkpoint(lambda t: t.sin(), x)
+        >>> prof.stop_tracking()
+        >>> z = remat.checkpoint(lambda t: t.cos(), x)  # not counted
+        >>> prof.checkpoint_count()
+        1
+        """
         _remat.profiler_stop_tracking()
 
     @staticmethod
     def reset() -> None:
-        """Clear every figure and record."""
+        """Clear every figure and record.
+
+        Counts, bytes saved, recompute time and records go back to zero (records of
+        checkpoints still alive are forgotten), the peak restarts from the bytes live now and
+        the timeline restarts (or is dropped when not tracking). Tracking stays on or off
+        as it was.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> x = remat.ones(4, requires_grad=True)
+        >>> with remat.CheckpointProfiler() as prof:
+        ...     y = remat.checkpoint(lambda t: t.sin(), x)
+        >>> prof.checkpoint_count()
+        1
+        >>> prof.reset()
+        >>> prof.checkpoint_count(), prof.records()
+        (0, [])
+        """
         _remat.profiler_reset()
 
     @staticmethod
@@ -993,17 +1045,87 @@ class CheckpointProfiler:
 
     @staticmethod
     def checkpoint_count() -> int:
-        """Checkpoints made while tracking."""
+        """Checkpoints made while tracking.
+
+        Counts checkpointed segments and checkpointed tensors (a ``checkpoint_sequential``
+        run counts one per checkpointed segment).
+
+        Returns
+        -------
+        int
+            The count since tracking started or the last :meth:`reset`.
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> x = remat.ones(4, requires_grad=True)
+        >>> with remat.CheckpointProfiler() as prof:
+        ...     y = remat.checkpoint(lambda t: t.sin(), x)
+        ...     z = remat.checkpoint(lambda t: t.cos(), x)
+        >>> prof.checkpoint_count()
+        2
+        """
         return _remat.profiler_checkpoint_count()
 
     @staticmethod
     def recompute_count() -> int:
-        """Recomputes run while tracking."""
+        """Recomputes run while tracking.
+
+        A checkpoint's forward is recomputed when backward needs what it did not keep.
+
+        Returns
+        -------
+        int
+            The count since tracking started or the last :meth:`reset`.
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> x = remat.ones(4, requires_grad=True)
+        >>> with remat.CheckpointProfiler() as prof:
+        ...     y = remat.checkpoint(lambda t: t.sin().exp(), x)
+        ...     before = prof.recompute_count()
+        ...     y.sum().backward()  # backward recomputes the segment
+        >>> before, prof.recompute_count()
+        (0, 1)
+        """
         return _remat.profiler_recompute_count()
 
     @staticmethod
     def recompute_seconds() -> float:
-        """Time spent recomputing while tracking."""
+        """Time spent recomputing while tracking.
+
+        Returns
+        -------
+        float
+            Wall-clock seconds summed over every recompute since tracking started or the
+            last :meth:`reset`; ``0.0`` when none ran.
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> x = remat.ones(4, requires_grad=True)
+        >>> with remat.CheckpointProfiler() as prof:
+        ...     y = remat.checkpoint(lambda t: t.sin().exp(), x)
+        >>> prof.recompute_seconds()  # nothing recomputed yet
+        0.0
+        >>> with remat.CheckpointProfiler() as prof:
+        ...     remat.checkpoint(lambda t: t.sin().exp(), x).sum().backward()
+        >>> prof.recompute_seconds() > 0
+        True
+        """
         return _remat.profiler_recompute_seconds()
 
     @staticmethod

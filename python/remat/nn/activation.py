@@ -39,7 +39,33 @@ class SiLU(Module):
         self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        """``remat.silu(x)`` (same shape as ``x``)."""
+        """``remat.silu(x)`` (same shape as ``x``).
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of any shape (a list or array of numbers is converted to a Tensor).
+
+        Returns
+        -------
+        Tensor
+            ``x * sigmoid(x)`` elementwise, same shape as ``x``.
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``x`` is not a Tensor and cannot be made one (e.g. a string or None).
+
+        Examples
+        --------
+        >>> x = remat.tensor([0.0, 1.0], requires_grad=True)
+        >>> y = remat.nn.SiLU()(x)
+        >>> y.shape
+        (2,)
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([0.5       , 0.92767054])
+        """
         return remat.silu(x)
 
 
@@ -76,11 +102,49 @@ class LeakyReLU(Module):
         self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        """``remat.leaky_relu(x, negative_slope)`` (same shape as ``x``)."""
+        """``remat.leaky_relu(x, negative_slope)`` (same shape as ``x``).
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of any shape (a list or array of numbers is converted to a Tensor).
+
+        Returns
+        -------
+        Tensor
+            ``x`` where positive, ``negative_slope * x`` elsewhere; same shape as ``x``.
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``x`` is not a Tensor and cannot be made one (e.g. a string or None).
+
+        Examples
+        --------
+        >>> remat.nn.LeakyReLU(0.2)(remat.tensor([[-2.0, 1.0], [3.0, -5.0]]))
+        tensor([[-0.4,  1. ],
+                [ 3. , -1. ]])
+        """
         return remat.leaky_relu(x, self.negative_slope)
 
     def extra_repr(self) -> str:
-        """``"negative_slope=..."``."""
+        """``"negative_slope=..."``.
+
+        Returns
+        -------
+        str
+            The text inside ``LeakyReLU(...)`` in the module's repr.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.LeakyReLU().extra_repr()
+        'negative_slope=0.01'
+        """
         return f"negative_slope={self.negative_slope}"
 
 
@@ -118,11 +182,49 @@ class Softplus(Module):
         self.threshold = float(threshold)
 
     def forward(self, x: Tensor) -> Tensor:
-        """``remat.softplus(x, beta=beta, threshold=threshold)`` (same shape as ``x``)."""
+        """``remat.softplus(x, beta=beta, threshold=threshold)`` (same shape as ``x``).
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of any shape (a list or array of numbers is converted to a Tensor).
+
+        Returns
+        -------
+        Tensor
+            ``log(1 + exp(beta x)) / beta``, or ``x`` where ``beta * x > threshold``; same
+            shape as ``x``.
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``x`` is not a Tensor and cannot be made one (e.g. a string or None).
+
+        Examples
+        --------
+        >>> remat.nn.Softplus()(remat.tensor([0.0, 30.0]))  # 30 > threshold: identity
+        tensor([ 0.6931472, 30.       ])
+        """
         return remat.softplus(x, beta=self.beta, threshold=self.threshold)
 
     def extra_repr(self) -> str:
-        """``"beta=..., threshold=..."``."""
+        """``"beta=..., threshold=..."``.
+
+        Returns
+        -------
+        str
+            The text inside ``Softplus(...)`` in the module's repr.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.Softplus(beta=2).extra_repr()
+        'beta=2.0, threshold=20.0'
+        """
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
@@ -159,11 +261,61 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
-        """``remat.softmax(x, dim)`` (same shape as ``x``)."""
+        """``remat.softmax(x, dim)`` (same shape as ``x``).
+
+        Parameters
+        ----------
+        x : Tensor
+            Floating-point input of any shape.
+
+        Returns
+        -------
+        Tensor
+            Same shape as ``x``; each slice along ``dim`` (the last axis when ``dim`` is None) is
+            positive and sums to 1.
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``x`` is not floating point (an integer or bool tensor), or is not a Tensor
+            and cannot be made one (e.g. a string).
+        remat.ShapeError
+            When ``dim`` is out of range for ``x``.
+        TypeError
+            When ``dim`` is not an int (or None).
+
+        Examples
+        --------
+        >>> remat.nn.Softmax()(remat.zeros(2, 4))  # dim=None: the last axis
+        tensor([[0.25, 0.25, 0.25, 0.25],
+                [0.25, 0.25, 0.25, 0.25]])
+        >>> remat.nn.Softmax(dim=2)(remat.ones(3))
+        Traceback (most recent call last):
+            ...
+        remat.ShapeError: softmax: axis 2 is out of bounds for a tensor of 1 dimensions
+        """
         return remat.softmax(x, self.dim)
 
     def extra_repr(self) -> str:
-        """``"dim=..."``."""
+        """``"dim=..."``.
+
+        Returns
+        -------
+        str
+            The text inside ``Softmax(...)`` in the module's repr (``dim=None`` when not given).
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.Softmax().extra_repr()
+        'dim=None'
+        >>> remat.nn.Softmax(dim=1).extra_repr()
+        'dim=1'
+        """
         return f"dim={self.dim}"
 
 
@@ -196,9 +348,53 @@ class LogSoftmax(Module):
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
-        """``remat.log_softmax(x, dim)`` (same shape as ``x``)."""
+        """``remat.log_softmax(x, dim)`` (same shape as ``x``).
+
+        Parameters
+        ----------
+        x : Tensor
+            Floating-point input of any shape.
+
+        Returns
+        -------
+        Tensor
+            Same shape as ``x``: ``x - logsumexp(x, dim)`` (the last axis when ``dim`` is None).
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``x`` is not floating point (an integer or bool tensor), or is not a Tensor
+            and cannot be made one (e.g. a string).
+        remat.ShapeError
+            When ``dim`` is out of range for ``x``.
+        TypeError
+            When ``dim`` is not an int (or None).
+
+        Examples
+        --------
+        >>> remat.nn.LogSoftmax(dim=0)(remat.tensor([[0.0, 1.0], [0.0, 1.0]]))
+        tensor([[-0.6931472, -0.6931472],
+                [-0.6931472, -0.6931472]])
+        """
         return remat.log_softmax(x, self.dim)
 
     def extra_repr(self) -> str:
-        """``"dim=..."``."""
+        """``"dim=..."``.
+
+        Returns
+        -------
+        str
+            The text inside ``LogSoftmax(...)`` in the module's repr (``dim=None`` when not
+            given).
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.LogSoftmax(dim=-1).extra_repr()
+        'dim=-1'
+        """
         return f"dim={self.dim}"

@@ -340,5 +340,21 @@ class MultiheadAttention(Module):
         return out, weights
 
     def extra_repr(self) -> str:
-        """``"embed_dim=..., num_heads=..., dropout=..."``."""
+        """``"embed_dim=..., num_heads=..., dropout=..."``.
+
+        Returns
+        -------
+        str
+            The first line of the module's repr (the ``out_proj`` child follows it).
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.MultiheadAttention(8, 2).extra_repr()
+        'embed_dim=8, num_heads=2, dropout=0.0'
+        """
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}"

@@ -80,15 +80,66 @@ class ModuleDict(Module):
         return key in self._modules
 
     def keys(self) -> Any:
-        """The keys, in insertion order."""
+        """The keys, in insertion order.
+
+        Returns
+        -------
+        KeysView of str
+            A live view of the keys (it follows later changes to the dict).
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> d = remat.nn.ModuleDict({"act": remat.nn.ReLU(), "out": remat.nn.Linear(2, 1)})
+        >>> list(d.keys())
+        ['act', 'out']
+        """
         return self._modules.keys()
 
     def values(self) -> Any:
-        """The modules, in insertion order."""
+        """The modules, in insertion order.
+
+        Returns
+        -------
+        ValuesView of Module
+            A live view of the modules (it follows later changes to the dict).
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> d = remat.nn.ModuleDict({"act": remat.nn.ReLU(), "out": remat.nn.Linear(2, 1)})
+        >>> list(d.values())
+        [ReLU(), Linear(in_features=2, out_features=1, bias=True)]
+        """
         return self._modules.values()
 
     def items(self) -> Any:
-        """``(key, module)`` pairs, in insertion order."""
+        """``(key, module)`` pairs, in insertion order.
+
+        Returns
+        -------
+        ItemsView of (str, Module)
+            A live view of the pairs (it follows later changes to the dict).
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> d = remat.nn.ModuleDict({"act": remat.nn.ReLU(), "out": remat.nn.Linear(2, 1)})
+        >>> [(k, type(m).__name__) for k, m in d.items()]
+        [('act', 'ReLU'), ('out', 'Linear')]
+        """
         return self._modules.items()
 
     def update(self, modules: Mapping[str, Module] | Iterable) -> None:
@@ -151,7 +202,26 @@ class ModuleDict(Module):
         return module
 
     def clear(self) -> None:
-        """Remove every module."""
+        """Remove every module.
+
+        Their parameters and buffers leave ``parameters()`` and ``state_dict()`` with them.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> d = remat.nn.ModuleDict({"act": remat.nn.ReLU(), "out": remat.nn.Linear(2, 1)})
+        >>> d.clear()
+        >>> d, len(d), list(d.parameters())
+        (ModuleDict(), 0, [])
+        """
         self._modules.clear()
 
 
@@ -277,7 +347,27 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        """One line per entry: its index, dtype and size (or the type of a non-Tensor)."""
+        """One line per entry: its index, dtype and size (or the type of a non-Tensor).
+
+        Returns
+        -------
+        str
+            The entry lines joined by newlines (``""`` when the list is empty); the repr shows
+            them as the list's body.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> params = remat.nn.ParameterList([remat.ones(2), remat.zeros(2, 3), 5])
+        >>> print(params.extra_repr())
+        (0): Parameter containing: [float32 of size 2]
+        (1): Parameter containing: [float32 of size 2x3]
+        (2): Object of type: int
+        """
         lines = []
         for i in range(self._size):
             p = self[i]
@@ -357,15 +447,67 @@ class ParameterDict(Module):
         return key in self._keys
 
     def keys(self) -> Any:
-        """The keys, in insertion order."""
+        """The keys, in insertion order.
+
+        Returns
+        -------
+        KeysView of str
+            A live view of the keys (it follows later changes to the dict).
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> pd = remat.nn.ParameterDict({"scale": remat.ones(2), "shift": remat.zeros(2)})
+        >>> list(pd.keys())
+        ['scale', 'shift']
+        """
         return self._keys.keys()
 
     def values(self) -> list:
-        """The parameters, in insertion order."""
+        """The parameters, in insertion order.
+
+        Returns
+        -------
+        list
+            A new list of the stored values (parameters, or the non-Tensor values as they were
+            stored).
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> pd = remat.nn.ParameterDict({"scale": remat.ones(2), "shift": remat.zeros(2)})
+        >>> pd.values()
+        [tensor([1., 1.], requires_grad=True), tensor([0., 0.], requires_grad=True)]
+        """
         return [self[k] for k in self._keys]
 
     def items(self) -> list:
-        """``(key, parameter)`` pairs, in insertion order."""
+        """``(key, parameter)`` pairs, in insertion order.
+
+        Returns
+        -------
+        list of (str, Any)
+            A new list of ``(key, value)`` tuples.
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> pd = remat.nn.ParameterDict({"scale": remat.ones(2), "n": 3})
+        >>> pd.items()
+        [('scale', tensor([1., 1.], requires_grad=True)), ('n', 3)]
+        """
         return [(k, self[k]) for k in self._keys]
 
     def update(self, parameters: Mapping[str, Any] | Iterable) -> None:

@@ -1595,7 +1595,24 @@ class Linear(Module):
         return remat.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
-        """``"in_features=..., out_features=..., bias=..."``."""
+        """``"in_features=..., out_features=..., bias=..."``.
+
+        Returns
+        -------
+        str
+            The text inside ``Linear(...)`` in the module's repr; ``bias`` says whether a
+            bias is learned.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.Linear(3, 2, bias=False).extra_repr()
+        'in_features=3, out_features=2, bias=False'
+        """
         return (
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"bias={self.bias is not None}"
@@ -1620,7 +1637,35 @@ class ReLU(Module):
     """
 
     def forward(self, x: Tensor) -> Tensor:
-        """``remat.relu(x)``: ``x`` where positive, 0 elsewhere (same shape)."""
+        """``remat.relu(x)``: ``x`` where positive, 0 elsewhere (same shape).
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of any shape (a list or array of numbers is converted to a Tensor).
+
+        Returns
+        -------
+        Tensor
+            ``max(x, 0)`` elementwise, same shape as ``x``.
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``x`` is not a Tensor and cannot be made one (e.g. a string or None).
+
+        Examples
+        --------
+        >>> x = remat.tensor([[-1.0, 2.0], [3.0, -4.0]], requires_grad=True)
+        >>> y = remat.nn.ReLU()(x)
+        >>> y
+        tensor([[0., 2.],
+                [3., 0.]], grad_fn=<relu>)
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([[0., 1.],
+                [1., 0.]])
+        """
         return remat.relu(x)
 
 
@@ -1655,11 +1700,50 @@ class GELU(Module):
         self.approximate = approximate
 
     def forward(self, x: Tensor) -> Tensor:
-        """``remat.gelu(x, approximate=self.approximate)`` (same shape as ``x``)."""
+        """``remat.gelu(x, approximate=self.approximate)`` (same shape as ``x``).
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of any shape (a list or array of numbers is converted to a Tensor).
+
+        Returns
+        -------
+        Tensor
+            ``x * Φ(x)`` elementwise (exact or tanh-approximated), same shape as ``x``.
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``x`` is not a Tensor and cannot be made one (e.g. a string or None).
+
+        Examples
+        --------
+        >>> remat.nn.GELU(approximate="tanh")(remat.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.158808,  0.      ,  0.841192])
+        >>> remat.nn.GELU()(remat.ones(2, 3)).shape
+        (2, 3)
+        """
         return remat.gelu(x, approximate=self.approximate)
 
     def extra_repr(self) -> str:
-        """``"approximate='...'"``."""
+        """``"approximate='...'"``.
+
+        Returns
+        -------
+        str
+            The text inside ``GELU(...)`` in the module's repr.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.GELU().extra_repr()
+        "approximate='none'"
+        """
         return f"approximate={self.approximate!r}"
 
 
@@ -1680,7 +1764,30 @@ class Tanh(Module):
     """
 
     def forward(self, x: Tensor) -> Tensor:
-        """``remat.tanh(x)`` (same shape as ``x``)."""
+        """``remat.tanh(x)`` (same shape as ``x``).
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of any shape (a list or array of numbers is converted to a Tensor).
+
+        Returns
+        -------
+        Tensor
+            ``tanh(x)`` elementwise, same shape as ``x``.
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``x`` is not a Tensor and cannot be made one (e.g. a string or None).
+
+        Examples
+        --------
+        >>> x = remat.tensor([0.0, 1.0], requires_grad=True)
+        >>> remat.nn.Tanh()(x).sum().backward()
+        >>> x.grad  # 1 - tanh(x)**2
+        tensor([1.        , 0.41997433])
+        """
         return remat.tanh(x)
 
 
@@ -1701,7 +1808,29 @@ class Sigmoid(Module):
     """
 
     def forward(self, x: Tensor) -> Tensor:
-        """``remat.sigmoid(x)`` (same shape as ``x``)."""
+        """``remat.sigmoid(x)`` (same shape as ``x``).
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of any shape (a list or array of numbers is converted to a Tensor).
+
+        Returns
+        -------
+        Tensor
+            ``1 / (1 + exp(-x))`` elementwise, same shape as ``x``.
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``x`` is not a Tensor and cannot be made one (e.g. a string or None).
+
+        Examples
+        --------
+        >>> remat.nn.Sigmoid()(remat.tensor([[0.0], [2.0]]))
+        tensor([[0.5     ],
+                [0.880797]])
+        """
         return remat.sigmoid(x)
 
 
@@ -1724,7 +1853,29 @@ class Identity(Module):
     """
 
     def forward(self, x: Any) -> Any:
-        """Return ``x`` itself (the same object)."""
+        """Return ``x`` itself (the same object).
+
+        Parameters
+        ----------
+        x : Any
+            Anything (it is not inspected).
+
+        Returns
+        -------
+        Any
+            ``x`` unchanged.
+
+        Raises
+        ------
+        TypeError
+            When called with other than one argument.
+
+        Examples
+        --------
+        >>> x = remat.ones(2, 3)
+        >>> remat.nn.Identity()(x) is x
+        True
+        """
         return x
 
 
@@ -1765,11 +1916,57 @@ class Dropout(Module):
         self.p = _validate.in_range("Dropout", "p", p, 0.0, 1.0)
 
     def forward(self, x: Tensor) -> Tensor:
-        """``remat.dropout(x, p, training=self.training)`` (same shape as ``x``)."""
+        """``remat.dropout(x, p, training=self.training)`` (same shape as ``x``).
+
+        In training mode each element is zeroed with probability ``p`` and the others are
+        scaled by ``1/(1-p)``; in eval mode (``.eval()``) ``x`` comes back unchanged.
+
+        Parameters
+        ----------
+        x : Tensor
+            Floating-point input of any shape.
+
+        Returns
+        -------
+        Tensor
+            Same shape as ``x``.
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``x`` is not floating point (an integer or bool tensor), or is not a Tensor
+            and cannot be made one (e.g. a string).
+
+        Examples
+        --------
+        >>> drop = remat.nn.Dropout(0.5)
+        >>> remat.manual_seed(0)
+        >>> drop(remat.ones(2, 4))
+        tensor([[0., 2., 2., 0.],
+                [0., 0., 2., 2.]])
+        >>> drop.eval()(remat.ones(2, 4)).shape
+        (2, 4)
+        """
         return remat.dropout(x, p=self.p, training=self.training)
 
     def extra_repr(self) -> str:
-        """``"p=..."``."""
+        """``"p=..."``.
+
+        Returns
+        -------
+        str
+            The text inside ``Dropout(...)`` in the module's repr.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.Dropout(0.25).extra_repr()
+        'p=0.25'
+        """
         return f"p={self.p}"
 
 
@@ -1882,7 +2079,23 @@ class LayerNorm(Module):
         return remat.layer_norm(x, self.normalized_shape, self.weight, self.bias, eps=self.eps)
 
     def extra_repr(self) -> str:
-        """``"(normalized_shape), eps=..., elementwise_affine=..."``."""
+        """``"(normalized_shape), eps=..., elementwise_affine=..."``.
+
+        Returns
+        -------
+        str
+            The text inside ``LayerNorm(...)`` in the module's repr.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.LayerNorm((2, 3), eps=1e-6, elementwise_affine=False).extra_repr()
+        '(2, 3), eps=1e-06, elementwise_affine=False'
+        """
         return (
             f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
         )
@@ -1963,7 +2176,23 @@ class Flatten(Module):
         return x.reshape(*(shape[:s] + (merged,) + shape[e + 1 :]))
 
     def extra_repr(self) -> str:
-        """``"start_dim=..., end_dim=..."``."""
+        """``"start_dim=..., end_dim=..."``.
+
+        Returns
+        -------
+        str
+            The text inside ``Flatten(...)`` in the module's repr.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.Flatten(0, 1).extra_repr()
+        'start_dim=0, end_dim=1'
+        """
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 

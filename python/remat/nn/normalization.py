@@ -105,7 +105,23 @@ class RMSNorm(Module):
         return remat.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
-        """``"(normalized_shape), eps=..., elementwise_affine=..."``."""
+        """``"(normalized_shape), eps=..., elementwise_affine=..."``.
+
+        Returns
+        -------
+        str
+            The text inside ``RMSNorm(...)`` in the module's repr (``eps=None`` when not given).
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.RMSNorm(4).extra_repr()
+        '(4,), eps=None, elementwise_affine=True'
+        """
         return (
             f"{self.normalized_shape}, eps={self.eps}, "
             f"elementwise_affine={self.elementwise_affine}"
@@ -212,5 +228,21 @@ class GroupNorm(Module):
         return remat.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        """``"num_groups, num_channels, eps=..., affine=..."``."""
+        """``"num_groups, num_channels, eps=..., affine=..."``.
+
+        Returns
+        -------
+        str
+            The text inside ``GroupNorm(...)`` in the module's repr.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.GroupNorm(2, 4).extra_repr()
+        '2, 4, eps=1e-05, affine=True'
+        """
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"

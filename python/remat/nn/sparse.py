@@ -229,7 +229,26 @@ class Embedding(Module):
                                max_norm=self.max_norm, norm_type=self.norm_type)
 
     def extra_repr(self) -> str:
-        """The sizes, then ``padding_idx``, ``max_norm`` and ``norm_type`` when set."""
+        """The sizes, then ``padding_idx``, ``max_norm`` and ``norm_type`` when set.
+
+        Returns
+        -------
+        str
+            ``"num_embeddings, embedding_dim"``, followed by ``padding_idx=...`` and
+            ``max_norm=...`` when not None and ``norm_type=...`` when not 2.0.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.Embedding(10, 3).extra_repr()
+        '10, 3'
+        >>> remat.nn.Embedding(10, 3, padding_idx=0, max_norm=1.0).extra_repr()
+        '10, 3, padding_idx=0, max_norm=1.0'
+        """
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
