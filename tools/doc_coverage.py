@@ -171,12 +171,8 @@ def parameter_mismatch(obj: Any, kind: str) -> list[str]:
 
 
 def _takes_arguments(obj: Any) -> bool:
-    try:
-        sig = inspect.signature(obj)
-    except (TypeError, ValueError):
-        return True
-    params = [p for p in sig.parameters.values() if p.name not in ("self", "cls")]
-    return bool(params)
+    names = _signature_names(obj)
+    return names is None or bool(names)
 
 
 def _has_section(doc: str, section: str) -> bool:

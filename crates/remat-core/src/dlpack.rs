@@ -469,12 +469,8 @@ fn cuda_storage(
 
 /// The handle of remat's compute stream on `device`, for a producer's `__dlpack__(stream=)`
 /// (the producer makes that stream wait for its pending work on the memory).
-pub fn stream_handle(device: Device) -> Result<usize> {
-    stream_of(device)
-}
-
 #[cfg(feature = "cuda")]
-fn stream_of(device: Device) -> Result<usize> {
+pub fn stream_handle(device: Device) -> Result<usize> {
     let ctx = crate::cuda::context::get("from_dlpack", device)?;
     // DLPack reserves 0; the legacy default stream is 1 there.
     Ok(match ctx.stream.cu_stream() as usize {
@@ -483,8 +479,9 @@ fn stream_of(device: Device) -> Result<usize> {
     })
 }
 
+/// See the CUDA build: without it there is no stream to hand out.
 #[cfg(not(feature = "cuda"))]
-fn stream_of(_: Device) -> Result<usize> {
+pub fn stream_handle(_: Device) -> Result<usize> {
     Err(Error::device(
         "from_dlpack",
         "this build of remat has no CUDA backend",

@@ -54,7 +54,7 @@ def _is_parameter(obj: Any) -> bool:
     return isinstance(obj, Tensor) and obj.is_leaf and obj.requires_grad
 
 
-def _is_frozen_parameter(obj: Any) -> bool:
+def _is_leaf_float(obj: Any) -> bool:
     """A leaf float Tensor (that may not require grad): what ``register_parameter``
     accepts."""
     return isinstance(obj, Tensor) and obj.is_leaf and obj.dtype.is_floating_point
@@ -361,7 +361,7 @@ class Module:
         ['frozen', 'scale']
         """
         self._ensure_init()
-        if param is not None and not _is_frozen_parameter(param):
+        if param is not None and not _is_leaf_float(param):
             raise TypeError(
                 f"cannot register '{name}' as a parameter: expected a leaf float Tensor (see "
                 "nn.Parameter) or None"
