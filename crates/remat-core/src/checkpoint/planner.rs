@@ -2,22 +2,31 @@
 //! programming over the chain of layers, choosing which runs of layers become checkpointed
 //! segments so that the modelled activation memory fits the budget at the least recompute.
 //!
-//! Model, per layer i: `saved[i]` bytes it keeps for backward when run plainly and
-//! `output[i]` bytes of its output. A plain layer keeps `saved[i]` until backward; a
+//! Model, per layer i: `saved[i]` bytes of tensors it makes and keeps for backward (its
+//! output among them when it keeps that), `input_saved[i]` bytes of its input when it keeps
+//! that, and `output[i]`. A tensor is counted once, by whoever holds it first: a plain
+//! layer's input is already held when the layer before kept its output, when it is the chain's
+//! input (live before the step), or when it is the input of the checkpoint being replayed. A
 //! checkpointed segment `[s, e)` keeps only its input and, during backward, re-materialises
-//! `sum(saved[s..e])` once — when everything after it has already been freed, so the peak is
-//! the largest of (bytes kept by the runs up to a segment + that segment's recompute), and the
-//! bytes kept by the whole chain, plus the backward's transient gradient buffers (three of the
-//! largest layer outputs). Recompute cost of a segment is `sum(saved[s..e])` (work is
-//! proportional to the activations produced).
+//! its layers once, when everything after it has been freed (the gradient of its output,
+//! held meanwhile, is one of the backward's transient buffers); the replay may itself be
+//! planned (nested checkpoints). The peak is the largest of
+//! (bytes kept by the runs up to a segment + that segment's replay) and the bytes kept by the
+//! whole chain, plus the backward's transient gradient buffers. Recompute cost is measured
+//! forward time (bytes made stand in when no time is known).
 
 use crate::error::{Error, Result};
 
 /// What one layer costs, measured by running it once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LayerCost {
-    /// Bytes the layer's ops save for backward (storages it created).
+    /// Bytes of the tensors the layer makes and saves for backward (its output included when
+    /// it saves its output).
     pub saved: usize,
+    /// Bytes of the layer's input when the layer saves its input for backward (0 otherwise).
+    pub input_saved: usize,
+    /// Whether `saved` includes the layer's output (the next layer's input is then held).
+    pub keeps_output: bool,
     /// Bytes of the layer's output.
     pub output: usize,
     /// Measured forward time in nanoseconds (0: unknown; the planner then weighs layers by
@@ -160,10 +169,21 @@ const MAX_UNITS: usize = 128;
 
 const INF: u64 = u64::MAX;
 
-/// The chain as the programme sees it: per unit, bytes kept when run plainly, output bytes
-/// and forward cost.
+/// Whether a unit's input is already held by something counted elsewhere when the unit runs:
+/// the chain's input, a replayed checkpoint's input, or an output the previous plain unit kept.
+const HELD: usize = 1;
+/// The unit's input is held only if the unit (or a checkpoint starting at it) keeps it.
+const LOOSE: usize = 0;
+
+/// The chain as the programme sees it: per unit, bytes it makes and keeps when run plainly,
+/// bytes of its input it keeps, whether it keeps its output, its input's and output's sizes
+/// and its forward cost.
 struct Chain {
     saved: Vec<usize>,
+    input_saved: Vec<usize>,
+    keeps_output: Vec<bool>,
+    /// `input[i]`: bytes of unit i's input, `output[i - 1]` (unit 0's input is always held).
+    input: Vec<usize>,
     output: Vec<usize>,
     cost: Vec<u64>,
     /// Every unit alike: the optimum depends only on a run's length (Revolve's setting).
@@ -184,9 +204,10 @@ impl Chain {
                 }
             })
             .collect();
-        let uniform = costs
-            .windows(2)
-            .all(|w| w[0].saved == w[1].saved && w[0].output == w[1].output);
+        let uniform = costs.windows(2).all(|w| {
+            (w[0].saved, w[0].input_saved, w[0].keeps_output, w[0].output)
+                == (w[1].saved, w[1].input_saved, w[1].keeps_output, w[1].output)
+        });
         // Timings of alike layers differ only by noise: plan with their mean.
         let cost = if uniform && !cost.is_empty() {
             let mean = cost.iter().sum::<u64>() / cost.len() as u64;
@@ -194,9 +215,23 @@ impl Chain {
         } else {
             cost
         };
+        let output: Vec<usize> = costs.iter().map(|c| c.output).collect();
+        // A run that starts at unit 0 is the whole chain or a replay, whose input is held;
+        // the uniform programme's runs of a length stand for runs at any start, whose input
+        // is the output before them. So unit 0's entry is that output's size.
+        let input = output
+            .first()
+            .copied()
+            .into_iter()
+            .chain(output.iter().copied())
+            .take(costs.len())
+            .collect();
         Chain {
             saved: costs.iter().map(|c| c.saved).collect(),
-            output: costs.iter().map(|c| c.output).collect(),
+            input_saved: costs.iter().map(|c| c.input_saved).collect(),
+            keeps_output: costs.iter().map(|c| c.keeps_output).collect(),
+            input,
+            output,
             cost,
             uniform,
         }
@@ -206,32 +241,67 @@ impl Chain {
         self.saved.len()
     }
 
-    /// The least memory (bytes) any schedule of units `[0, n)` needs, and for every sub-run.
-    /// `min[s][e]`: keep unit `s` plainly and go on, or checkpoint `[s, j)`, keep its output
-    /// and go on, then replay `[s, j)` once the rest is freed (beside its output's gradient).
+    /// Bytes a plain unit `s` adds to what is kept, given whether its input is held.
+    fn keep_bytes(&self, s: usize, held: usize) -> usize {
+        self.saved[s] + if held == HELD { 0 } else { self.input_saved[s] }
+    }
+
+    /// Bytes a checkpoint starting at unit `s` adds to what is kept (its input).
+    fn checkpoint_input_bytes(&self, s: usize, held: usize) -> usize {
+        if held == HELD {
+            0
+        } else {
+            self.input[s]
+        }
+    }
+
+    /// Whether the unit after a plain unit `s` finds its input held.
+    fn after_keep(&self, s: usize) -> usize {
+        if self.keeps_output[s] {
+            HELD
+        } else {
+            LOOSE
+        }
+    }
+
+    /// The least memory (bytes) any schedule of the whole chain needs. `min[h][s][e]` for the
+    /// run `[s, e)` whose first input is held (`h`) or not: keep unit `s` plainly and go on,
+    /// or checkpoint `[s, j)` (keeping its input), do the rest, then replay `[s, j)` once the
+    /// rest is freed.
     fn min_room(&self) -> usize {
         let n = self.len();
         if self.uniform {
-            // By length only: `min[l]` for any run of `l` alike units.
-            let (saved, output) = (self.saved[0], self.output[0]);
-            let mut min = vec![0usize; n + 1];
+            // By length only: `min[h][l]` for any run of `l` alike units.
+            let mut min = [vec![0usize; n + 1], vec![0usize; n + 1]];
             for l in 1..=n {
-                min[l] = (1..l)
-                    .map(|k| output + min[l - k].max(min[k]))
-                    .fold(saved + min[l - 1], usize::min);
+                for h in [LOOSE, HELD] {
+                    let keep = self.keep_bytes(0, h) + min[self.after_keep(0)][l - 1];
+                    let cin = self.checkpoint_input_bytes(0, h);
+                    min[h][l] = (1..l)
+                        .map(|k| cin + min[LOOSE][l - k].max(min[HELD][k]))
+                        .fold(keep, usize::min);
+                }
             }
-            return min[n];
+            return min[HELD][n];
         }
-        let mut min = vec![vec![0usize; n + 1]; n + 1];
+        let idx = |s: usize, e: usize| s * (n + 1) + e;
+        let mut min = [
+            vec![0usize; (n + 1) * (n + 1)],
+            vec![0usize; (n + 1) * (n + 1)],
+        ];
         for len in 1..=n {
             for s in 0..=n - len {
                 let e = s + len;
-                min[s][e] = (s + 1..e)
-                    .map(|j| self.output[j - 1] + min[j][e].max(min[s][j]))
-                    .fold(self.saved[s] + min[s + 1][e], usize::min);
+                for h in [LOOSE, HELD] {
+                    let keep = self.keep_bytes(s, h) + min[self.after_keep(s)][idx(s + 1, e)];
+                    let cin = self.checkpoint_input_bytes(s, h);
+                    min[h][idx(s, e)] = (s + 1..e)
+                        .map(|j| cin + min[LOOSE][idx(j, e)].max(min[HELD][idx(s, j)]))
+                        .fold(keep, usize::min);
+                }
             }
         }
-        min[0][n]
+        min[HELD][idx(0, n)]
     }
 }
 
@@ -240,20 +310,20 @@ impl Chain {
 enum Choice {
     /// Keep unit `s`'s saved tensors and go on with `[s + 1, e)`.
     Keep,
-    /// Checkpoint `[s, s + len)`: run it without keeping anything, keep its output, do the
-    /// rest, then replay it (itself planned in the same memory less its output's gradient).
+    /// Checkpoint `[s, s + len)`: run it keeping only its input, do the rest, then replay
+    /// it (itself planned in the same memory).
     Split(usize),
 }
 
-/// The optimal schedules under `m` buckets, as a table over (run, memory).
+/// The optimal schedules under `m` buckets, as tables over (input held or not, run, memory).
 struct Programme<'a> {
     chain: &'a Chain,
     buckets: usize,
     bucket: usize,
-    /// `opt[key(s, e)][m]`: least total forward cost of `[s, e)` (first run included);
-    /// `choice` alike.
-    opt: Vec<Vec<u64>>,
-    choice: Vec<Vec<Choice>>,
+    /// `opt[h][key(s, e)][m]`: least total forward cost of `[s, e)` (first run included)
+    /// when its first input is held (`h`) or not; `choice` alike.
+    opt: [Vec<Vec<u64>>; 2],
+    choice: [Vec<Vec<Choice>>; 2],
     prefix_cost: Vec<u64>,
 }
 
@@ -283,6 +353,8 @@ impl<'a> Programme<'a> {
             .saved
             .iter()
             .chain(&chain.output)
+            .chain(&chain.input)
+            .chain(&chain.input_saved)
             .filter(|&&b| b > 0)
             .fold(0usize, |g, &b| gcd(g, b))
             .max(1);
@@ -301,76 +373,95 @@ impl<'a> Programme<'a> {
             chain,
             buckets,
             bucket,
-            opt: vec![Vec::new(); keys],
-            choice: vec![Vec::new(); keys],
+            opt: [vec![Vec::new(); keys], vec![Vec::new(); keys]],
+            choice: [vec![Vec::new(); keys], vec![Vec::new(); keys]],
             prefix_cost,
         };
         // An empty run costs nothing at any memory.
         for s in 0..=n {
             let k = p.key(s, s);
-            p.opt[k] = vec![0; buckets + 1];
-            p.choice[k] = vec![Choice::Keep; buckets + 1];
+            for h in [LOOSE, HELD] {
+                p.opt[h][k] = vec![0; buckets + 1];
+                p.choice[h][k] = vec![Choice::Keep; buckets + 1];
+            }
         }
         for len in 1..=n {
             // A uniform chain's runs of one length are all alike: solve one of them.
             let starts = if chain.uniform { 0..1 } else { 0..n + 1 - len };
             for s in starts {
                 let e = s + len;
-                let mut opt = vec![INF; buckets + 1];
-                let mut choice = vec![Choice::Keep; buckets + 1];
-                for m in 0..=buckets {
-                    let keep = p.q(chain.saved[s]);
-                    if keep <= m {
-                        let rest = p.opt[p.key(s + 1, e)][m - keep];
-                        if rest != INF {
-                            opt[m] = chain.cost[s] + rest;
-                        }
-                    }
-                    for j in s + 1..e {
-                        let out = p.q(chain.output[j - 1]);
-                        if out > m {
-                            continue;
-                        }
-                        // The replay runs inside the run's backward, which holds the
-                        // gradient of its output (as big as the output) meanwhile.
-                        let (rest, replay) =
-                            (p.opt[p.key(j, e)][m - out], p.opt[p.key(s, j)][m - out]);
-                        if rest == INF || replay == INF {
-                            continue;
-                        }
-                        let c = p.forward_cost(s, j) + rest + replay;
-                        if c < opt[m] {
-                            opt[m] = c;
-                            choice[m] = Choice::Split(j - s);
-                        }
-                    }
+                for h in [LOOSE, HELD] {
+                    let (opt, choice) = p.solve_run(s, e, h);
+                    let k = p.key(s, e);
+                    p.opt[h][k] = opt;
+                    p.choice[h][k] = choice;
                 }
-                let k = p.key(s, e);
-                p.opt[k] = opt;
-                p.choice[k] = choice;
             }
         }
         p
     }
 
-    fn feasible(&self) -> bool {
-        self.opt[self.key(0, self.chain.len())][self.buckets] != INF
+    /// The row of `[s, e)` (first input held: `h`) over every memory level, from the rows of
+    /// shorter runs.
+    fn solve_run(&self, s: usize, e: usize, h: usize) -> (Vec<u64>, Vec<Choice>) {
+        let chain = self.chain;
+        let buckets = self.buckets;
+        let mut opt = vec![INF; buckets + 1];
+        let mut choice = vec![Choice::Keep; buckets + 1];
+        let keep = self.q(chain.keep_bytes(s, h));
+        let next = &self.opt[chain.after_keep(s)][self.key(s + 1, e)];
+        let cin = self.q(chain.checkpoint_input_bytes(s, h));
+        for m in 0..=buckets {
+            if keep <= m && next[m - keep] != INF {
+                opt[m] = chain.cost[s] + next[m - keep];
+            }
+            if cin > m {
+                continue;
+            }
+            let room = m - cin;
+            for j in s + 1..e {
+                // The rest and the replay each run beside the checkpoint's input. (The
+                // replay also holds the gradient of the checkpoint's output: one of the
+                // backward's transient buffers, counted once for the whole chain.)
+                let rest = self.opt[LOOSE][self.key(j, e)][room];
+                if rest == INF {
+                    continue;
+                }
+                let replay = self.opt[HELD][self.key(s, j)][room];
+                if replay == INF {
+                    continue;
+                }
+                let c = self.forward_cost(s, j) + rest + replay;
+                if c < opt[m] {
+                    opt[m] = c;
+                    choice[m] = Choice::Split(j - s);
+                }
+            }
+        }
+        (opt, choice)
     }
 
-    /// The runs of `[s, e)` at memory `m` (feasible), nested where a replay is itself split.
-    fn runs(&self, s: usize, e: usize, m: usize) -> Vec<PlanSegment> {
+    fn feasible(&self) -> bool {
+        self.opt[HELD][self.key(0, self.chain.len())][self.buckets] != INF
+    }
+
+    /// The runs of `[s, e)` at memory `m` (feasible) when its first input is held (`h`) or
+    /// not, nested where a replay is itself split.
+    fn runs(&self, s: usize, e: usize, m: usize, h: usize) -> Vec<PlanSegment> {
         let mut out = Vec::new();
-        let (mut s, mut m) = (s, m);
+        let (mut s, mut m, mut h) = (s, m, h);
         while s < e {
-            match self.choice[self.key(s, e)][m] {
+            match self.choice[h][self.key(s, e)][m] {
                 Choice::Keep => {
                     out.push(PlanSegment::plain(s, s + 1));
-                    m -= self.q(self.chain.saved[s]);
+                    m -= self.q(self.chain.keep_bytes(s, h));
+                    h = self.chain.after_keep(s);
                     s += 1;
                 }
                 Choice::Split(len) => {
                     let j = s + len;
-                    let mut inner = self.runs(s, j, m - self.q(self.chain.output[j - 1]));
+                    m -= self.q(self.chain.checkpoint_input_bytes(s, h));
+                    let mut inner = self.runs(s, j, m, HELD);
                     if inner.iter().all(|r| !r.checkpointed) {
                         inner.clear();
                     }
@@ -380,7 +471,7 @@ impl<'a> Programme<'a> {
                         checkpointed: true,
                         inner,
                     });
-                    m -= self.q(self.chain.output[j - 1]);
+                    h = LOOSE;
                     s = j;
                 }
             }
@@ -409,29 +500,32 @@ fn merge_plain(runs: Vec<PlanSegment>) -> Vec<PlanSegment> {
     merged
 }
 
-/// The modelled figures of `runs` over `[s, e)`: (bytes kept until backward, peak bytes,
-/// bytes re-materialised, layer forwards re-run).
-fn figures(chain: &Chain, runs: &[PlanSegment], e: usize) -> (usize, usize, usize, usize) {
+/// The modelled figures of `runs` (first input held: `h`): (bytes kept until backward, peak
+/// bytes, bytes re-materialised, layer forwards re-run).
+fn figures(chain: &Chain, runs: &[PlanSegment], h: usize) -> (usize, usize, usize, usize) {
     let (mut kept, mut peak, mut remat, mut reruns) = (0usize, 0usize, 0usize, 0usize);
+    let mut h = h;
     for r in runs {
-        let window: usize = chain.saved[r.start..r.end].iter().sum();
         if r.checkpointed {
-            let (inner_peak, inner_remat, inner_reruns) = if r.inner.is_empty() {
-                (window, 0, 0)
+            kept += chain.checkpoint_input_bytes(r.start, h);
+            let replay = [PlanSegment::plain(r.start, r.end)];
+            let inner = if r.inner.is_empty() {
+                &replay[..]
             } else {
-                let (_, p, b, n) = figures(chain, &r.inner, r.end);
-                (p, b, n)
+                &r.inner[..]
             };
-            // The replay runs when everything after it is freed, while the run's backward
-            // holds the gradient of its output.
-            peak = peak.max(kept + chain.output[r.end - 1] + inner_peak);
+            let (window, inner_peak, inner_remat, inner_reruns) = figures(chain, inner, HELD);
+            // The replay runs when everything after it is freed (the gradient of its output,
+            // which the run's backward holds meanwhile, is a transient buffer).
+            peak = peak.max(kept + inner_peak);
             remat += window + inner_remat;
             reruns += (r.end - r.start) + inner_reruns;
-            if r.end < e {
-                kept += chain.output[r.end - 1];
-            }
+            h = LOOSE;
         } else {
-            kept += window;
+            for s in r.start..r.end {
+                kept += chain.keep_bytes(s, h);
+                h = chain.after_keep(s);
+            }
         }
         peak = peak.max(kept);
     }
@@ -465,6 +559,7 @@ pub fn plan_budget(costs: &[LayerCost], input_bytes: usize, budget: usize) -> Re
         .filter(Programme::feasible);
     let Some(p) = plan else {
         let least = min_budget_of(&chain, transient);
+        let plain = figures(&chain, &[PlanSegment::plain(0, chain.len())], HELD).0;
         return Err(Error::value(
             "checkpoint_sequential",
             format!(
@@ -472,12 +567,12 @@ pub fn plan_budget(costs: &[LayerCost], input_bytes: usize, budget: usize) -> Re
                  that fits is budget_bytes={least} (the planner's model: bytes kept by earlier \
                  layers, one replay at a time, nested checkpoints, plus {transient} bytes of \
                  gradient buffers; the plain run needs about {} bytes)",
-                chain.saved.iter().sum::<usize>() + transient
+                plain + transient
             ),
         ));
     };
-    let runs = p.runs(0, chain.len(), p.buckets);
-    let (kept, peak, remat, reruns) = figures(&chain, &runs, chain.len());
+    let runs = p.runs(0, chain.len(), p.buckets, HELD);
+    let (kept, peak, remat, reruns) = figures(&chain, &runs, HELD);
     Ok(Plan {
         segments: ungroup(runs, group, n),
         kept_bytes: kept,
@@ -526,7 +621,8 @@ fn transient_bytes(costs: &[LayerCost], input_bytes: usize) -> usize {
 }
 
 /// The units the programme plans over, and how many layers each holds: the layers
-/// themselves for uniform or short chains, otherwise groups of consecutive layers.
+/// themselves for uniform or short chains, otherwise groups of consecutive layers (a group
+/// keeps what its layers keep run plainly one after another).
 fn units_of(costs: &[LayerCost]) -> (Vec<LayerCost>, usize) {
     if costs.len() <= MAX_UNITS || Chain::new(costs).uniform {
         return (costs.to_vec(), 1);
@@ -534,11 +630,20 @@ fn units_of(costs: &[LayerCost]) -> (Vec<LayerCost>, usize) {
     let group = costs.len().div_ceil(MAX_UNITS);
     let units = costs
         .chunks(group)
-        .map(|c| LayerCost {
-            saved: c.iter().map(|l| l.saved).sum(),
-            output: c.last().map_or(0, |l| l.output),
-            compute_ns: c.iter().map(|l| l.compute_ns).sum(),
-            weights: c.iter().map(|l| l.weights).max().unwrap_or(0),
+        .map(|c| {
+            let inner_inputs: usize = c
+                .windows(2)
+                .filter(|w| !w[0].keeps_output)
+                .map(|w| w[1].input_saved)
+                .sum();
+            LayerCost {
+                saved: c.iter().map(|l| l.saved).sum::<usize>() + inner_inputs,
+                input_saved: c[0].input_saved,
+                keeps_output: c[c.len() - 1].keeps_output,
+                output: c[c.len() - 1].output,
+                compute_ns: c.iter().map(|l| l.compute_ns).sum(),
+                weights: c.iter().map(|l| l.weights).max().unwrap_or(0),
+            }
         })
         .collect();
     (units, group)
@@ -563,7 +668,9 @@ mod tests {
     fn uniform(n: usize) -> Vec<LayerCost> {
         vec![
             LayerCost {
-                saved: 100,
+                saved: 0,
+                input_saved: 100,
+                keeps_output: false,
                 output: 100,
                 compute_ns: 1000,
                 weights: 0,
@@ -682,5 +789,64 @@ mod tests {
         // log n levels) plus the largest layer, far below one level's 15.
         let least = min_budget(&costs, 100);
         assert!(least <= 8 * 100 + transient + 1, "least budget {least}");
+    }
+
+    /// Revolve's optimum `F[s][n]`: the fewest forward steps that reverse `n` steps from a
+    /// stored input with `s` more checkpoint slots (Griewank & Walther).
+    fn revolve(n_max: usize, s_max: usize) -> Vec<Vec<usize>> {
+        let mut f = vec![(0..=n_max)
+            .map(|k| k * k.saturating_sub(1) / 2)
+            .collect::<Vec<_>>()];
+        for s in 1..=s_max {
+            let mut row = vec![0, 0];
+            for n in 2..=n_max {
+                row.push((1..n).map(|m| m + f[s - 1][n - m] + row[m]).min().unwrap());
+            }
+            f.push(row);
+        }
+        f
+    }
+
+    #[test]
+    fn uniform_chains_recompute_no_more_than_revolve_at_the_same_memory() {
+        // Each layer keeps exactly its input (Revolve's setting). The smallest budget leaves
+        // room for no checkpoint slot; every 100 bytes more is one slot.
+        let f = revolve(200, 8);
+        for n in [16, 64, 200] {
+            let costs = uniform(n);
+            let least = min_budget(&costs, 100);
+            for (slots, optimum) in f.iter().enumerate() {
+                let p = plan_budget(&costs, 100, least + 100 * slots).unwrap();
+                assert!(p.peak_bytes <= least + 100 * slots, "{n} {slots}: {p:?}");
+                assert!(
+                    p.recompute_layers <= optimum[n],
+                    "n {n}, {slots} slots: {} re-runs, Revolve {}",
+                    p.recompute_layers,
+                    optimum[n]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_tensor_two_layers_keep_is_counted_once() {
+        // A layer keeping its output, then one keeping its input (the same tensor), then a
+        // layer keeping its input that the one before did not keep.
+        let layer = |saved, input_saved, keeps_output| LayerCost {
+            saved,
+            input_saved,
+            keeps_output,
+            output: 100,
+            compute_ns: 1,
+            weights: 0,
+        };
+        let costs = [
+            layer(100, 0, true),
+            layer(0, 100, false),
+            layer(0, 100, false),
+        ];
+        let p = plan_budget(&costs, 100, 1_000_000).unwrap();
+        assert!(p.segments.iter().all(|s| !s.checkpointed));
+        assert_eq!(p.kept_bytes, 200);
     }
 }

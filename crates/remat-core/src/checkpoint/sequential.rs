@@ -126,12 +126,11 @@ fn equal_runs(n: usize, k: usize) -> Vec<PlanSegment> {
 }
 
 /// Run each layer once (no graph kept) and measure what it would save, output and cost in
-/// time. A layer's saved bytes are the storages it made that its ops saved, plus its input
-/// when it saves that and the layer before did not already keep it (its output).
+/// time: the storages it made that its ops saved (whether its output is among them), and its
+/// input's bytes when it saves its input.
 pub fn measure_layers(layers: &[LayerFn], input: &Tensor) -> Result<Vec<LayerCost>> {
     let mut costs = Vec::with_capacity(layers.len());
     let mut x = Tensor::flagged(input.data().clone(), true);
-    let mut input_kept = false;
     for layer in layers {
         let first_new = next_storage_id();
         let input_id = x.data().storage.id();
@@ -145,30 +144,29 @@ pub fn measure_layers(layers: &[LayerFn], input: &Tensor) -> Result<Vec<LayerCos
         let compute_ns = (start.elapsed().as_nanos() as u64).max(1);
         let out_id = out.data().storage.id();
         let mut seen = HashSet::new();
-        let (mut saved, mut out_kept, mut weights) = (0usize, false, 0usize);
+        let mut cost = LayerCost {
+            saved: 0,
+            input_saved: 0,
+            keeps_output: false,
+            output: out.nbytes(),
+            compute_ns,
+            weights: 0,
+        };
         for d in capture.take() {
             let id = d.storage.id();
             if !seen.insert(id) {
                 continue;
             }
-            if id >= first_new {
-                saved += d.storage.nbytes();
-                out_kept |= id == out_id;
-            } else if id == input_id {
-                if !input_kept {
-                    saved += d.storage.nbytes();
-                }
+            if id == input_id {
+                cost.input_saved = d.storage.nbytes();
+            } else if id >= first_new {
+                cost.saved += d.storage.nbytes();
+                cost.keeps_output |= id == out_id;
             } else {
-                weights = weights.max(d.storage.nbytes());
+                cost.weights = cost.weights.max(d.storage.nbytes());
             }
         }
-        input_kept = out_kept;
-        costs.push(LayerCost {
-            saved,
-            output: out.nbytes(),
-            compute_ns,
-            weights,
-        });
+        costs.push(cost);
         x = Tensor::flagged(out.data().clone(), true);
     }
     Ok(costs)
