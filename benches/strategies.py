@@ -1,5 +1,5 @@
 """Memory and time per checkpoint strategy: none, per-block, ``"sqrt"``, ``dots_saveable``,
-``budget_bytes`` at 1/2 and 1/3 of the plain peak, and ``auto_checkpoint`` at 1/2 and 1/3, on
+``budget_bytes`` and ``auto_checkpoint`` at 1/2, 1/3 and 1/5 of the plain peak, on
 a deep MLP (n × (Linear + GELU)), a stack of GPT blocks (examples/gpt.py's ``Block``) and a
 CNN (n × (Conv2d 3×3 + ReLU), same-size feature maps).
 Peak = ``max_memory_allocated()`` above what is live when the step starts (gradients exist
@@ -48,6 +48,21 @@ def measure(model: nn.Module, run: Callable[[], remat.Tensor], runs: int) -> tup
     return statistics.median(times[1:]), max(peaks[1:])
 
 
+#: The budgets tried, as fractions of the plain peak (plain/2, plain/3, plain/5).
+FRACTIONS = (2, 3, 5)
+
+
+def describe(plan: remat.AutoCheckpointPlan) -> str:
+    """What an auto_checkpoint plan chose, in a few words."""
+    parts = []
+    if plan.chains:
+        parts.append("the chain under the planner")
+    if plan.modules:
+        dots = len(plan.policies)
+        parts.append(f"{len(plan.modules)} modules" + (f" ({dots} dots_saveable)" if dots else ""))
+    return ", ".join(parts) or "nothing"
+
+
 def set_blocks(blocks: list[nn.Module], on: bool, policy=None) -> None:
     for b in blocks:
         b.activation_checkpointing = on
@@ -71,7 +86,7 @@ def strategies(model: nn.Sequential, x: remat.Tensor, runs: int) -> list[tuple[s
     set_blocks(blocks, False)
     rows.append(('checkpoint_sequential("sqrt")', *measure(
         model, lambda: remat.checkpoint_sequential(model, "sqrt", x).float().mean(), runs)))
-    for frac in (2, 3):
+    for frac in FRACTIONS:
         budget = plain // frac
         try:
             rows.append((f"budget_bytes = plain/{frac}", *measure(
@@ -81,7 +96,7 @@ def strategies(model: nn.Sequential, x: remat.Tensor, runs: int) -> list[tuple[s
             least = int(str(e).split("smallest budget that fits is budget_bytes=")[1].split()[0])
             rows.append((f"budget_bytes = plain/{frac}: does not fit; the smallest that does "
                          f"is plain/{plain / least:.2f}", float("nan"), 0))
-    for frac in (2, 3):
+    for frac in FRACTIONS:
         try:
             plan = remat.auto_checkpoint(model, x, budget_bytes=plain // frac)
         except ValueError as e:
@@ -89,7 +104,7 @@ def strategies(model: nn.Sequential, x: remat.Tensor, runs: int) -> list[tuple[s
             rows.append((f"auto_checkpoint(plain/{frac}): does not fit; it reaches "
                          f"plain/{plain / reached:.2f}", float("nan"), 0))
             continue
-        rows.append((f"auto_checkpoint(plain/{frac}): {len(plan.modules)} blocks",
+        rows.append((f"auto_checkpoint(plain/{frac}): {describe(plan)}",
                      *measure(model, loss, runs)))
         plan.remove()
     return rows

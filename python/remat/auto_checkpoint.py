@@ -1,26 +1,34 @@
 """Whole-model checkpoint planning: ``remat.auto_checkpoint(model, *example_inputs,
 budget_bytes=N)`` measures one training step of any ``nn.Module`` tree, then picks which
-submodules run as checkpoints so that the step's peak fits the budget at the least recompute.
+submodules run as checkpoints, with which policy, so that the step's peak fits the budget at
+the least time.
 
 What is measured, per submodule call, with the engine's byte counters and a clock: the bytes
 the call leaves alive beyond its outputs (what a checkpoint of it would not keep) and its
-forward time (what a checkpoint costs again in backward). Modules are chosen greedily by bytes
-freed per second of recompute, never a module together with one inside it; each candidate
-plan is then *measured* (one step under it), so the reported peak is a real figure, and the
-greedy choice goes on until the measured peak fits. The greedy search runs once per depth of
-the module tree (whole blocks, their parts, ...) and once over all modules, and the plan that
-fits with the least forward time replayed wins: fine modules free the most per second but
-keep their inputs, so small budgets need coarse ones; when even every coarse module is not
-enough, modules inside the chosen ones become checkpoints too (nested checkpoints, so a
-chosen module's replay keeps less).
+forward time. Candidate plans come from several searches, and each candidate is *measured*
+(a real step under it), so every reported peak is a real figure:
+
+- whole modules, greedily by bytes freed per second of recompute (never a module together
+  with one inside it), once per depth of the module tree and once over all modules; when
+  even every module is not enough, modules inside the chosen ones become checkpoints too
+  (nested checkpoints, so a chosen module's replay keeps less);
+- per depth, every module under ``dots_saveable`` (its matmul and attention outputs kept,
+  the cheap ops around them recomputed), then modules promoted one by one to full
+  checkpoints until the budget is met;
+- an ``nn.Sequential`` chain that holds at least the bytes to shed runs under
+  ``checkpoint_sequential``'s budget planner (runs of its layers as nested checkpoints),
+  which reaches budgets whole modules cannot.
+
+Of the candidates that fit, the one with the least measured step time (median of three
+steps) wins.
 """
 
 from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from . import _pytree, _remat
 from ._remat import Tensor
@@ -29,7 +37,8 @@ __all__ = ["auto_checkpoint", "AutoCheckpointPlan"]
 
 
 class _Measure:
-    """Per qualified name: bytes a call leaves alive beyond its outputs, and seconds."""
+    """Per qualified name, over one plain step: bytes its calls leave alive beyond their
+    outputs, and seconds."""
 
     def __init__(self) -> None:
         self.kept: dict[str, int] = {}
@@ -57,21 +66,45 @@ def _default_loss(out: Any) -> Tensor:
     return loss
 
 
+class _Settings:
+    """Every module's checkpoint settings (flag, policy, chain budget), to restore them."""
+
+    def __init__(self, flags: dict[str, bool], policies: dict[str, Any],
+                 chains: dict[str, int | None]) -> None:
+        self.flags, self.policies, self.chains = flags, policies, chains
+
+    @staticmethod
+    def of(modules: dict[str, Any]) -> _Settings:
+        return _Settings({n: bool(m.activation_checkpointing) for n, m in modules.items()},
+                         {n: m.activation_checkpointing_policy for n, m in modules.items()},
+                         {n: m.__dict__.get("_chain_budget_bytes") for n, m in modules.items()})
+
+    def restore(self, modules: dict[str, Any]) -> None:
+        for n, m in modules.items():
+            m.activation_checkpointing = self.flags.get(n, False)
+            m.activation_checkpointing_policy = self.policies.get(n)
+            m.__dict__["_chain_budget_bytes"] = self.chains.get(n)
+
+
 class AutoCheckpointPlan:
     """What :func:`auto_checkpoint` chose: ``modules`` (qualified names run as checkpoints),
-    ``peak_bytes`` (the measured peak of a step under the plan), ``plain_peak_bytes``,
-    ``budget_bytes``, ``report()`` and ``remove()`` (undo it).
+    ``policies`` (the selective policy of those that have one), ``chains``
+    (``nn.Sequential`` submodules whose layers run under the budget planner), ``peak_bytes``
+    (the measured peak of a step under the plan), ``plain_peak_bytes``, ``budget_bytes``,
+    ``step_seconds``, ``plain_step_seconds``, ``report()`` and ``remove()`` (undo it).
 
     Made by :func:`auto_checkpoint`, which has already applied it (the chosen modules'
-    ``activation_checkpointing`` is True); the constructor's arguments are that function's
-    measurements and are not meant to be built by hand.
+    ``activation_checkpointing`` is True and ``activation_checkpointing_policy`` set; a
+    chosen chain runs its layers through ``checkpoint_sequential(..., budget_bytes=)`` while
+    gradients are enabled); the constructor's arguments are that function's measurements
+    and are not meant to be built by hand.
 
     Parameters
     ----------
     model : nn.Module
         The planned model (kept as ``model``).
-    chosen : list of str
-        Qualified names of the submodules run as checkpoints (kept as ``modules``).
+    plan : object
+        The chosen checkpoints (name → policy or None) and chains (name → budget).
     peak : int
         Measured peak of a step under the plan, in bytes above what was live when it
         started (``peak_bytes``).
@@ -82,21 +115,37 @@ class AutoCheckpointPlan:
     measure : object
         Per-submodule measurements (bytes freed by checkpointing it, forward seconds), for
         :meth:`report`.
-    previous : dict of str to bool
-        Each module's ``activation_checkpointing`` before planning, for :meth:`remove`.
+    previous : object
+        Every module's checkpoint settings before planning, for :meth:`remove`.
     modules : dict of str to nn.Module
         The modules by qualified name (``""``: the model itself).
+    step_seconds : float
+        Median measured step time under the plan (``step_seconds``).
+    plain_step_seconds : float
+        The same without checkpointing (``plain_step_seconds``).
 
     Attributes
     ----------
     modules : list of str
         Qualified names of the submodules run as checkpoints.
+    policies : dict of str to str
+        For checkpointed modules with a selective policy: the policy's name
+        (``"dots_saveable"``); the others keep nothing.
+    chains : dict of str to int
+        Qualified names (``""``: the model itself) of the ``nn.Sequential`` chains run under
+        the budget planner, with the budget each is planned for.
     peak_bytes : int
         Measured peak of one step under the plan.
     plain_peak_bytes : int
         Measured peak of one step without checkpointing.
     budget_bytes : int
         The budget.
+    step_seconds, plain_step_seconds : float
+        Median of three measured steps under the plan and without checkpointing (the
+        candidates that fit are ranked by this).
+    candidates : list of tuple of (str, int, float)
+        Every candidate plan that fit: what it checkpoints, its measured peak and its
+        median step seconds, fastest first (the first is the plan).
 
     Raises
     ------
@@ -111,26 +160,32 @@ class AutoCheckpointPlan:
     >>> plan = remat.auto_checkpoint(model, remat.randn(32, 64), budget_bytes=200_000)
     >>> plan.plain_peak_bytes > plan.budget_bytes >= plan.peak_bytes
     True
-    >>> sorted(plan.modules)
-    ['0', '1', '2', '3']
+    >>> bool(plan.modules or plan.chains)
+    True
     >>> plan.remove()
     """
 
-    def __init__(self, model: Any, chosen: list[str], peak: int, plain_peak: int,
-                 budget: int, measure: _Measure, previous: dict[str, bool],
-                 modules: dict[str, Any]) -> None:
+    def __init__(self, model: Any, plan: Any, peak: int, plain_peak: int, budget: int,
+                 measure: _Measure, previous: Any, modules: dict[str, Any],
+                 step_seconds: float, plain_step_seconds: float) -> None:
         self.model = model
-        self.modules = list(chosen)
+        self.modules = list(plan.checkpoints)
+        self.policies = {n: _policy_name(p) for n, p in plan.checkpoints.items()
+                         if p is not None}
+        self.chains = dict(plan.chains)
         self.peak_bytes = peak
         self.plain_peak_bytes = plain_peak
         self.budget_bytes = budget
+        self.step_seconds = step_seconds
+        self.plain_step_seconds = plain_step_seconds
+        self.candidates: list[tuple[str, int, float]] = []
         self._measure = measure
         self._previous = previous
         self._by_name = modules
         self._removed = False
 
     def remove(self) -> None:
-        """Restore every module's ``activation_checkpointing`` as it was before.
+        """Restore every module's checkpoint settings as they were before.
 
         Calling it again does nothing.
 
@@ -149,27 +204,26 @@ class AutoCheckpointPlan:
         >>> model = nn.Sequential(*[nn.Sequential(nn.Linear(64, 256), nn.GELU(),
         ...                                       nn.Linear(256, 64)) for _ in range(4)])
         >>> plan = remat.auto_checkpoint(model, remat.randn(32, 64), budget_bytes=200_000)
-        >>> [m.activation_checkpointing for m in model]
-        [True, True, True, True]
         >>> plan.remove()
         >>> [m.activation_checkpointing for m in model]
         [False, False, False, False]
         """
         if self._removed:
             return
-        for name, flag in self._previous.items():
-            self._by_name[name].activation_checkpointing = flag
+        self._previous.restore(self._by_name)
         self._removed = True
 
     def report(self) -> str:
         """A readable table: each measured submodule, what checkpointing it frees, its
-        forward time, and whether the plan checkpoints it; then the peaks.
+        forward time, and whether (and under which policy) the plan checkpoints it; then
+        the chains, the step times and the peaks.
 
         Returns
         -------
         str
-            One row per measured submodule (largest bytes freed first), then a line with
-            the budget, the plain peak and the peak under the plan.
+            One row per measured submodule (largest bytes freed first), then a line per
+            chain, the step times, and a line with the budget, the plain peak and the peak
+            under the plan.
 
         Raises
         ------
@@ -185,9 +239,9 @@ class AutoCheckpointPlan:
         >>> print(plan.report())
         module  bytes freed  forward ms  checkpointed
         ----------------------------------------------
-        0            65,536  ...  yes
+        0            65,536  ...
         ...
-        budget 200,000 B; plain peak 385,288 B; peak under the plan 188,680 B (0.49 of plain)
+        budget 200,000 B; plain peak 385,288 B; peak under the plan ... B (0... of plain)
         >>> plan.remove()
         """
         m = self._measure
@@ -197,32 +251,24 @@ class AutoCheckpointPlan:
                  "-" * (width + 40)]
         chosen = set(self.modules)
         for n in rows:
-            lines.append(f"{n:<{width}}  {m.kept[n]:>12,}  {m.seconds[n] * 1e3:>10.3f}  "
-                         f"{'yes' if n in chosen else ''}")
+            mark = ("yes" + (f" ({self.policies[n]})" if n in self.policies else "")
+                    if n in chosen else "")
+            lines.append(f"{n:<{width}}  {m.kept[n]:>12,}  {m.seconds[n] * 1e3:>10.3f}  {mark}")
         lines.append("-" * (width + 40))
+        for name, chain_budget in self.chains.items():
+            lines.append(f"chain {name or '(the model)'}: its layers run under "
+                         f"checkpoint_sequential(budget_bytes={chain_budget:,})")
+        lines.append(f"step {self.step_seconds * 1e3:.1f} ms under the plan, "
+                     f"{self.plain_step_seconds * 1e3:.1f} ms plain (medians of 3); "
+                     f"{len(self.candidates)} candidate plans fit")
         lines.append(f"budget {self.budget_bytes:,} B; plain peak {self.plain_peak_bytes:,} B; "
                      f"peak under the plan {self.peak_bytes:,} B "
                      f"({self.peak_bytes / max(self.plain_peak_bytes, 1):.2f} of plain)")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return (f"AutoCheckpointPlan(modules={self.modules!r}, peak_bytes={self.peak_bytes}, "
-                f"budget_bytes={self.budget_bytes})")
-
-
-def _step_peak(model: Any, inputs: tuple, loss_fn: Callable[[Any], Tensor],
-               params: list[Tensor]) -> int:
-    """Bytes one forward + backward allocates above what is live when it starts."""
-    gc.collect()
-    base = _remat.memory_allocated()
-    _remat.reset_peak_memory_stats()
-    loss_fn(model(*inputs)).backward()
-    gc.collect()
-    peak = _remat.max_memory_allocated() - base
-    for p in params:
-        if p.grad is not None:
-            p.grad.zero_()
-    return peak
+        return (f"AutoCheckpointPlan(modules={self.modules!r}, chains={self.chains!r}, "
+                f"peak_bytes={self.peak_bytes}, budget_bytes={self.budget_bytes})")
 
 
 def _measure(model: Any, inputs: tuple, loss_fn: Callable[[Any], Tensor],
@@ -254,19 +300,51 @@ def _overlaps(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
-def _greedy(model: Any, inputs: tuple, loss_fn: Callable[[Any], Tensor], params: list[Tensor],
-            measure: _Measure, order: list[str], everything: list[str], plain_peak: int,
-            budget: int, set_plan: Callable[[Iterable[str]], None]) -> tuple[int, list[str]]:
+class _Plan(NamedTuple):
+    """A candidate: checkpointed modules (name → policy, None: keep nothing) and chains
+    (name of an ``nn.Sequential`` → its budget for ``checkpoint_sequential``)."""
+
+    checkpoints: dict[str, Any]
+    chains: dict[str, int]
+
+    def key(self) -> tuple:
+        return (tuple(sorted((n, _policy_name(p)) for n, p in self.checkpoints.items())),
+                tuple(sorted(self.chains.items())))
+
+
+_NO_PLAN = _Plan({}, {})
+#: A step under the plan that is set: (peak bytes above the step's start, seconds).
+_Step = Callable[[], "tuple[int, float]"]
+
+
+def _describe(plan: _Plan) -> str:
+    """``blocks.0, blocks.1 (dots_saveable), chain blocks``: what a plan checkpoints."""
+    parts = [n + (f" ({_policy_name(p)})" if p is not None else "")
+             for n, p in plan.checkpoints.items()]
+    parts += [f"chain {n or '(the model)'}" for n in plan.chains]
+    return ", ".join(parts) or "nothing"
+
+
+def _policy_name(policy: Any) -> str:
+    """``dots_saveable`` for the engine's policies (``<checkpoint policy dots_saveable>``)."""
+    if policy is None:
+        return ""
+    text = getattr(policy, "__name__", None) or repr(policy)
+    return text.removeprefix("<checkpoint policy ").removesuffix(">")
+
+
+def _greedy(step: _Step, measure: _Measure, order: list[str], everything: list[str],
+            plain_peak: int, budget: int,
+            set_plan: Callable[[_Plan], None]) -> tuple[int, _Plan]:
     """Take candidates from ``order`` (never one inside another) until the modelled peak
     (plain, less what is not kept, plus the largest replay) fits, measure a step under them,
     and go on while the measured peak does not fit. When every candidate is taken and the
     peak still does not fit, nest: modules inside the chosen ones (from ``everything``, best
     first, in batches of 1, 2, 4, ...) become checkpoints too, so a chosen module's replay
-    keeps less. Returns the smallest measured peak and the modules that reached it (the plain
-    peak and nothing when no candidate helps)."""
+    keeps less. Returns the smallest measured peak and the plan that reached it."""
     chosen: list[str] = []
     peak = plain_peak
-    best = (plain_peak, list(chosen))
+    best = (plain_peak, _NO_PLAN)
     pending = list(order)
     while peak > budget and pending:
         predicted = peak
@@ -278,10 +356,11 @@ def _greedy(model: Any, inputs: tuple, loss_fn: Callable[[Any], Tensor], params:
             freed = sum(measure.kept[c] for c in chosen)
             replay = max(measure.kept[c] for c in chosen)
             predicted = plain_peak - freed + replay
-        set_plan(chosen)
-        peak = _step_peak(model, inputs, loss_fn, params)
+        plan = _Plan(dict.fromkeys(chosen), {})
+        set_plan(plan)
+        peak = step()[0]
         if peak < best[0]:
-            best = (peak, list(chosen))
+            best = (peak, plan)
     inner = [n for n in everything if any(n.startswith(c + ".") for c in chosen)]
     nested: list[str] = []
     batch = 1
@@ -293,33 +372,105 @@ def _greedy(model: Any, inputs: tuple, loss_fn: Callable[[Any], Tensor], params:
                 nested.append(n)
                 taken += 1
         batch *= 2
-        set_plan(chosen + nested)
-        peak = _step_peak(model, inputs, loss_fn, params)
+        plan = _Plan(dict.fromkeys(chosen + nested), {})
+        set_plan(plan)
+        peak = step()[0]
         if peak < best[0]:
-            best = (peak, chosen + nested)
+            best = (peak, plan)
+    return best
+
+
+def _selective(step: _Step, measure: _Measure, level: list[str], plain_peak: int,
+               budget: int, set_plan: Callable[[_Plan], None]) -> tuple[int, _Plan] | None:
+    """Every module of ``level`` (one depth of the tree, best first) as a checkpoint under
+    ``dots_saveable``; while the measured peak does not fit, promote modules (best first) to
+    full checkpoints, as many at a time as the measured bytes predict. Returns the smallest
+    measured peak and its plan, or None when the policy frees nothing."""
+    from .checkpoint_policies import dots_saveable
+
+    plan = _Plan(dict.fromkeys(level, dots_saveable), {})
+    set_plan(plan)
+    peak = step()[0]
+    if peak >= plain_peak:
+        return None
+    # What the policy frees per module, on average; a full checkpoint frees `kept`.
+    dots_freed = (plain_peak - peak) // len(level)
+    best = (peak, plan)
+    pending = list(level)
+    full: list[str] = []
+    while peak > budget and pending:
+        predicted = peak
+        while pending and predicted > budget:
+            n = pending.pop(0)
+            full.append(n)
+            predicted -= max(measure.kept[n] - dots_freed, 0)
+        plan = _Plan({n: (None if n in full else dots_saveable) for n in level}, {})
+        set_plan(plan)
+        peak = step()[0]
+        if peak < best[0]:
+            best = (peak, plan)
+    return best
+
+
+def _no_schedule_fits(e: ValueError) -> bool:
+    """Whether ``e`` is the budget planner's "no schedule fits" (not the model's own error)."""
+    return str(e).startswith("checkpoint_sequential") and "fits budget_bytes=" in str(e)
+
+
+def _plan_chain(name: str, step: _Step, budget: int,
+                set_plan: Callable[[_Plan], None]) -> tuple[int, _Plan] | None:
+    """Run the Sequential ``name`` under ``checkpoint_sequential``'s budget planner, with the
+    chain's own budget lowered after each measured overshoot of the step's (by the overshoot,
+    doubled at every try, at most six tries) until the step fits. Returns the smallest
+    measured peak and its plan, or None when the planner finds no schedule at all."""
+    best: tuple[int, _Plan] | None = None
+    chain_budget, cut = budget, 0
+    for _ in range(6):
+        plan = _Plan({}, {name: chain_budget})
+        set_plan(plan)
+        try:
+            step()  # the first step under a new budget plans (it measures the layers once)
+            peak = step()[0]
+        except ValueError as e:
+            if not _no_schedule_fits(e):
+                raise
+            break
+        if best is None or peak < best[0]:
+            best = (peak, plan)
+        if peak <= budget:
+            break
+        cut = max(2 * cut, peak - budget)
+        chain_budget -= cut
+        if chain_budget <= 0:
+            break
     return best
 
 
 def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
                     loss_fn: Callable[[Any], Tensor] | None = None) -> AutoCheckpointPlan:
-    """Choose which submodules of ``model`` run as checkpoints so that a training step on
-    inputs like ``example_inputs`` peaks at most ``budget_bytes`` above what is live when it
-    starts (``max_memory_allocated() - memory_allocated()`` around forward + backward), at
-    the least recompute.
+    """Choose which submodules of ``model`` run as checkpoints, and with which policy, so that
+    a training step on inputs like ``example_inputs`` peaks at most ``budget_bytes`` above
+    what is live when it starts (``max_memory_allocated() - memory_allocated()`` around
+    forward + backward), in the least time.
 
     One step is measured per submodule call (bytes it leaves alive beyond its outputs, and
-    its forward time); candidate plans are chosen greedily by bytes freed per second of
-    recompute, one search per depth of the module tree and one over all modules, and each
-    candidate is *measured* with a real step, so ``peak_bytes`` is a real figure. The plan
-    that fits with the least forward time replayed wins and is applied by setting the
-    submodules' ``activation_checkpointing`` flags (nested modules too, when even every
-    coarse module is not enough). The measuring steps leave parameters' ``.grad`` as they
-    were; they draw random numbers (dropout) from the global generator.
+    its forward time). Candidate plans come from several searches: whole modules, greedily
+    by bytes freed per second of recompute (one search per depth of the module tree and one
+    over all modules; nested modules too when even every coarse module is not enough); per
+    depth, every module under ``dots_saveable`` with some promoted to full checkpoints; and
+    each ``nn.Sequential`` chain holding at least the bytes to shed run under
+    ``checkpoint_sequential``'s budget planner. Every candidate is *measured* with a real
+    step, so ``peak_bytes`` is a real figure; of those that fit, the one with the least
+    measured step time wins and is applied (``activation_checkpointing`` and
+    ``activation_checkpointing_policy`` of the chosen modules; a chosen chain runs its layers
+    through the planner while gradients are enabled, re-planning for a new input shape). The
+    measuring steps leave parameters' ``.grad`` as they were; they draw random numbers
+    (dropout) from the global generator.
 
     Parameters
     ----------
     model : nn.Module
-        The model; its submodules' ``activation_checkpointing`` flags are set.
+        The model; its submodules' checkpoint settings are set.
     *example_inputs : Any
         The positional inputs of one step (the batch size matters).
     budget_bytes : int
@@ -331,15 +482,14 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
     Returns
     -------
     AutoCheckpointPlan
-        The applied plan: ``modules``, ``peak_bytes`` measured under it,
-        ``plain_peak_bytes``, ``report()``, ``remove()``.
+        The applied plan: ``modules``, ``policies``, ``chains``, ``peak_bytes`` measured
+        under it, ``plain_peak_bytes``, ``step_seconds``, ``report()``, ``remove()``.
 
     Raises
     ------
     ValueError
-        When ``budget_bytes`` is not a positive int, or when even checkpointing every
-        candidate does not fit (the message states the smallest peak reached); the flags
-        are then restored as they were.
+        When ``budget_bytes`` is not a positive int, or when no candidate fits (the message
+        states the smallest peak reached); the settings are then restored as they were.
     TypeError
         When ``loss_fn`` is not given and the model returns no floating-point tensor.
 
@@ -352,82 +502,116 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
     >>> plan = remat.auto_checkpoint(model, x, budget_bytes=200_000)
     >>> plan.plain_peak_bytes > 200_000 >= plan.peak_bytes
     True
-    >>> sorted(plan.modules)
-    ['0', '1', '2', '3']
-    >>> model[0].activation_checkpointing
+
+    The budget holds for a training step under the plan (the budget is a steady state's:
+    measured after a first step, which allocates the gradients):
+
+    >>> model(x).mean().backward()
+    >>> remat.reset_peak_memory_stats()
+    >>> base = remat.memory_allocated()
+    >>> model(x).mean().backward()
+    >>> remat.max_memory_allocated() - base <= 200_000
     True
-
-    The budget holds for a real step under the plan:
-
-    >>> loss = model(x).mean()
-    >>> loss.backward()
     >>> plan.remove()
-    >>> model[0].activation_checkpointing
+    >>> any(m.activation_checkpointing for m in model.modules())
     False
     """
     if not isinstance(budget_bytes, int) or isinstance(budget_bytes, bool) or budget_bytes <= 0:
         raise ValueError(f"auto_checkpoint: budget_bytes must be a positive int, "
                          f"got {budget_bytes!r}")
+    from .nn import Sequential  # here: remat.nn imports remat
+
     loss_fn = _default_loss if loss_fn is None else loss_fn
-    by_name = {n: mod for n, mod in model.named_modules() if n}
-    previous = {n: bool(mod.activation_checkpointing) for n, mod in by_name.items()}
-    previous[""] = bool(model.activation_checkpointing)
-    by_name_all = dict(by_name, **{"": model})
+    by_name_all = dict(model.named_modules())
+    by_name = {n: mod for n, mod in by_name_all.items() if n}
+    previous = _Settings.of(by_name_all)
     params = list(model.parameters())
     original_grads = [p.grad for p in params]
 
-    def set_plan(names: Iterable[str]) -> None:
-        wanted = set(names)
+    def set_plan(plan: _Plan) -> None:
         for n, mod in by_name_all.items():
-            mod.activation_checkpointing = n in wanted
+            mod.activation_checkpointing = n in plan.checkpoints
+            mod.activation_checkpointing_policy = plan.checkpoints.get(n)
+            mod.__dict__["_chain_budget_bytes"] = plan.chains.get(n)
+
+    def step() -> tuple[int, float]:
+        gc.collect()
+        base = _remat.memory_allocated()
+        _remat.reset_peak_memory_stats()
+        t0 = time.perf_counter()
+        loss_fn(model(*example_inputs)).backward()
+        seconds = time.perf_counter() - t0
+        gc.collect()
+        peak = _remat.max_memory_allocated() - base
+        for p in params:
+            if p.grad is not None:
+                p.grad.zero_()
+        return peak, seconds
+
+    def timed(plan: _Plan) -> float:
+        """Median seconds of three steps under ``plan``."""
+        set_plan(plan)
+        return sorted(step()[1] for _ in range(3))[1]
 
     try:
         # A steady-state step: gradients exist before it (as after a first step).
         for p in params:
             p.grad = _remat.zeros_like(p)
-        set_plan(())
+        set_plan(_NO_PLAN)
         measure = _measure(model, example_inputs, loss_fn, by_name)
         for p in params:
             p.grad.zero_()
-        plain_peak = _step_peak(model, example_inputs, loss_fn, params)
-        # Bytes freed per second of recompute, largest first; modules that free nothing
-        # (a Linear keeps only its input, which is not its own) are no candidates.
-        order = sorted((n for n in measure.kept if measure.kept[n] > 0),
-                       key=lambda n: -measure.kept[n] / max(measure.seconds[n], 1e-9))
-        # One greedy search per depth of the module tree (whole blocks, their parts, ...),
-        # and one over every module: fine modules free the most per second but keep their
-        # inputs, so only coarser ones may reach a small budget. The cheapest plan that fits
-        # wins (least measured forward time replayed).
-        depths = sorted({n.count(".") for n in order})
-        searches = [[n for n in order if n.count(".") == d] for d in depths]
-        if len(searches) > 1:
-            searches.append(order)
-        # A plain step that fits needs no checkpoint (and no recompute): an empty plan.
-        best_fit: tuple[float, int, list[str]] | None = (
-            (0.0, plain_peak, []) if plain_peak <= budget_bytes else None)
-        smallest: tuple[int, list[str]] = (plain_peak, [])
-        for candidates in searches:
-            peak, chosen = _greedy(model, example_inputs, loss_fn, params, measure,
-                                   candidates, order, plain_peak, budget_bytes, set_plan)
-            if peak < smallest[0]:
-                smallest = (peak, chosen)
-            if peak <= budget_bytes:
-                cost = sum(measure.seconds[c] for c in chosen)
-                if best_fit is None or cost < best_fit[0]:
-                    best_fit = (cost, peak, chosen)
-        if best_fit is None:
-            set_plan(n for n, flag in previous.items() if flag)
+        plain_peak = step()[0]
+        found: list[tuple[int, _Plan]] = []
+        if plain_peak > budget_bytes:
+            # Bytes freed per second of recompute, largest first; modules that free nothing
+            # (a Linear keeps only its input, which is not its own) are no candidates.
+            order = sorted((n for n in measure.kept if measure.kept[n] > 0),
+                           key=lambda n: -measure.kept[n] / max(measure.seconds[n], 1e-9))
+            depths = sorted({n.count(".") for n in order})
+            levels = [[n for n in order if n.count(".") == d] for d in depths]
+            searches = levels + [order] if len(levels) > 1 else levels
+            for candidates in searches:
+                found.append(_greedy(step, measure, candidates, order, plain_peak,
+                                     budget_bytes, set_plan))
+            # Selective policies pay where a module mixes matmuls with cheap ops: modules
+            # that have submodules (a block, an MLP), not leaves.
+            for level in levels:
+                if any(next(by_name[n].children(), None) is not None for n in level):
+                    got = _selective(step, measure, level, plain_peak, budget_bytes,
+                                     set_plan)
+                    if got is not None:
+                        found.append(got)
+            # A chain that keeps at least what must be shed may run under the planner.
+            for name, mod in by_name_all.items():
+                if (isinstance(mod, Sequential) and len(mod) > 1
+                        and (name == "" or measure.kept.get(name, 0)
+                             >= plain_peak - budget_bytes)):
+                    got = _plan_chain(name, step, budget_bytes, set_plan)
+                    if got is not None:
+                        found.append(got)
+        fits = {plan.key(): (peak, plan) for peak, plan in found if peak <= budget_bytes}
+        if plain_peak <= budget_bytes:
+            fits = {_NO_PLAN.key(): (plain_peak, _NO_PLAN)}
+        if not fits:
+            peak, plan = min(found, key=lambda f: f[0], default=(plain_peak, _NO_PLAN))
+            what = _describe(plan)
             raise ValueError(
                 f"auto_checkpoint: no choice of submodules fits budget_bytes={budget_bytes}; "
-                f"the smallest peak reached is {smallest[0]} bytes (checkpointing "
-                f"{', '.join(smallest[1]) or 'nothing'}; the plain step peaks at {plain_peak})")
-        _, peak, chosen = best_fit
-        set_plan(chosen)
+                f"the smallest peak reached is {peak} bytes (checkpointing {what}; the plain "
+                f"step peaks at {plain_peak})")
+        plain_seconds = timed(_NO_PLAN)
+        ranked = sorted(((timed(plan), peak, plan) for peak, plan in fits.values()),
+                        key=lambda r: (r[0], r[1]))
+        seconds, peak, plan = ranked[0]
+        set_plan(plan)
     except BaseException:
-        set_plan(n for n, flag in previous.items() if flag)
+        previous.restore(by_name_all)
         raise
     finally:
         for p, g in zip(params, original_grads):
             p.grad = g
-    return AutoCheckpointPlan(model, chosen, peak, plain_peak, budget_bytes, measure,
-                              previous, by_name_all)
+    result = AutoCheckpointPlan(model, plan, peak, plain_peak, budget_bytes, measure,
+                                previous, by_name_all, seconds, plain_seconds)
+    result.candidates = [(_describe(c), p, t) for t, p, c in ranked]
+    return result

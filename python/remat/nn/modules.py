@@ -2359,6 +2359,11 @@ class Sequential(Module):
         >>> net(remat.tensor([-1.0, 0.0]))
         tensor([0., 0.])
         """
+        # auto_checkpoint may plan this chain for a memory budget (runs of its layers as
+        # nested checkpoints); with gradients off there is nothing to plan.
+        budget = self.__dict__.get("_chain_budget_bytes")
+        if budget is not None and isinstance(x, Tensor) and remat.is_grad_enabled():
+            return remat.checkpoint_sequential(self, None, x, budget_bytes=budget)
         for m in self._modules.values():
             x = m(x)
         return x
