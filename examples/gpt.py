@@ -67,7 +67,8 @@ class GPT(nn.Module):
         super().__init__()
         self.tok = nn.Embedding(vocab, d)
         self.pos = nn.Embedding(context, d)
-        self.blocks = nn.ModuleList([Block(d, heads, dropout) for _ in range(layers)])
+        # A chain (nn.Sequential): checkpoint_sequential and auto_checkpoint can plan it.
+        self.blocks = nn.Sequential(*[Block(d, heads, dropout) for _ in range(layers)])
         self.ln = nn.LayerNorm(d)
         self.head = nn.Linear(d, vocab, bias=False)
         self.head.weight = self.tok.weight
@@ -78,9 +79,7 @@ class GPT(nn.Module):
 
     def forward(self, idx):
         x = self.tok(idx) + self.pos(remat.arange(idx.shape[1]))
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.ln(x))
+        return self.head(self.ln(self.blocks(x)))
 
 
 def batches(data: remat.Tensor, batch: int, context: int):

@@ -26,6 +26,7 @@ steps) wins.
 from __future__ import annotations
 
 import gc
+import re
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -421,8 +422,9 @@ def _plan_chain(name: str, step: _Step, budget: int,
                 set_plan: Callable[[_Plan], None]) -> tuple[int, _Plan] | None:
     """Run the Sequential ``name`` under ``checkpoint_sequential``'s budget planner, with the
     chain's own budget lowered after each measured overshoot of the step's (by the overshoot,
-    doubled at every try, at most six tries) until the step fits. Returns the smallest
-    measured peak and its plan, or None when the planner finds no schedule at all."""
+    doubled at every try, at most six tries) until the step fits; a budget below the chain's
+    least is replaced by that least once (to measure the smallest peak reachable). Returns
+    the smallest measured peak and its plan, or None when the planner finds no schedule."""
     best: tuple[int, _Plan] | None = None
     chain_budget, cut = budget, 0
     for _ in range(6):
@@ -434,7 +436,13 @@ def _plan_chain(name: str, step: _Step, budget: int,
         except ValueError as e:
             if not _no_schedule_fits(e):
                 raise
-            break
+            least = re.search(r"smallest budget that fits is budget_bytes=(\d+)", str(e))
+            if best is not None or least is None:
+                break
+            # Too small for the chain: measure its least budget once, so the error can
+            # state the smallest peak reachable.
+            chain_budget = int(least.group(1))
+            continue
         if best is None or peak < best[0]:
             best = (peak, plan)
         if peak <= budget:
