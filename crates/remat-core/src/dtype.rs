@@ -194,6 +194,13 @@ pub trait Element: Scalar + Float + num_traits::NumAssign + Default + fmt::Displ
     /// [`crate::fastmath::exp`] (within ~1 ulp for `self <= 88`, flushing results below
     /// `2^-126` to 0), so loops using it vectorise; float64: exactly `exp`.
     fn kernel_exp(self) -> Self;
+    /// `e^self` over the whole range (overflow to `inf`, subnormal results): float32 the
+    /// branch-free [`crate::fastmath::exp_full`] (within ~1 ulp), so elementwise loops using it
+    /// vectorise; float64 exactly `exp`.
+    fn fast_exp(self) -> Self;
+    /// `tanh(self)`: float32 the branch-free [`crate::fastmath::tanh`] (within 2 ulp), so
+    /// loops using it vectorise; float64 exactly `tanh`.
+    fn fast_tanh(self) -> Self;
 }
 
 impl Element for f32 {
@@ -205,6 +212,14 @@ impl Element for f32 {
     fn kernel_exp(self) -> Self {
         crate::fastmath::exp(self)
     }
+    #[inline(always)]
+    fn fast_exp(self) -> Self {
+        crate::fastmath::exp_full(self)
+    }
+    #[inline(always)]
+    fn fast_tanh(self) -> Self {
+        crate::fastmath::tanh(self)
+    }
 }
 
 impl Element for f64 {
@@ -215,5 +230,13 @@ impl Element for f64 {
     #[inline(always)]
     fn kernel_exp(self) -> Self {
         self.exp()
+    }
+    #[inline(always)]
+    fn fast_exp(self) -> Self {
+        self.exp()
+    }
+    #[inline(always)]
+    fn fast_tanh(self) -> Self {
+        self.tanh()
     }
 }

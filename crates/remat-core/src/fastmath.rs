@@ -99,6 +99,63 @@ pub fn exp(z: f32) -> f32 {
     p * f32::from_bits(biased << 23)
 }
 
+/// `e^z` over the whole `f32` range, branch-free: as [`exp`] (within 1.1 ulp of the
+/// polynomial), but overflowing to `inf` above about 88.72 and producing subnormal results
+/// down to `2^-149` (the scale `2^k` is applied as two normal halves, so only the final
+/// multiply rounds into the subnormal range). `-inf` gives 0, `inf` gives `inf`, NaN NaN.
+#[inline(always)]
+pub fn exp_full(z: f32) -> f32 {
+    // Beyond these the result is 0 or inf anyway; the clamp keeps k within [-150, 129].
+    let z = if z < -104.0 { -104.0 } else { z };
+    let z = if z > 89.0 { 89.0 } else { z };
+    let shifted = z * std::f32::consts::LOG2_E + ROUND_MAGIC;
+    let k = shifted - ROUND_MAGIC;
+    let r = z - k * LN2_HI - k * LN2_LO;
+    let p = 1.0 + r * (1.0 + r * horner(&E, r));
+    // 2^k = 2^k1 2^k2 with both halves normal (k1, k2 in [-75, 65]).
+    let k = (shifted.to_bits() as i32).wrapping_sub(ROUND_MAGIC.to_bits() as i32);
+    let k1 = k >> 1;
+    let k2 = k.wrapping_sub(k1);
+    let scale = |k: i32| f32::from_bits((k.wrapping_add(127) as u32) << 23);
+    p * scale(k1) * scale(k2)
+}
+
+/// `tanh(x) - x = x^3 T(x^2)` near 0: the Taylor series (degree 17 in `x`).
+const T: [f32; 8] = [
+    -0.333_333_34,
+    0.133_333_33,
+    -0.053_968_254,
+    0.021_869_488,
+    -0.008_863_236,
+    0.003_592_128,
+    -0.001_455_834_4,
+    5.900_274_5e-4,
+];
+
+/// `tanh(x)`, branch-free: `x + x^3 T(x^2)` below `|x| = 0.55`, else `±(1 - 2 / (e^2|x| + 1))`
+/// (exactly `±1` from `|x| = 9.1`, where `tanh` rounds to 1). `tanh(±0) = ±0`, NaN gives NaN.
+#[inline(always)]
+pub fn tanh(x: f32) -> f32 {
+    let a = f32::from_bits(x.to_bits() & 0x7fff_ffff);
+    let x2 = x * x;
+    // (x^3 T rounds to +0 for x = -0: keep the zero's sign.)
+    let small = if x == 0.0 {
+        x
+    } else {
+        x + x * x2 * horner(&T, x2)
+    };
+    let e = exp_full(2.0 * if a > 10.0 { 10.0 } else { a });
+    let big = 1.0 - 2.0 / (e + 1.0);
+    let big = f32::from_bits(big.to_bits() | (x.to_bits() & 0x8000_0000));
+    if a < 0.55 {
+        small
+    } else if a >= 0.55 {
+        big
+    } else {
+        x // NaN
+    }
+}
+
 /// The error function, within 1.12 ulp of the exact value (6.7e-8 absolute), branch-free.
 /// `erf(±0) = ±0`, `erf(±inf) = ±1`, NaN gives NaN.
 #[inline(always)]
@@ -256,5 +313,62 @@ mod tests {
         assert_eq!(exp(-1e30), 0.0);
         assert_eq!(exp(f32::NEG_INFINITY), 0.0);
         assert!(exp(f32::NAN).is_nan());
+    }
+
+    /// Largest error in ulps of `f` against the `f64` reference over `xs`.
+    fn worst_ulp(
+        f: impl Fn(f32) -> f32,
+        exact: impl Fn(f64) -> f64,
+        xs: impl Iterator<Item = f32>,
+    ) -> f64 {
+        let mut worst = 0.0f64;
+        for x in xs {
+            let want = exact(x as f64);
+            let got = f(x) as f64;
+            let w = want as f32;
+            if !w.is_finite() || w == 0.0 || w.is_subnormal() {
+                assert_eq!(got as f32, w, "x = {x}");
+                continue;
+            }
+            worst = worst.max((got - want).abs() / ulp(want));
+        }
+        worst
+    }
+
+    #[test]
+    fn exp_full_covers_the_whole_range() {
+        let xs = f32_range(-0.0, -87.0, 997).chain(f32_range(0.0, 88.7, 997));
+        let worst = worst_ulp(exp_full, f64::exp, xs);
+        assert!(worst <= 1.5, "exp_full: {worst} ulp");
+        assert_eq!(exp_full(89.0), f32::INFINITY);
+        assert_eq!(exp_full(f32::INFINITY), f32::INFINITY);
+        assert_eq!(exp_full(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_full(-200.0), 0.0);
+        assert!(exp_full(f32::NAN).is_nan());
+        assert_eq!(exp_full(0.0), 1.0);
+        // Subnormal results, within one subnormal step of the exact value.
+        for z in [-88.0f32, -95.5, -100.0, -103.0] {
+            let (got, want) = (exp_full(z) as f64, (z as f64).exp());
+            assert!(
+                (got - want).abs() <= 2f64.powi(-149),
+                "exp_full({z}) = {got}, {want}"
+            );
+        }
+        assert!(exp_full(88.72) < f32::INFINITY);
+    }
+
+    #[test]
+    fn tanh_within_two_ulp() {
+        let xs = f32_range(-0.0, -12.0, 499).chain(f32_range(0.0, 12.0, 499));
+        let worst = worst_ulp(tanh, f64::tanh, xs);
+        assert!(worst <= 2.0, "tanh: {worst} ulp");
+        let tiny = worst_ulp(tanh, f64::tanh, f32_range(1e-30, 1e-3, 4999));
+        assert!(tiny <= 1.0, "tanh near 0: {tiny} ulp");
+        assert_eq!(tanh(0.0).to_bits(), 0.0f32.to_bits());
+        assert_eq!(tanh(-0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(tanh(f32::INFINITY), 1.0);
+        assert_eq!(tanh(f32::NEG_INFINITY), -1.0);
+        assert_eq!(tanh(30.0), 1.0);
+        assert!(tanh(f32::NAN).is_nan());
     }
 }

@@ -421,9 +421,47 @@ pub fn zip_wide<T: Element, F: Fn(T, T) -> T + Sync + Copy>(
     out
 }
 
-/// `o[i] = f(s[i])`. On x86-64 CPUs with AVX2 the loop runs in a copy compiled for AVX2 (8
-/// `f32` lanes instead of the baseline's 4); no FMA is enabled, so results do not depend on
-/// which copy runs.
+/// The widest x86-64 vector extension the elementwise and row kernels are compiled for, as
+/// detected on this CPU and capped by the environment variable `REMAT_SIMD` (`baseline`,
+/// `avx2` or `avx512`; read once), so that the narrower copies can be measured and tested
+/// on a machine that has the wider ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SimdLevel {
+    /// The target's baseline (SSE2 on x86-64: 4 `f32` lanes).
+    Baseline,
+    /// AVX2 (8 `f32` lanes).
+    Avx2,
+    /// AVX-512F (16 `f32` lanes).
+    Avx512,
+}
+
+/// The [`SimdLevel`] the kernels dispatch to (detected once).
+pub fn simd_level() -> SimdLevel {
+    static LEVEL: std::sync::OnceLock<SimdLevel> = std::sync::OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        let detected = if std::is_x86_feature_detected!("avx512f") {
+            SimdLevel::Avx512
+        } else if std::is_x86_feature_detected!("avx2") {
+            SimdLevel::Avx2
+        } else {
+            SimdLevel::Baseline
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let detected = SimdLevel::Baseline;
+        let cap = match std::env::var("REMAT_SIMD").as_deref() {
+            Ok("baseline") => SimdLevel::Baseline,
+            Ok("avx2") => SimdLevel::Avx2,
+            _ => SimdLevel::Avx512,
+        };
+        detected.min(cap)
+    })
+}
+
+/// `o[i] = f(s[i])`. On x86-64 the loop runs in a copy compiled for the widest of AVX-512F
+/// (16 `f32` lanes) and AVX2 (8) that [`simd_level`] allows (the baseline's 4 otherwise).
+/// Rust never fuses a multiply and an add into an FMA, so results do not depend on which
+/// copy runs.
 #[inline(always)]
 pub fn map_slice<T: Copy, F: Fn(T) -> T>(s: &[T], o: &mut [T], f: F) {
     #[inline(always)]
@@ -435,25 +473,34 @@ pub fn map_slice<T: Copy, F: Fn(T) -> T>(s: &[T], o: &mut [T], f: F) {
     #[cfg(target_arch = "x86_64")]
     {
         /// # Safety
+        /// The CPU must support AVX-512F.
+        #[target_feature(enable = "avx512f")]
+        unsafe fn avx512<T: Copy, F: Fn(T) -> T>(s: &[T], o: &mut [T], f: F) {
+            body(s, o, f)
+        }
+        /// # Safety
         /// The CPU must support AVX2.
         #[target_feature(enable = "avx2")]
         unsafe fn avx2<T: Copy, F: Fn(T) -> T>(s: &[T], o: &mut [T], f: F) {
             body(s, o, f)
         }
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above).
-            return unsafe { avx2(s, o, f) };
+        match simd_level() {
+            // SAFETY: simd_level reports only what the CPU supports.
+            SimdLevel::Avx512 => return unsafe { avx512(s, o, f) },
+            // SAFETY: as above.
+            SimdLevel::Avx2 => return unsafe { avx2(s, o, f) },
+            SimdLevel::Baseline => {}
         }
     }
     body(s, o, f)
 }
 
-/// Define `fn $name<T: Bound>(args) -> R` that runs `$body(args)` in a copy compiled for AVX2
-/// where the CPU has it (the baseline copy otherwise), like [`map_slice`]: for row kernels
-/// whose loops should use 256-bit vectors. `$body` must be `#[inline(always)]`: a target
-/// feature reaches only code inlined into the function that enables it (a closure handed to
-/// such a function is not: measured 3-5x slower). No FMA is enabled, so the results do not
-/// depend on which copy runs.
+/// Define `fn $name<T: Bound>(args) -> R` that runs `$body(args)` in a copy compiled for the
+/// widest of AVX-512F and AVX2 that [`simd_level`] allows (the baseline copy otherwise), like
+/// [`map_slice`]: for row kernels whose loops should use wide vectors. `$body` must be
+/// `#[inline(always)]`: a target feature reaches only code inlined into the function that
+/// enables it. No FMA is ever formed from separate operations, so the results do not depend
+/// on which copy runs.
 macro_rules! avx2_twin {
     ($(#[$m:meta])* $vis:vis fn $name:ident<$T:ident: $B:path>($($a:ident: $t:ty),* $(,)?)
         $(-> $r:ty)? = $body:ident;) => {
@@ -462,14 +509,23 @@ macro_rules! avx2_twin {
             #[cfg(target_arch = "x86_64")]
             {
                 /// # Safety
+                /// The CPU must support AVX-512F.
+                #[target_feature(enable = "avx512f")]
+                unsafe fn avx512<$T: $B>($($a: $t),*) $(-> $r)? {
+                    $body($($a),*)
+                }
+                /// # Safety
                 /// The CPU must support AVX2.
                 #[target_feature(enable = "avx2")]
                 unsafe fn avx2<$T: $B>($($a: $t),*) $(-> $r)? {
                     $body($($a),*)
                 }
-                if std::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the CPU supports AVX2 (checked just above).
-                    return unsafe { avx2($($a),*) };
+                match $crate::cpu::simd_level() {
+                    // SAFETY: simd_level reports only what the CPU supports.
+                    $crate::cpu::SimdLevel::Avx512 => return unsafe { avx512($($a),*) },
+                    // SAFETY: as above.
+                    $crate::cpu::SimdLevel::Avx2 => return unsafe { avx2($($a),*) },
+                    $crate::cpu::SimdLevel::Baseline => {}
                 }
             }
             $body($($a),*)
@@ -490,14 +546,23 @@ pub fn zip_slice<T: Copy, F: Fn(T, T) -> T>(x: &[T], y: &[T], o: &mut [T], f: F)
     #[cfg(target_arch = "x86_64")]
     {
         /// # Safety
+        /// The CPU must support AVX-512F.
+        #[target_feature(enable = "avx512f")]
+        unsafe fn avx512<T: Copy, F: Fn(T, T) -> T>(x: &[T], y: &[T], o: &mut [T], f: F) {
+            body(x, y, o, f)
+        }
+        /// # Safety
         /// The CPU must support AVX2.
         #[target_feature(enable = "avx2")]
         unsafe fn avx2<T: Copy, F: Fn(T, T) -> T>(x: &[T], y: &[T], o: &mut [T], f: F) {
             body(x, y, o, f)
         }
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above).
-            return unsafe { avx2(x, y, o, f) };
+        match simd_level() {
+            // SAFETY: simd_level reports only what the CPU supports.
+            SimdLevel::Avx512 => return unsafe { avx512(x, y, o, f) },
+            // SAFETY: as above.
+            SimdLevel::Avx2 => return unsafe { avx2(x, y, o, f) },
+            SimdLevel::Baseline => {}
         }
     }
     body(x, y, o, f)

@@ -142,7 +142,7 @@ pub fn gelu_erf_grad<T: Element>(g: T, x: T) -> T {
 pub fn gelu_tanh<T: Element>(v: T) -> T {
     let (half, one) = (T::from_f64(0.5), T::from_f64(1.0));
     let u = T::from_f64(GELU_K) * (v + T::from_f64(GELU_C) * v * v * v);
-    half * v * (one + u.tanh())
+    half * v * (one + u.fast_tanh())
 }
 
 /// `g` times the tanh-GELU's derivative: with `u = k (x + c x^3)`, `t = tanh u`,
@@ -152,7 +152,7 @@ pub fn gelu_tanh_grad<T: Element>(g: T, x: T) -> T {
     let (half, one) = (T::from_f64(0.5), T::from_f64(1.0));
     let (k, c) = (T::from_f64(GELU_K), T::from_f64(GELU_C));
     let x2 = x * x;
-    let t = (k * (x + c * x2 * x)).tanh();
+    let t = (k * (x + c * x2 * x)).fast_tanh();
     let du = k * (one + T::from_f64(3.0) * c * x2);
     g * (half * (one + t) + half * x * (one - t * t) * du)
 }
@@ -188,6 +188,6 @@ pub fn round_half_even<T: Element>(x: T) -> T {
 #[inline(always)]
 pub fn silu_grad<T: Element>(g: T, x: T) -> T {
     let one = T::from_f64(1.0);
-    let s = one / (one + (-x).exp());
+    let s = one / (one + (-x).fast_exp());
     g * s * (one + x * (one - s))
 }

@@ -115,7 +115,7 @@ unary_table! {
     /// >>> remat.exp(x).sum().backward()
     /// >>> x.grad
     /// tensor([2.7182817, 7.389056 ])
-    Exp fn(exp) save(Output) cpu(|x, p| x.exp()) cuda("exp(x)") grad(|g, y, p| mul(g, y));
+    Exp fn(exp) save(Output) cpu(|x, p| x.fast_exp()) cuda("exp(x)") grad(|g, y, p| mul(g, y));
     /// Natural logarithm, elementwise.
     ///
     /// As in NumPy and PyTorch, no error for values out of the domain: ``log(0)`` is ``-inf``
@@ -287,7 +287,7 @@ unary_table! {
     /// --------
     /// >>> remat.tanh(remat.tensor([0.0, 1.0, -1.0]))
     /// tensor([ 0.       ,  0.7615942, -0.7615942])
-    Tanh fn(tanh) save(Output) cpu(|x, p| x.tanh()) cuda("tanh(x)")
+    Tanh fn(tanh) save(Output) cpu(|x, p| x.fast_tanh()) cuda("tanh(x)")
         grad(|g, y, p| binary(Binary::TanhBackward, g, y, 0.0));
     /// Logistic sigmoid ``1 / (1 + e^-x)``, elementwise.
     ///
@@ -321,7 +321,7 @@ unary_table! {
     /// tensor([0., 1.])
     // This form saturates cleanly at both ends.
     Sigmoid fn(sigmoid) save(Output)
-        cpu(|x, p| T::from_f64(1.0) / (T::from_f64(1.0) + (-x).exp()))
+        cpu(|x, p| T::from_f64(1.0) / (T::from_f64(1.0) + (-x).fast_exp()))
         cuda("T(1) / (T(1) + exp(-x))")
         grad(|g, y, p| binary(Binary::SigmoidBackward, g, y, 0.0));
     /// Rectified linear unit ``max(x, 0)``, elementwise.
@@ -717,7 +717,7 @@ unary_table! {
     /// >>> remat.silu(remat.tensor([0.0, 1.0, -1.0]))
     /// tensor([ 0.        ,  0.7310586 , -0.26894143])
     Silu fn(silu) save(Input)
-        cpu(|x, p| x / (T::from_f64(1.0) + (-x).exp()))
+        cpu(|x, p| x / (T::from_f64(1.0) + (-x).fast_exp()))
         cuda("x / (T(1) + exp(-x))")
         grad(|g, x, p| binary(Binary::SiluBackward, g, x, 0.0));
     /// softplus with `beta = 1` and threshold `p`: `x` above `p`, else `log(1 + e^x)`
@@ -729,7 +729,7 @@ unary_table! {
     /// softplus's derivative: `1` above the threshold `p`, else `sigmoid(x)`; its own
     /// derivative is `y (1 - y)` of its output `y` (0 above the threshold)
     SoftplusGrad "softplus_backward" save(Output)
-        cpu(|x, p| if x > p { T::from_f64(1.0) } else { T::from_f64(1.0) / (T::from_f64(1.0) + (-x).exp()) })
+        cpu(|x, p| if x > p { T::from_f64(1.0) } else { T::from_f64(1.0) / (T::from_f64(1.0) + (-x).fast_exp()) })
         cuda("x > p ? T(1) : T(1) / (T(1) + exp(-x))")
         grad(|g, y, p| binary(Binary::SigmoidBackward, g, y, 0.0));
     /// leaky ReLU: `x` above 0, else `p x` (`p`: the negative slope)
@@ -847,7 +847,7 @@ binary_table! {
         da(|g, a, b, p| binary(Binary::AbsBackward, g, b, 0.0));
     /// erf's backward `g 2/sqrt(pi) e^(-x^2)` (b: the input x)
     ErfBackward "erf_backward" save(Both)
-        cpu(|a, b, p| a * T::from_f64(FRAC_2_SQRT_PI) * (-(b * b)).exp())
+        cpu(|a, b, p| a * T::from_f64(FRAC_2_SQRT_PI) * (-(b * b)).fast_exp())
         cuda("a * T(FRAC_2_SQRT_PI) * exp(-(b * b))")
         da(|g, a, b, p| binary(Binary::ErfBackward, g, b, 0.0))
         db(|g, a, b, p| mul(&binary(Binary::ErfBackward, &mul(g, a)?, b, 0.0)?, &scale(b, -2.0)?));
@@ -878,7 +878,7 @@ binary_table! {
         db(|g, a, b, p| mul(&mul(g, a)?, &silu_second(b)?));
     /// softplus's backward: `g` above the threshold `p`, else `g sigmoid(x)` (b: the input x)
     SoftplusBackward "softplus_backward" save(Both)
-        cpu(|a, b, p| if b > p { a } else { a / (T::from_f64(1.0) + (-b).exp()) })
+        cpu(|a, b, p| if b > p { a } else { a / (T::from_f64(1.0) + (-b).fast_exp()) })
         cuda("b > p ? a : a / (T(1) + exp(-b))")
         da(|g, a, b, p| binary(Binary::SoftplusBackward, g, b, p))
         db(|g, a, b, p| binary(Binary::SigmoidBackward, &mul(g, a)?, &unary(Unary::SoftplusGrad, b, p)?, 0.0));
