@@ -39,6 +39,8 @@ pub use tensor::{extract_tensor, wrap, PyTensor};
 /// The extension module.
 #[pymodule]
 fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Before the first tensor: freed host buffers are reused, not faulted in afresh.
+    remat_core::cpu::host_alloc::retain_freed_memory();
     errors::register(m)?;
     dtype::register(m)?;
     m.add_class::<tensor::PyTensor>()?;

@@ -3,6 +3,7 @@
 //! kernels run on the rayon pool.
 
 pub mod erf;
+pub mod host_alloc;
 pub mod matmul;
 pub mod sum;
 
@@ -50,6 +51,8 @@ pub fn out_of_memory(bytes: usize) -> ! {
 /// An empty vector with room for `n` elements, or an out-of-memory unwind.
 #[inline]
 pub fn with_capacity<T>(n: usize) -> Vec<T> {
+    // Freed buffers are reused rather than faulted in afresh (once per process).
+    host_alloc::retain_freed_memory();
     let mut v = Vec::new();
     if v.try_reserve_exact(n).is_err() {
         out_of_memory(n.saturating_mul(std::mem::size_of::<T>()));

@@ -49,6 +49,83 @@ fn broadcast3(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<crate::layout::Di
         })
 }
 
+/// The contiguous elements of `t` when they repeat along the flat C-order output of
+/// `shape`: `t` is contiguous and its shape, leading ones dropped, is a trailing part of
+/// `shape` (the whole of it, a scalar, or e.g. an `(l, s)` mask under `(b, h, l, s)`
+/// scores). Element `i` of the broadcast `t` is then `slice[i % slice.len()]`.
+fn periodic<'a, T: Scalar>(t: &'a Tensor, shape: &[usize]) -> Option<&'a [T]> {
+    let dims = t.shape();
+    let first = dims.iter().position(|&d| d != 1).unwrap_or(dims.len());
+    let dims = &dims[first..];
+    let fits = dims.len() <= shape.len() && shape[shape.len() - dims.len()..] == *dims;
+    if !fits {
+        return None;
+    }
+    cpu::contiguous_slice::<T>(t.data()).filter(|s| !s.is_empty())
+}
+
+/// `where` without gathering: when a bool `cond`, `a` and `b` (already of one dtype) each
+/// repeat along the output (see [`periodic`]), e.g. a causal mask under attention scores
+/// with a scalar `-inf`, the output is one pass over running indices, split among threads.
+fn where_periodic(cond: &Tensor, a: &Tensor, b: &Tensor, shape: &[usize]) -> Option<Tensor> {
+    use rayon::prelude::*;
+    if cond.dtype() != crate::DType::Bool {
+        return None;
+    }
+    let c = periodic::<u8>(cond, shape)?;
+    let n: usize = shape.iter().product();
+    crate::dispatch_any!(a.dtype(), T => {
+        let (av, bv) = (periodic::<T>(a, shape)?, periodic::<T>(b, shape)?);
+        // Short periods (a scalar, one row) repeated to at least RUN elements, so that the
+        // loop below runs long stretches without wrapping.
+        let (c, av, bv) = (widen(c, n), widen(av, n), widen(bv, n));
+        let mut out = cpu::alloc::<T>(n);
+        let fill = |start: usize, o: &mut [T]| {
+            let (mut ic, mut ia, mut ib) = (start % c.len(), start % av.len(), start % bv.len());
+            let mut done = 0;
+            while done < o.len() {
+                let run = (o.len() - done)
+                    .min(c.len() - ic)
+                    .min(av.len() - ia)
+                    .min(bv.len() - ib);
+                for ((o, &k), (&x, &y)) in o[done..done + run]
+                    .iter_mut()
+                    .zip(&c[ic..ic + run])
+                    .zip(av[ia..ia + run].iter().zip(&bv[ib..ib + run]))
+                {
+                    *o = if k != 0 { x } else { y };
+                }
+                done += run;
+                (ic, ia, ib) = ((ic + run) % c.len(), (ia + run) % av.len(), (ib + run) % bv.len());
+            }
+        };
+        const CHUNK: usize = 1 << 14;
+        if n >= cpu::PAR_MIN {
+            crate::parallel::install(|| {
+                out.par_chunks_mut(CHUNK)
+                    .enumerate()
+                    .for_each(|(k, o)| fill(k * CHUNK, o))
+            });
+        } else {
+            fill(0, &mut out);
+        }
+        Some(from_vec(out, shape))
+    })
+}
+
+/// `p` repeated whole until it holds at least `RUN` elements (or the output's `n`), so a
+/// periodic operand's stretches between wraps are long; longer periods are borrowed as
+/// they are.
+fn widen<T: Copy>(p: &[T], n: usize) -> std::borrow::Cow<'_, [T]> {
+    const RUN: usize = 4096;
+    let want = RUN.min(n);
+    if p.len() >= want {
+        return std::borrow::Cow::Borrowed(p);
+    }
+    let copies = want.div_ceil(p.len());
+    std::borrow::Cow::Owned(p.repeat(copies))
+}
+
 struct WhereOp;
 
 impl Op for WhereOp {
@@ -63,6 +140,9 @@ impl Op for WhereOp {
         let shape = broadcast3(cond, a, b)?;
         let dt = a.dtype().promote(b.dtype());
         let (a, b) = (cast(a, dt)?, cast(b, dt)?);
+        if let Some(out) = where_periodic(cond, &a, &b, &shape) {
+            return Ok(out);
+        }
         let m = mask(cond, &shape)?;
         Ok(crate::dispatch_any!(dt, T => {
             let (av, bv) = (gather_as::<T>(&a, &shape)?, gather_as::<T>(&b, &shape)?);
