@@ -10,7 +10,8 @@ backward, SGD update) of a 64-layer ReLU MLP of width 512 at batch 2048, plain a
 8-segment ``checkpoint_sequential``, with the peak memory of each step.
 
 ``--workloads softmax,einsum`` runs only the workloads whose names start with one of the given
-prefixes (``overhead``, ``matmul``, ``softmax``, ``layer_norm``, ``einsum``, ``mlp``).
+prefixes (``overhead``, ``matmul``, ``softmax``, ``layer_norm``, ``einsum``, ``conv2d``,
+``embedding``, ``gelu``, ``tanh``, ``sdpa``, ``mlp``).
 
 Every measurement runs in a fresh subprocess (one library per process, so neither library's
 thread pool or allocator disturbs the other), with the same thread count for both:
@@ -209,6 +210,31 @@ def work_op(lib: _Lib, runs: int, name: str) -> dict:
             for p in (x, w, bias):
                 p.grad = None
             fwd().backward(g)
+
+        return {"ms": _time_ms(step, runs)}
+    if name == "gelu":
+        x, g = randn(SOFTMAX_SHAPE, True), randn(SOFTMAX_SHAPE)
+        gelu = m.nn.functional.gelu
+
+        def step():
+            x.grad = None
+            gelu(x).backward(g)
+
+        return {"ms": _time_ms(step, runs)}
+    if name == "tanh":
+        x = randn(SOFTMAX_SHAPE)
+        with lib.no_grad():
+            return {"ms": _time_ms(lambda: m.tanh(x), runs)}
+    if name == "sdpa":
+        b, h, t, d = ATTENTION
+        q, k, v = (randn((b, h, t, d), True) for _ in range(3))
+        g = randn((b, h, t, d))
+        sdpa = m.nn.functional.scaled_dot_product_attention
+
+        def step():
+            for p in (q, k, v):
+                p.grad = None
+            sdpa(q, k, v, is_causal=True).backward(g)
 
         return {"ms": _time_ms(step, runs)}
     if name == "conv2d":
@@ -448,7 +474,7 @@ def main() -> None:
     # Runs per subprocess: with the default 5 rounds every figure is a median of >= 5 runs.
     plan = [("overhead", 1)] + [(f"matmul:{s}", 3) for s in MATMUL_SIZES]
     plan += [("op:softmax", 3), ("op:layer_norm", 3), ("op:einsum", 3), ("op:conv2d", 3)]
-    plan += [("op:embedding", 3)]
+    plan += [("op:embedding", 3), ("op:gelu", 3), ("op:tanh", 3), ("op:sdpa", 3)]
     plan += [("mlp:plain", 1), ("mlp:ckpt", 1)]
     prefixes = [p for p in args.workloads.split(",") if p]
     if prefixes:
@@ -475,7 +501,9 @@ def main() -> None:
         f"- ops (float32, ms per call): softmax over the last axis of {SOFTMAX_SHAPE}; "
         f"layer_norm forward+backward on {LAYER_NORM_SHAPE} with weight and bias; "
         "einsum 'bhqd,bhkd->bhqk' at B={}, H={}, T={}, D={}; ".format(*ATTENTION)
-        + "conv2d and embedding: every input that has a gradient requires it",
+        + f"gelu forward+backward and tanh on {SOFTMAX_SHAPE}; causal scaled_dot_product_"
+        "attention forward+backward at the einsum's sizes; conv2d, embedding, gelu and sdpa: "
+        "every input that has a gradient requires it",
         "- peak memory of a step above the step's start, gradients pre-allocated: remat from "
         "its byte counters; RSS growth = ru_maxrss after the step minus before "
         "(peak reset through /proc/self/clear_refs"
@@ -518,6 +546,10 @@ def main() -> None:
     for s in MATMUL_SIZES:
         row(f"matmul {s}×{s} float32", "GFLOP/s", "gflops", f"matmul:{s}", gf)
     row(f"softmax {SOFTMAX_SHAPE}, last axis", "ms", "ms", "op:softmax", ms2)
+    row(f"gelu {SOFTMAX_SHAPE} forward+backward", "ms", "ms", "op:gelu", ms2)
+    row(f"tanh {SOFTMAX_SHAPE}", "ms", "ms", "op:tanh", ms2)
+    row("causal scaled_dot_product_attention B={} H={} T={} D={} forward+backward".format(
+        *ATTENTION), "ms", "ms", "op:sdpa", ms2)
     row(f"layer_norm {LAYER_NORM_SHAPE} forward+backward", "ms", "ms", "op:layer_norm", ms2)
     b, h, t, d = ATTENTION
     row(f"einsum 'bhqd,bhkd->bhqk' B={b} H={h} T={t} D={d}", "ms", "ms", "op:einsum", ms2)
