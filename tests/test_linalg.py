@@ -285,3 +285,11 @@ def test_addmm_scalings_and_methods():
     assert np.array_equal(remat.mm(t64(a), t64(b)).numpy(), t64(a).mm(t64(b)).numpy())
     # mm is matmul's GEMM: bit-identical.
     assert np.array_equal(remat.mm(t64(a), t64(b)).numpy(), (t64(a) @ t64(b)).numpy())
+
+
+def test_integer_products_are_refused_under_their_own_name():
+    a = remat.tensor([[1, 2]])
+    with pytest.raises(remat.DTypeError, match=r"^mm: expected float32 or float64"):
+        remat.mm(a, remat.tensor([[1], [2]]))
+    with pytest.raises(remat.DTypeError, match=r"^bmm: expected float32 or float64"):
+        remat.bmm(a[None], remat.tensor([[[1], [2]]]))

@@ -204,6 +204,10 @@ def test_constructor_errors_name_class_and_argument(make, words):
 def test_forward_errors_name_the_op_and_shapes():
     with pytest.raises(remat.ShapeError, match=r"conv2d.*\(1, 3, 5, 5\)"):
         nn.Conv2d(2, 4, 3)(remat.randn(1, 3, 5, 5))
+    # A weight of another rank: the error names the convolution called, not another one.
+    for w in (remat.randn(4, 3, 3), remat.randn(4, 3, 3, 3, 3)):
+        with pytest.raises(remat.ShapeError, match=r"^conv2d: expected a 4-D weight"):
+            remat.nn.functional.conv2d(remat.randn(1, 3, 8, 8), w)
     with pytest.raises(remat.ShapeError, match="group_norm"):
         nn.GroupNorm(2, 4)(remat.randn(2, 6, 3))
     with pytest.raises(remat.ShapeError, match="MultiheadAttention"):

@@ -170,6 +170,21 @@ fn avg_pool_and_pad_gradients() {
 }
 
 #[test]
+fn a_weight_of_another_rank_is_an_error_naming_the_convolution_called() {
+    let x = det(&[1, 3, 8, 8], 16);
+    for w in [det(&[4, 3, 3], 17), det(&[4, 3, 3, 3, 3], 18)] {
+        let e =
+            ops::conv_nd(2, &x, &w, None, &[1, 1], &ConvPadding::Valid, &[1, 1], 1).unwrap_err();
+        assert!(matches!(e, Error::Shape { .. }));
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("conv2d") && msg.contains("4-D weight") && msg.contains("(1, 3, 8, 8)"),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
 fn bad_inputs_are_errors_naming_op_and_shapes() {
     let x = det(&[1, 3, 4, 4], 14);
     let e = ops::conv(

@@ -71,7 +71,8 @@ fn conv_nd(
         )));
     }
     run(py, heavy(&[&x, &w]), || {
-        ops::conv(
+        ops::conv_nd(
+            rank,
             &x,
             &w,
             b.as_ref(),

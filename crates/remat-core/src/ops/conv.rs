@@ -195,6 +195,36 @@ fn same_padding(kernel: &[usize], dilation: &[usize]) -> (Dims, Vec<usize>) {
     (left, extra)
 }
 
+/// [`conv`] as PyTorch's `conv{rank}d`: the weight must have `rank + 2` dims (a weight of
+/// another rank would otherwise be taken for another convolution and the error would name
+/// that one).
+#[allow(clippy::too_many_arguments)]
+pub fn conv_nd(
+    rank: usize,
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[usize],
+    padding: &ConvPadding,
+    dilation: &[usize],
+    groups: usize,
+) -> Result<Tensor> {
+    if weight.ndim() != rank + 2 {
+        return Err(Error::shape(
+            conv_name(rank + 2),
+            format!(
+                "expected a {}-D weight (out_channels, in_channels/groups, {} kernel sizes), got \
+                 weight of shape {} (input {})",
+                rank + 2,
+                rank,
+                fmt_shape(weight.shape()),
+                fmt_shape(x.shape())
+            ),
+        ));
+    }
+    conv(x, weight, bias, stride, padding, dilation, groups)
+}
+
 /// PyTorch's convolution: `x (N, C, *spatial)` or unbatched `(C, *spatial)`, `weight
 /// (O, C/groups, *kernel)`, optional `bias (O,)`; `stride`, `padding`, `dilation` one entry
 /// per spatial axis (1 to 3). Returns `(N, O, *out)` (or `(O, *out)` when unbatched).
