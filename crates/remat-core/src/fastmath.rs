@@ -76,27 +76,36 @@ fn horner<const N: usize>(c: &[f32; N], t: f32) -> f32 {
     r
 }
 
+/// `e^z = p 2^k` for a clamped `z`: `z = k ln 2 + r` with `k = round(z / ln 2)` and
+/// `|r| <= ln(2) / 2`, `p = e^r` by the polynomial; `k` read from the integer left in the
+/// low bits of `z / ln 2 + ROUND_MAGIC`. (For NaN, `k` is meaningless and `p` is NaN.)
+#[inline(always)]
+fn exp_reduced(z: f32) -> (f32, i32) {
+    let shifted = z * std::f32::consts::LOG2_E + ROUND_MAGIC;
+    let k = shifted - ROUND_MAGIC;
+    let r = z - k * LN2_HI - k * LN2_LO;
+    let p = 1.0 + r * (1.0 + r * horner(&E, r));
+    let k = (shifted.to_bits() as i32).wrapping_sub(ROUND_MAGIC.to_bits() as i32);
+    (p, k)
+}
+
+/// `2^k` for `k` in `[-127, 128]` as its bit pattern (`-127` gives 0, `128` gives `inf`).
+#[inline(always)]
+fn pow2(k: i32) -> f32 {
+    f32::from_bits((k.wrapping_add(127) as u32) << 23)
+}
+
 /// `e^z` for `z <= 88`, within 1.1 ulp, branch-free. Results below `2^-126` (from
 /// `z < -87.3`) may flush to zero; `-inf` gives 0 and NaN gives NaN. Arguments above 88
 /// saturate at `e^88` (no caller passes one: GELU's exponents are `<= 0`).
 #[inline(always)]
 pub fn exp(z: f32) -> f32 {
-    // Clamp with compares that keep NaN (`NaN < c` is false). At -88, k = -127 below, whose
+    // Clamp with compares that keep NaN (`NaN < c` is false). At -88, k = -127, whose
     // scale is the bit pattern 0: the result is exactly 0.
     let z = if z < -88.0 { -88.0 } else { z };
     let z = if z > 88.0 { 88.0 } else { z };
-    // z = k ln 2 + r, k = round(z / ln 2), |r| <= ln(2) / 2.
-    let shifted = z * std::f32::consts::LOG2_E + ROUND_MAGIC;
-    let k = shifted - ROUND_MAGIC;
-    let r = z - k * LN2_HI - k * LN2_LO;
-    let p = 1.0 + r * (1.0 + r * horner(&E, r));
-    // 2^k from the integer in `shifted`'s low bits: biased exponent k + 127, shifted into
-    // place. (Wrapping: for NaN the bits are meaningless and p is NaN anyway.)
-    let biased = shifted
-        .to_bits()
-        .wrapping_sub(ROUND_MAGIC.to_bits())
-        .wrapping_add(127);
-    p * f32::from_bits(biased << 23)
+    let (p, k) = exp_reduced(z);
+    p * pow2(k)
 }
 
 /// `e^z` over the whole `f32` range, branch-free: as [`exp`] (within 1.1 ulp of the
@@ -108,16 +117,10 @@ pub fn exp_full(z: f32) -> f32 {
     // Beyond these the result is 0 or inf anyway; the clamp keeps k within [-150, 129].
     let z = if z < -104.0 { -104.0 } else { z };
     let z = if z > 89.0 { 89.0 } else { z };
-    let shifted = z * std::f32::consts::LOG2_E + ROUND_MAGIC;
-    let k = shifted - ROUND_MAGIC;
-    let r = z - k * LN2_HI - k * LN2_LO;
-    let p = 1.0 + r * (1.0 + r * horner(&E, r));
+    let (p, k) = exp_reduced(z);
     // 2^k = 2^k1 2^k2 with both halves normal (k1, k2 in [-75, 65]).
-    let k = (shifted.to_bits() as i32).wrapping_sub(ROUND_MAGIC.to_bits() as i32);
     let k1 = k >> 1;
-    let k2 = k.wrapping_sub(k1);
-    let scale = |k: i32| f32::from_bits((k.wrapping_add(127) as u32) << 23);
-    p * scale(k1) * scale(k2)
+    p * pow2(k1) * pow2(k.wrapping_sub(k1))
 }
 
 /// `tanh(x) - x = x^3 T(x^2)` near 0: the Taylor series (degree 17 in `x`).

@@ -14,7 +14,7 @@
 //! unless `REMAT_HOST_ALLOCATOR=system` is set. The byte counters
 //! (`memory_allocated()`) are unaffected: they count live tensors, not what the allocator
 //! holds; the process's resident memory stays near its peak instead of shrinking between
-//! steps. [`release_free_memory`] hands what is free back to the system.
+//! steps.
 
 use std::sync::OnceLock;
 
@@ -47,34 +47,17 @@ fn apply() -> bool {
     false
 }
 
-/// Return the allocator's free memory to the system (glibc's `malloc_trim`); live tensors
-/// are untouched. Returns whether anything was released.
-pub fn release_free_memory() -> bool {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: malloc_trim only releases free memory.
-        unsafe { libc::malloc_trim(0) == 1 }
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        false
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn settings_apply_once_and_memory_can_be_released() {
+    fn settings_apply_once() {
         let first = retain_freed_memory();
         assert_eq!(retain_freed_memory(), first);
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         if std::env::var("REMAT_HOST_ALLOCATOR").as_deref() != Ok("system") {
             assert!(first);
         }
-        let v = vec![1u8; 8 << 20];
-        drop(v);
-        release_free_memory();
     }
 }
