@@ -42,15 +42,18 @@ def load(name: str):
 
 
 def settings(model: nn.Module) -> dict[str, tuple]:
-    """Every module's checkpoint settings (flag, policy, chain budget), to re-apply a plan."""
+    """Every module's checkpoint settings (flag, policy, chain budget, memory cap), to
+    re-apply a plan."""
     return {n: (m.activation_checkpointing, m.activation_checkpointing_policy,
-                m.__dict__.get("_chain_budget_bytes")) for n, m in model.named_modules()}
+                m.__dict__.get("_chain_budget_bytes"), m.__dict__.get("_memory_cap_bytes"))
+            for n, m in model.named_modules()}
 
 
 def apply(model: nn.Module, s: dict[str, tuple]) -> None:
     for n, m in model.named_modules():
-        m.activation_checkpointing, m.activation_checkpointing_policy, chain = s[n]
+        m.activation_checkpointing, m.activation_checkpointing_policy, chain, cap = s[n]
         m.__dict__["_chain_budget_bytes"] = chain
+        m.__dict__["_memory_cap_bytes"] = cap
 
 
 def step(loss: Callable[[], remat.Tensor]) -> tuple[float, int]:
@@ -89,6 +92,9 @@ def compare(title: str, model: nn.Module, blocks: nn.Sequential, inputs: tuple,
             continue
         configs[f"auto plain/{frac}"] = settings(model)
         plans[frac] = plan.candidates[0][0]
+        print(f"plain/{frac}: candidates (what, peak, median seconds): "
+              + "; ".join(f"{w} {p / plain:.2f}x {t * 1e3:.1f} ms" for w, p, t in plan.candidates),
+              flush=True)
         plan.remove()
     # Round-robin: one step of every configuration per round, so drifts of the machine's
     # speed hit them all alike; medians over the rounds.

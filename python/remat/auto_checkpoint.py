@@ -17,7 +17,12 @@ forward time. Candidate plans come from several searches, and each candidate is 
   checkpoints until the budget is met;
 - an ``nn.Sequential`` chain that holds at least the bytes to shed runs under
   ``checkpoint_sequential``'s budget planner (runs of its layers as nested checkpoints),
-  which reaches budgets whole modules cannot.
+  which reaches budgets whole modules cannot;
+- no static checkpoint at all: the step runs under a memory cap of the budget (dynamic
+  rematerialisation), which evicts the cheapest tensors to rebuild per byte (a LayerNorm's or
+  a GELU's output rather than a matmul's) and rebuilds them when the backward reads them.
+  The cap is set when the model's forward starts, relative to what is live then, and lifted
+  when the backward pass ends, so the optimizer's step and evaluation run without it.
 
 Of the candidates that fit, the one with the least measured step time (median of three
 steps) wins.
@@ -68,44 +73,50 @@ def _default_loss(out: Any) -> Tensor:
 
 
 class _Settings:
-    """Every module's checkpoint settings (flag, policy, chain budget), to restore them."""
+    """Every module's checkpoint settings (flag, policy, chain budget, memory cap), to
+    restore them."""
 
     def __init__(self, flags: dict[str, bool], policies: dict[str, Any],
-                 chains: dict[str, int | None]) -> None:
-        self.flags, self.policies, self.chains = flags, policies, chains
+                 chains: dict[str, int | None], caps: dict[str, int | None]) -> None:
+        self.flags, self.policies, self.chains, self.caps = flags, policies, chains, caps
 
     @staticmethod
     def of(modules: dict[str, Any]) -> _Settings:
         return _Settings({n: bool(m.activation_checkpointing) for n, m in modules.items()},
                          {n: m.activation_checkpointing_policy for n, m in modules.items()},
-                         {n: m.__dict__.get("_chain_budget_bytes") for n, m in modules.items()})
+                         {n: m.__dict__.get("_chain_budget_bytes") for n, m in modules.items()},
+                         {n: m.__dict__.get("_memory_cap_bytes") for n, m in modules.items()})
 
     def restore(self, modules: dict[str, Any]) -> None:
         for n, m in modules.items():
             m.activation_checkpointing = self.flags.get(n, False)
             m.activation_checkpointing_policy = self.policies.get(n)
             m.__dict__["_chain_budget_bytes"] = self.chains.get(n)
+            m.__dict__["_memory_cap_bytes"] = self.caps.get(n)
 
 
 class AutoCheckpointPlan:
     """What :func:`auto_checkpoint` chose: ``modules`` (qualified names run as checkpoints),
     ``policies`` (the selective policy of those that have one), ``chains``
-    (``nn.Sequential`` submodules whose layers run under the budget planner), ``peak_bytes``
+    (``nn.Sequential`` submodules whose layers run under the budget planner),
+    ``memory_cap_bytes`` (when the step runs under dynamic rematerialisation), ``peak_bytes``
     (the measured peak of a step under the plan), ``plain_peak_bytes``, ``budget_bytes``,
     ``step_seconds``, ``plain_step_seconds``, ``report()`` and ``remove()`` (undo it).
 
     Made by :func:`auto_checkpoint`, which has already applied it (the chosen modules'
     ``activation_checkpointing`` is True and ``activation_checkpointing_policy`` set; a
     chosen chain runs its layers through ``checkpoint_sequential(..., budget_bytes=)`` while
-    gradients are enabled); the constructor's arguments are that function's measurements
-    and are not meant to be built by hand.
+    gradients are enabled; with a memory cap, the model's forward sets it while gradients
+    are enabled, and the backward pass lifts it); the constructor's arguments are that
+    function's measurements and are not meant to be built by hand.
 
     Parameters
     ----------
     model : nn.Module
         The planned model (kept as ``model``).
     plan : object
-        The chosen checkpoints (name → policy or None) and chains (name → budget).
+        The chosen checkpoints (name → policy or None), chains (name → budget) and memory
+        cap (bytes or None).
     peak : int
         Measured peak of a step under the plan, in bytes above what was live when it
         started (``peak_bytes``).
@@ -135,6 +146,11 @@ class AutoCheckpointPlan:
     chains : dict of str to int
         Qualified names (``""``: the model itself) of the ``nn.Sequential`` chains run under
         the budget planner, with the budget each is planned for.
+    memory_cap_bytes : int or None
+        When the plan is dynamic rematerialisation: the cap, in bytes above what is live
+        when the model's forward starts, under which each step runs (from that forward to the
+        end of its backward pass; softly: what cannot be evicted goes over it). None
+        otherwise.
     peak_bytes : int
         Measured peak of one step under the plan.
     plain_peak_bytes : int
@@ -174,6 +190,7 @@ class AutoCheckpointPlan:
         self.policies = {n: _policy_name(p) for n, p in plan.checkpoints.items()
                          if p is not None}
         self.chains = dict(plan.chains)
+        self.memory_cap_bytes = plan.cap
         self.peak_bytes = peak
         self.plain_peak_bytes = plain_peak
         self.budget_bytes = budget
@@ -259,6 +276,10 @@ class AutoCheckpointPlan:
         for name, chain_budget in self.chains.items():
             lines.append(f"chain {name or '(the model)'}: its layers run under "
                          f"checkpoint_sequential(budget_bytes={chain_budget:,})")
+        if self.memory_cap_bytes is not None:
+            lines.append(f"memory cap: each step runs under a cap of "
+                         f"{self.memory_cap_bytes:,} B above what is live when the forward "
+                         "starts (dynamic rematerialisation)")
         lines.append(f"step {self.step_seconds * 1e3:.1f} ms under the plan, "
                      f"{self.plain_step_seconds * 1e3:.1f} ms plain (medians of 3); "
                      f"{len(self.candidates)} candidate plans fit")
@@ -269,7 +290,8 @@ class AutoCheckpointPlan:
 
     def __repr__(self) -> str:
         return (f"AutoCheckpointPlan(modules={self.modules!r}, chains={self.chains!r}, "
-                f"peak_bytes={self.peak_bytes}, budget_bytes={self.budget_bytes})")
+                f"memory_cap_bytes={self.memory_cap_bytes!r}, peak_bytes={self.peak_bytes}, "
+                f"budget_bytes={self.budget_bytes})")
 
 
 def _measure(model: Any, inputs: tuple, loss_fn: Callable[[Any], Tensor],
@@ -302,15 +324,17 @@ def _overlaps(a: str, b: str) -> bool:
 
 
 class _Plan(NamedTuple):
-    """A candidate: checkpointed modules (name → policy, None: keep nothing) and chains
-    (name of an ``nn.Sequential`` → its budget for ``checkpoint_sequential``)."""
+    """A candidate: checkpointed modules (name → policy, None: keep nothing), chains (name
+    of an ``nn.Sequential`` → its budget for ``checkpoint_sequential``), and the memory cap
+    each step runs under (bytes above what is live at the forward's start; None: none)."""
 
     checkpoints: dict[str, Any]
     chains: dict[str, int]
+    cap: int | None = None
 
     def key(self) -> tuple:
         return (tuple(sorted((n, _policy_name(p)) for n, p in self.checkpoints.items())),
-                tuple(sorted(self.chains.items())))
+                tuple(sorted(self.chains.items())), self.cap)
 
 
 _NO_PLAN = _Plan({}, {})
@@ -323,6 +347,8 @@ def _describe(plan: _Plan) -> str:
     parts = [n + (f" ({_policy_name(p)})" if p is not None else "")
              for n, p in plan.checkpoints.items()]
     parts += [f"chain {n or '(the model)'}" for n in plan.chains]
+    if plan.cap is not None:
+        parts.append(f"memory cap {plan.cap:,} B (dynamic rematerialisation)")
     return ", ".join(parts) or "nothing"
 
 
@@ -454,8 +480,29 @@ def _plan_chain(name: str, step: _Step, budget: int,
     return best
 
 
+def _plan_cap(step: _Step, budget: int,
+              set_plan: Callable[[_Plan], None]) -> tuple[int, _Plan]:
+    """Run each step under a memory cap of ``budget`` (dynamic rematerialisation); when the
+    measured peak goes over it (the cap is soft: what cannot be evicted stays), once more
+    with the cap lowered by the overshoot. Returns the smaller measured peak and its plan."""
+    best: tuple[int, _Plan] | None = None
+    cap = budget
+    for _ in range(2):
+        plan = _Plan({}, {}, cap)
+        set_plan(plan)
+        peak = step()[0]
+        if best is None or peak < best[0]:
+            best = (peak, plan)
+        if peak <= budget or cap <= peak - budget:
+            break
+        cap -= peak - budget
+    assert best is not None
+    return best
+
+
 def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
-                    loss_fn: Callable[[Any], Tensor] | None = None) -> AutoCheckpointPlan:
+                    loss_fn: Callable[[Any], Tensor] | None = None,
+                    dynamic: bool = True) -> AutoCheckpointPlan:
     """Choose which submodules of ``model`` run as checkpoints, and with which policy, so that
     a training step on inputs like ``example_inputs`` peaks at most ``budget_bytes`` above
     what is live when it starts (``max_memory_allocated() - memory_allocated()`` around
@@ -467,7 +514,10 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
     over all modules; nested modules too when even every coarse module is not enough); per
     depth, every module under ``dots_saveable`` with some promoted to full checkpoints; and
     each ``nn.Sequential`` chain holding at least the bytes to shed run under
-    ``checkpoint_sequential``'s budget planner. Every candidate is *measured* with a real
+    ``checkpoint_sequential``'s budget planner; and the whole step under a memory cap of the
+    budget (dynamic rematerialisation: the cheapest tensors to rebuild per byte are evicted
+    and rebuilt when read; the model's forward sets the cap relative to what is live then,
+    and the backward pass lifts it). Every candidate is *measured* with a real
     step, so ``peak_bytes`` is a real figure; of those that fit, the one with the least
     measured step time wins and is applied (``activation_checkpointing`` and
     ``activation_checkpointing_policy`` of the chosen modules; a chosen chain runs its layers
@@ -486,12 +536,17 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
     loss_fn : callable, optional
         Turns the model's output into a scalar loss. Default: ``None`` (the mean of each
         floating-point tensor in the output, summed).
+    dynamic : bool, optional
+        Whether running the step under a memory cap (dynamic rematerialisation) is a
+        candidate. False keeps to static checkpoints, whose peak is the same every step.
+        Default: True.
 
     Returns
     -------
     AutoCheckpointPlan
-        The applied plan: ``modules``, ``policies``, ``chains``, ``peak_bytes`` measured
-        under it, ``plain_peak_bytes``, ``step_seconds``, ``report()``, ``remove()``.
+        The applied plan: ``modules``, ``policies``, ``chains``, ``memory_cap_bytes``,
+        ``peak_bytes`` measured under it, ``plain_peak_bytes``, ``step_seconds``,
+        ``report()``, ``remove()``.
 
     Raises
     ------
@@ -541,6 +596,7 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
             mod.activation_checkpointing = n in plan.checkpoints
             mod.activation_checkpointing_policy = plan.checkpoints.get(n)
             mod.__dict__["_chain_budget_bytes"] = plan.chains.get(n)
+            mod.__dict__["_memory_cap_bytes"] = plan.cap if n == "" else None
 
     def step() -> tuple[int, float]:
         gc.collect()
@@ -598,6 +654,9 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
                     got = _plan_chain(name, step, budget_bytes, set_plan)
                     if got is not None:
                         found.append(got)
+            # Dynamic rematerialisation: no static checkpoint, the step under a cap.
+            if dynamic:
+                found.append(_plan_cap(step, budget_bytes, set_plan))
         fits = {plan.key(): (peak, plan) for peak, plan in found if peak <= budget_bytes}
         if plain_peak <= budget_bytes:
             fits = {_NO_PLAN.key(): (plain_peak, _NO_PLAN)}

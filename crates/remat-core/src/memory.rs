@@ -15,7 +15,7 @@
 use crate::device::Device;
 use crate::error::Error;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 const MAX_DEVICES: usize = 17;
@@ -34,6 +34,12 @@ static COUNTERS: Counters = Counters {
 const UNLIMITED: usize = usize::MAX;
 
 static LIMITS: [AtomicUsize; MAX_DEVICES] = [const { AtomicUsize::new(UNLIMITED) }; MAX_DEVICES];
+
+/// Per device: the limit is soft (an allocation that does not fit after every possible
+/// eviction goes over it instead of being refused). Set with the limit of a training step
+/// planned to fit (`dtr::cap_until_backward`), where refusing would fail a step that the
+/// plan measured to fit.
+static SOFT: [AtomicBool; MAX_DEVICES] = [const { AtomicBool::new(false) }; MAX_DEVICES];
 
 /// Frees at least the given number of bytes on the device if it can; returns the bytes it
 /// freed (0: nothing more can go).
@@ -73,6 +79,13 @@ impl Drop for RefusableScope {
 /// cap is on `memory_allocated(device)`. `dtr::set_memory_limit` is the public entry: it
 /// installs the evictor first.
 pub(crate) fn set_limit(device: Device, limit: Option<usize>) {
+    set_limit_with(device, limit, false);
+}
+
+/// [`set_limit`], soft or hard: a soft limit evicts as a hard one does, but an allocation
+/// that still does not fit goes over it instead of being refused.
+pub(crate) fn set_limit_with(device: Device, limit: Option<usize>, soft: bool) {
+    SOFT[slot(device)].store(soft, Ordering::Relaxed);
     LIMITS[slot(device)].store(limit.unwrap_or(UNLIMITED), Ordering::Relaxed);
 }
 
@@ -83,7 +96,8 @@ pub fn memory_limit(device: Device) -> Option<usize> {
 }
 
 /// Charge `bytes` to `device` under its limit: evict until they fit; when nothing more can
-/// be evicted, refuse (inside an op boundary) or go over (elsewhere). Returns the new count.
+/// be evicted, refuse (inside an op boundary, under a hard limit) or go over (elsewhere, or
+/// under a soft limit). Returns the new count.
 fn charge_limited(device: Device, i: usize, bytes: usize) -> usize {
     loop {
         let limit = LIMITS[i].load(Ordering::Relaxed);
@@ -96,7 +110,7 @@ fn charge_limited(device: Device, i: usize, bytes: usize) -> usize {
                 if freed > 0 {
                     continue;
                 }
-                if REFUSABLE.with(|d| d.get() > 0) {
+                if REFUSABLE.with(|d| d.get() > 0) && !SOFT[i].load(Ordering::Relaxed) {
                     std::panic::resume_unwind(Box::new(limit_error(device, bytes, cur, limit)));
                 }
                 return COUNTERS.current[i].fetch_add(bytes, Ordering::Relaxed) + bytes;

@@ -212,6 +212,19 @@ fn get_memory_limit(device: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>
     Ok(remat_core::get_memory_limit(args::device(device)?))
 }
 
+/// Cap `device`'s live bytes at what is live now plus `bytes` until the next backward pass
+/// ends (softly: what cannot be evicted goes over it). Set by a module whose
+/// ``auto_checkpoint`` plan runs it under dynamic rematerialisation, when its forward starts.
+/// Does nothing while ``set_memory_limit`` has set a limit; returns whether it set the cap.
+#[pyfunction]
+#[pyo3(signature = (bytes, device=None))]
+fn _cap_until_backward(bytes: usize, device: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    Ok(remat_core::dtr::cap_until_backward(
+        args::device(device)?,
+        bytes,
+    ))
+}
+
 /// Live and peak bytes, the limit, and the eviction counters of `device`, as a dict.
 ///
 /// The keys: ``"allocated"`` (``memory_allocated``), ``"peak"`` (``max_memory_allocated``),
@@ -408,6 +421,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reset_peak_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(set_memory_limit, m)?)?;
     m.add_function(wrap_pyfunction!(get_memory_limit, m)?)?;
+    m.add_function(wrap_pyfunction!(_cap_until_backward, m)?)?;
     m.add_function(wrap_pyfunction!(memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_is_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_device_count, m)?)?;

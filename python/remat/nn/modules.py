@@ -543,6 +543,12 @@ class Module:
         return out
 
     def _call_forward(self, args: tuple, kwargs: dict) -> Any:
+        cap = self.__dict__.get("_memory_cap_bytes")
+        if cap is not None and remat.is_grad_enabled():
+            # An auto_checkpoint plan of dynamic rematerialisation: the step runs under a
+            # cap relative to what is live now, lifted when its backward pass ends.
+            param = next(self.parameters(), None)
+            _remat._cap_until_backward(cap, param.device if param is not None else None)
         if self.activation_checkpointing:
             # Arguments travel packed, so every keyword reaches forward (none is taken for
             # checkpoint_segment's own options) and every Tensor in them is a segment input.

@@ -244,6 +244,8 @@ fn run(
     let retain_graph = opts.retain();
     let create_graph = opts.create_graph;
     let _span = crate::checkpoint::profiler::backward_span();
+    // The outermost backward pass ending lifts a step's memory cap (`cap_until_backward`).
+    let _scope = crate::dtr::BackwardScope::enter();
     let _mode: GradModeGuard = if create_graph {
         enable_grad()
     } else {

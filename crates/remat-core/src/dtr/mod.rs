@@ -14,9 +14,12 @@
 
 mod cell;
 mod pool;
+mod step_cap;
 
 pub(crate) use cell::{CellRef, Input, Pinned};
 pub use pool::EvictionStats;
+pub(crate) use step_cap::BackwardScope;
+pub use step_cap::{cap_until_backward, step_cap_active};
 
 use crate::autograd::node::Op;
 use crate::device::Device;
@@ -28,13 +31,25 @@ use std::time::Duration;
 /// Cap the bytes of live tensor storage on `device` at `limit` (None removes the cap). The
 /// cap covers everything `memory_allocated(device)` counts, parameters included. While it
 /// is set, ops evict and rebuild recomputable tensors to stay under it.
+/// A step cap in force on the device (`cap_until_backward`) is cancelled: the limit set here
+/// stays after the backward pass.
 pub fn set_memory_limit(device: Device, limit: Option<usize>) {
-    crate::memory::set_evictor(pool::evict);
+    step_cap::cancel(device);
+    install_evictor();
     crate::memory::set_limit(device, limit);
 }
 
-/// The cap set on `device`, if any.
+/// Make the memory counters call the pool when an allocation would go over a limit.
+fn install_evictor() {
+    crate::memory::set_evictor(pool::evict);
+}
+
+/// The cap set on `device` with [`set_memory_limit`], if any (a step's cap from
+/// [`cap_until_backward`] is not one: it is gone after the backward pass).
 pub fn get_memory_limit(device: Device) -> Option<usize> {
+    if step_cap_active(device) {
+        return None;
+    }
     crate::memory::memory_limit(device)
 }
 
