@@ -25,7 +25,7 @@ forward time. Candidate plans come from several searches, and each candidate is 
   when the backward pass ends, so the optimizer's step and evaluation run without it.
 
 Of the candidates that fit, the one with the least measured step time (median of three
-steps) wins.
+steps, taken round-robin over the candidates) wins.
 """
 
 from __future__ import annotations
@@ -612,10 +612,15 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
                 p.grad.zero_()
         return peak, seconds
 
-    def timed(plan: _Plan) -> float:
-        """Median seconds of three steps under ``plan``."""
-        set_plan(plan)
-        return sorted(step()[1] for _ in range(3))[1]
+    def timed(plans: list[_Plan]) -> list[float]:
+        """Median seconds of three steps under each plan, taken round-robin (one step of
+        each per round), so that drifts of the machine's speed hit them alike."""
+        seconds: list[list[float]] = [[] for _ in plans]
+        for _ in range(3):
+            for plan, got in zip(plans, seconds):
+                set_plan(plan)
+                got.append(step()[1])
+        return [sorted(got)[1] for got in seconds]
 
     try:
         # A steady-state step: gradients exist before it (as after a first step).
@@ -667,8 +672,9 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
                 f"auto_checkpoint: no choice of submodules fits budget_bytes={budget_bytes}; "
                 f"the smallest peak reached is {peak} bytes (checkpointing {what}; the plain "
                 f"step peaks at {plain_peak})")
-        plain_seconds = timed(_NO_PLAN)
-        ranked = sorted(((timed(plan), peak, plan) for peak, plan in fits.values()),
+        fitting = list(fits.values())
+        plain_seconds, *times = timed([_NO_PLAN] + [plan for _, plan in fitting])
+        ranked = sorted(((t, peak, plan) for t, (peak, plan) in zip(times, fitting)),
                         key=lambda r: (r[0], r[1]))
         seconds, peak, plan = ranked[0]
         set_plan(plan)
