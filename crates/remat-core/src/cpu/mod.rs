@@ -17,6 +17,15 @@ use smallvec::SmallVec;
 /// Below this many elements a kernel runs on the calling thread (threads cost more).
 pub const PAR_MIN: usize = 1 << 15;
 
+/// Contiguous copies of at least this many elements run on the pool (one core's memory
+/// bandwidth is the limit of a plain copy), in chunks of [`PAR_COPY_CHUNK`].
+const PAR_COPY_MIN: usize = 1 << 18;
+const PAR_COPY_CHUNK: usize = 1 << 16;
+
+/// Elements per parallel work item of the broadcasting kernels (rows longer than this are
+/// split, so one long row, such as a tensor times a scalar, still runs on every thread).
+const PAR_CHUNK: usize = 1 << 14;
+
 /// The typed slice behind a tensor's storage. Panics only on an engine bug (dtype mismatch
 /// is checked by every op before it reaches a kernel).
 #[inline]
@@ -117,8 +126,18 @@ pub fn catch_oom<T>(op: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
 /// The view's elements in C order.
 pub fn gather<T: Scalar>(d: &TensorData) -> Vec<T> {
     if let Some(s) = contiguous_slice::<T>(d) {
-        let mut v = with_capacity(s.len());
-        v.extend_from_slice(s);
+        if s.len() < PAR_COPY_MIN {
+            let mut v = with_capacity(s.len());
+            v.extend_from_slice(s);
+            return v;
+        }
+        // A large copy is bound by one core's bandwidth: split it over the pool.
+        let mut v = alloc::<T>(s.len());
+        crate::parallel::install(|| {
+            v.par_chunks_mut(PAR_COPY_CHUNK)
+                .zip(s.par_chunks(PAR_COPY_CHUNK))
+                .for_each(|(o, s)| o.copy_from_slice(s))
+        });
         return v;
     }
     let n = d.layout.numel();
@@ -331,48 +350,56 @@ pub fn zip<T: Scalar, O: Scalar, F: Fn(T, T) -> O + Sync>(
         cstrides[0][cstrides[0].len() - 1],
         cstrides[1][cstrides[1].len() - 1],
     );
-    let row = |r: usize, o: &mut [O]| {
-        let ba = row_base(r, &cshape, &cstrides[0], la.offset);
-        let bb = row_base(r, &cshape, &cstrides[1], lb.offset);
+    // `row(r, j, o)`: elements `j..j + o.len()` of coalesced row `r`.
+    let row = |r: usize, j: usize, o: &mut [O]| {
+        let ba = row_base(r, &cshape, &cstrides[0], la.offset) + j * ia;
+        let bb = row_base(r, &cshape, &cstrides[1], lb.offset) + j * ib;
+        let len = o.len();
         match (ia, ib) {
             (1, 1) => {
-                for ((o, &x), &y) in o
-                    .iter_mut()
-                    .zip(&sa[ba..ba + inner])
-                    .zip(&sb[bb..bb + inner])
-                {
+                for ((o, &x), &y) in o.iter_mut().zip(&sa[ba..ba + len]).zip(&sb[bb..bb + len]) {
                     *o = f(x, y);
                 }
             }
             (1, 0) => {
                 let y = sb[bb];
-                for (o, &x) in o.iter_mut().zip(&sa[ba..ba + inner]) {
+                for (o, &x) in o.iter_mut().zip(&sa[ba..ba + len]) {
                     *o = f(x, y);
                 }
             }
             (0, 1) => {
                 let x = sa[ba];
-                for (o, &y) in o.iter_mut().zip(&sb[bb..bb + inner]) {
+                for (o, &y) in o.iter_mut().zip(&sb[bb..bb + len]) {
                     *o = f(x, y);
                 }
             }
             _ => {
-                for (j, o) in o.iter_mut().enumerate() {
-                    *o = f(sa[ba + j * ia], sb[bb + j * ib]);
+                for (k, o) in o.iter_mut().enumerate() {
+                    *o = f(sa[ba + k * ia], sb[bb + k * ib]);
                 }
             }
         }
     };
-    if n >= PAR_MIN && n / inner > 1 {
+    // The output elements `start..start + o.len()`, row piece by row piece.
+    let span = |start: usize, mut o: &mut [O]| {
+        let mut pos = start;
+        while !o.is_empty() {
+            let (r, j) = (pos / inner, pos % inner);
+            let len = (inner - j).min(o.len());
+            let (head, tail) = std::mem::take(&mut o).split_at_mut(len);
+            row(r, j, head);
+            pos += head.len();
+            o = tail;
+        }
+    };
+    if n >= PAR_MIN {
         crate::parallel::install(|| {
-            out.par_chunks_mut(inner)
+            out.par_chunks_mut(PAR_CHUNK)
                 .enumerate()
-                .for_each(|(r, o)| row(r, o))
+                .for_each(|(c, o)| span(c * PAR_CHUNK, o))
         });
     } else {
-        for (r, o) in out.chunks_mut(inner).enumerate() {
-            row(r, o);
-        }
+        span(0, &mut out);
     }
     out
 }
@@ -382,8 +409,15 @@ pub fn zip<T: Scalar, O: Scalar, F: Fn(T, T) -> O + Sync>(
 /// `#[inline(always)]` function (so that it inlines into the AVX2 loop); results are
 /// bit-identical to [`map`]'s.
 pub fn map_wide<T: Element, F: Fn(T) -> T + Sync + Copy>(x: &TensorData, f: F) -> Vec<T> {
-    let Some(src) = contiguous_slice::<T>(x) else {
-        return map(x, f);
+    // A strided view is copied out first: `f` runs only in the wide copies of the loop (its
+    // fused multiply-adds would be calls in the baseline one).
+    let gathered: Vec<T>;
+    let src = match contiguous_slice::<T>(x) {
+        Some(src) => src,
+        None => {
+            gathered = gather::<T>(x);
+            &gathered
+        }
     };
     let mut out = alloc::<T>(src.len());
     if src.len() >= PAR_MIN {
@@ -406,10 +440,21 @@ pub fn zip_wide<T: Element, F: Fn(T, T) -> T + Sync + Copy>(
     shape: &[usize],
     f: F,
 ) -> Vec<T> {
-    let same = a.layout.shape.as_slice() == shape && b.layout.shape.as_slice() == shape;
-    let (Some(x), Some(y), true) = (contiguous_slice::<T>(a), contiguous_slice::<T>(b), same)
-    else {
-        return zip(a, b, shape, f);
+    // Strided or broadcast operands are copied out to `shape` first (see `map_wide`).
+    let (ga, gb): (Vec<T>, Vec<T>);
+    let x = match contiguous_slice::<T>(a).filter(|_| a.layout.shape.as_slice() == shape) {
+        Some(x) => x,
+        None => {
+            ga = gather_to::<T>(a, shape);
+            &ga
+        }
+    };
+    let y = match contiguous_slice::<T>(b).filter(|_| b.layout.shape.as_slice() == shape) {
+        Some(y) => y,
+        None => {
+            gb = gather_to::<T>(b, shape);
+            &gb
+        }
     };
     let mut out = alloc::<T>(x.len());
     if x.len() >= PAR_MIN {
@@ -424,6 +469,18 @@ pub fn zip_wide<T: Element, F: Fn(T, T) -> T + Sync + Copy>(
     out
 }
 
+/// `d` broadcast to `shape` (already validated), in C order.
+fn gather_to<T: Scalar>(d: &TensorData, shape: &[usize]) -> Vec<T> {
+    let layout = d
+        .layout
+        .broadcast_to("zip", shape)
+        .expect("validated broadcast");
+    gather::<T>(&TensorData {
+        storage: d.storage.clone(),
+        layout,
+    })
+}
+
 /// The widest x86-64 vector extension the elementwise and row kernels are compiled for, as
 /// detected on this CPU and capped by the environment variable `REMAT_SIMD` (`baseline`,
 /// `avx2` or `avx512`; read once), so that the narrower copies can be measured and tested
@@ -432,7 +489,7 @@ pub fn zip_wide<T: Element, F: Fn(T, T) -> T + Sync + Copy>(
 pub enum SimdLevel {
     /// The target's baseline (SSE2 on x86-64: 4 `f32` lanes).
     Baseline,
-    /// AVX2 (8 `f32` lanes).
+    /// AVX2 with FMA (8 `f32` lanes).
     Avx2,
     /// AVX-512F (16 `f32` lanes).
     Avx512,
@@ -445,7 +502,7 @@ pub fn simd_level() -> SimdLevel {
         #[cfg(target_arch = "x86_64")]
         let detected = if std::is_x86_feature_detected!("avx512f") {
             SimdLevel::Avx512
-        } else if std::is_x86_feature_detected!("avx2") {
+        } else if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
             SimdLevel::Avx2
         } else {
             SimdLevel::Baseline
@@ -462,9 +519,9 @@ pub fn simd_level() -> SimdLevel {
 }
 
 /// `o[i] = f(s[i])`. On x86-64 the loop runs in a copy compiled for the widest of AVX-512F
-/// (16 `f32` lanes) and AVX2 (8) that [`simd_level`] allows (the baseline's 4 otherwise).
-/// Rust never fuses a multiply and an add into an FMA, so results do not depend on which
-/// copy runs.
+/// (16 `f32` lanes) and AVX2 with FMA (8) that [`simd_level`] allows (the baseline's 4
+/// otherwise). Rust never fuses a multiply and an add into an FMA itself, and an explicit
+/// `mul_add` is exactly rounded in every copy, so results do not depend on which copy runs.
 #[inline(always)]
 pub fn map_slice<T: Copy, F: Fn(T) -> T>(s: &[T], o: &mut [T], f: F) {
     #[inline(always)]
@@ -476,14 +533,14 @@ pub fn map_slice<T: Copy, F: Fn(T) -> T>(s: &[T], o: &mut [T], f: F) {
     #[cfg(target_arch = "x86_64")]
     {
         /// # Safety
-        /// The CPU must support AVX-512F.
-        #[target_feature(enable = "avx512f")]
+        /// The CPU must support AVX-512F (which implies FMA).
+        #[target_feature(enable = "avx512f,fma")]
         unsafe fn avx512<T: Copy, F: Fn(T) -> T>(s: &[T], o: &mut [T], f: F) {
             body(s, o, f)
         }
         /// # Safety
-        /// The CPU must support AVX2.
-        #[target_feature(enable = "avx2")]
+        /// The CPU must support AVX2 and FMA.
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn avx2<T: Copy, F: Fn(T) -> T>(s: &[T], o: &mut [T], f: F) {
             body(s, o, f)
         }
@@ -502,8 +559,8 @@ pub fn map_slice<T: Copy, F: Fn(T) -> T>(s: &[T], o: &mut [T], f: F) {
 /// widest of AVX-512F and AVX2 that [`simd_level`] allows (the baseline copy otherwise), like
 /// [`map_slice`]: for row kernels whose loops should use wide vectors. `$body` must be
 /// `#[inline(always)]`: a target feature reaches only code inlined into the function that
-/// enables it. No FMA is ever formed from separate operations, so the results do not depend
-/// on which copy runs.
+/// enables it. No FMA is ever formed from separate operations (an explicit `mul_add` is exact
+/// in every copy), so the results do not depend on which copy runs.
 macro_rules! avx2_twin {
     ($(#[$m:meta])* $vis:vis fn $name:ident<$T:ident: $B:path>($($a:ident: $t:ty),* $(,)?)
         $(-> $r:ty)? = $body:ident;) => {
@@ -512,14 +569,14 @@ macro_rules! avx2_twin {
             #[cfg(target_arch = "x86_64")]
             {
                 /// # Safety
-                /// The CPU must support AVX-512F.
-                #[target_feature(enable = "avx512f")]
+                /// The CPU must support AVX-512F (which implies FMA).
+                #[target_feature(enable = "avx512f,fma")]
                 unsafe fn avx512<$T: $B>($($a: $t),*) $(-> $r)? {
                     $body($($a),*)
                 }
                 /// # Safety
-                /// The CPU must support AVX2.
-                #[target_feature(enable = "avx2")]
+                /// The CPU must support AVX2 and FMA.
+                #[target_feature(enable = "avx2,fma")]
                 unsafe fn avx2<$T: $B>($($a: $t),*) $(-> $r)? {
                     $body($($a),*)
                 }
@@ -549,14 +606,14 @@ pub fn zip_slice<T: Copy, F: Fn(T, T) -> T>(x: &[T], y: &[T], o: &mut [T], f: F)
     #[cfg(target_arch = "x86_64")]
     {
         /// # Safety
-        /// The CPU must support AVX-512F.
-        #[target_feature(enable = "avx512f")]
+        /// The CPU must support AVX-512F (which implies FMA).
+        #[target_feature(enable = "avx512f,fma")]
         unsafe fn avx512<T: Copy, F: Fn(T, T) -> T>(x: &[T], y: &[T], o: &mut [T], f: F) {
             body(x, y, o, f)
         }
         /// # Safety
-        /// The CPU must support AVX2.
-        #[target_feature(enable = "avx2")]
+        /// The CPU must support AVX2 and FMA.
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn avx2<T: Copy, F: Fn(T, T) -> T>(x: &[T], y: &[T], o: &mut [T], f: F) {
             body(x, y, o, f)
         }

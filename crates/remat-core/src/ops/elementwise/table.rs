@@ -434,7 +434,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.erf(remat.tensor([0.0, 1.0, -1.0]))
-    /// tensor([ 0.        ,  0.84270084, -0.84270084])
+    /// tensor([ 0.       ,  0.8427008, -0.8427008])
     Erf fn(erf) save(Input) cpu(|x, p| <T as crate::dtype::Element>::erf(x)) cuda("erf(x)")
         grad(|g, x, p| binary(Binary::ErfBackward, g, x, 0.0));
     /// Reciprocal square root ``1 / sqrt(x)``, elementwise.
