@@ -405,20 +405,20 @@ pub fn zip<T: Scalar, O: Scalar, F: Fn(T, T) -> O + Sync>(
 }
 
 /// Like [`map`], for a branch-free `f` worth running on the widest vectors the CPU has (exact
-/// GELU, built on [`erf::erf`]): contiguous input goes through [`map_slice`]. `f` should be an
-/// `#[inline(always)]` function (so that it inlines into the AVX2 loop); results are
-/// bit-identical to [`map`]'s.
+/// GELU, built on [`erf::erf`]): the input (copied out first when strided) goes through
+/// [`map_slice`]. `f` should be an `#[inline(always)]` function (so that it inlines into the
+/// AVX2 loop); results are bit-identical to [`map`]'s.
 pub fn map_wide<T: Element, F: Fn(T) -> T + Sync + Copy>(x: &TensorData, f: F) -> Vec<T> {
     // A strided view is copied out first: `f` runs only in the wide copies of the loop (its
     // fused multiply-adds would be calls in the baseline one).
-    let gathered: Vec<T>;
-    let src = match contiguous_slice::<T>(x) {
-        Some(src) => src,
-        None => {
-            gathered = gather::<T>(x);
-            &gathered
-        }
-    };
+    match contiguous_slice::<T>(x) {
+        Some(src) => map_wide_slice(src, f),
+        None => map_wide_slice(&gather::<T>(x), f),
+    }
+}
+
+/// [`map_wide`] over a contiguous slice.
+fn map_wide_slice<T: Element, F: Fn(T) -> T + Sync + Copy>(src: &[T], f: F) -> Vec<T> {
     let mut out = alloc::<T>(src.len());
     if src.len() >= PAR_MIN {
         crate::parallel::install(|| {
@@ -432,27 +432,41 @@ pub fn map_wide<T: Element, F: Fn(T) -> T + Sync + Copy>(x: &TensorData, f: F) -
     out
 }
 
-/// Like [`zip`], for a branch-free `f` (see [`map_wide`]): same-shape contiguous operands go
-/// through [`zip_slice`], anything else through [`zip`].
+/// Like [`zip`], for a branch-free `f` (see [`map_wide`]): same-shape operands go through
+/// [`zip_slice`] (strided ones copied out first), a tensor and a single element through
+/// [`map_slice`], other broadcasts through [`zip`].
 pub fn zip_wide<T: Element, F: Fn(T, T) -> T + Sync + Copy>(
     a: &TensorData,
     b: &TensorData,
     shape: &[usize],
     f: F,
 ) -> Vec<T> {
-    // Strided or broadcast operands are copied out to `shape` first (see `map_wide`).
+    let same = a.layout.shape.as_slice() == shape && b.layout.shape.as_slice() == shape;
+    let (ca, cb) = (contiguous_slice::<T>(a), contiguous_slice::<T>(b));
+    // One side a single element (a tensor and a scalar): a map over the other side.
+    if let (Some(x), Some(&[y])) = (ca.filter(|_| a.layout.shape.as_slice() == shape), cb) {
+        return map_wide_slice(x, move |v| f(v, y));
+    }
+    if let (Some(&[x]), Some(y)) = (ca, cb.filter(|_| b.layout.shape.as_slice() == shape)) {
+        return map_wide_slice(y, move |v| f(x, v));
+    }
+    if !same {
+        // Other broadcasts run in the general kernel.
+        return zip(a, b, shape, f);
+    }
+    // Strided operands of the same shape are copied out first (see `map_wide`).
     let (ga, gb): (Vec<T>, Vec<T>);
-    let x = match contiguous_slice::<T>(a).filter(|_| a.layout.shape.as_slice() == shape) {
+    let x = match ca {
         Some(x) => x,
         None => {
-            ga = gather_to::<T>(a, shape);
+            ga = gather::<T>(a);
             &ga
         }
     };
-    let y = match contiguous_slice::<T>(b).filter(|_| b.layout.shape.as_slice() == shape) {
+    let y = match cb {
         Some(y) => y,
         None => {
-            gb = gather_to::<T>(b, shape);
+            gb = gather::<T>(b);
             &gb
         }
     };
@@ -467,18 +481,6 @@ pub fn zip_wide<T: Element, F: Fn(T, T) -> T + Sync + Copy>(
         zip_slice(x, y, &mut out, f);
     }
     out
-}
-
-/// `d` broadcast to `shape` (already validated), in C order.
-fn gather_to<T: Scalar>(d: &TensorData, shape: &[usize]) -> Vec<T> {
-    let layout = d
-        .layout
-        .broadcast_to("zip", shape)
-        .expect("validated broadcast");
-    gather::<T>(&TensorData {
-        storage: d.storage.clone(),
-        layout,
-    })
 }
 
 /// The widest x86-64 vector extension the elementwise and row kernels are compiled for, as

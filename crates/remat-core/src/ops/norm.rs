@@ -75,10 +75,59 @@ cpu::avx2_twin! {
     ) = normalize_row;
 }
 
+/// One pass over a row for layer_norm's backward: adds `g` to `db` and `g xhat` to `dw` (when
+/// `DB`, `DW`), and returns the sums of `gy` and `gy xhat` (`gy = g w` when `W`, else `g`;
+/// `xhat = (v - mean) rstd`) in eight lanes (a fixed order, so the result does not depend on
+/// the vector width or the threads). The flags are constants, so each combination is a loop
+/// without branches (which vectorises); slices whose flag is off may be empty.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn grad_sums<T: Element, const W: bool, const DW: bool, const DB: bool>(
+    row: &[T],
+    g: &[T],
+    w: &[T],
+    dw: &mut [T],
+    db: &mut [T],
+    mean: T,
+    rstd: T,
+) -> (T, T) {
+    let n = row.len();
+    let g = &g[..n];
+    let w = &w[..if W { n } else { 0 }];
+    let dw = &mut dw[..if DW { n } else { 0 }];
+    let db = &mut db[..if DB { n } else { 0 }];
+    let (mut a1, mut a2) = ([T::zero(); 8], [T::zero(); 8]);
+    let mut one = |j: usize, a1: &mut T, a2: &mut T| {
+        let gj = g[j];
+        let xh = (row[j] - mean) * rstd;
+        if DB {
+            db[j] += gj;
+        }
+        if DW {
+            dw[j] += gj * xh;
+        }
+        let gy = if W { gj * w[j] } else { gj };
+        *a1 += gy;
+        *a2 += gy * xh;
+    };
+    let full = n / 8 * 8;
+    for c in (0..full).step_by(8) {
+        for i in 0..8 {
+            one(c + i, &mut a1[i], &mut a2[i]);
+        }
+    }
+    let lanes = |a: [T; 8]| ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    let (mut s1, mut s2) = (lanes(a1), lanes(a2));
+    for j in full..n {
+        one(j, &mut s1, &mut s2);
+    }
+    (s1, s2)
+}
+
 /// One row of layer_norm's backward: adds the row's terms to `dw` and `db` (when given) and
 /// writes its input gradient `rstd (gy - mean(gy) - xhat mean(gy xhat))`, `gy = g w`, into `dx`
-/// (when given). The two means are eight-lane sums (explicit loops, no closures, so the AVX2
-/// twin vectorises them).
+/// (when given): the row's statistics (two passes), one pass for the parameters' gradients
+/// and both means, one for `dx`.
 #[inline(always)]
 fn backward_row<T: Element>(
     row: &[T],
@@ -90,47 +139,52 @@ fn backward_row<T: Element>(
     eps: T,
 ) {
     let n = row.len();
-    let g = &g[..n];
     let (mean, rstd) = row_stats(row, eps);
-    if let Some(db) = db {
-        for (d, &g) in db[..n].iter_mut().zip(g) {
-            *d += g;
+    let (ws, no_w): (&[T], &[T]) = (w.unwrap_or(&[]), &[]);
+    let (mut none_w, mut none_b): ([T; 0], [T; 0]) = ([], []);
+    let (s1, s2) = match (w.is_some(), dw, db) {
+        (true, Some(dw), Some(db)) => {
+            grad_sums::<T, true, true, true>(row, g, ws, dw, db, mean, rstd)
         }
-    }
-    if let Some(dw) = dw {
-        for ((d, &g), &v) in dw[..n].iter_mut().zip(g).zip(row) {
-            *d += g * (v - mean) * rstd;
+        (true, Some(dw), None) => {
+            grad_sums::<T, true, true, false>(row, g, ws, dw, &mut none_b, mean, rstd)
         }
-    }
+        (true, None, Some(db)) => {
+            grad_sums::<T, true, false, true>(row, g, ws, &mut none_w, db, mean, rstd)
+        }
+        (true, None, None) => {
+            grad_sums::<T, true, false, false>(row, g, ws, &mut none_w, &mut none_b, mean, rstd)
+        }
+        (false, Some(dw), Some(db)) => {
+            grad_sums::<T, false, true, true>(row, g, no_w, dw, db, mean, rstd)
+        }
+        (false, Some(dw), None) => {
+            grad_sums::<T, false, true, false>(row, g, no_w, dw, &mut none_b, mean, rstd)
+        }
+        (false, None, Some(db)) => {
+            grad_sums::<T, false, false, true>(row, g, no_w, &mut none_w, db, mean, rstd)
+        }
+        (false, None, None) => {
+            grad_sums::<T, false, false, false>(row, g, no_w, &mut none_w, &mut none_b, mean, rstd)
+        }
+    };
     let Some(dx) = dx else {
         return;
     };
-    let dx = &mut dx[..n];
-    let gy = |j: usize| match w {
-        Some(w) => g[j] * w[j],
-        None => g[j],
-    };
-    let (mut a1, mut a2) = ([T::zero(); 8], [T::zero(); 8]);
-    let full = n / 8 * 8;
-    for c in (0..full).step_by(8) {
-        for i in 0..8 {
-            let j = c + i;
-            let gyj = gy(j);
-            a1[i] += gyj;
-            a2[i] += gyj * (row[j] - mean) * rstd;
-        }
-    }
-    let lanes = |a: [T; 8]| ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-    let (mut s1, mut s2) = (lanes(a1), lanes(a2));
-    for (j, &v) in row.iter().enumerate().skip(full) {
-        let gyj = gy(j);
-        s1 += gyj;
-        s2 += gyj * (v - mean) * rstd;
-    }
+    let (dx, g) = (&mut dx[..n], &g[..n]);
     let inv_n = T::from_f64(1.0 / n.max(1) as f64);
     let (m1, m2) = (s1 * inv_n, s2 * inv_n);
-    for (j, (o, &v)) in dx.iter_mut().zip(row).enumerate() {
-        *o = rstd * (gy(j) - m1 - (v - mean) * rstd * m2);
+    match w {
+        Some(w) => {
+            for (((o, &v), &g), &w) in dx.iter_mut().zip(row).zip(g).zip(&w[..n]) {
+                *o = rstd * (g * w - m1 - (v - mean) * rstd * m2);
+            }
+        }
+        None => {
+            for ((o, &v), &g) in dx.iter_mut().zip(row).zip(g) {
+                *o = rstd * (g - m1 - (v - mean) * rstd * m2);
+            }
+        }
     }
 }
 
