@@ -12,19 +12,33 @@ use crate::layout::fmt_shape;
 use crate::tensor::Tensor;
 use rayon::prelude::*;
 
-/// The sum of `f(v)` over a row in eight lanes (a fixed order, so it vectorises and does not
-/// depend on threads).
+/// Lanes of the row sums: partial sums kept in a fixed order, wide enough for AVX-512's 16
+/// `f32` lanes (narrower vectors take two or four steps per chunk, with the same result).
+const LANES: usize = 16;
+
+/// The partial sums' total, pairwise in a fixed order.
+#[inline(always)]
+fn lanes_total<T: Element>(a: &[T; LANES]) -> T {
+    let mut h = [T::zero(); 8];
+    for i in 0..8 {
+        h[i] = a[i] + a[i + 8];
+    }
+    ((h[0] + h[1]) + (h[2] + h[3])) + ((h[4] + h[5]) + (h[6] + h[7]))
+}
+
+/// The sum of `f(v)` over a row in [`LANES`] lanes (a fixed order, so it vectorises and does
+/// not depend on threads).
 #[inline(always)]
 fn lane_sum<T: Element>(row: &[T], f: impl Fn(T) -> T) -> T {
-    let mut acc = [T::zero(); 8];
-    let chunks = row.chunks_exact(8);
+    let mut acc = [T::zero(); LANES];
+    let chunks = row.chunks_exact(LANES);
     let rem = chunks.remainder();
     for c in chunks {
-        for i in 0..8 {
+        for i in 0..LANES {
             acc[i] += f(c[i]);
         }
     }
-    let mut s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    let mut s = lanes_total(&acc);
     for &v in rem {
         s += f(v);
     }
@@ -75,11 +89,11 @@ cpu::avx2_twin! {
     ) = normalize_row;
 }
 
-/// One pass over a row for layer_norm's backward: adds `g` to `db` and `g xhat` to `dw` (when
-/// `DB`, `DW`), and returns the sums of `gy` and `gy xhat` (`gy = g w` when `W`, else `g`;
-/// `xhat = (v - mean) rstd`) in eight lanes (a fixed order, so the result does not depend on
-/// the vector width or the threads). The flags are constants, so each combination is a loop
-/// without branches (which vectorises); slices whose flag is off may be empty.
+/// For layer_norm's backward over one row: adds `g` to `db` and `g xhat` to `dw` (when `DB`,
+/// `DW`; `xhat = (v - mean) rstd`), and returns the sums of `gy` and `gy xhat` (`gy = g w`
+/// when `W`, else `g`) in [`LANES`] lanes (a fixed order, so the result does not depend on
+/// the vector width or the threads). Each loop is a plain walk over zipped slices or fixed
+/// chunks with constant flags, so it vectorises at the full width.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn grad_sums<T: Element, const W: bool, const DW: bool, const DB: bool>(
@@ -93,33 +107,39 @@ fn grad_sums<T: Element, const W: bool, const DW: bool, const DB: bool>(
 ) -> (T, T) {
     let n = row.len();
     let g = &g[..n];
-    let w = &w[..if W { n } else { 0 }];
-    let dw = &mut dw[..if DW { n } else { 0 }];
-    let db = &mut db[..if DB { n } else { 0 }];
-    let (mut a1, mut a2) = ([T::zero(); 8], [T::zero(); 8]);
-    let mut one = |j: usize, a1: &mut T, a2: &mut T| {
-        let gj = g[j];
-        let xh = (row[j] - mean) * rstd;
-        if DB {
-            db[j] += gj;
-        }
-        if DW {
-            dw[j] += gj * xh;
-        }
-        let gy = if W { gj * w[j] } else { gj };
-        *a1 += gy;
-        *a2 += gy * xh;
-    };
-    let full = n / 8 * 8;
-    for c in (0..full).step_by(8) {
-        for i in 0..8 {
-            one(c + i, &mut a1[i], &mut a2[i]);
+    if DB {
+        for (d, &gj) in db[..n].iter_mut().zip(g) {
+            *d += gj;
         }
     }
-    let lanes = |a: [T; 8]| ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-    let (mut s1, mut s2) = (lanes(a1), lanes(a2));
+    if DW {
+        for ((d, &gj), &v) in dw[..n].iter_mut().zip(g).zip(row) {
+            *d += gj * ((v - mean) * rstd);
+        }
+    }
+    let term = |gj: T, wj: T, v: T| {
+        let gy = if W { gj * wj } else { gj };
+        (gy, gy * ((v - mean) * rstd))
+    };
+    let (mut a1, mut a2) = ([T::zero(); LANES], [T::zero(); LANES]);
+    let full = n / LANES * LANES;
+    let wf = if W { &w[..full] } else { &g[..full] };
+    for ((rc, gc), wc) in row[..full]
+        .chunks_exact(LANES)
+        .zip(g[..full].chunks_exact(LANES))
+        .zip(wf.chunks_exact(LANES))
+    {
+        for i in 0..LANES {
+            let (t1, t2) = term(gc[i], wc[i], rc[i]);
+            a1[i] += t1;
+            a2[i] += t2;
+        }
+    }
+    let (mut s1, mut s2) = (lanes_total(&a1), lanes_total(&a2));
     for j in full..n {
-        one(j, &mut s1, &mut s2);
+        let (t1, t2) = term(g[j], if W { w[j] } else { g[j] }, row[j]);
+        s1 += t1;
+        s2 += t2;
     }
     (s1, s2)
 }
