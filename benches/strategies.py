@@ -60,6 +60,8 @@ def describe(plan: remat.AutoCheckpointPlan) -> str:
     if plan.modules:
         dots = len(plan.policies)
         parts.append(f"{len(plan.modules)} modules" + (f" ({dots} dots_saveable)" if dots else ""))
+    if plan.memory_cap_bytes is not None:
+        parts.append("a memory cap (dynamic rematerialisation)")
     return ", ".join(parts) or "nothing"
 
 

@@ -2,11 +2,11 @@
 //! limit, the memory counters call [`evict`]: it scores every resident, evictable cell on the
 //! device by the DTR heuristic
 //!
-//! `h = cost / (bytes × staleness)`,
+//! `h = cost / (bytes × w(staleness))`, `w(s) = s / (s + 4)`,
 //!
 //! where `cost` is the measured time of the cell's op plus that of its evicted ancestors
 //! (what reading it back would really rebuild, as in the paper's h_DTR), and staleness is
-//! the logical time since the cell was last read. The lowest scores go first, until enough
+//! the logical time since the cell was last read (saturating: see [`recency_weight`]). The lowest scores go first, until enough
 //! bytes are free.
 
 use super::cell::Cell;
@@ -188,6 +188,22 @@ fn rebuild_cost(cell: &Cell) -> u64 {
     cost
 }
 
+/// Ticks of staleness at which a cell counts half as stale as an old one (see
+/// [`recency_weight`]).
+const STALE_HALF: f64 = 4.0;
+
+/// The staleness factor of the score, `s / (s + STALE_HALF)` for `s` ticks since the cell was
+/// last read: it protects what was just made or read (a forward reads an output right after
+/// making it, so evicting it would rebuild it at once), and weighs every older cell alike.
+/// Plain staleness (`s`) would also rank old cells by age, so late in a forward a layer's
+/// expensive matmul output from long ago would go before a cheap GELU output from a few
+/// layers back; in training every evicted tensor is rebuilt once in the backward whatever its
+/// age, so past the first few ticks only the cost per byte should decide.
+fn recency_weight(now: u64, cell: &Cell) -> f64 {
+    let s = now.saturating_sub(cell.last_use()).max(1) as f64;
+    s / (s + STALE_HALF)
+}
+
 /// Resident cells of `device` that could be evicted now: a random sample of about
 /// [`SAMPLE`] (`all`: every one). Entries found gone leave the list on the way.
 fn candidates(device: Device, all: bool) -> Vec<Arc<Cell>> {
@@ -236,8 +252,7 @@ pub(crate) fn evict(device: Device, need: usize) -> usize {
         let mut scored: Vec<(f64, Arc<Cell>)> = candidates(device, all)
             .into_iter()
             .map(|c| {
-                let staleness = now.saturating_sub(c.last_use()).max(1) as f64;
-                let h = rebuild_cost(&c) as f64 / (c.nbytes as f64 * staleness);
+                let h = rebuild_cost(&c) as f64 / (c.nbytes as f64 * recency_weight(now, &c));
                 (h, c)
             })
             .collect();
