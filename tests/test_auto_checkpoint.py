@@ -246,23 +246,35 @@ def test_a_memory_cap_meets_budgets_no_checkpoint_can():
     assert plan.memory_cap_bytes is not None and plan.peak_bytes <= budget
     assert "memory cap" in plan.report() and "memory_cap_bytes" in repr(plan)
     # Training steps under the plan: the cap holds from the forward to the end of backward,
-    # gradients are the plain run's bits, and nothing is capped after the backward.
-    remat.reset_peak_memory_stats()
+    # and gradients are the plain run's bits.
     for _ in range(2):
         got, peak = _grads(model, x)
         assert peak <= budget
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
         assert remat.get_memory_limit() is None
-        big = remat.zeros(4 * plain // 4)  # more than the cap: allocated as is, no eviction
-        del big
-    # A forward under no_grad, and one under grad that no backward follows (its cap is
-    # replaced by the next forward's), leave the next step as it was.
+
+    def evictions_outside_the_model() -> int:
+        """Evictions by a chain as large as the model's forward, run outside it."""
+        before = remat.memory_stats()["evictions"]
+        h = x.requires_grad_(True)
+        for _ in range(model.depth):
+            h = (h @ model.w).tanh()
+        del h
+        x.requires_grad_(False)
+        return remat.memory_stats()["evictions"] - before
+
+    # After the backward, and after a forward under no_grad, nothing is capped.
+    assert evictions_outside_the_model() == 0
     with remat.no_grad():
         model(x)
-    model(x)
-    got, peak = _grads(model, x)
-    assert peak <= budget
+    assert evictions_outside_the_model() == 0
+    # A forward under grad arms the cap until a backward (or the next forward) replaces it.
+    out = model(x)
+    assert evictions_outside_the_model() > 0
+    out.float().mean().backward()
+    del out
+    assert evictions_outside_the_model() == 0
     # A limit the user set wins over the plan's cap.
     remat.set_memory_limit(1 << 40)
     try:

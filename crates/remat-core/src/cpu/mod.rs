@@ -441,16 +441,19 @@ pub fn zip_wide<T: Element, F: Fn(T, T) -> T + Sync + Copy>(
     shape: &[usize],
     f: F,
 ) -> Vec<T> {
-    let same = a.layout.shape.as_slice() == shape && b.layout.shape.as_slice() == shape;
+    let (full_a, full_b) = (
+        a.layout.shape.as_slice() == shape,
+        b.layout.shape.as_slice() == shape,
+    );
     let (ca, cb) = (contiguous_slice::<T>(a), contiguous_slice::<T>(b));
     // One side a single element (a tensor and a scalar): a map over the other side.
-    if let (Some(x), Some(&[y])) = (ca.filter(|_| a.layout.shape.as_slice() == shape), cb) {
+    if let (Some(x), Some(&[y]), true) = (ca, cb, full_a) {
         return map_wide_slice(x, move |v| f(v, y));
     }
-    if let (Some(&[x]), Some(y)) = (ca, cb.filter(|_| b.layout.shape.as_slice() == shape)) {
+    if let (Some(&[x]), Some(y), true) = (ca, cb, full_b) {
         return map_wide_slice(y, move |v| f(x, v));
     }
-    if !same {
+    if !(full_a && full_b) {
         // Other broadcasts run in the general kernel.
         return zip(a, b, shape, f);
     }

@@ -8,10 +8,9 @@
 //! gradients, tensors the user holds, or the inputs of the running op), cheapest
 //! `cost / (bytes × staleness)` first (staleness saturating after a few ticks). An evicted
 //! storage is rebuilt by replaying its op the next time a backward (or a rebuild) reads it,
-//! so gradients are the plain run's. Views share
-//! their base's cell: they are evicted and rebuilt together. When even evicting everything
-//! possible does not make room, the op fails with `Error::MemoryLimit` naming the smallest
-//! working set.
+//! so gradients are the plain run's. Views share their base's cell: they are evicted and
+//! rebuilt together. When even evicting everything possible does not make room, the op fails
+//! with `Error::MemoryLimit` naming the smallest working set.
 
 mod cell;
 mod pool;

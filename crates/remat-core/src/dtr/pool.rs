@@ -6,8 +6,8 @@
 //!
 //! where `cost` is the measured time of the cell's op plus that of its evicted ancestors
 //! (what reading it back would really rebuild, as in the paper's h_DTR), and staleness is
-//! the logical time since the cell was last read (saturating: see [`recency_weight`]). The lowest scores go first, until enough
-//! bytes are free.
+//! the logical time since the cell was last read (saturating: see [`recency_weight`]). The
+//! lowest scores go first, until enough bytes are free.
 
 use super::cell::Cell;
 use crate::device::Device;

@@ -1,8 +1,8 @@
 //! A memory cap for one training step: set when a model's forward starts, relative to what is
 //! live then, and lifted when the backward pass that follows it ends.
 //!
-//! `auto_checkpoint` may plan a model to run under dynamic rematerialisation instead of (or
-//! rather than) static checkpoints: the step then needs a cap from the start of its forward
+//! `auto_checkpoint` may plan a model to run under dynamic rematerialisation rather than
+//! static checkpoints: the step then needs a cap from the start of its forward
 //! to the end of its backward, and none outside it (the optimizer's step, which allocates its
 //! state on first use, and evaluation must not evict or fail). A forward knows when it
 //! starts; the end is the outermost backward pass finishing, which the autograd engine
@@ -12,20 +12,15 @@
 //! does not fit goes over it instead of failing the step (the plan measured the step to fit;
 //! a step that does not, on other inputs, runs as it would without the plan). A limit the
 //! user set (`set_memory_limit`) takes precedence: no step cap is set over it, and setting one
-//! cancels a pending step cap.
+//! cancels a pending step cap. So a step cap never replaces a limit, and lifting it leaves
+//! none.
 
 use crate::device::Device;
 use parking_lot::Mutex;
 use std::cell::Cell;
 
-/// A step cap in force: its device and the limit to restore when it is lifted.
-struct StepCap {
-    device: Device,
-    previous: Option<usize>,
-}
-
-/// The step caps in force (at most one per device).
-static STEP_CAPS: Mutex<Vec<StepCap>> = Mutex::new(Vec::new());
+/// The devices with a step cap in force (each at most once).
+static STEP_CAPS: Mutex<Vec<Device>> = Mutex::new(Vec::new());
 
 thread_local! {
     /// How many backward passes this thread is inside (a checkpoint's replay runs one
@@ -39,32 +34,33 @@ thread_local! {
 /// while a limit set with `set_memory_limit` is in force. Returns whether the cap was set.
 pub fn cap_until_backward(device: Device, bytes: usize) -> bool {
     let mut caps = STEP_CAPS.lock();
-    let previous = match caps.iter().position(|c| c.device == device) {
-        Some(i) => caps.swap_remove(i).previous,
-        None if crate::memory::memory_limit(device).is_some() => return false,
-        None => None,
-    };
+    let replacing = caps.contains(&device);
+    if !replacing && crate::memory::memory_limit(device).is_some() {
+        return false;
+    }
     super::install_evictor();
     let limit = crate::memory::memory_allocated(device).saturating_add(bytes);
     crate::memory::set_limit_with(device, Some(limit), true);
-    caps.push(StepCap { device, previous });
+    if !replacing {
+        caps.push(device);
+    }
     true
 }
 
 /// Whether a step cap is in force on `device`.
 pub fn step_cap_active(device: Device) -> bool {
-    STEP_CAPS.lock().iter().any(|c| c.device == device)
+    STEP_CAPS.lock().contains(&device)
 }
 
 /// Forget the step cap of `device` without restoring anything (the user set a limit).
 pub(super) fn cancel(device: Device) {
-    STEP_CAPS.lock().retain(|c| c.device != device);
+    STEP_CAPS.lock().retain(|d| *d != device);
 }
 
-/// Lift every step cap, restoring the limits they replaced.
+/// Lift every step cap (none replaced a limit: see the module header).
 fn lift_all() {
-    for cap in STEP_CAPS.lock().drain(..) {
-        crate::memory::set_limit(cap.device, cap.previous);
+    for device in STEP_CAPS.lock().drain(..) {
+        crate::memory::set_limit(device, None);
     }
 }
 

@@ -89,34 +89,13 @@ cpu::avx2_twin! {
     ) = normalize_row;
 }
 
-/// For layer_norm's backward over one row: adds `g` to `db` and `g xhat` to `dw` (when `DB`,
-/// `DW`; `xhat = (v - mean) rstd`), and returns the sums of `gy` and `gy xhat` (`gy = g w`
-/// when `W`, else `g`) in [`LANES`] lanes (a fixed order, so the result does not depend on
-/// the vector width or the threads). Each loop is a plain walk over zipped slices or fixed
-/// chunks with constant flags, so it vectorises at the full width.
+/// For layer_norm's backward over one row: the sums of `gy` and `gy xhat` (`gy = g w` when
+/// `W`, else `g`; `xhat = (v - mean) rstd`) in [`LANES`] lanes (a fixed order, so the result
+/// does not depend on the vector width or the threads). A plain walk over fixed chunks with a
+/// constant flag, so it vectorises at the full width.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn grad_sums<T: Element, const W: bool, const DW: bool, const DB: bool>(
-    row: &[T],
-    g: &[T],
-    w: &[T],
-    dw: &mut [T],
-    db: &mut [T],
-    mean: T,
-    rstd: T,
-) -> (T, T) {
+fn grad_sums<T: Element, const W: bool>(row: &[T], g: &[T], w: &[T], mean: T, rstd: T) -> (T, T) {
     let n = row.len();
-    let g = &g[..n];
-    if DB {
-        for (d, &gj) in db[..n].iter_mut().zip(g) {
-            *d += gj;
-        }
-    }
-    if DW {
-        for ((d, &gj), &v) in dw[..n].iter_mut().zip(g).zip(row) {
-            *d += gj * ((v - mean) * rstd);
-        }
-    }
     let term = |gj: T, wj: T, v: T| {
         let gy = if W { gj * wj } else { gj };
         (gy, gy * ((v - mean) * rstd))
@@ -146,8 +125,8 @@ fn grad_sums<T: Element, const W: bool, const DW: bool, const DB: bool>(
 
 /// One row of layer_norm's backward: adds the row's terms to `dw` and `db` (when given) and
 /// writes its input gradient `rstd (gy - mean(gy) - xhat mean(gy xhat))`, `gy = g w`, into `dx`
-/// (when given): the row's statistics (two passes), one pass for the parameters' gradients
-/// and both means, one for `dx`.
+/// (when given): the row's statistics (two passes), a pass for each parameter gradient, one
+/// for both means and one for `dx`, each a plain loop that vectorises.
 #[inline(always)]
 fn backward_row<T: Element>(
     row: &[T],
@@ -159,39 +138,26 @@ fn backward_row<T: Element>(
     eps: T,
 ) {
     let n = row.len();
+    let g = &g[..n];
     let (mean, rstd) = row_stats(row, eps);
-    let (ws, no_w): (&[T], &[T]) = (w.unwrap_or(&[]), &[]);
-    let (mut none_w, mut none_b): ([T; 0], [T; 0]) = ([], []);
-    let (s1, s2) = match (w.is_some(), dw, db) {
-        (true, Some(dw), Some(db)) => {
-            grad_sums::<T, true, true, true>(row, g, ws, dw, db, mean, rstd)
+    if let Some(db) = db {
+        for (d, &gj) in db[..n].iter_mut().zip(g) {
+            *d += gj;
         }
-        (true, Some(dw), None) => {
-            grad_sums::<T, true, true, false>(row, g, ws, dw, &mut none_b, mean, rstd)
+    }
+    if let Some(dw) = dw {
+        for ((d, &gj), &v) in dw[..n].iter_mut().zip(g).zip(row) {
+            *d += gj * ((v - mean) * rstd);
         }
-        (true, None, Some(db)) => {
-            grad_sums::<T, true, false, true>(row, g, ws, &mut none_w, db, mean, rstd)
-        }
-        (true, None, None) => {
-            grad_sums::<T, true, false, false>(row, g, ws, &mut none_w, &mut none_b, mean, rstd)
-        }
-        (false, Some(dw), Some(db)) => {
-            grad_sums::<T, false, true, true>(row, g, no_w, dw, db, mean, rstd)
-        }
-        (false, Some(dw), None) => {
-            grad_sums::<T, false, true, false>(row, g, no_w, dw, &mut none_b, mean, rstd)
-        }
-        (false, None, Some(db)) => {
-            grad_sums::<T, false, false, true>(row, g, no_w, &mut none_w, db, mean, rstd)
-        }
-        (false, None, None) => {
-            grad_sums::<T, false, false, false>(row, g, no_w, &mut none_w, &mut none_b, mean, rstd)
-        }
-    };
+    }
     let Some(dx) = dx else {
         return;
     };
-    let (dx, g) = (&mut dx[..n], &g[..n]);
+    let (s1, s2) = match w {
+        Some(w) => grad_sums::<T, true>(row, g, &w[..n], mean, rstd),
+        None => grad_sums::<T, false>(row, g, &[], mean, rstd),
+    };
+    let dx = &mut dx[..n];
     let inv_n = T::from_f64(1.0 / n.max(1) as f64);
     let (m1, m2) = (s1 * inv_n, s2 * inv_n);
     match w {
