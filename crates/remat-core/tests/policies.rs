@@ -1,7 +1,8 @@
 //! Selective checkpoint policies: a kept op output is never recomputed (the recompute takes
 //! it instead of running the op), the other ops are, gradients are identical to the plain run,
-//! `checkpoint_name` tags reach `SaveOnlyTheseNames`, and a kept output written in place
-//! before backward is an error, never a wrong gradient.
+//! `checkpoint_name` tags reach `SaveOnlyTheseNames`, a kept output written in place
+//! before backward is an error, never a wrong gradient, and the op whose saves end an
+//! early-stopping recompute is not run again when it saved only its inputs.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -114,4 +115,84 @@ fn a_kept_output_written_in_place_is_an_error() {
     let loss = ops::sum(&y, None, false).unwrap();
     let e = autograd::backward(&[(loss, None)], false).unwrap_err();
     assert!(e.to_string().contains("modified"), "{e}");
+}
+
+/// `x @ w`, saving only its inputs, counting its forward runs.
+struct CountingMatmul(Arc<AtomicUsize>);
+
+impl Op for CountingMatmul {
+    fn name(&self) -> &'static str {
+        "matmul"
+    }
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        let _g = remat_core::grad_mode::no_grad();
+        ops::matmul(inputs[0], inputs[1])
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        let (x, w) = (&ctx.saved[0], &ctx.saved[1]);
+        Ok(vec![
+            Some(ops::matmul(ctx.grad, &ops::transpose(w, 0, 1)?)?),
+            Some(ops::matmul(&ops::transpose(x, 0, 1)?, ctx.grad)?),
+        ])
+    }
+}
+
+/// `2 (tanh(x) @ w)` through a counting matmul (the last op that saves anything), under
+/// `policy` (None: plain run) with early stop on or off; the gradients and the matmul's runs.
+fn last_saver_grads(
+    policy: Option<Option<SavePolicy>>,
+    early_stop: bool,
+) -> (Vec<Vec<f64>>, usize) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let (x, w) = (leaf(&det(&[3, 4], 5)), leaf(&det(&[4, 5], 6)));
+    let c = count.clone();
+    let f: SegmentFn = Arc::new(move |ts: &[Tensor]| {
+        let t = ops::tanh(&ts[0])?;
+        let y = apply(
+            CountingMatmul(c.clone()),
+            &[&t, &ts[1]],
+            &[Save::Input(0), Save::Input(1)],
+        )?;
+        Ok(vec![ops::scale(&y, 2.0)?])
+    });
+    let y = match policy {
+        None => f(&[x.clone(), w.clone()]).unwrap().remove(0),
+        Some(policy) => {
+            let mut opts = SegmentOptions::default();
+            opts.policy = policy;
+            opts.early_stop = early_stop;
+            checkpoint_segment_with(f, &[x.clone(), w.clone()], &opts)
+                .unwrap()
+                .remove(0)
+        }
+    };
+    let loss = ops::sum(&ops::mul(&y, &y).unwrap(), None, false).unwrap();
+    autograd::backward(&[(loss, None)], false).unwrap();
+    let g = vec![
+        x.grad().unwrap().to_vec::<f64>(),
+        w.grad().unwrap().to_vec::<f64>(),
+    ];
+    (g, count.load(Ordering::SeqCst))
+}
+
+#[test]
+fn the_last_saver_is_not_run_again_when_it_saved_only_inputs() {
+    let (plain, runs) = last_saver_grads(None, true);
+    assert_eq!(runs, 1);
+    for policy in [
+        None,
+        Some(SavePolicy::NothingSaveable),
+        Some(SavePolicy::DotsSaveable),
+        Some(SavePolicy::EverythingSaveable),
+    ] {
+        // The recompute ends at the matmul's saves without running it, whatever was kept.
+        let (g, runs) = last_saver_grads(Some(policy.clone()), true);
+        assert_eq!((g, runs), (plain.clone(), 1), "{policy:?}");
+    }
+    // Without early stop the whole function runs again (the matmul too, unless kept).
+    let (g, runs) = last_saver_grads(Some(None), false);
+    assert_eq!((g, runs), (plain.clone(), 2));
+    let (g, runs) = last_saver_grads(Some(Some(SavePolicy::DotsSaveable)), false);
+    assert_eq!((g, runs), (plain, 1));
 }

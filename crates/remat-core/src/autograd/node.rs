@@ -3,6 +3,7 @@
 //! checkpoint can replace a slot with a recompute and the memory really goes away.
 
 use crate::checkpoint::context::{self, SaveMode};
+use crate::checkpoint::policy::KeptLookup;
 use crate::checkpoint::recipe::Recipe;
 use crate::checkpoint::slot::Slot;
 use crate::device::Device;
@@ -231,23 +232,29 @@ pub fn apply<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor>
     // Under a memory limit, the forward's time is what evicting its output would cost.
     let timer = crate::dtr::timer(inputs, &mode);
     let out = match context::kept_output(&mode)? {
-        Some(d) => Tensor::from_data(d),
-        None if matches!(mode, SaveMode::Normal) => {
+        KeptLookup::Output(d) => Tensor::from_data(d),
+        KeptLookup::LastSaver
+            if recorded(inputs) && context::capture_last_saves(&mode, inputs, saves) =>
+        {
+            return Err(Error::EarlyStop);
+        }
+        _ if matches!(mode, SaveMode::Normal) => {
             crate::cpu::catch_oom(op.name(), || op.forward(inputs))?
         }
-        None => {
+        _ => {
             // Ops this forward runs itself are not numbered for selective policies.
             let _f = context::OpForward::enter();
             crate::cpu::catch_oom(op.name(), || op.forward(inputs))?
         }
     };
-    context::offer_output(&mode, op.name(), op.tag(), inputs, &out)?;
+    let number = context::offer_output(&mode, op.name(), op.tag(), inputs, &out)?;
     // An integer or bool result (a comparison, an index) has no gradient: never recorded.
     if !recorded(inputs) || !out.dtype().is_float() {
         return Ok(untracked(op, inputs, out));
     }
     let took = timer.map(|t| t.elapsed());
     let t = record_in(op, inputs, out, saves, &mode, took);
+    context::op_saved(&mode, number, saves);
     context::check_early_stop(&mode)?;
     Ok(t)
 }

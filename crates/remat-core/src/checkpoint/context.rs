@@ -6,7 +6,8 @@
 //! then only marks its entry closed, and the owning thread skips and drops closed entries the
 //! next time it looks at its stack.
 
-use crate::checkpoint::policy::KeptOutputs;
+use crate::autograd::node::Save;
+use crate::checkpoint::policy::{KeptLookup, KeptOutputs};
 use crate::checkpoint::segment::Segment;
 use crate::checkpoint::slot::Slot;
 use crate::error::{Error, Result};
@@ -21,7 +22,8 @@ use std::sync::Arc;
 pub(crate) struct Capture {
     saved: RefCell<Vec<TensorData>>,
     stop_at: Option<usize>,
-    /// With a selective policy: the outputs the forward kept, and the number of the next op.
+    /// The outputs the forward kept (with a selective policy) and the op that need not run
+    /// (with early stop), by op number; and the number of the next op.
     kept: Option<Arc<KeptOutputs>>,
     next_op: Cell<usize>,
     /// The segment's name, for errors.
@@ -50,22 +52,23 @@ impl Capture {
         })
     }
 
-    /// Number the next op; the output the forward kept for it, if any.
-    fn next_kept(&self) -> Result<Option<TensorData>> {
+    /// Number the next op; what the forward left for it.
+    fn next_kept(&self) -> Result<KeptLookup> {
         let Some(kept) = &self.kept else {
-            return Ok(None);
+            return Ok(KeptLookup::Run);
         };
         let i = self.next_op.get();
         self.next_op.set(i + 1);
-        match kept.get(i) {
-            Some(k) => k
-                .restore(&format!(
-                    "an output kept by checkpoint segment {:?}",
-                    self.name
-                ))
-                .map(Some),
-            None => Ok(None),
-        }
+        kept.lookup(
+            i,
+            &format!("an output kept by checkpoint segment {:?}", self.name),
+        )
+    }
+
+    /// Whether `n` more saved tensors complete an early-stopping capture.
+    fn completed_by(&self, n: usize) -> bool {
+        self.stop_at
+            .is_some_and(|s| n > 0 && self.saved.borrow().len() + n >= s)
     }
 
     pub(crate) fn push(&self, d: TensorData) {
@@ -288,27 +291,53 @@ pub(crate) fn nested_op() -> bool {
     OP_DEPTH.with(|d| d.get() > 0)
 }
 
-/// Before an op runs: in the recompute of a segment with a selective policy, the output the
-/// forward kept for this op (top-level ops are numbered in order in both runs), which
-/// replaces running it.
-pub(crate) fn kept_output(mode: &SaveMode) -> Result<Option<TensorData>> {
+/// Before an op runs: in a segment's recompute, what its forward left for this op (top-level
+/// ops are numbered in order in both runs): a kept output replaces running it.
+pub(crate) fn kept_output(mode: &SaveMode) -> Result<KeptLookup> {
     match mode {
         SaveMode::Capture(c) if !nested_op() => c.next_kept(),
-        _ => Ok(None),
+        _ => Ok(KeptLookup::Run),
     }
 }
 
-/// After an op ran in the forward of a segment with a selective policy: the policy sees its
-/// name (or `checkpoint_name` tag) and output, and may keep the output.
+/// For the op that saved last in the forward: when its saves are inputs only and complete the
+/// recompute's capture, collect them and return true (the op's output is never used, so the
+/// recompute ends without running it).
+pub(crate) fn capture_last_saves(mode: &SaveMode, inputs: &[&Tensor], saves: &[Save]) -> bool {
+    let SaveMode::Capture(c) = mode else {
+        return false;
+    };
+    if saves.iter().any(|s| matches!(s, Save::Output)) || !c.completed_by(saves.len()) {
+        return false;
+    }
+    for s in saves {
+        if let Save::Input(i) = s {
+            c.push(inputs[*i].data().clone());
+        }
+    }
+    true
+}
+
+/// After an op ran in the forward of a segment: number it; the policy (if any) sees its name
+/// (or `checkpoint_name` tag) and output, and may keep the output. Returns the op's number.
 pub(crate) fn offer_output(
     mode: &SaveMode,
     op: &str,
     tag: Option<&str>,
     inputs: &[&Tensor],
     out: &Tensor,
-) -> Result<()> {
+) -> Result<Option<usize>> {
     match mode {
-        SaveMode::Segment(seg) if !nested_op() => seg.offer(op, tag, inputs, out),
-        _ => Ok(()),
+        SaveMode::Segment(seg) if !nested_op() => seg.offer(op, tag, inputs, out).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// After op number `i` of a segment's forward saved `saves` for its backward.
+pub(crate) fn op_saved(mode: &SaveMode, i: Option<usize>, saves: &[Save]) {
+    if let (SaveMode::Segment(seg), Some(i)) = (mode, i) {
+        if !saves.is_empty() {
+            seg.op_saved(i, saves.iter().any(|s| matches!(s, Save::Output)));
+        }
     }
 }

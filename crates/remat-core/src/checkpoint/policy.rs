@@ -148,10 +148,22 @@ impl Kept {
     }
 }
 
+/// What the recompute finds for one op number.
+pub(crate) enum KeptLookup {
+    /// Nothing: run the op.
+    Run,
+    /// The forward kept its output: take it instead of running the op.
+    Output(TensorData),
+    /// The op whose saves end an early-stopping recompute, and none of them is its output:
+    /// its inputs are all the backward needs, so the op need not run at all.
+    LastSaver,
+}
+
 /// The outputs one segment's forward kept, by op number; shared with its recompute.
 #[derive(Default)]
 pub(crate) struct KeptOutputs {
     map: Mutex<HashMap<usize, Kept>>,
+    last_saver: Mutex<Option<usize>>,
 }
 
 impl KeptOutputs {
@@ -188,13 +200,28 @@ impl KeptOutputs {
         self.map.lock().get(&i).cloned()
     }
 
-    /// Release every kept output (the recompute has run).
-    pub(crate) fn clear(&self) {
-        self.map.lock().clear();
+    /// What the recompute does for op number `i`.
+    pub(crate) fn lookup(&self, i: usize, who: &str) -> Result<KeptLookup> {
+        if *self.last_saver.lock() == Some(i) {
+            return Ok(KeptLookup::LastSaver);
+        }
+        match self.get(i) {
+            Some(k) => k.restore(who).map(KeptLookup::Output),
+            None => Ok(KeptLookup::Run),
+        }
     }
 
-    /// Whether nothing is kept.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.map.lock().is_empty()
+    /// The forward is over and its recompute will stop early: op number `stop` and after are
+    /// never reached (their kept outputs go), and `last_saver`, when given, need not run.
+    pub(crate) fn end_at(&self, stop: usize, last_saver: Option<usize>) {
+        let mut map = self.map.lock();
+        map.retain(|&i, _| i < stop && Some(i) != last_saver);
+        *self.last_saver.lock() = last_saver;
+    }
+
+    /// Release every kept output (the recompute has run; a second one runs every op).
+    pub(crate) fn clear(&self) {
+        self.map.lock().clear();
+        *self.last_saver.lock() = None;
     }
 }

@@ -145,6 +145,12 @@ pub(crate) struct Segment {
     /// The selective policy, the number of ops its forward has run, and what it kept.
     policy: Option<SavePolicy>,
     ops_run: AtomicUsize,
+    /// How many ops had run when the forward last saved a tensor: with early stop the
+    /// recompute ends there, so what ops numbered from here on kept is never used.
+    ops_before_last_save: AtomicUsize,
+    /// The last op that saved tensors: its number, how many tensors the segment had saved
+    /// after it, and whether one of them was its own output.
+    last_saver: Mutex<Option<(usize, usize, bool)>>,
     kept: Arc<KeptOutputs>,
     /// For each storage an op of the forward returned: the last such op's number and its
     /// output's layout (no data is held).
@@ -164,11 +170,11 @@ impl Segment {
         tag: Option<&str>,
         inputs: &[&Tensor],
         out: &Tensor,
-    ) -> Result<()> {
-        let Some(policy) = &self.policy else {
-            return Ok(());
-        };
+    ) -> Result<usize> {
         let i = self.ops_run.fetch_add(1, Ordering::Relaxed);
+        let Some(policy) = &self.policy else {
+            return Ok(i);
+        };
         let decision = policy.decide(&PolicyQuery {
             op: tag.unwrap_or(op),
             tag,
@@ -186,11 +192,39 @@ impl Segment {
         }
         producers.insert(out.storage().id(), (i, out.layout().clone()));
         drop(producers);
-        self.kept.offer(i, out, decision)
+        self.kept.offer(i, out, decision)?;
+        Ok(i)
+    }
+
+    /// Op number `i` of the forward saved tensors for its backward (`output`: its own
+    /// output among them).
+    pub(crate) fn op_saved(&self, i: usize, output: bool) {
+        *self.last_saver.lock() = Some((i, self.meta.lock().len(), output));
+    }
+
+    /// The forward is over. An early-stopping recompute ends with the last save: what ops
+    /// after it kept would be held for nothing (a matmul feeding only the block's closing
+    /// residual add), and when that save was an op's and took only its inputs, the op itself
+    /// need not run again.
+    fn end_forward(&self) {
+        if !self.early_stop {
+            return;
+        }
+        let stop = self.ops_before_last_save.load(Ordering::Relaxed);
+        let saved = self.meta.lock().len();
+        let last = self
+            .last_saver
+            .lock()
+            .take()
+            .filter(|&(i, n, output)| i + 1 == stop && n == saved && !output)
+            .map(|(i, ..)| i);
+        self.kept.end_at(stop, last);
     }
 
     /// Register a tensor saved inside the segment's forward by `who`; returns its index.
     pub(crate) fn save(&self, d: &TensorData, who: &'static str) -> usize {
+        self.ops_before_last_save
+            .store(self.ops_run.load(Ordering::Relaxed), Ordering::Relaxed);
         let mut meta = self.meta.lock();
         meta.push(SavedMeta {
             shape: d.layout.shape.clone(),
@@ -294,9 +328,11 @@ impl Segment {
             .map(|(s, &rg)| Ok(Tensor::flagged(s.materialize(&who)?.data().clone(), rg)))
             .collect::<Result<_>>()?;
         let needed = self.meta.lock().len();
-        let kept = (self.policy.is_some() && !self.kept.is_empty()).then(|| self.kept.clone());
-        let capture =
-            Capture::with_kept(self.early_stop.then_some(needed), kept, self.name.clone());
+        let capture = Capture::with_kept(
+            self.early_stop.then_some(needed),
+            Some(self.kept.clone()),
+            self.name.clone(),
+        );
         let start = Instant::now();
         let result = {
             // The forward's draws, replayed from a private stream: the global generator (and
@@ -430,6 +466,8 @@ pub fn checkpoint_segment_with(
         group: opts.group.clone(),
         policy: opts.policy.clone(),
         ops_run: AtomicUsize::new(0),
+        ops_before_last_save: AtomicUsize::new(0),
+        last_saver: Mutex::new(None),
         kept: Arc::new(KeptOutputs::default()),
         producers: Mutex::new(HashMap::new()),
         _live: LiveToken::new(),
@@ -440,6 +478,7 @@ pub fn checkpoint_segment_with(
     };
     // The forward is over: from now on the saved tensors are recomputed when needed.
     seg.pending.lock().take();
+    seg.end_forward();
     let outputs = outputs?;
     for o in &outputs {
         o.clear_creation();

@@ -633,6 +633,83 @@ pub fn zip_slice<T: Copy, F: Fn(T, T) -> T>(x: &[T], y: &[T], o: &mut [T], f: F)
     body(x, y, o, f)
 }
 
+/// `o[i] = if c[i] != 0 { a[i] } else { b[i] }` (a bool mask selecting between two
+/// operands), dispatched like [`map_slice`]: the select is a vector blend.
+#[inline(always)]
+pub fn select_slice<T: Copy>(c: &[u8], a: &[T], b: &[T], o: &mut [T]) {
+    /// A bitwise blend on same-sized integers: a plain `if` becomes a select of addresses
+    /// and a gather.
+    #[inline(always)]
+    fn blend<U>(c: &[u8], a: &[U], b: &[U], o: &mut [U])
+    where
+        U: Copy
+            + std::ops::BitAnd<Output = U>
+            + std::ops::BitOr<Output = U>
+            + std::ops::Not<Output = U>
+            + std::ops::Sub<Output = U>
+            + From<u8>,
+    {
+        let n = o.len();
+        let (c, a, b) = (&c[..n], &a[..n], &b[..n]);
+        for i in 0..n {
+            let m = U::from(0) - U::from(u8::from(c[i] != 0));
+            o[i] = (a[i] & m) | (b[i] & !m);
+        }
+    }
+    #[inline(always)]
+    fn body<T: Copy>(c: &[u8], a: &[T], b: &[T], o: &mut [T]) {
+        /// `s` as a slice of `U` (same size and alignment as `T`).
+        fn cast<T, U>(s: &[T]) -> &[U] {
+            // SAFETY: the callers check that U has T's size and alignment; every bit
+            // pattern is a valid integer.
+            unsafe { std::slice::from_raw_parts(s.as_ptr().cast(), s.len()) }
+        }
+        fn cast_mut<T, U>(s: &mut [T]) -> &mut [U] {
+            // SAFETY: as above; the blend writes only bit patterns taken from `a` or `b`,
+            // which are valid `T`s.
+            unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast(), s.len()) }
+        }
+        use std::mem::{align_of, size_of};
+        if size_of::<T>() == 4 && align_of::<T>() == 4 {
+            return blend::<u32>(c, cast(a), cast(b), cast_mut(o));
+        }
+        if size_of::<T>() == 8 && align_of::<T>() == 8 {
+            return blend::<u64>(c, cast(a), cast(b), cast_mut(o));
+        }
+        let n = o.len();
+        let (c, a, b) = (&c[..n], &a[..n], &b[..n]);
+        for i in 0..n {
+            o[i] = if c[i] != 0 { a[i] } else { b[i] };
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        /// # Safety
+        /// The CPU must support AVX-512F.
+        #[target_feature(enable = "avx512f,avx512bw,fma")]
+        unsafe fn avx512<T: Copy>(c: &[u8], a: &[T], b: &[T], o: &mut [T]) {
+            body(c, a, b, o)
+        }
+        /// # Safety
+        /// The CPU must support AVX2 and FMA.
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2<T: Copy>(c: &[u8], a: &[T], b: &[T], o: &mut [T]) {
+            body(c, a, b, o)
+        }
+        match simd_level() {
+            // SAFETY: simd_level reports only what the CPU supports (AVX-512BW is checked
+            // here: the byte mask's compare needs it).
+            SimdLevel::Avx512 if std::is_x86_feature_detected!("avx512bw") => {
+                return unsafe { avx512(c, a, b, o) }
+            }
+            // SAFETY: as above.
+            SimdLevel::Avx512 | SimdLevel::Avx2 => return unsafe { avx2(c, a, b, o) },
+            SimdLevel::Baseline => {}
+        }
+    }
+    body(c, a, b, o)
+}
+
 /// Reduce `x` over `axes` (sorted, unique) with `init` and `f`, returning the values in C
 /// order of the kept axes (reduced axes removed).
 pub fn reduce<T: Scalar, F: Fn(T, T) -> T + Sync + Send>(
@@ -700,3 +777,36 @@ pub fn strides_of(shape: &[usize]) -> Dims {
 
 #[allow(dead_code)]
 fn _layout_is_used(_: &Layout) {}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn select_slice_keeps_every_bit_for_each_element_size() {
+        let c: Vec<u8> = (0..37).map(|i| u8::from(i % 3 != 0)).collect();
+        let pick = |i: usize| c[i] != 0;
+        let a32: Vec<f32> = (0..37)
+            .map(|i| if i == 4 { f32::NAN } else { i as f32 })
+            .collect();
+        let b32: Vec<f32> = (0..37)
+            .map(|i| if i == 3 { -0.0 } else { -(i as f32) })
+            .collect();
+        let mut o32 = vec![0f32; 37];
+        super::select_slice(&c, &a32, &b32, &mut o32);
+        for i in 0..37 {
+            let want = if pick(i) { a32[i] } else { b32[i] };
+            assert_eq!(o32[i].to_bits(), want.to_bits(), "f32 at {i}");
+        }
+        let a64: Vec<i64> = (0..37).map(|i| i64::MIN + i).collect();
+        let b64: Vec<i64> = (0..37).map(|i| i64::MAX - i).collect();
+        let mut o64 = vec![0i64; 37];
+        super::select_slice(&c, &a64, &b64, &mut o64);
+        let a8: Vec<u8> = (0..37).map(|i| i as u8).collect();
+        let b8: Vec<u8> = (0..37).map(|i| 200 + i as u8).collect();
+        let mut o8 = vec![0u8; 37];
+        super::select_slice(&c, &a8, &b8, &mut o8);
+        for i in 0..37 {
+            assert_eq!(o64[i], if pick(i) { a64[i] } else { b64[i] });
+            assert_eq!(o8[i], if pick(i) { a8[i] } else { b8[i] });
+        }
+    }
+}

@@ -88,13 +88,12 @@ fn where_periodic(cond: &Tensor, a: &Tensor, b: &Tensor, shape: &[usize]) -> Opt
                     .min(c.len() - ic)
                     .min(av.len() - ia)
                     .min(bv.len() - ib);
-                for ((o, &k), (&x, &y)) in o[done..done + run]
-                    .iter_mut()
-                    .zip(&c[ic..ic + run])
-                    .zip(av[ia..ia + run].iter().zip(&bv[ib..ib + run]))
-                {
-                    *o = if k != 0 { x } else { y };
-                }
+                cpu::select_slice(
+                    &c[ic..ic + run],
+                    &av[ia..ia + run],
+                    &bv[ib..ib + run],
+                    &mut o[done..done + run],
+                );
                 done += run;
                 (ic, ia, ib) = ((ic + run) % c.len(), (ia + run) % av.len(), (ib + run) % bv.len());
             }
