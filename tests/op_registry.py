@@ -746,6 +746,23 @@ def np_norm(x, p=2, dim=None, keepdim=False):
     return (a ** p).sum(axis=dim, keepdims=keepdim) ** (1.0 / p)
 
 
+def np_sdpa(q, k, v, is_causal=False, scale=None, dropout_p=0.0):
+    s = q @ np.swapaxes(k, -1, -2) * (scale if scale is not None else 1 / np.sqrt(q.shape[-1]))
+    if is_causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+def sdpa_cases(causal):
+    """Queries (B, L, E) or (B, H, L, E), keys (..., S, E), values (..., S, Ev)."""
+    return st.builds(
+        lambda lead, l, s, e, ev, scale: Case((lead + (l, e), lead + (s, e), lead + (s, ev)),
+                                              {"is_causal": causal, "scale": scale}),
+        st.sampled_from([(1,), (2,), (1, 2)]), st.integers(1, 5), st.integers(1, 5),
+        st.integers(1, 4), st.integers(1, 3), st.sampled_from([None, 0.5]))
+
+
 def np_softmax(x, axis=-1):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
@@ -1133,6 +1150,26 @@ OPS: list[Op] = [
     Op("einsum_list", remat.einsum, (), lambda *xs, equation: np.einsum(equation, *xs), ANY,
        einsums(), EINSUM_EXAMPLES[:3], call=_einsum_list_call, op="einsum",
        tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12)),
+    # ---- attention: (batch, L, E) queries, (batch, S, E) keys, (batch, S, Ev) values
+    Op("scaled_dot_product_attention", F.scaled_dot_product_attention, (), np_sdpa, ANY,
+       sdpa_cases(causal=False),
+       (Case(((2, 3, 4), (2, 5, 4), (2, 5, 3)), {"is_causal": False, "scale": None}),
+        Case(((1, 2, 4, 2), (1, 2, 3, 2), (1, 2, 3, 2)), {"is_causal": False, "scale": 0.5})),
+       tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12),
+       errors=(Bad("last_dim", ((1, 2, 4), (1, 3, 3), (1, 3, 4)), S),
+               Bad("keys_values", ((1, 2, 4), (1, 3, 4), (1, 2, 4)), S),
+               Bad("dropout_p", ((1, 2, 4), (1, 3, 4), (1, 3, 4)), ValueError,
+                   {"dropout_p": 2.0}))),
+    # causal: fused scaling, mask and softmax (rows see keys j <= i, also when L != S)
+    Op("sdpa_causal", F.scaled_dot_product_attention, (), np_sdpa, ANY,
+       sdpa_cases(causal=True),
+       (Case(((2, 4, 3), (2, 4, 3), (2, 4, 2)), {"is_causal": True, "scale": None}),
+        Case(((1, 2, 3, 2), (1, 2, 5, 2), (1, 2, 5, 3)), {"is_causal": True, "scale": 0.7}),
+        Case(((1, 5, 2), (1, 2, 2), (1, 2, 2)), {"is_causal": True, "scale": None})),
+       op="scaled_dot_product_attention", tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12),
+       errors=(Bad("mask_and_causal", ((1, 2, 4), (1, 2, 4), (1, 2, 4)), ValueError,
+                   {"is_causal": True, "attn_mask": remat.ones(2, 2, dtype=remat.bool_)},
+                   names=("is_causal",)),)),
     # ---- softmax family, normalisation, dropout
     Op("softmax", remat.softmax, ("softmax",), np_softmax, ANY, along_axis(),
        (Case(((3, 4),), {"axis": -1}), Case(((2, 3, 4),), {"axis": 1}), Case(((5,),), {"axis": 0})),

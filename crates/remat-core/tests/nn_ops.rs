@@ -554,3 +554,55 @@ fn cross_entropy_rejects_bad_targets_and_shapes() {
         Err(Error::Shape { .. })
     ));
 }
+
+/// Causal attention with an explicit bool mask (`tril(ones(L, S))`): the three-op path the
+/// fused causal weights must agree with.
+fn sdpa_with_tril_mask(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64) -> Tensor {
+    let (l, s) = (q.shape()[q.ndim() - 2], k.shape()[k.ndim() - 2]);
+    let ones = ops::ones(&[l, s], DType::F64, remat_core::Device::Cpu).unwrap();
+    let mask = ops::ne(
+        &ops::tril(&ones, 0).unwrap(),
+        &ops::zeros(&[], DType::F64, remat_core::Device::Cpu).unwrap(),
+    )
+    .unwrap();
+    ops::scaled_dot_product_attention(q, k, v, Some(&mask), 0.0, false, Some(scale)).unwrap()
+}
+
+#[test]
+fn causal_attention_matches_the_explicit_mask_and_finite_differences() {
+    // L < S, L = S and L > S (rows past the last key see every key), several batch axes.
+    for (l, s) in [(3, 5), (4, 4), (6, 2)] {
+        let (q, k, v) = (
+            det(&[2, 3, l, 4], 1),
+            det(&[2, 3, s, 4], 2),
+            det(&[2, 3, s, 3], 3),
+        );
+        let fused =
+            ops::scaled_dot_product_attention(&q, &k, &v, None, 0.0, true, Some(0.7)).unwrap();
+        assert_close(
+            &fused,
+            &sdpa_with_tril_mask(&q, &k, &v, 0.7).to_vec::<f64>(),
+            1e-13,
+        );
+        let f32_fused = ops::scaled_dot_product_attention(
+            &f32_of(&q),
+            &f32_of(&k),
+            &f32_of(&v),
+            None,
+            0.0,
+            true,
+            None,
+        )
+        .unwrap();
+        let want = sdpa_with_tril_mask(&q, &k, &v, 0.5).to_vec::<f64>();
+        assert_close(&f32_fused, &want, 1e-5);
+        check_grad(
+            &[det(&[1, l, 3], 4), det(&[1, s, 3], 5), det(&[1, s, 2], 6)],
+            |ts| {
+                ops::scaled_dot_product_attention(&ts[0], &ts[1], &ts[2], None, 0.0, true, None)
+                    .unwrap()
+            },
+            1e-6,
+        );
+    }
+}

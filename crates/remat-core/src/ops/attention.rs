@@ -28,7 +28,7 @@ fn shape_error(q: &Tensor, k: &Tensor, v: &Tensor, what: &str) -> Error {
 }
 
 /// A bool `(l, s)` mask, true on and below the diagonal (PyTorch's top-left causal mask).
-fn causal_mask(l: usize, s: usize, device: crate::Device) -> Result<Tensor> {
+pub(crate) fn causal_mask(l: usize, s: usize, device: crate::Device) -> Result<Tensor> {
     let mut keep = Vec::with_capacity(l * s);
     for i in 0..l {
         for j in 0..s {
@@ -66,7 +66,7 @@ pub fn scaled_dot_product_attention(
             "query, key and value need at least 2 dimensions",
         ));
     }
-    let (l, e) = (q.shape()[q.ndim() - 2], q.shape()[q.ndim() - 1]);
+    let e = q.shape()[q.ndim() - 1];
     let (s, ek) = (k.shape()[k.ndim() - 2], k.shape()[k.ndim() - 1]);
     if e != ek {
         return Err(shape_error(
@@ -100,14 +100,15 @@ pub fn scaled_dot_product_attention(
     let factor = scale_factor.unwrap_or(1.0 / (e as f64).sqrt());
     // Named apart from the other products: `dots_saveable` recomputes the `T²` scores
     // (Korthikanti et al.'s selective recompute) and keeps the attention output.
-    let scores = scale(
-        &super::matmul::matmul_named(q, &transpose(k, -2, -1)?, "attention_scores")?,
-        factor,
-    )?;
+    let products = super::matmul::matmul_named(q, &transpose(k, -2, -1)?, "attention_scores")?;
+    if is_causal {
+        // Scaled, masked and normalised in one pass (see `causal_softmax`).
+        let weights = super::causal_softmax::causal_softmax(&products, factor)?;
+        return matmul(&dropout(&weights, dropout_p, dropout_p > 0.0)?, v);
+    }
+    let scores = scale(&products, factor)?;
     let neg_inf = || super::full(&[], f64::NEG_INFINITY, scores.dtype(), scores.device());
-    let scores = if is_causal {
-        where_(&causal_mask(l, s, scores.device())?, &scores, &neg_inf()?)?
-    } else if let Some(mask) = attn_mask {
+    let scores = if let Some(mask) = attn_mask {
         let fits = crate::layout::broadcast_shapes(OP, mask.shape(), scores.shape())
             .is_ok_and(|b| b.as_slice() == scores.shape());
         if !fits {

@@ -6,6 +6,7 @@ pub mod all_any;
 pub mod argmax;
 pub mod attention;
 pub mod axes;
+pub mod causal_softmax;
 pub mod checkpoint_name;
 pub mod compare;
 pub mod conv;

@@ -65,7 +65,7 @@ fn split_at_axis(shape: &[usize], axis: usize) -> (usize, usize, usize) {
 /// The largest element of a row, ignoring NaN (a NaN still reaches the result through
 /// `exp`). Eight independent lanes so the loop vectorises.
 #[inline(always)]
-fn row_max<T: Element>(x: &[T]) -> T {
+pub(crate) fn row_max<T: Element>(x: &[T]) -> T {
     let mut acc = [T::neg_infinity(); 8];
     let chunks = x.chunks_exact(8);
     let rem = chunks.remainder();
@@ -94,6 +94,13 @@ fn exp_shifted<T: Element>(x: &[T], y: &mut [T], m: T) -> T {
     for (o, &v) in y.iter_mut().zip(x) {
         *o = (v - m).kernel_exp();
     }
+    lane_sum(y)
+}
+
+/// `sum(y)` in eight lanes, then the lanes pairwise (a fixed order: the result does not
+/// depend on threads).
+#[inline(always)]
+pub(crate) fn lane_sum<T: Element>(y: &[T]) -> T {
     let mut acc = [T::zero(); 8];
     let chunks = y.chunks_exact(8);
     let rem = chunks.remainder();
@@ -381,6 +388,16 @@ impl Op for SoftmaxBackwardOp {
         };
         Ok(vec![dg, dy])
     }
+}
+
+/// The input gradient of softmax along `axis` (normalized) from its output `y` and the
+/// output's gradient `g`: `y (g - sum(g y))`, differentiable in both.
+pub(crate) fn softmax_backward(g: &Tensor, y: &Tensor, axis: usize) -> Result<Tensor> {
+    apply(
+        SoftmaxBackwardOp { axis, log: false },
+        &[g, y],
+        &[Save::Input(0), Save::Input(1)],
+    )
 }
 
 fn softmax_impl(x: &Tensor, axis: isize, log: bool) -> Result<Tensor> {
