@@ -633,6 +633,22 @@ pub fn zip_slice<T: Copy, F: Fn(T, T) -> T>(x: &[T], y: &[T], o: &mut [T], f: F)
     body(x, y, o, f)
 }
 
+/// The total of `N` (a power of two) partial sums, folding the upper half onto the lower
+/// until one is left: a fixed order (the same bits at every vector width) that maps onto
+/// whole-register halves. (A pairwise tree over neighbours, `(a0 + a1) + (a2 + a3)`, made
+/// LLVM lay the accumulators out for that tree and shuffle every chunk of the loop before.)
+#[inline(always)]
+pub fn fold_halves<T: Copy + std::ops::Add<Output = T>, const N: usize>(mut a: [T; N]) -> T {
+    let mut n = N;
+    while n > 1 {
+        n /= 2;
+        for i in 0..n {
+            a[i] = a[i] + a[i + n];
+        }
+    }
+    a[0]
+}
+
 /// `o[i] = if c[i] != 0 { a[i] } else { b[i] }` (a bool mask selecting between two
 /// operands), dispatched like [`map_slice`]: the select is a vector blend.
 #[inline(always)]
@@ -646,13 +662,14 @@ pub fn select_slice<T: Copy>(c: &[u8], a: &[T], b: &[T], o: &mut [T]) {
             + std::ops::BitAnd<Output = U>
             + std::ops::BitOr<Output = U>
             + std::ops::Not<Output = U>
-            + std::ops::Sub<Output = U>
+            + num_traits::WrappingSub
             + From<u8>,
     {
         let n = o.len();
         let (c, a, b) = (&c[..n], &a[..n], &b[..n]);
         for i in 0..n {
-            let m = U::from(0) - U::from(u8::from(c[i] != 0));
+            // All ones where `c` is set, else zero.
+            let m = U::from(0).wrapping_sub(&U::from(u8::from(c[i] != 0)));
             o[i] = (a[i] & m) | (b[i] & !m);
         }
     }

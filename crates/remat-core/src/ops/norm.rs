@@ -16,14 +16,10 @@ use rayon::prelude::*;
 /// `f32` lanes (narrower vectors take two or four steps per chunk, with the same result).
 const LANES: usize = 16;
 
-/// The partial sums' total, pairwise in a fixed order.
+/// The partial sums' total, in a fixed order ([`cpu::fold_halves`]).
 #[inline(always)]
 fn lanes_total<T: Element>(a: &[T; LANES]) -> T {
-    let mut h = [T::zero(); 8];
-    for i in 0..8 {
-        h[i] = a[i] + a[i + 8];
-    }
-    ((h[0] + h[1]) + (h[2] + h[3])) + ((h[4] + h[5]) + (h[6] + h[7]))
+    cpu::fold_halves(*a)
 }
 
 /// The sum of `f(v)` over a row in [`LANES`] lanes (a fixed order, so it vectorises and does

@@ -109,7 +109,7 @@ pub(crate) fn lane_sum<T: Element>(y: &[T]) -> T {
             acc[i] += c[i];
         }
     }
-    let mut s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    let mut s = cpu::fold_halves(acc);
     for &v in rem {
         s += v;
     }
@@ -127,7 +127,7 @@ fn dot8<T: Element>(a: &[T], b: &[T]) -> T {
             acc[i] += x[i] * y[i];
         }
     }
-    let mut s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    let mut s = cpu::fold_halves(acc);
     for (&x, &y) in ar.iter().zip(br) {
         s += x * y;
     }
