@@ -7,11 +7,13 @@ matmul GFLOP/s at 256/1024/2048, single ops in float32 (softmax over the last ax
 (4096, 1024); layer_norm forward+backward on (4096, 1024) with weight and bias; the attention
 scores ``einsum('bhqd,bhkd->bhqk')`` at B=8, H=8, T=256, D=64), and one training step (forward,
 backward, SGD update) of a 64-layer ReLU MLP of width 512 at batch 2048, plain and with
-8-segment ``checkpoint_sequential``, with the peak memory of each step.
+8-segment ``checkpoint_sequential``, with the peak memory of each step, and one training step of
+4 transformer blocks (``examples/gpt.py``'s ``Block``: pre-LayerNorm, causal attention, GELU
+MLP; dim 256, 4 heads, batch 8 × 128 tokens).
 
 ``--workloads softmax,einsum`` runs only the workloads whose names start with one of the given
 prefixes (``overhead``, ``matmul``, ``softmax``, ``layer_norm``, ``einsum``, ``conv2d``,
-``embedding``, ``gelu``, ``tanh``, ``sdpa``, ``mlp``).
+``embedding``, ``gelu``, ``tanh``, ``sdpa``, ``mlp``, ``gpt``).
 
 Every measurement runs in a fresh subprocess (one library per process, so neither library's
 thread pool or allocator disturbs the other), with the same thread count for both:
@@ -56,6 +58,7 @@ ATTENTION = (8, 8, 256, 64)  # batch, heads, tokens, head size
 CONV = (16, 32, 32, 64)  # batch, in channels, height = width, out channels
 EMBEDDING = (8192, 512, (16, 256))  # vocab, dim, ids shape
 LR = 1e-4
+GPT = (4, 256, 4, 8, 128)  # blocks, dim, heads, batch, tokens
 
 
 # -- measurements, run inside a worker subprocess ----------------------------------------------
@@ -357,6 +360,66 @@ def work_mlp(lib: _Lib, runs: int, ckpt: bool) -> dict:
     return res
 
 
+def _gpt_block(lib: _Lib):
+    """``examples/gpt.py``'s ``Block`` (no dropout), written once for both libraries."""
+    nn = lib.m.nn
+    sdpa = nn.functional.scaled_dot_product_attention
+
+    class Block(nn.Module):
+        def __init__(self, d: int, heads: int) -> None:
+            super().__init__()
+            self.heads = heads
+            self.ln1 = nn.LayerNorm(d)
+            self.qkv = nn.Linear(d, 3 * d)
+            self.proj = nn.Linear(d, d)
+            self.ln2 = nn.LayerNorm(d)
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+        def forward(self, x):
+            b, t, d = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+            q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+                       for z in (q, k, v))
+            y = sdpa(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
+            return x + self.mlp(self.ln2(x))
+
+    return Block
+
+
+def work_gpt(lib: _Lib, runs: int) -> dict:
+    """One SGD step of GPT blocks (forward, mean(y²), backward, update), gradients
+    pre-allocated; step times and remat's peak above the step's start."""
+    import numpy as np
+
+    n, d, heads, batch, tokens = GPT
+    block = _gpt_block(lib)
+    lib.m.manual_seed(0)
+    model = lib.m.nn.Sequential(*[block(d, heads) for _ in range(n)])
+    x = lib.tensor(np.random.default_rng(4).standard_normal((batch, tokens, d),
+                                                          dtype=np.float32))
+    params = list(model.parameters())
+    opt = lib.m.optim.SGD(params, lr=LR)
+    for p in params:
+        p.grad = lib.m.zeros_like(p)
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        loss = (model(x) ** 2).mean()
+        loss.backward()
+        opt.step()
+
+    res: dict = {}
+    if lib.name == "remat":
+        base = lib.m.memory_allocated()
+        lib.m.reset_peak_memory_stats()
+    step()
+    if lib.name == "remat":
+        res["peak_bytes"] = [lib.m.max_memory_allocated() - base]
+    res["step_ms"] = _time_ms(step, runs)
+    return res
+
+
 def worker(args: argparse.Namespace) -> None:
     lib = _Lib(args.worker, args.threads)
     kind, _, param = args.workload.partition(":")
@@ -368,6 +431,8 @@ def worker(args: argparse.Namespace) -> None:
         res = work_op(lib, args.runs, param)
     elif kind == "mlp":
         res = work_mlp(lib, args.runs, param == "ckpt")
+    elif kind == "gpt":
+        res = work_gpt(lib, args.runs)
     else:
         raise SystemExit(f"unknown workload {args.workload}")
     res["version"] = lib.version
@@ -475,7 +540,7 @@ def main() -> None:
     plan = [("overhead", 1)] + [(f"matmul:{s}", 3) for s in MATMUL_SIZES]
     plan += [("op:softmax", 3), ("op:layer_norm", 3), ("op:einsum", 3), ("op:conv2d", 3)]
     plan += [("op:embedding", 3), ("op:gelu", 3), ("op:tanh", 3), ("op:sdpa", 3)]
-    plan += [("mlp:plain", 1), ("mlp:ckpt", 1)]
+    plan += [("mlp:plain", 1), ("mlp:ckpt", 1), ("gpt:plain", 3)]
     prefixes = [p for p in args.workloads.split(",") if p]
     if prefixes:
         plan = [
@@ -561,6 +626,9 @@ def main() -> None:
         "op:embedding", ms2)
     row("MLP step, no checkpointing", "ms", "step_ms", "mlp:plain", ms)
     row(f"MLP step, checkpoint_sequential({MLP_SEGMENTS})", "ms", "step_ms", "mlp:ckpt", ms)
+    blocks, gd, gh, gb, gt = GPT
+    row(f"GPT step: {blocks} blocks, dim {gd}, {gh} heads, batch {gb} × {gt} tokens", "ms",
+        "step_ms", "gpt:plain", ms)
     row(
         "MLP peak, no checkpointing (remat counters vs PyTorch RSS)",
         "MiB",
