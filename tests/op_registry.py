@@ -757,8 +757,9 @@ def np_sdpa(q, k, v, is_causal=False, scale=None, dropout_p=0.0):
 def sdpa_cases(causal):
     """Queries (B, L, E) or (B, H, L, E), keys (..., S, E), values (..., S, Ev)."""
     return st.builds(
-        lambda lead, l, s, e, ev, scale: Case((lead + (l, e), lead + (s, e), lead + (s, ev)),
-                                              {"is_causal": causal, "scale": scale}),
+        lambda lead, q_len, s, e, ev, scale: Case(
+            (lead + (q_len, e), lead + (s, e), lead + (s, ev)),
+            {"is_causal": causal, "scale": scale}),
         st.sampled_from([(1,), (2,), (1, 2)]), st.integers(1, 5), st.integers(1, 5),
         st.integers(1, 4), st.integers(1, 3), st.sampled_from([None, 0.5]))
 
@@ -1503,6 +1504,9 @@ OPS: list[Op] = [
                Bad("count", ((2, 3),), S, {"perm": (0, 1, 2)}))),
     Op("T", None, ("T",), lambda x: x.T, ANY, one(), (Case(((2, 3, 4),)), Case(((3,),))),
        op="transpose"),
+    Op("t", None, ("t",), lambda x: x.T, ANY, one(shapes(max_dims=2)),
+       (Case(((2, 3),)), Case(((3,),)), Case(((),))),
+       errors=(Bad("3d", ((2, 3, 4),), S, names=("t()",)),)),
     Op("index", None, ("__getitem__",), lambda x, key: x[key], ANY,
        st.sampled_from(INDEX_CASES).map(lambda sk: Case((sk[0],), {"key": sk[1]})),
        tuple(Case((s,), {"key": k}) for s, k in INDEX_CASES[:6]),

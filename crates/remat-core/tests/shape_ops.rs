@@ -63,7 +63,10 @@ fn transpose_permute_and_t_are_views_with_numpy_values() {
             }
         }
     }
-    let r = y.t().unwrap();
+    // `t()` is PyTorch's: at most 2 dimensions.
+    let e = y.t().unwrap_err().to_string();
+    assert!(e.contains("t()") && e.contains("3D"), "{e}");
+    let r = y.reverse_axes().unwrap();
     assert_eq!(r.shape(), &[4, 3, 2]);
     assert!(shares(&y, &r));
     assert_eq!(vals(&r)[1], yv[12]); // r[0, 0, 1] == y[1, 0, 0]

@@ -1162,6 +1162,30 @@ impl PyTensor {
     fn t_prop(&self) -> PyResult<PyTensor> {
         ops::reverse_axes(&self.inner).py().map(wrap)
     }
+    /// This 2-D tensor transposed (PyTorch's ``t()``; a view). A 0-D or 1-D tensor comes back
+    /// unchanged.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     A view with the two axes swapped.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     If the tensor has more than 2 dimensions (use ``transpose`` or ``mT``).
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.tensor([[1.0, 2.0, 3.0]]).t()
+    /// tensor([[1.],
+    ///         [2.],
+    ///         [3.]])
+    /// >>> remat.zeros(3).t().shape
+    /// (3,)
+    fn t(&self) -> PyResult<PyTensor> {
+        ops::t(&self.inner).py().map(wrap)
+    }
     /// This tensor with its last two axes swapped (a view of a batch of matrices).
     ///
     /// Reading it on a tensor with fewer than 2 dimensions raises a `ShapeError`.

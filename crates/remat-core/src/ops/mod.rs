@@ -110,7 +110,7 @@ pub use shape::{clone, expand, reshape};
 pub use slicing::{chunk, narrow, split, split_sections};
 pub use softmax::{log_softmax, softmax};
 pub use vector_norm::norm;
-pub use view::{index, index_layout, permute, reverse_axes, transpose, IndexItem};
+pub use view::{index, index_layout, permute, reverse_axes, t, transpose, IndexItem};
 pub use window::{fold, unfold, Window};
 
 use crate::device::Device;

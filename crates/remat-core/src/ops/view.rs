@@ -128,6 +128,22 @@ pub fn reverse_axes(x: &Tensor) -> Result<Tensor> {
     apply(PermuteOp { perm, name: "T" }, &[x], &[])
 }
 
+/// PyTorch's `t()`: a 2-D tensor transposed, a 0-D or 1-D one unchanged (a view either way);
+/// more than 2 dimensions is a shape error (use `transpose` or `mT`).
+pub fn t(x: &Tensor) -> Result<Tensor> {
+    if x.ndim() > 2 {
+        return Err(Error::shape(
+            "t",
+            format!(
+                "t() expects a tensor with <= 2 dimensions, but self is {}D (shape {})",
+                x.ndim(),
+                fmt_shape(x.shape())
+            ),
+        ));
+    }
+    reverse_axes(x)
+}
+
 // ---------------------------------------------------------------------------------------------
 // index
 // ---------------------------------------------------------------------------------------------
@@ -428,9 +444,9 @@ impl Tensor {
     pub fn reverse_axes(&self) -> Result<Tensor> {
         reverse_axes(self)
     }
-    /// All axes reversed, like NumPy's `.T` (a view); the same as [`Tensor::reverse_axes`].
+    /// PyTorch's `t()` (a view): see [`t`].
     pub fn t(&self) -> Result<Tensor> {
-        reverse_axes(self)
+        t(self)
     }
     /// Basic NumPy indexing `x[items]` (a view); see [`index`].
     pub fn index(&self, items: &[IndexItem]) -> Result<Tensor> {
