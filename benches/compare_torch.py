@@ -360,40 +360,15 @@ def work_mlp(lib: _Lib, runs: int, ckpt: bool) -> dict:
     return res
 
 
-def _gpt_block(lib: _Lib):
-    """``examples/gpt.py``'s ``Block`` (no dropout), written once for both libraries."""
-    nn = lib.m.nn
-    sdpa = nn.functional.scaled_dot_product_attention
-
-    class Block(nn.Module):
-        def __init__(self, d: int, heads: int) -> None:
-            super().__init__()
-            self.heads = heads
-            self.ln1 = nn.LayerNorm(d)
-            self.qkv = nn.Linear(d, 3 * d)
-            self.proj = nn.Linear(d, d)
-            self.ln2 = nn.LayerNorm(d)
-            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-
-        def forward(self, x):
-            b, t, d = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
-            q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2)
-                       for z in (q, k, v))
-            y = sdpa(q, k, v, is_causal=True)
-            x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
-            return x + self.mlp(self.ln2(x))
-
-    return Block
-
-
 def work_gpt(lib: _Lib, runs: int) -> dict:
     """One SGD step of GPT blocks (forward, mean(y²), backward, update), gradients
     pre-allocated; step times and remat's peak above the step's start."""
     import numpy as np
 
+    from gpt_block import block_class
+
     n, d, heads, batch, tokens = GPT
-    block = _gpt_block(lib)
+    block = block_class(lib.m.nn)
     lib.m.manual_seed(0)
     model = lib.m.nn.Sequential(*[block(d, heads) for _ in range(n)])
     x = lib.tensor(np.random.default_rng(4).standard_normal((batch, tokens, d),

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from gpt_block import block_class  # noqa: E402
 from machine_info import cpu_model  # noqa: E402
 from strategies import add_model_args  # noqa: E402
 
@@ -32,7 +33,6 @@ STRATEGIES = ("none", "per-block", "per-block SAC (save mm)", "checkpoint_sequen
 def build(kind: str, a):
     import torch
     from torch import nn
-    from torch.nn import functional as F
 
     torch.manual_seed(0)
     if kind == "mlp":
@@ -44,25 +44,7 @@ def build(kind: str, a):
                   for _ in range(a.cnn_depth)]
         return nn.Sequential(*blocks), torch.randn(a.cnn_batch, a.channels, a.image, a.image)
 
-    class Block(nn.Module):
-        def __init__(self, d: int, heads: int) -> None:
-            super().__init__()
-            self.heads = heads
-            self.ln1 = nn.LayerNorm(d)
-            self.qkv = nn.Linear(d, 3 * d)
-            self.proj = nn.Linear(d, d)
-            self.ln2 = nn.LayerNorm(d)
-            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-
-        def forward(self, x):
-            b, t, d = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
-            q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2)
-                       for z in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
-            return x + self.mlp(self.ln2(x))
-
+    Block = block_class(nn)
     model = nn.Sequential(*[Block(a.dim, a.heads) for _ in range(a.blocks)])
     return model, torch.randn(a.gpt_batch, a.tokens, a.dim)
 

@@ -41,25 +41,32 @@ fn body(count: Arc<AtomicUsize>) -> SegmentFn {
     })
 }
 
-fn grads(policy: Option<SavePolicy>, checkpointed: bool) -> (Vec<Vec<f64>>, usize) {
-    let count = Arc::new(AtomicUsize::new(0));
-    let (x, w) = (leaf(&det(&[3, 4], 1)), leaf(&det(&[4, 5], 2)));
-    let f = body(count.clone());
-    let y = if checkpointed {
-        let mut opts = SegmentOptions::default();
-        opts.policy = policy;
-        checkpoint_segment_with(f, &[x.clone(), w.clone()], &opts)
+/// Gradients of `sum(f(x, w)²)` for fresh leaves `x (3, 4)` and `w (4, 5)` drawn with
+/// `seeds`: `f` run plainly (`opts` None) or as a checkpoint segment with `opts`.
+fn segment_grads(f: SegmentFn, seeds: (u64, u64), opts: Option<SegmentOptions>) -> Vec<Vec<f64>> {
+    let (x, w) = (leaf(&det(&[3, 4], seeds.0)), leaf(&det(&[4, 5], seeds.1)));
+    let y = match opts {
+        None => f(&[x.clone(), w.clone()]).unwrap().remove(0),
+        Some(opts) => checkpoint_segment_with(f, &[x.clone(), w.clone()], &opts)
             .unwrap()
-            .remove(0)
-    } else {
-        f(&[x.clone(), w.clone()]).unwrap().remove(0)
+            .remove(0),
     };
     let loss = ops::sum(&ops::mul(&y, &y).unwrap(), None, false).unwrap();
     autograd::backward(&[(loss, None)], false).unwrap();
-    let g = vec![
+    vec![
         x.grad().unwrap().to_vec::<f64>(),
         w.grad().unwrap().to_vec::<f64>(),
-    ];
+    ]
+}
+
+fn grads(policy: Option<SavePolicy>, checkpointed: bool) -> (Vec<Vec<f64>>, usize) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let opts = checkpointed.then(|| {
+        let mut opts = SegmentOptions::default();
+        opts.policy = policy;
+        opts
+    });
+    let g = segment_grads(body(count.clone()), (1, 2), opts);
     (g, count.load(Ordering::SeqCst))
 }
 
@@ -145,7 +152,6 @@ fn last_saver_grads(
     early_stop: bool,
 ) -> (Vec<Vec<f64>>, usize) {
     let count = Arc::new(AtomicUsize::new(0));
-    let (x, w) = (leaf(&det(&[3, 4], 5)), leaf(&det(&[4, 5], 6)));
     let c = count.clone();
     let f: SegmentFn = Arc::new(move |ts: &[Tensor]| {
         let t = ops::tanh(&ts[0])?;
@@ -156,23 +162,13 @@ fn last_saver_grads(
         )?;
         Ok(vec![ops::scale(&y, 2.0)?])
     });
-    let y = match policy {
-        None => f(&[x.clone(), w.clone()]).unwrap().remove(0),
-        Some(policy) => {
-            let mut opts = SegmentOptions::default();
-            opts.policy = policy;
-            opts.early_stop = early_stop;
-            checkpoint_segment_with(f, &[x.clone(), w.clone()], &opts)
-                .unwrap()
-                .remove(0)
-        }
-    };
-    let loss = ops::sum(&ops::mul(&y, &y).unwrap(), None, false).unwrap();
-    autograd::backward(&[(loss, None)], false).unwrap();
-    let g = vec![
-        x.grad().unwrap().to_vec::<f64>(),
-        w.grad().unwrap().to_vec::<f64>(),
-    ];
+    let opts = policy.map(|policy| {
+        let mut opts = SegmentOptions::default();
+        opts.policy = policy;
+        opts.early_stop = early_stop;
+        opts
+    });
+    let g = segment_grads(f, (5, 6), opts);
     (g, count.load(Ordering::SeqCst))
 }
 

@@ -216,7 +216,8 @@ impl Segment {
             .last_saver
             .lock()
             .take()
-            .filter(|&(i, n, output)| i + 1 == stop && n == saved && !output)
+            // No save came after this op's (so it is also where `stop` was set).
+            .filter(|&(_, n, output)| n == saved && !output)
             .map(|(i, ..)| i);
         self.kept.end_at(stop, last);
     }
