@@ -16,6 +16,7 @@ use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::{contiguous_strides, fmt_shape, numel, Dims};
 use crate::tensor::Tensor;
+use rayon::prelude::*;
 
 /// The elements of an index tensor as i64 in C order; refuses float and bool tensors.
 pub(crate) fn index_list(op: &str, idx: &Tensor) -> Result<Vec<i64>> {
@@ -82,6 +83,90 @@ fn axis(op: &str, dim: isize, shape: &[usize]) -> Result<usize> {
     Ok(d as usize)
 }
 
+/// `index_select`'s kernel: for each of `outer` blocks of `n` rows of `inner` elements in
+/// `src`, the rows `ids` in order. Large selections are split over the pool by output rows
+/// (one core's bandwidth is the limit of a gather of rows).
+fn select_rows<T: Scalar>(
+    src: &[T],
+    outer: usize,
+    n: usize,
+    inner: usize,
+    ids: &[usize],
+) -> Vec<T> {
+    let rows = outer * ids.len();
+    let mut out = cpu::alloc::<T>(rows * inner);
+    if inner == 0 || rows == 0 {
+        return out;
+    }
+    let copy_row = |r: usize, o: &mut [T]| {
+        let at = ((r / ids.len()) * n + ids[r % ids.len()]) * inner;
+        o.copy_from_slice(&src[at..at + inner]);
+    };
+    if out.len() < cpu::PAR_MIN * 8 {
+        out.chunks_exact_mut(inner)
+            .enumerate()
+            .for_each(|(r, o)| copy_row(r, o));
+    } else {
+        let per = (cpu::PAR_MIN / inner).max(1);
+        crate::parallel::install(|| {
+            out.par_chunks_mut(per * inner)
+                .enumerate()
+                .for_each(|(c, block)| {
+                    for (r, o) in block.chunks_exact_mut(inner).enumerate() {
+                        copy_row(c * per + r, o);
+                    }
+                })
+        });
+    }
+    out
+}
+
+/// `index_add`'s kernel: zeros of `outer` blocks of `n` rows of `inner` elements, with row
+/// `j` of each block of `k` rows of `src` added into row `ids[j]`. Large outputs are split
+/// over the pool by destination rows: each part zeroes its rows and adds, in `j` order, the
+/// source rows that land there, so repeated indices add up in the same order whatever the
+/// threads (the result does not depend on them) and no two threads write the same row.
+fn add_rows<T: Scalar>(
+    src: &[T],
+    outer: usize,
+    k: usize,
+    n: usize,
+    inner: usize,
+    ids: &[usize],
+) -> Vec<T> {
+    let mut out = cpu::alloc::<T>(outer * n * inner);
+    // Rows `first..` of the output, in `part`: zeroed, then every source row landing there.
+    let fill = |first: usize, part: &mut [T]| {
+        part.fill(T::default());
+        let end = first + part.len() / inner.max(1);
+        for o in 0..outer {
+            for (j, &i) in ids.iter().enumerate() {
+                let to = o * n + i;
+                if to < first || to >= end {
+                    continue;
+                }
+                let from = (o * k + j) * inner;
+                let d = &mut part[(to - first) * inner..(to - first + 1) * inner];
+                for (d, &v) in d.iter_mut().zip(&src[from..from + inner]) {
+                    *d = d.accumulate(v);
+                }
+            }
+        }
+    };
+    let threads = crate::parallel::num_threads();
+    if inner == 0 || out.len() < cpu::PAR_MIN * 8 || threads < 2 {
+        fill(0, &mut out);
+    } else {
+        let rows_per = (outer * n).div_ceil(threads);
+        crate::parallel::install(|| {
+            out.par_chunks_mut(rows_per * inner)
+                .enumerate()
+                .for_each(|(p, part)| fill(p * rows_per, part))
+        });
+    }
+    out
+}
+
 // ------------------------------------------------------------------------------ index_select
 
 /// `x` restricted to the positions `idx` (1-D) along `dim`.
@@ -105,14 +190,7 @@ impl Op for IndexSelectOp {
         shape[self.dim] = ids.len();
         Ok(crate::dispatch_any!(x.dtype(), T => {
             let src = contiguous::<T>(x);
-            let mut out = cpu::with_capacity::<T>(outer * ids.len() * inner);
-            for o in 0..outer {
-                for &i in &ids {
-                    let at = (o * n + i) * inner;
-                    out.extend_from_slice(&src[at..at + inner]);
-                }
-            }
-            from_vec(out, &shape)
+            from_vec(select_rows(&src, outer, n, inner, &ids), &shape)
         }))
     }
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
@@ -166,17 +244,7 @@ impl Op for IndexAddOp {
         shape[self.dim] = self.n;
         Ok(crate::dispatch_any!(src.dtype(), T => {
             let s = contiguous::<T>(src);
-            let mut out = cpu::filled::<T>(outer * self.n * inner, T::default());
-            for o in 0..outer {
-                for (j, &i) in ids.iter().enumerate() {
-                    let from = (o * k + j) * inner;
-                    let to = (o * self.n + i) * inner;
-                    for (d, &v) in out[to..to + inner].iter_mut().zip(&s[from..from + inner]) {
-                        *d = d.accumulate(v);
-                    }
-                }
-            }
-            from_vec(out, &shape)
+            from_vec(add_rows(&s, outer, k, self.n, inner, &ids), &shape)
         }))
     }
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
