@@ -4,6 +4,7 @@
 
 pub mod erf;
 pub mod host_alloc;
+pub mod lanes;
 pub mod matmul;
 pub mod sum;
 
@@ -779,7 +780,7 @@ pub fn reduce<T: Scalar, F: Fn(T, T) -> T + Sync + Send>(
     pl.for_each_index(|i| {
         acc = f(acc, src[i]);
         k += 1;
-        if k % inner == 0 {
+        if k.is_multiple_of(inner) {
             out[k / inner - 1] = acc;
             acc = init;
         }

@@ -6,14 +6,15 @@ use super::softmax::{c_order, for_blocks};
 use super::{cast, check_same_device, from_vec};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
 use crate::cpu;
+use crate::cpu::lanes::{self, RowTerms};
 use crate::dtype::{Element, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::fmt_shape;
 use crate::tensor::Tensor;
 use rayon::prelude::*;
 
-/// Lanes of the row sums: partial sums kept in a fixed order, wide enough for AVX-512's 16
-/// `f32` lanes (narrower vectors take two or four steps per chunk, with the same result).
+/// Lanes of the float64 row sums: partial sums kept in a fixed order (float32 rows add in
+/// [`lanes::LANES`] lanes held in vector registers, see [`crate::cpu::lanes`]).
 const LANES: usize = 16;
 
 /// The partial sums' total, in a fixed order ([`cpu::fold_halves`]).
@@ -45,6 +46,17 @@ fn lane_sum<T: Element>(row: &[T], f: impl Fn(T) -> T) -> T {
 #[inline(always)]
 fn row_stats<T: Element>(row: &[T], eps: T) -> (T, T) {
     let n = T::from_f64(row.len() as f64);
+    if let Some(r) = lanes::as_f32(row) {
+        // The same sums in vector registers (see `cpu::lanes`).
+        let nf = row.len() as f32;
+        let mean = lanes::row_sums(r, RowTerms::Plain).0 / nf;
+        let var = lanes::row_sums(r, RowTerms::SquaredDeviation { mean }).0 / nf;
+        let mean = T::from_f64(f64::from(mean));
+        return (
+            mean,
+            T::from_f64(1.0) / (T::from_f64(f64::from(var)) + eps).sqrt(),
+        );
+    }
     let mean = lane_sum(row, |v| v) / n;
     let var = lane_sum(row, |v| (v - mean) * (v - mean)) / n;
     (mean, T::from_f64(1.0) / (var + eps).sqrt())
@@ -92,6 +104,18 @@ cpu::avx2_twin! {
 #[inline(always)]
 fn grad_sums<T: Element, const W: bool>(row: &[T], g: &[T], w: &[T], mean: T, rstd: T) -> (T, T) {
     let n = row.len();
+    if let (Some(r), Some(g)) = (lanes::as_f32(row), lanes::as_f32(g)) {
+        // The same sums in vector registers (see `cpu::lanes`).
+        let to32 = |v: T| v.to_f64() as f32;
+        let terms = RowTerms::NormGrad {
+            g: &g[..n],
+            w: if W { lanes::as_f32(&w[..n]) } else { None },
+            mean: to32(mean),
+            rstd: to32(rstd),
+        };
+        let (s1, s2) = lanes::row_sums(r, terms);
+        return (T::from_f64(f64::from(s1)), T::from_f64(f64::from(s2)));
+    }
     let term = |gj: T, wj: T, v: T| {
         let gy = if W { gj * wj } else { gj };
         (gy, gy * ((v - mean) * rstd))

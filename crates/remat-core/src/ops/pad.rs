@@ -154,7 +154,7 @@ fn mode_indices(mode: PadMode, n: usize, before: usize, after: usize) -> Vec<i64
 /// at most two per axis; `value` fills for `"constant"`.
 pub fn pad(x: &Tensor, pad: &[isize], mode: PadMode, value: f64) -> Result<Tensor> {
     let nd = x.ndim();
-    if pad.len() % 2 != 0 || pad.len() / 2 > nd {
+    if !pad.len().is_multiple_of(2) || pad.len() / 2 > nd {
         return Err(Error::value(
             "pad",
             format!(

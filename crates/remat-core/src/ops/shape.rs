@@ -45,7 +45,7 @@ pub fn infer_shape(op: &str, from: &[usize], to: &[isize]) -> Result<Dims> {
     };
     let known = known.ok_or_else(mismatch)?;
     if let Some(i) = unknown {
-        if known == 0 || n % known != 0 {
+        if known == 0 || !n.is_multiple_of(known) {
             return Err(Error::shape(
                 op,
                 format!(

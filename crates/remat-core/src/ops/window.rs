@@ -373,7 +373,7 @@ impl FoldOp {
         let plane = Plane::new(&self.win, &self.size, &out);
         let shape = cols.shape();
         let (k, l) = (plane.volume(), plane.out_len());
-        if shape.len() != 3 || shape[1] % k != 0 || shape[2] != l {
+        if shape.len() != 3 || !shape[1].is_multiple_of(k) || shape[2] != l {
             return Err(Error::shape(
                 "fold",
                 format!(
