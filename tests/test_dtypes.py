@@ -87,6 +87,49 @@ def test_integer_arithmetic_is_exact():
     assert x.clamp(-2, 3).dtype == remat.int64
 
 
+def test_integer_rows_wrap_like_int64_instead_of_saturating():
+    # PyTorch's integer arithmetic is two's complement: it wraps, never saturates.
+    big = 2**62 + 1
+    x = remat.tensor([big, 3, -(2**63)])
+    wrap = lambda v: (v + 2**63) % 2**64 - 2**63  # noqa: E731
+    assert remat.square(x).tolist() == [wrap(v * v) for v in (big, 3, -(2**63))]
+    assert (x**3).tolist() == [wrap(v**3) for v in (big, 3, -(2**63))]
+    assert (x * 3).tolist() == [wrap(v * 3) for v in (big, 3, -(2**63))]
+    assert (x + 2**62).tolist() == [wrap(v + 2**62) for v in (big, 3, -(2**63))]
+    assert (-x).tolist() == [wrap(-v) for v in (big, 3, -(2**63))]
+    assert abs(x).tolist() == [wrap(abs(v)) for v in (big, 3, -(2**63))]
+    assert x.sign().tolist() == [1, 1, -1] and x.floor().tolist() == x.tolist()
+    assert remat.tensor([big], dtype=remat.int32).dtype == remat.int32
+
+
+def test_ints_beyond_int64_are_an_overflow_error_not_a_wrapped_value():
+    with pytest.raises(OverflowError, match="full"):
+        remat.full((2,), 2**70)
+    with pytest.raises(OverflowError, match="int64"):
+        remat.tensor([2**63])
+    with pytest.raises(OverflowError, match="int64"):
+        remat.tensor([[2**63], [2**64 - 1]])
+    with pytest.raises(ValueError, match="int32"):
+        remat.full((2,), 2**40, dtype=remat.int32)
+    assert remat.full((2,), 2**62 + 1).tolist() == [2**62 + 1] * 2  # exact, not via float64
+    assert remat.full((1,), -(2**63)).tolist() == [-(2**63)]
+    assert remat.tensor([2**63 - 1, 5]).tolist() == [2**63 - 1, 5]
+    assert remat.tensor([2**63], dtype=remat.float32).dtype == remat.float32
+    assert remat.tensor([np.uint64(7)]).tolist() == [7]
+
+
+def test_mse_loss_promotes_an_int_target_as_pytorch():
+    F = remat.nn.functional
+    x = remat.tensor([1.0, 2.0], requires_grad=True)
+    loss = F.mse_loss(x, remat.tensor([1, 3]))
+    assert loss.dtype == remat.float32 and loss.item() == 0.5
+    loss.backward()
+    assert x.grad.tolist() == [0.0, -1.0]
+    assert F.mse_loss(x, remat.tensor([1.0, 3.0], dtype=remat.float64)).dtype == remat.float64
+    with pytest.raises(remat.DTypeError, match="mse_loss"):
+        F.mse_loss(remat.tensor([1, 2]), remat.tensor([1, 3]))
+
+
 def test_int32_sums_to_int64():
     x = remat.tensor(np.array([2**30, 2**30, 2**30], dtype=np.int32))
     s = x.sum()

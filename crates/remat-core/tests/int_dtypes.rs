@@ -116,3 +116,38 @@ fn shape_ops_move_integer_elements() {
     let f = ops::flip(&m, &[1]).unwrap();
     assert_eq!(f.to_vec::<i64>(), vec![3, 2, 1, 6, 5, 4]);
 }
+
+#[test]
+fn integer_rows_wrap_instead_of_saturating() {
+    let big = (1i64 << 62) + 1;
+    let x = ints(&[big, 3, i64::MIN], &[3]);
+    let each = |f: fn(i64) -> i64| vec![f(big), f(3), f(i64::MIN)];
+    let got = |t: Tensor| {
+        assert_eq!(t.dtype(), DType::I64);
+        t.to_vec::<i64>()
+    };
+    assert_eq!(got(ops::square(&x).unwrap()), each(|v| v.wrapping_mul(v)));
+    assert_eq!(
+        got(ops::pow_scalar(&x, 3.0).unwrap()),
+        each(|v| v.wrapping_pow(3))
+    );
+    assert_eq!(
+        got(ops::scale(&x, 3.0).unwrap()),
+        each(|v| v.wrapping_mul(3))
+    );
+    assert_eq!(got(ops::neg(&x).unwrap()), each(i64::wrapping_neg));
+    assert_eq!(got(ops::abs(&x).unwrap()), each(i64::wrapping_abs));
+}
+
+#[test]
+fn full_int_is_exact_and_refuses_what_the_dtype_cannot_hold() {
+    let cpu = remat_core::Device::Cpu;
+    let v = (1i64 << 62) + 1;
+    let t = ops::full_int(&[2], v, DType::I64, cpu).unwrap();
+    assert_eq!(t.to_vec::<i64>(), vec![v, v]);
+    let t = ops::full_int(&[1], -7, DType::I32, cpu).unwrap();
+    assert_eq!((t.dtype(), t.to_vec::<i64>()), (DType::I32, vec![-7]));
+    let e = ops::full_int(&[1], 1 << 40, DType::I32, cpu).unwrap_err();
+    assert!(e.to_string().contains("int32 without overflow"), "{e}");
+    assert!(ops::full_int(&[1], 1, DType::F32, cpu).is_err());
+}

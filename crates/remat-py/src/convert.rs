@@ -208,6 +208,23 @@ pub fn tensor_from_py(op: &str, obj: &Bound<'_, PyAny>, dtype: Option<DType>) ->
         None if is_sequence => sequence_dtype(&arr.dtype()),
         None => default_dtype(&arr.dtype()),
     };
+    // NumPy makes Python ints of 2^63 and above uint64: as int64 they would wrap around.
+    let wraps = || -> PyResult<bool> {
+        let max = arr.call_method0(intern!(py, "max"))?;
+        max.gt(i64::MAX)
+    };
+    if is_sequence
+        && arr.dtype().kind() == b'u'
+        && arr.dtype().itemsize() == 8
+        && arr.len() > 0
+        && !dt.is_float()
+        && dt != DType::Bool
+        && wraps()?
+    {
+        return Err(PyOverflowError::new_err(format!(
+            "{op}: an int in the data does not fit in {dt} (values of 2**63 and above)"
+        )));
+    }
     // The array is fresh, so sharing it is a copy of `data` already.
     array_to_tensor(op, &arr, dt, true)
 }

@@ -456,11 +456,22 @@ fn full(
     } else {
         DType::F32
     };
-    let value: f64 = value.extract()?;
     let dt = parse_opt_dtype(dtype)?.unwrap_or(inferred);
     let dev = args::device(device)?;
     let big = numel_saturating(&s) >= crate::call::GIL_RELEASE_MIN;
-    let t = run(py, big, || ops::full(&s, value, dt, dev))?;
+    let t = if inferred == DType::I64 && matches!(dt, DType::I64 | DType::I32) {
+        // An int into an int tensor: exactly (not through f64), and an int beyond int64 is
+        // an OverflowError, as in PyTorch.
+        let value: i64 = value.extract().map_err(|_| {
+            pyo3::exceptions::PyOverflowError::new_err(format!(
+                "full: value {value} cannot be converted to type {dt} without overflow"
+            ))
+        })?;
+        run(py, big, || ops::full_int(&s, value, dt, dev))?
+    } else {
+        let value: f64 = value.extract()?;
+        run(py, big, || ops::full(&s, value, dt, dev))?
+    };
     leaf(t, requires_grad)
 }
 

@@ -50,6 +50,46 @@ pub fn full(shape: &[usize], value: f64, dtype: DType, device: Device) -> Result
     fill_with("full", shape, value, dtype, device)
 }
 
+/// A tensor of `shape` filled with the integer `value`, exactly (`full` goes through `f64`,
+/// exact only below 2^53). Integer dtypes only; a value the dtype cannot hold is a
+/// `ValueError` naming it, as PyTorch's overflow check.
+pub fn full_int(shape: &[usize], value: i64, dtype: DType, device: Device) -> Result<Tensor> {
+    let fits = match dtype {
+        DType::I64 => true,
+        DType::I32 => i32::try_from(value).is_ok(),
+        _ => {
+            return Err(Error::dtype(
+                "full",
+                format!("full_int fills integer dtypes, not {dtype}"),
+            ))
+        }
+    };
+    if !fits {
+        return Err(Error::value(
+            "full",
+            format!("value cannot be converted to type {dtype} without overflow: {value}"),
+        ));
+    }
+    if value.unsigned_abs() <= 1 << 53 {
+        // Exact in f64: the usual fill (on any device).
+        return fill_with("full", shape, value as f64, dtype, device);
+    }
+    // Built exactly on the host, then moved.
+    check_device("full", device)?;
+    let n = checked_numel("full", shape, dtype)?;
+    let t = crate::cpu::catch_oom("full", || {
+        Ok(match dtype {
+            DType::I32 => from_vec(crate::cpu::filled(n, value as i32), shape),
+            _ => from_vec(crate::cpu::filled(n, value), shape),
+        })
+    })?;
+    if device == Device::Cpu {
+        Ok(t)
+    } else {
+        super::to_device(&t, device)
+    }
+}
+
 /// Zeros.
 pub fn zeros(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
     fill_with("zeros", shape, 0.0, dtype, device)

@@ -99,6 +99,14 @@ pub fn mse_loss(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
         ));
     }
     check_same_device("mse_loss", &[pred, target])?;
+    // PyTorch's type promotion: an int target meets a float input as that float, and
+    // float32 with float64 computes in float64 (two int tensors stay an error).
+    let dt = pred.dtype().promote(target.dtype());
+    let (pred, target) = if dt.is_float() && pred.dtype() != target.dtype() {
+        (&super::cast(pred, dt)?, &super::cast(target, dt)?)
+    } else {
+        (pred, target)
+    };
     apply(
         MseLossOp,
         &[pred, target],

@@ -60,7 +60,7 @@ pub use checkpoint_name::checkpoint_name;
 pub use compare::{eq, ge, gt, isfinite, isinf, isnan, le, lt, ne};
 pub use conv::{conv, conv_nd, ConvPadding, CPU_CHUNK_BYTES};
 pub use convert::{to_device, to_dtype};
-pub use creation::{full, ones, rand, randn, zeros};
+pub use creation::{full, full_int, ones, rand, randn, zeros};
 pub use cumsum::cumsum;
 pub use dropout::dropout;
 pub use einsum::einsum;

@@ -51,7 +51,53 @@ pub(super) fn unary_int(f: Unary, x: &Tensor, p: f64) -> Result<Tensor> {
     } else {
         x.dtype()
     };
+    if x.device() == crate::device::Device::Cpu {
+        if let Some(out) = unary_exact(f, x, p)? {
+            return cast(&out, out_dtype);
+        }
+    }
     cast(&unary(f, &cast(x, DType::F64)?, p)?, out_dtype)
+}
+
+/// An integer-keeping row computed exactly in int64, wrapping on overflow as PyTorch's
+/// integer arithmetic does (`square`, `x * c`, `x + c`, `x ** k`, `neg`, `abs`): a float64
+/// detour would saturate, and lose exactness above 2^53. `None` for a constant that is not
+/// an int64 (the float64 path then decides).
+fn unary_exact(f: Unary, x: &Tensor, p: f64) -> Result<Option<Tensor>> {
+    use Unary::*;
+    // An integral constant within int64 (2^63 itself is not).
+    let int_p = (p.fract() == 0.0 && p.abs() < 2f64.powi(63)).then_some(p as i64);
+    let x = cast(x, DType::I64)?;
+    let d = x.data();
+    let map = |f: fn(i64, i64) -> i64, c: i64| crate::cpu::map::<i64, _>(d, move |v| f(v, c));
+    let v = crate::cpu::catch_oom(f.name(), || {
+        Ok(match (f, int_p) {
+            (Neg, _) => Some(map(|v, _| v.wrapping_neg(), 0)),
+            (Abs, _) => Some(map(|v, _| v.wrapping_abs(), 0)),
+            (Square, _) => Some(map(|v, _| v.wrapping_mul(v), 0)),
+            (Sign, _) => Some(map(|v, _| v.signum(), 0)),
+            (Floor | Ceil | Round, _) => Some(map(|v, _| v, 0)),
+            (Relu, _) => Some(map(|v, _| v.max(0), 0)),
+            (Scale, Some(c)) => Some(map(i64::wrapping_mul, c)),
+            (AddScalar, Some(c)) => Some(map(i64::wrapping_add, c)),
+            (PowScalar, Some(k)) if k >= 0 => Some(map(|v, k| wrapping_pow(v, k as u64), k)),
+            _ => None,
+        })
+    })?;
+    Ok(v.map(|v| crate::ops::from_vec(v, x.shape())))
+}
+
+/// `v ** k` modulo 2^64 (two's complement), by squaring.
+fn wrapping_pow(mut v: i64, mut k: u64) -> i64 {
+    let mut r: i64 = 1;
+    while k > 0 {
+        if k & 1 == 1 {
+            r = r.wrapping_mul(v);
+        }
+        v = v.wrapping_mul(v);
+        k >>= 1;
+    }
+    r
 }
 
 /// A binary row where at least one operand is an integer or bool tensor.
