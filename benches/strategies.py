@@ -3,7 +3,9 @@
 a deep MLP (n × (Linear + GELU)), a stack of GPT blocks (examples/gpt.py's ``Block``) and a
 CNN (n × (Conv2d 3×3 + ReLU), same-size feature maps).
 Peak = ``max_memory_allocated()`` above what is live when the step starts (gradients exist
-before it), from the engine's byte counters; time = median step (forward + backward).
+before it), from the engine's byte counters; time = median step (forward + backward). The
+static strategies run round-robin; each ``auto_checkpoint`` plan is timed against plain steps
+run just before and after it (its row: that ratio times the round-robin plain median).
 
     python benches/strategies.py [--runs 5] [--mlp-depth 32 --width 256 --batch 512]
                                  [--blocks 8 --tokens 128 --dim 256 --gpt-batch 8]
@@ -30,22 +32,24 @@ from machine_info import cpu_model  # noqa: E402
 from selective_policies import cpu_flags, load_block  # noqa: E402
 
 
-def measure(model: nn.Module, run: Callable[[], remat.Tensor], runs: int) -> tuple[float, int]:
-    """(median seconds, peak bytes above the step's start) of ``run().backward()``."""
+def one_step(model: nn.Module, run: Callable[[], remat.Tensor]) -> tuple[float, int]:
+    """(seconds, peak bytes above the step's start) of one ``run().backward()``."""
     for p in model.parameters():
         if p.grad is None:
             p.grad = remat.zeros_like(p)
-    times, peaks = [], []
-    for _ in range(runs + 1):
-        gc.collect()
-        base = remat.memory_allocated()
-        remat.reset_peak_memory_stats()
-        t0 = time.perf_counter()
-        run().backward()
-        times.append(time.perf_counter() - t0)
-        gc.collect()
-        peaks.append(remat.max_memory_allocated() - base)
-    return statistics.median(times[1:]), max(peaks[1:])
+    gc.collect()
+    base = remat.memory_allocated()
+    remat.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    run().backward()
+    dt = time.perf_counter() - t0
+    gc.collect()
+    return dt, remat.max_memory_allocated() - base
+
+
+def summary(steps: list[tuple[float, int]]) -> tuple[float, int]:
+    """(median seconds, largest peak) of the steps after the first (a warm-up)."""
+    return statistics.median(s for s, _ in steps[1:]), max(p for _, p in steps[1:])
 
 
 #: The budgets tried, as fractions of the plain peak (plain/2, plain/3, plain/5).
@@ -72,43 +76,66 @@ def set_blocks(blocks: list[nn.Module], on: bool, policy=None) -> None:
 
 
 def strategies(model: nn.Sequential, x: remat.Tensor, runs: int) -> list[tuple[str, float, int]]:
+    """Each strategy's median step and peak. The static strategies run round-robin (one step
+    of each per round, so the machine's drift hits them alike); an ``auto_checkpoint`` plan
+    (installed once) runs its steps between two sets of plain steps, and its time is given
+    relative to those (scaled to the round-robin plain median)."""
     blocks = list(model)
 
     def loss() -> remat.Tensor:
         return model(x).float().mean()
 
-    rows = []
-    set_blocks(blocks, False)
-    plain_s, plain = measure(model, loss, runs)
-    rows.append(("none", plain_s, plain))
-    set_blocks(blocks, True)
-    rows.append(("per-block", *measure(model, loss, runs)))
-    set_blocks(blocks, True, cp.dots_saveable)
-    rows.append(("per-block, dots_saveable", *measure(model, loss, runs)))
-    set_blocks(blocks, False)
-    rows.append(('checkpoint_sequential("sqrt")', *measure(
-        model, lambda: remat.checkpoint_sequential(model, "sqrt", x).float().mean(), runs)))
+    def per_block(policy=None):
+        return lambda: set_blocks(blocks, True, policy)
+
+    def plain_blocks():
+        set_blocks(blocks, False)
+
+    def sequential(segments, budget=None):
+        return lambda: remat.checkpoint_sequential(model, segments, x,
+                                                   budget_bytes=budget).float().mean()
+
+    # (name, set up the model, the step's loss)
+    static = [("none", plain_blocks, loss),
+              ("per-block", per_block(), loss),
+              ("per-block, dots_saveable", per_block(cp.dots_saveable), loss),
+              ('checkpoint_sequential("sqrt")', plain_blocks, sequential("sqrt"))]
+    plain_peak = one_step(model, loss)[1]
+    unfit: dict[int, str] = {}
     for frac in FRACTIONS:
-        budget = plain // frac
+        budget = plain_peak // frac
+        plain_blocks()
         try:
-            rows.append((f"budget_bytes = plain/{frac}", *measure(
-                model, lambda b=budget: remat.checkpoint_sequential(
-                    model, None, x, budget_bytes=b).float().mean(), runs)))
+            one_step(model, sequential(None, budget))
         except ValueError as e:
             least = int(str(e).split("smallest budget that fits is budget_bytes=")[1].split()[0])
-            rows.append((f"budget_bytes = plain/{frac}: does not fit; the smallest that does "
-                         f"is plain/{plain / least:.2f}", float("nan"), 0))
+            unfit[frac] = (f"budget_bytes = plain/{frac}: does not fit; the smallest that does "
+                           f"is plain/{plain_peak / least:.2f}")
+            continue
+        static.append((f"budget_bytes = plain/{frac}", plain_blocks, sequential(None, budget)))
+    steps: dict[str, list[tuple[float, int]]] = {name: [] for name, _, _ in static}
+    for _ in range(runs + 1):
+        for name, setup, run in static:
+            setup()
+            steps[name].append(one_step(model, run))
+    plain_blocks()
+    rows = [(name, *summary(steps[name])) for name, _, _ in static]
+    rows += [(text, float("nan"), 0) for text in unfit.values()]
+    plain_s = rows[0][1]
     for frac in FRACTIONS:
+        before = summary([one_step(model, loss) for _ in range(runs + 1)])[0]
         try:
-            plan = remat.auto_checkpoint(model, x, budget_bytes=plain // frac)
+            plan = remat.auto_checkpoint(model, x, budget_bytes=plain_peak // frac)
         except ValueError as e:
             reached = int(str(e).split("smallest peak reached is ")[1].split()[0])
             rows.append((f"auto_checkpoint(plain/{frac}): does not fit; it reaches "
-                         f"plain/{plain / reached:.2f}", float("nan"), 0))
+                         f"plain/{plain_peak / reached:.2f}", float("nan"), 0))
             continue
-        rows.append((f"auto_checkpoint(plain/{frac}): {describe(plan)}",
-                     *measure(model, loss, runs)))
+        planned_s, peak = summary([one_step(model, loss) for _ in range(runs + 1)])
         plan.remove()
+        after = summary([one_step(model, loss) for _ in range(runs + 1)])[0]
+        ratio = planned_s / ((before + after) / 2)
+        rows.append((f"auto_checkpoint(plain/{frac}): {describe(plan)}", ratio * plain_s, peak))
     return rows
 
 
@@ -148,7 +175,8 @@ def main() -> None:
     args = ap.parse_args()
     print(f"machine: {cpu_model()} ({cpu_flags()}), {os.cpu_count()} logical cores, "
           f"{remat.get_num_threads()} threads; float32; medians of {args.runs} steps after "
-          "one warm-up; peak = max_memory_allocated() above the step's start")
+          "one warm-up, static strategies round-robin, auto_checkpoint plans against plain "
+          "steps just before and after; peak = max_memory_allocated() above the step's start")
 
     remat.manual_seed(0)
     mlp = nn.Sequential(*[nn.Sequential(nn.Linear(args.width, args.width), nn.GELU())
