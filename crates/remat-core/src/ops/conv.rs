@@ -14,7 +14,7 @@
 //! On CUDA the whole batch is one chunk (one large GEMM suits the GPU better).
 
 use super::window::{fold, unfold, Window};
-use super::{add, check_same_device, check_same_dtype, matmul, matrix_transpose, permute, reshape};
+use super::{add, check_same_device, check_same_dtype, matmul, matrix_transpose, reshape};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
 use crate::error::{Error, Result};
 use crate::layout::{fmt_shape, Dims};
@@ -126,9 +126,10 @@ impl Op for ConvOp {
         let gy = reshape(ctx.grad, &[n, g, og, l])?;
         let wg = reshape(w, &[g, og, kg])?;
         let (mut gx_parts, mut gw) = (Vec::new(), None);
-        // One sample is the backward's best chunk when its matrix is large: the weight
-        // gradient's GEMM then reads it in place, where larger chunks need permuted copies.
-        for chunk in batch_chunks(x, ck * l, 1) {
+        // At least a sample per thread, as in the forward: the products below are batched
+        // over the chunk's samples (and groups), so each thread runs whole products on its
+        // own (measured 2x over GEMM's own threading for these thin products).
+        for chunk in batch_chunks(x, ck * l, crate::parallel::num_threads()) {
             let nc = chunk.1;
             let gy_c = samples(&gy, chunk)?;
             if ctx.needs_grad(0) {
@@ -136,15 +137,12 @@ impl Op for ConvOp {
                 gx_parts.push(fold(&reshape(&gcols, &[nc, ck, l])?, &xs[2..], &self.win)?);
             }
             if ctx.needs_grad(1) {
-                // One GEMM per group over the chunk's nc·L positions, transposed:
-                // (G, kg, nc·L) · (G, O/G, nc·L)ᵀ = gWᵀ (the long nc·L axis is then the inner
-                // one of both operands as stored: 3-4x faster than gW = gy · colsᵀ for these
-                // shapes). The permutes move whole L-long rows (cheap copies; none when nc = 1)
-                // and the transpose is a view the GEMM reads directly.
+                // Per sample and group, (kg, L) · (O/G, L)ᵀ: the long L axis is the inner
+                // one of both operands as stored and the transpose is a view the GEMM reads
+                // directly; then the chunk's samples are summed.
                 let cols = reshape(&unfold(&samples(x, chunk)?, &self.win)?, &[nc, g, kg, l])?;
-                let a = reshape(&permute(&gy_c, &[1, 2, 0, 3])?, &[g, og, nc * l])?;
-                let b = reshape(&permute(&cols, &[1, 2, 0, 3])?, &[g, kg, nc * l])?;
-                let part = matmul(&b, &matrix_transpose(&a)?)?; // (G, kg, O/G)
+                let per_sample = matmul(&cols, &matrix_transpose(&gy_c)?)?; // (nc, G, kg, O/G)
+                let part = super::sum(&per_sample, Some(&[0]), false)?;
                 gw = Some(match gw {
                     None => part,
                     Some(acc) => add(&acc, &part)?,
