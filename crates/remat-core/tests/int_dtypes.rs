@@ -151,3 +151,23 @@ fn full_int_is_exact_and_refuses_what_the_dtype_cannot_hold() {
     assert!(e.to_string().contains("int32 without overflow"), "{e}");
     assert!(ops::full_int(&[1], 1, DType::F32, cpu).is_err());
 }
+
+#[test]
+fn integer_max_and_min_are_exact_beyond_two_to_the_53() {
+    let big = (1i64 << 53) + 1;
+    let x = ints(&[big, -big, 3, big - 2, i64::MIN, 0], &[2, 3]);
+    assert_eq!(
+        ops::amax(&x, None, false).unwrap().to_vec::<i64>(),
+        vec![big]
+    );
+    assert_eq!(
+        ops::max(&x, Some(&[1]), false).unwrap().to_vec::<i64>(),
+        vec![big, big - 2]
+    );
+    let m = ops::amin(&x, Some(&[0]), true).unwrap();
+    assert_eq!(
+        (m.shape(), m.to_vec::<i64>()),
+        (&[1, 3][..], vec![big - 2, i64::MIN, 0])
+    );
+    assert_eq!(ops::amax(&x, None, false).unwrap().dtype(), DType::I64);
+}

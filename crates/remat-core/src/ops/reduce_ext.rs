@@ -132,7 +132,7 @@ impl Op for MaxOp {
 pub fn max(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
     let axes = nonempty_axes("max", axes, x)?;
     if !x.dtype().is_float() {
-        return via_f64(x, |y| max(y, Some(&as_isize(&axes)), keepdims));
+        return int_extreme("max", x, &axes, keepdims, true);
     }
     apply(
         MaxOp { axes, keepdims },
@@ -141,10 +141,35 @@ pub fn max(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor>
     )
 }
 
-/// A max/min-like reduction of an integer or bool tensor: computed in float64 (exact for
-/// values below 2^53) and returned in the input's dtype, as PyTorch does.
-fn via_f64(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
-    super::cast(&f(&super::cast(x, crate::dtype::DType::F64)?)?, x.dtype())
+/// The largest (or smallest) value over `axes` of an integer or bool tensor, in its dtype,
+/// as PyTorch: exactly in int64 on the CPU; on a GPU through float64 (exact below 2^53).
+fn int_extreme(
+    op: &str,
+    x: &Tensor,
+    axes: &[usize],
+    keepdims: bool,
+    largest: bool,
+) -> Result<Tensor> {
+    use crate::dtype::DType;
+    if x.device() != crate::device::Device::Cpu {
+        let f = super::cast(x, DType::F64)?;
+        let axes = as_isize(axes);
+        let r = if largest {
+            max(&f, Some(&axes), keepdims)?
+        } else {
+            min(&f, Some(&axes), keepdims)?
+        };
+        return super::cast(&r, x.dtype());
+    }
+    let x64 = super::cast(x, DType::I64)?;
+    let (init, pick): (i64, fn(i64, i64) -> i64) = if largest {
+        (i64::MIN, std::cmp::max)
+    } else {
+        (i64::MAX, std::cmp::min)
+    };
+    let v = crate::cpu::catch_oom(op, || Ok(crate::cpu::reduce(x64.data(), axes, init, pick)))?;
+    let shape = super::reduce::reduced_shape(x.shape(), axes, keepdims);
+    super::cast(&super::from_vec(v, &shape), x.dtype())
 }
 
 /// Normalised axes back in the signed form the public functions take.
@@ -173,7 +198,7 @@ fn nonempty_axes(op: &str, axes: Option<&[isize]>, x: &Tensor) -> Result<Dims> {
 pub fn min(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
     let axes = nonempty_axes("min", axes, x)?;
     if !x.dtype().is_float() {
-        return via_f64(x, |y| min(y, Some(&as_isize(&axes)), keepdims));
+        return int_extreme("min", x, &axes, keepdims, false);
     }
     let neg = super::neg(x)?;
     let m = apply(
@@ -188,7 +213,7 @@ pub fn min(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor>
 pub fn amax(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
     let axes = nonempty_axes("amax", axes, x)?;
     if !x.dtype().is_float() {
-        return via_f64(x, |y| amax(y, Some(&as_isize(&axes)), keepdims));
+        return int_extreme("amax", x, &axes, keepdims, true);
     }
     apply(
         MaxOp { axes, keepdims },
