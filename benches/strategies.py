@@ -15,11 +15,9 @@ run just before and after it (its row: that ratio times the round-robin plain me
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,22 +27,17 @@ from remat import nn
 
 sys.path.insert(0, str(Path(__file__).parent))
 from machine_info import cpu_model  # noqa: E402
+from auto_examples import step  # noqa: E402
 from selective_policies import cpu_flags, load_block  # noqa: E402
 
 
 def one_step(model: nn.Module, run: Callable[[], remat.Tensor]) -> tuple[float, int]:
-    """(seconds, peak bytes above the step's start) of one ``run().backward()``."""
+    """(seconds, peak bytes above the step's start) of one ``run().backward()``, gradients
+    allocated before it."""
     for p in model.parameters():
         if p.grad is None:
             p.grad = remat.zeros_like(p)
-    gc.collect()
-    base = remat.memory_allocated()
-    remat.reset_peak_memory_stats()
-    t0 = time.perf_counter()
-    run().backward()
-    dt = time.perf_counter() - t0
-    gc.collect()
-    return dt, remat.max_memory_allocated() - base
+    return step(run)
 
 
 def summary(steps: list[tuple[float, int]]) -> tuple[float, int]:
