@@ -18,6 +18,47 @@ pub struct Layout {
     pub offset: usize,
 }
 
+/// Strides that show a tensor of `shape` and `strides` as `new` (the same element count)
+/// without moving data, or None when no such strides exist (PyTorch's `view` rule). The old
+/// axes fall into chunks, runs of axes each of which steps over the whole of the next; a view
+/// must split every chunk into whole new axes, each chunk keeping its own innermost stride.
+/// Size-1 axes, old or new, constrain nothing.
+pub fn view_strides(shape: &[usize], strides: &[usize], new: &[usize]) -> Option<Dims> {
+    if numel(shape) == 0 {
+        return Some(contiguous_strides(new));
+    }
+    // (element count, innermost stride) of each chunk, innermost chunk first.
+    let mut chunks: SmallVec<[(usize, usize); 6]> = SmallVec::new();
+    for (&n, &s) in shape.iter().zip(strides).rev().filter(|(&n, _)| n != 1) {
+        match chunks.last_mut() {
+            Some((count, base)) if s == *count * *base => *count *= n,
+            _ => chunks.push((n, s)),
+        }
+    }
+    let mut out: Dims = SmallVec::from_elem(0, new.len());
+    let mut d = new.len();
+    for &(count, base) in &chunks {
+        let mut covered = 1usize;
+        while d > 0 && (covered < count || new[d - 1] == 1) {
+            out[d - 1] = covered * base;
+            covered *= new[d - 1];
+            d -= 1;
+        }
+        if covered != count {
+            return None;
+        }
+    }
+    // What is left are size-1 axes in front (any stride does).
+    while d > 0 {
+        if new[d - 1] != 1 {
+            return None;
+        }
+        out[d - 1] = out.get(d).zip(new.get(d)).map_or(1, |(s, n)| s * n);
+        d -= 1;
+    }
+    Some(out)
+}
+
 /// Row-major (C-order) strides for `shape`.
 pub fn contiguous_strides(shape: &[usize]) -> Dims {
     let mut strides: Dims = SmallVec::from_elem(0, shape.len());
@@ -294,5 +335,87 @@ mod tests {
         assert!(normalize_axis("t", 3, 3).is_err());
         assert!(normalize_axis("t", 0, 0).is_err());
         assert!(normalize_axes("t", &[0, -2], 2).is_err());
+    }
+
+    /// Storage offsets of a layout's elements in row-major order of its indices.
+    fn addresses(shape: &[usize], strides: &[usize]) -> Vec<usize> {
+        let mut out = vec![0usize];
+        for (&n, &s) in shape.iter().zip(strides) {
+            out = out
+                .iter()
+                .flat_map(|&a| (0..n).map(move |i| a + i * s))
+                .collect();
+        }
+        out
+    }
+
+    /// Whether some strides show the elements `addr` (in order) as `new`: read candidate
+    /// strides off the first step along each axis, then check every element.
+    fn viewable(addr: &[usize], new: &[usize]) -> bool {
+        let base = contiguous_strides(new);
+        let cand: Vec<isize> = new
+            .iter()
+            .zip(&base)
+            .map(|(&n, &b)| {
+                if n > 1 {
+                    addr[b] as isize - addr[0] as isize
+                } else {
+                    0
+                }
+            })
+            .collect();
+        (0..addr.len()).all(|i| {
+            let off: isize = base
+                .iter()
+                .zip(new)
+                .zip(&cand)
+                .map(|((&b, &n), &c)| ((i / b) % n) as isize * c)
+                .sum();
+            addr[0] as isize + off == addr[i] as isize
+        })
+    }
+
+    #[test]
+    fn view_strides_agree_with_brute_force() {
+        // Layouts: transposes, slices, broadcasts and size-1 axes of small tensors; targets:
+        // every factorisation of the element count into up to 4 axes (with some 1s).
+        let layouts: Vec<(Vec<usize>, Vec<usize>)> = vec![
+            (vec![2, 3, 4], vec![12, 4, 1]),
+            (vec![2, 3, 4], vec![24, 8, 1]), // rows of a wider tensor
+            (vec![2, 3, 4], vec![1, 2, 6]),  // a permutation
+            (vec![4, 3, 2], vec![12, 1, 4]),
+            (vec![2, 3, 4], vec![0, 4, 1]),   // broadcast leading axis
+            (vec![2, 1, 6], vec![30, 99, 1]), // size-1 axis with any stride
+            (vec![3, 4], vec![1, 3]),
+            (vec![2, 2, 2, 3], vec![48, 6, 24, 1]),
+            (vec![6, 4], vec![8, 2]),
+            (vec![1, 1], vec![5, 7]),
+        ];
+        let mut targets: Vec<Vec<usize>> = Vec::new();
+        for a in 1..=24usize {
+            for b in 1..=24usize {
+                for c in 1..=24usize {
+                    targets.push(vec![a, b, c]);
+                    targets.push(vec![a, 1, b, c]);
+                }
+            }
+        }
+        let mut seen_view = 0;
+        for (shape, strides) in &layouts {
+            let n = numel(shape);
+            let addr = addresses(shape, strides);
+            for t in targets.iter().filter(|t| numel(t) == n) {
+                let want = viewable(&addr, t);
+                match view_strides(shape, strides, t) {
+                    Some(st) => {
+                        assert!(want, "{shape:?}/{strides:?} as {t:?}: no view exists");
+                        assert_eq!(addresses(t, &st), addr, "{shape:?}/{strides:?} as {t:?}");
+                        seen_view += 1;
+                    }
+                    None => assert!(!want, "{shape:?}/{strides:?} as {t:?}: missed a view"),
+                }
+            }
+        }
+        assert!(seen_view > 50);
     }
 }

@@ -3,6 +3,7 @@
 //! kernels run on the rayon pool.
 
 pub mod erf;
+pub mod gelu_pieces;
 pub mod host_alloc;
 pub mod lanes;
 pub mod matmul;
@@ -420,15 +421,41 @@ pub fn map_wide<T: Element, F: Fn(T) -> T + Sync + Copy>(x: &TensorData, f: F) -
 
 /// [`map_wide`] over a contiguous slice.
 fn map_wide_slice<T: Element, F: Fn(T) -> T + Sync + Copy>(src: &[T], f: F) -> Vec<T> {
+    map_chunks(src, move |s, o| map_slice(s, o, f))
+}
+
+/// `kernel(src, out)` over a new output the length of `src`, in chunks of 4096 elements on
+/// the pool for long inputs: for slice kernels (the wide elementwise loops).
+pub fn map_chunks<T: Scalar, K: Fn(&[T], &mut [T]) + Sync>(src: &[T], kernel: K) -> Vec<T> {
     let mut out = alloc::<T>(src.len());
     if src.len() >= PAR_MIN {
         crate::parallel::install(|| {
             out.par_chunks_mut(4096)
                 .zip(src.par_chunks(4096))
-                .for_each(|(o, s)| map_slice(s, o, f))
+                .for_each(|(o, s)| kernel(s, o))
         });
     } else {
-        map_slice(src, &mut out, f);
+        kernel(src, &mut out);
+    }
+    out
+}
+
+/// [`map_chunks`] for a kernel of two same-length slices, `kernel(x, y, out)`.
+pub fn zip_chunks<T: Scalar, K: Fn(&[T], &[T], &mut [T]) + Sync>(
+    x: &[T],
+    y: &[T],
+    kernel: K,
+) -> Vec<T> {
+    debug_assert_eq!(x.len(), y.len());
+    let mut out = alloc::<T>(x.len());
+    if x.len() >= PAR_MIN {
+        crate::parallel::install(|| {
+            out.par_chunks_mut(4096)
+                .zip(x.par_chunks(4096).zip(y.par_chunks(4096)))
+                .for_each(|(o, (x, y))| kernel(x, y, o))
+        });
+    } else {
+        kernel(x, y, &mut out);
     }
     out
 }
@@ -474,17 +501,7 @@ pub fn zip_wide<T: Element, F: Fn(T, T) -> T + Sync + Copy>(
             &gb
         }
     };
-    let mut out = alloc::<T>(x.len());
-    if x.len() >= PAR_MIN {
-        crate::parallel::install(|| {
-            out.par_chunks_mut(4096)
-                .zip(x.par_chunks(4096).zip(y.par_chunks(4096)))
-                .for_each(|(o, (x, y))| zip_slice(x, y, o, f))
-        });
-    } else {
-        zip_slice(x, y, &mut out, f);
-    }
-    out
+    zip_chunks(x, y, move |x, y, o| zip_slice(x, y, o, f))
 }
 
 /// The widest x86-64 vector extension the elementwise and row kernels are compiled for, as

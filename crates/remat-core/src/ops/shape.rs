@@ -5,7 +5,7 @@ use super::{from_vec, view};
 use crate::autograd::node::{apply, BackwardCtx, Op};
 use crate::cpu;
 use crate::error::{Error, Result};
-use crate::layout::{fmt_shape, numel, Dims, Layout};
+use crate::layout::{contiguous_strides, fmt_shape, numel, view_strides, Dims, Layout};
 use crate::tensor::Tensor;
 
 /// The product of `dims`, or None when it overflows (a zero anywhere makes it 0).
@@ -74,17 +74,23 @@ struct ReshapeOp {
     shape: Dims,
 }
 
-/// `x` viewed with `shape` when it is contiguous (None: it needs a copy first).
+/// `x` viewed with `shape` when strides for it exist (always when `x` is contiguous; see
+/// [`view_strides`]); None when it needs a copy first.
 fn reshape_view(x: &Tensor, shape: &[usize]) -> Option<Tensor> {
-    x.is_contiguous().then(|| {
-        view(
-            x,
-            Layout {
-                offset: x.layout().offset,
-                ..Layout::contiguous(shape)
-            },
-        )
-    })
+    let l = x.layout();
+    let strides = if x.is_contiguous() {
+        contiguous_strides(shape)
+    } else {
+        view_strides(&l.shape, &l.strides, shape)?
+    };
+    Some(view(
+        x,
+        Layout {
+            shape: shape.into(),
+            strides,
+            offset: l.offset,
+        },
+    ))
 }
 
 impl Op for ReshapeOp {

@@ -55,7 +55,7 @@ macro_rules! unary_table {
     (@rows ($d:tt) $(
         $(#[doc = $doc:literal])*
         $V:ident $($name:literal)? $(fn($f:ident))? save($save:ident)
-            cpu(|$x:ident, $p:ident| $cpu:expr)
+            cpu(|$x:ident, $p:ident| $cpu:expr) $(fast($fast:path))?
             cuda($cuda:literal)
             grad(|$g:ident, $s:ident, $gp:ident| $grad:expr);
     )*) => {
@@ -83,10 +83,13 @@ macro_rules! unary_table {
             pub fn cuda_expr(self) -> &'static str {
                 match self { $(Unary::$V => $cuda,)* }
             }
-            /// The CPU kernel: the row's formula over every element of `x`.
+            /// The CPU kernel: the row's formula over every element of `x` (or the row's
+            /// `fast` slice kernel, for the dtypes it takes).
             pub(crate) fn cpu(self, x: &$crate::tensor::Tensor, p: f64) -> $crate::tensor::Tensor {
                 match self {
-                    $(Unary::$V => crate::dispatch!(x.dtype(), T => {
+                    $(Unary::$V => {
+                        $(if let Some(y) = $fast(x) { return y; })?
+                        crate::dispatch!(x.dtype(), T => {
                         #[allow(unused_variables)]
                         let $p = <T as crate::dtype::Scalar>::from_f64(p);
                         #[allow(unused_imports)]
@@ -95,7 +98,7 @@ macro_rules! unary_table {
                             crate::cpu::map_wide(x.data(), move |$x: T| $cpu),
                             x.shape(),
                         )
-                    }),)*
+                    })},)*
                 }
             }
             /// The gradient of the input from the output gradient `g` and the saved tensor
@@ -171,7 +174,7 @@ macro_rules! binary_table {
     ($(
         $(#[$doc:meta])*
         $V:ident $name:literal save($save:ident)
-            cpu(|$a:ident, $b:ident, $p:ident| $cpu:expr)
+            cpu(|$a:ident, $b:ident, $p:ident| $cpu:expr) $(fast($fast:path))?
             cuda($cuda:literal)
             $(da(|$ga:ident, $aa:ident, $ab:ident, $ap:ident| $da:expr))?
             $(db(|$gb:ident, $ba:ident, $bb:ident, $bp:ident| $db:expr))?;
@@ -209,7 +212,9 @@ macro_rules! binary_table {
                 p: f64,
             ) -> $crate::tensor::Tensor {
                 match self {
-                    $(Binary::$V => crate::dispatch!(a.dtype(), T => {
+                    $(Binary::$V => {
+                        $(if let Some(y) = $fast(a, b, shape) { return y; })?
+                        crate::dispatch!(a.dtype(), T => {
                         #[allow(unused_variables)]
                         let $p = <T as crate::dtype::Scalar>::from_f64(p);
                         #[allow(unused_imports)]
@@ -223,7 +228,7 @@ macro_rules! binary_table {
                             ),
                             shape,
                         )
-                    }),)*
+                    })},)*
                 }
             }
             /// Gradient of operand `i` (0: `a`, 1: `b`) before broadcasting is undone, or

@@ -2,7 +2,10 @@
 //! sign, rounding half to even) and the constants the CUDA rows use through the prelude of
 //! [`cuda_prelude`], so both devices use one set of values.
 
-use crate::dtype::Element;
+use crate::cpu::{self, gelu_pieces};
+use crate::dtype::{DType, Element};
+use crate::ops::from_vec;
+use crate::tensor::Tensor;
 
 /// sqrt(2 / pi), the tanh-GELU scale.
 pub const GELU_K: f64 = 0.797_884_560_802_865_4;
@@ -120,17 +123,73 @@ pub fn pow_fast_grad<T: Element>(g: T, x: T, p: T) -> T {
     }
 }
 
-/// Exact GELU, `0.5 x (1 + erf(x / sqrt 2))`. Branch-free for float32 (see
-/// [`crate::cpu::erf`]), so the loops of [`crate::cpu::map_wide`] vectorise.
+/// Exact GELU, `0.5 x (1 + erf(x / sqrt 2))`. Float32 takes the piecewise polynomials of
+/// [`crate::cpu::gelu_pieces`] (the same bits as the row's slice kernel, [`gelu_erf_f32`]);
+/// other dtypes the formula (branch-free, so the loops of [`crate::cpu::map_wide`] vectorise).
 #[inline(always)]
 pub fn gelu_erf<T: Element>(v: T) -> T {
+    if T::DTYPE == DType::F32 {
+        return T::from_f64(gelu_pieces::gelu(v.to_f64() as f32) as f64);
+    }
     let (half, one) = (T::from_f64(0.5), T::from_f64(1.0));
     half * v * (one + Element::erf(v * T::from_f64(FRAC_1_SQRT_2)))
 }
 
-/// `g` times exact GELU's derivative at `x`: `Phi(x) + x phi(x)`.
+/// The `gelu` row's kernel for float32 tensors ([`gelu_pieces::gelu_slice`] on the pool);
+/// None for other dtypes.
+pub fn gelu_erf_f32(x: &Tensor) -> Option<Tensor> {
+    if x.dtype() != DType::F32 {
+        return None;
+    }
+    let gathered;
+    let src = match cpu::contiguous_slice::<f32>(x.data()) {
+        Some(s) => s,
+        None => {
+            gathered = cpu::gather::<f32>(x.data());
+            &gathered
+        }
+    };
+    Some(from_vec(
+        cpu::map_chunks(src, gelu_pieces::gelu_slice),
+        x.shape(),
+    ))
+}
+
+/// The `gelu_backward` row's kernel for float32 operands of the output's shape
+/// ([`gelu_pieces::gelu_grad_slice`] on the pool); None otherwise (broadcasts take the
+/// per-element formula, the same bits).
+pub fn gelu_erf_grad_f32(g: &Tensor, x: &Tensor, shape: &[usize]) -> Option<Tensor> {
+    if g.dtype() != DType::F32 || g.shape() != shape || x.shape() != shape {
+        return None;
+    }
+    let (gg, gx);
+    let gs = match cpu::contiguous_slice::<f32>(g.data()) {
+        Some(s) => s,
+        None => {
+            gg = cpu::gather::<f32>(g.data());
+            &gg
+        }
+    };
+    let xs = match cpu::contiguous_slice::<f32>(x.data()) {
+        Some(s) => s,
+        None => {
+            gx = cpu::gather::<f32>(x.data());
+            &gx
+        }
+    };
+    Some(from_vec(
+        cpu::zip_chunks(gs, xs, gelu_pieces::gelu_grad_slice),
+        shape,
+    ))
+}
+
+/// `g` times exact GELU's derivative at `x`: `Phi(x) + x phi(x)` (float32 as [`gelu_erf`]).
 #[inline(always)]
 pub fn gelu_erf_grad<T: Element>(g: T, x: T) -> T {
+    if T::DTYPE == DType::F32 {
+        let (g, x) = (g.to_f64() as f32, x.to_f64() as f32);
+        return T::from_f64(gelu_pieces::gelu_grad(g, x) as f64);
+    }
     let (half, one) = (T::from_f64(0.5), T::from_f64(1.0));
     let cdf = half * (one + Element::erf(x * T::from_f64(FRAC_1_SQRT_2)));
     let pdf = T::from_f64(FRAC_1_SQRT_2PI) * (-half * x * x).kernel_exp();

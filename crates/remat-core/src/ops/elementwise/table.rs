@@ -44,8 +44,9 @@
 //! `$`-escape that writes it).
 
 use super::scalar::{
-    gelu_erf, gelu_erf_grad, gelu_tanh, gelu_tanh_grad, pow_fast, pow_fast_grad, round_half_even,
-    sign_of, silu_grad, FRAC_1_SQRT_2PI, FRAC_2_SQRT_PI, GELU_C, GELU_K,
+    gelu_erf, gelu_erf_f32, gelu_erf_grad, gelu_erf_grad_f32, gelu_tanh, gelu_tanh_grad, pow_fast,
+    pow_fast_grad, round_half_even, sign_of, silu_grad, FRAC_1_SQRT_2PI, FRAC_2_SQRT_PI, GELU_C,
+    GELU_K,
 };
 use super::{binary, unary};
 use crate::error::Result;
@@ -364,7 +365,7 @@ unary_table! {
         cuda("x < T(0) ? T(0) : x")
         grad(|g, y, p| binary(Binary::ReluBackward, g, y, 0.0));
     /// exact GELU `x Phi(x)`
-    GeluErf "gelu" save(Input) cpu(|x, p| gelu_erf(x))
+    GeluErf "gelu" save(Input) cpu(|x, p| gelu_erf(x)) fast(gelu_erf_f32)
         cuda("T(0.5) * x * (T(1) + erf(x * T(FRAC_1_SQRT_2)))")
         grad(|g, x, p| binary(Binary::GeluBackward, g, x, 0.0));
     /// PyTorch's tanh approximation of GELU
@@ -800,6 +801,7 @@ binary_table! {
         db(|g, a, b, p| neg(&div(&binary(Binary::SqrtBackward, &mul(g, a)?, b, 0.0)?, b)?));
     /// exact GELU's backward `g (Phi(x) + x phi(x))` (b: the input x)
     GeluBackward "gelu_backward" save(Both) cpu(|a, b, p| gelu_erf_grad(a, b))
+        fast(gelu_erf_grad_f32)
         cuda("gelu_erf_grad(a, b)")
         da(|g, a, b, p| binary(Binary::GeluBackward, g, b, 0.0))
         db(|g, a, b, p| mul(&mul(g, a)?, &gelu_erf_second(b)?));
