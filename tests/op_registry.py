@@ -760,7 +760,7 @@ def sdpa_cases(causal):
         lambda lead, q_len, s, e, ev, scale: Case(
             (lead + (q_len, e), lead + (s, e), lead + (s, ev)),
             {"is_causal": causal, "scale": scale}),
-        st.sampled_from([(1,), (2,), (1, 2)]), st.integers(1, 5), st.integers(1, 5),
+        st.sampled_from([(1,), (2,), (1, 2), (2, 2)]), st.integers(1, 5), st.integers(1, 5),
         st.integers(1, 4), st.integers(1, 3), st.sampled_from([None, 0.5]))
 
 

@@ -66,8 +66,9 @@ pub enum SavePolicy {
     /// Keep nothing (the default: the whole function is recomputed).
     NothingSaveable,
     /// Keep the outputs of matrix products, linear layers, convolutions and attention
-    /// ([`DOT_OPS`]); recompute the cheap ops around them and attention's `T²` score matrix
-    /// (`"attention_scores"`: cheap to recompute, the largest activation of a transformer).
+    /// ([`DOT_OPS`]); recompute the cheap ops around them and attention's `T²` weights
+    /// (`"causal_attention_weights"`, or `"attention_scores"` and the softmax: cheap to
+    /// recompute, the largest activation of a transformer).
     DotsSaveable,
     /// Keep only the tensors tagged with one of these names by `checkpoint_name`.
     SaveOnlyTheseNames(Vec<String>),

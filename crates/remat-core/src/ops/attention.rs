@@ -98,14 +98,14 @@ pub fn scaled_dot_product_attention(
         ));
     }
     let factor = scale_factor.unwrap_or(1.0 / (e as f64).sqrt());
+    if is_causal {
+        // Products, scaling, mask and softmax in one op where it can (see `causal_softmax`).
+        let weights = super::causal_softmax::causal_weights(q, k, factor)?;
+        return matmul(&dropout(&weights, dropout_p, dropout_p > 0.0)?, v);
+    }
     // Named apart from the other products: `dots_saveable` recomputes the `T²` scores
     // (Korthikanti et al.'s selective recompute) and keeps the attention output.
     let products = super::matmul::matmul_named(q, &transpose(k, -2, -1)?, "attention_scores")?;
-    if is_causal {
-        // Scaled, masked and normalised in one pass (see `causal_softmax`).
-        let weights = super::causal_softmax::causal_softmax(&products, factor)?;
-        return matmul(&dropout(&weights, dropout_p, dropout_p > 0.0)?, v);
-    }
     let scores = scale(&products, factor)?;
     let neg_inf = || super::full(&[], f64::NEG_INFINITY, scores.dtype(), scores.device());
     let scores = if let Some(mask) = attn_mask {
