@@ -588,3 +588,44 @@ fn slices_with_huge_bounds_and_steps_clamp_like_python() {
     let y = index(&x, &[s(Some(isize::MIN / 2), Some(isize::MAX / 2), 2)]).unwrap();
     assert_eq!(y.shape(), &[2, 4]);
 }
+
+#[test]
+fn slices_of_one_tensor_add_their_gradients_into_one_buffer() {
+    // The three pieces of a split, two overlapping slices, and a slice next to a direct use:
+    // the later gradients go into the buffer the first started (`Op::add_grad_into`), which
+    // must give what adding dense gradients gives.
+    let x = leaf(&det(&[3, 12], 1));
+    let w = det(&[3, 12], 2);
+    let parts = ops::split(&x, 4, 1).unwrap();
+    let mut loss = ops::sum(
+        &ops::mul(&parts[0], &ops::narrow(&w, 1, 0, 4).unwrap()).unwrap(),
+        None,
+        false,
+    )
+    .unwrap();
+    for (i, p) in parts.iter().enumerate().skip(1) {
+        let wi = ops::narrow(&w, 1, (4 * i) as isize, 4).unwrap();
+        let term = ops::sum(&ops::mul(p, &wi).unwrap(), None, false).unwrap();
+        loss = ops::add(&loss, &term).unwrap();
+    }
+    remat_core::autograd::backward(&[(loss, None)], false).unwrap();
+    assert_eq!(vals(&x.grad().unwrap()), vals(&w));
+
+    check_grad(
+        &[det(&[4, 6], 3)],
+        |ts| {
+            let a = ops::narrow(&ts[0], 1, 0, 4).unwrap();
+            let b = ops::narrow(&ts[0], 1, 2, 4).unwrap();
+            let direct = ops::sum(&ops::mul(&ts[0], &ts[0]).unwrap(), None, false).unwrap();
+            let ab = ops::sum(&ops::mul(&a, &b).unwrap(), None, false).unwrap();
+            let row = ops::sum(
+                &ops::index(&ts[0], &[IndexItem::Int(1)]).unwrap(),
+                None,
+                false,
+            )
+            .unwrap();
+            ops::add(&ops::add(&direct, &ab).unwrap(), &row).unwrap()
+        },
+        1e-7,
+    );
+}

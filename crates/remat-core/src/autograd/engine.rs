@@ -402,7 +402,25 @@ fn run(
                         saved: &saved,
                         inputs: &node.inputs,
                     };
-                    let grads = crate::cpu::catch_oom(op.name(), || op.backward(&ctx))?;
+                    // A second gradient for a one-input op's input may go straight into the
+                    // buffer the first one started (see `Op::add_grad_into`).
+                    let buffer = match node.next.as_slice() {
+                        [Some(c)] if !create_graph => buffers.get(&key(c)).filter(|b| {
+                            exclusive(b)
+                                && b.dtype() == g.dtype()
+                                && b.shape() == node.inputs[0].shape.as_slice()
+                        }),
+                        _ => None,
+                    };
+                    let added = match buffer {
+                        Some(b) => crate::cpu::catch_oom(op.name(), || op.add_grad_into(&g, b))?,
+                        None => false,
+                    };
+                    let grads = if added {
+                        vec![None]
+                    } else {
+                        crate::cpu::catch_oom(op.name(), || op.backward(&ctx))?
+                    };
                     drop(saved);
                     let grads = check_grads(op.name(), &node, grads)?;
                     if let Some(s) = slots {

@@ -46,6 +46,15 @@ pub trait Op: Send + Sync + 'static {
     /// with grad mode on and the result is differentiated again. Each gradient has its
     /// input's shape.
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>>;
+    /// Add the gradient of the op's only input into `acc` in place, when that is cheaper than
+    /// making it and letting the engine add it (an index's backward adds into the indexed
+    /// region only, instead of a zero-filled tensor of the input's shape). `acc` is the
+    /// engine's gradient buffer for the input: exclusive, contiguous, of the input's shape and
+    /// dtype. Called only when no graph is being built; returns false when not handled (the
+    /// default), and the engine calls [`Op::backward`] as usual.
+    fn add_grad_into(&self, _grad: &Tensor, _acc: &Tensor) -> Result<bool> {
+        Ok(false)
+    }
     /// Whether the op takes integer and bool inputs (ops that move, select or compare
     /// elements). The default is float inputs only: [`apply`] refuses others with a
     /// `DTypeError` naming the op, so a float kernel never sees an integer buffer.

@@ -339,14 +339,40 @@ struct IndexOp {
     plan: IndexPlan,
 }
 
+/// Call `f(dst_row, src_row)` for each run of `layout`'s positions along its last axis (one
+/// element each when that axis is strided), pairing them in C order with `src`.
+fn for_each_run<T: Element>(
+    dst: &mut [T],
+    layout: &Layout,
+    src: &[T],
+    mut f: impl FnMut(&mut [T], &[T]),
+) {
+    let nd = layout.ndim();
+    if nd > 0 && layout.strides[nd - 1] == 1 {
+        let n = layout.shape[nd - 1];
+        let outer = Layout {
+            shape: layout.shape[..nd - 1].into(),
+            strides: layout.strides[..nd - 1].into(),
+            offset: layout.offset,
+        };
+        let mut k = 0usize;
+        outer.for_each_index(|i| {
+            f(&mut dst[i..i + n], &src[k..k + n]);
+            k += n;
+        });
+    } else {
+        let mut k = 0usize;
+        layout.for_each_index(|i| {
+            f(&mut dst[i..=i], &src[k..=k]);
+            k += 1;
+        });
+    }
+}
+
 /// Write `src` (C order) into the positions of `dst` that `layout` visits. Basic indexing
 /// never visits a position twice, so plain assignment is exact.
 fn scatter<T: Element>(dst: &mut [T], layout: &Layout, src: &[T]) {
-    let mut k = 0usize;
-    layout.for_each_index(|i| {
-        dst[i] = src[k];
-        k += 1;
-    });
+    for_each_run(dst, layout, src, |d, s| d.copy_from_slice(s));
 }
 
 impl Op for IndexOp {
@@ -370,6 +396,36 @@ impl Op for IndexOp {
             shape: ctx.inputs[0].shape.clone(),
         };
         Ok(vec![Some(apply(back, &[ctx.grad], &[])?)])
+    }
+    fn add_grad_into(&self, grad: &Tensor, acc: &Tensor) -> Result<bool> {
+        // The pieces of a split (q, k and v of one projection): each adds its region of the
+        // input's gradient, and only the first fills the rest with zeros.
+        if acc.device() != crate::Device::Cpu || !acc.dtype().is_float() {
+            return Ok(false);
+        }
+        let target = self.plan.apply(&Layout::contiguous(acc.shape()));
+        crate::dispatch!(acc.dtype(), T => {
+            let gathered;
+            let src = match cpu::contiguous_slice::<T>(grad.data()) {
+                Some(s) => s,
+                None => {
+                    gathered = cpu::gather::<T>(grad.data());
+                    &gathered[..]
+                }
+            };
+            // SAFETY: the engine passes its own exclusive gradient buffer, which no kernel
+            // reads meanwhile; the region lies within it.
+            let Some(dst) = (unsafe { acc.storage().as_mut_slice::<T>() }) else {
+                return Ok(false);
+            };
+            for_each_run(dst, &target, src, |d, s| {
+                for (o, &v) in d.iter_mut().zip(s) {
+                    *o += v;
+                }
+            });
+        });
+        acc.storage().bump_version();
+        Ok(true)
     }
 }
 
