@@ -95,7 +95,10 @@ pub fn batched_matmul_into<T: Element>(
     // GEMM's own threading gains little on a thin product (32 rows, as a convolution's
     // output channels: measured 1.0x with 2 threads).
     let per_thread = batches.is_multiple_of(threads) || batches >= 4 * threads;
-    if batches > 1 && (flops < (1 << 22) || per_thread) {
+    // A few tiny products finish before the pool's threads would wake (waking them cost
+    // ~15 µs, the products of a 4-token attention head ~1 µs).
+    let tiny = batches * flops < 1 << 17;
+    if batches > 1 && !tiny && (flops < (1 << 22) || per_thread) {
         crate::parallel::install(|| {
             out.par_chunks_mut(m * n)
                 .enumerate()

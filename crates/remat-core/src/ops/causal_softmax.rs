@@ -193,7 +193,12 @@ impl Op for CausalWeightsOp {
                     }
                 }
             };
-            if l * s > 0 {
+            // Tiny heads run here: waking the pool would cost more than the products.
+            if l * s > 0 && qo.len() * l * s * e.max(1) < 1 << 16 {
+                for (bi, m) in out.chunks_mut(l * s).enumerate() {
+                    matrix(bi, m);
+                }
+            } else if l * s > 0 {
                 crate::parallel::install(|| {
                     out.par_chunks_mut(l * s)
                         .enumerate()
