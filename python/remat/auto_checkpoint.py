@@ -24,14 +24,17 @@ forward time. Candidate plans come from several searches, and each candidate is 
   The cap is set when the model's forward starts, relative to what is live then, and lifted
   when the backward pass ends, so the optimizer's step and evaluation run without it.
 
-Of the candidates that fit, the one with the least measured step time (median of three
-steps, taken round-robin over the candidates) wins.
+Of the candidates that fit, the one with the least measured step time wins: the median of
+three steps, taken round-robin over the candidates, and for the candidates within 10% of the
+fastest the median of seven (four more rounds among them, so that one noisy step does not
+decide between plans a few per cent apart).
 """
 
 from __future__ import annotations
 
 import gc
 import re
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -158,8 +161,9 @@ class AutoCheckpointPlan:
     budget_bytes : int
         The budget.
     step_seconds, plain_step_seconds : float
-        Median of three measured steps under the plan and without checkpointing (the
-        candidates that fit are ranked by this).
+        Median of the measured steps under the plan (three, or seven for a candidate within
+        10% of the fastest) and of three without checkpointing (the candidates that fit are
+        ranked by this).
     candidates : list of tuple of (str, int, float)
         Every candidate plan that fit: what it checkpoints, its measured peak and its
         median step seconds, fastest first (the first is the plan).
@@ -281,7 +285,7 @@ class AutoCheckpointPlan:
                          f"{self.memory_cap_bytes:,} B above what is live when the forward "
                          "starts (dynamic rematerialisation)")
         lines.append(f"step {self.step_seconds * 1e3:.1f} ms under the plan, "
-                     f"{self.plain_step_seconds * 1e3:.1f} ms plain (medians of 3); "
+                     f"{self.plain_step_seconds * 1e3:.1f} ms plain (medians); "
                      f"{len(self.candidates)} candidate plans fit")
         lines.append(f"budget {self.budget_bytes:,} B; plain peak {self.plain_peak_bytes:,} B; "
                      f"peak under the plan {self.peak_bytes:,} B "
@@ -612,15 +616,15 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
                 p.grad.zero_()
         return peak, seconds
 
-    def timed(plans: list[_Plan]) -> list[float]:
-        """Median seconds of three steps under each plan, taken round-robin (one step of
-        each per round), so that drifts of the machine's speed hit them alike."""
+    def timed(plans: list[_Plan], rounds: int) -> list[list[float]]:
+        """Seconds of `rounds` steps under each plan, taken round-robin (one step of each
+        per round), so that drifts of the machine's speed hit them alike."""
         seconds: list[list[float]] = [[] for _ in plans]
-        for _ in range(3):
+        for _ in range(rounds):
             for plan, got in zip(plans, seconds):
                 set_plan(plan)
                 got.append(step()[1])
-        return [sorted(got)[1] for got in seconds]
+        return seconds
 
     try:
         # A steady-state step: gradients exist before it (as after a first step).
@@ -673,7 +677,15 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
                 f"the smallest peak reached is {peak} bytes (checkpointing {what}; the plain "
                 f"step peaks at {plain_peak})")
         fitting = list(fits.values())
-        plain_seconds, *times = timed([_NO_PLAN] + [plan for _, plan in fitting])
+        plain_runs, *runs = timed([_NO_PLAN] + [plan for _, plan in fitting], 3)
+        plain_seconds = statistics.median(plain_runs)
+        # Candidates within 10% of the fastest are told apart by four more rounds among them.
+        fastest = min(statistics.median(r) for r in runs)
+        close = [i for i, r in enumerate(runs) if statistics.median(r) <= 1.1 * fastest]
+        if len(close) > 1:
+            for i, extra in zip(close, timed([fitting[i][1] for i in close], 4)):
+                runs[i] += extra
+        times = [statistics.median(r) for r in runs]
         ranked = sorted(((t, peak, plan) for t, (peak, plan) in zip(times, fitting)),
                         key=lambda r: (r[0], r[1]))
         seconds, peak, plan = ranked[0]
