@@ -65,6 +65,13 @@ cpu::avx2_twin! {
         causal_row_in_place;
 }
 
+/// The gradient of the scores from that of the causal weights `y`: softmax's backward
+/// (`y (g - sum(g y))`, exactly zero where `y` is) times the scale; differentiable.
+fn scores_grad(g: &Tensor, y: &Tensor, scale: f64) -> Result<Tensor> {
+    let g = super::to_dtype(g, y.dtype())?;
+    scale_op(&softmax_backward(&g, y, y.ndim() - 1)?, scale)
+}
+
 /// `softmax(where(tril, x · scale, -inf), -1)` of `(..., L, S)` scores.
 struct CausalSoftmaxOp {
     scale: f64,
@@ -104,10 +111,11 @@ impl Op for CausalSoftmaxOp {
         if !ctx.needs_grad(0) {
             return Ok(vec![None]);
         }
-        let y = &ctx.saved[0];
-        let g = super::to_dtype(ctx.grad, y.dtype())?;
-        let gs = softmax_backward(&g, y, y.ndim() - 1)?;
-        Ok(vec![Some(scale_op(&gs, self.scale)?)])
+        Ok(vec![Some(scores_grad(
+            ctx.grad,
+            &ctx.saved[0],
+            self.scale,
+        )?)])
     }
 }
 
@@ -214,9 +222,8 @@ impl Op for CausalWeightsOp {
         CausalSoftmaxOp { scale: self.scale }.cuda(&[&products])
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
-        let (q, k, y) = (&ctx.saved[0], &ctx.saved[1], &ctx.saved[2]);
-        let g = super::to_dtype(ctx.grad, y.dtype())?;
-        let gs = scale_op(&softmax_backward(&g, y, y.ndim() - 1)?, self.scale)?;
+        let (q, k) = (&ctx.saved[0], &ctx.saved[1]);
+        let gs = scores_grad(ctx.grad, &ctx.saved[2], self.scale)?;
         let gq = if ctx.needs_grad(0) {
             Some(matmul(&gs, k)?)
         } else {

@@ -405,20 +405,13 @@ impl Op for IndexOp {
         }
         let target = self.plan.apply(&Layout::contiguous(acc.shape()));
         crate::dispatch!(acc.dtype(), T => {
-            let gathered;
-            let src = match cpu::contiguous_slice::<T>(grad.data()) {
-                Some(s) => s,
-                None => {
-                    gathered = cpu::gather::<T>(grad.data());
-                    &gathered[..]
-                }
-            };
+            let src = super::softmax::c_order::<T>(grad.data());
             // SAFETY: the engine passes its own exclusive gradient buffer, which no kernel
             // reads meanwhile; the region lies within it.
             let Some(dst) = (unsafe { acc.storage().as_mut_slice::<T>() }) else {
                 return Ok(false);
             };
-            for_each_run(dst, &target, src, |d, s| {
+            for_each_run(dst, &target, &src, |d, s| {
                 for (o, &v) in d.iter_mut().zip(s) {
                     *o += v;
                 }

@@ -5,6 +5,7 @@
 use crate::cpu::{self, gelu_pieces};
 use crate::dtype::{DType, Element};
 use crate::ops::from_vec;
+use crate::ops::softmax::c_order;
 use crate::tensor::Tensor;
 
 /// sqrt(2 / pi), the tanh-GELU scale.
@@ -141,16 +142,9 @@ pub fn gelu_erf_f32(x: &Tensor) -> Option<Tensor> {
     if x.dtype() != DType::F32 {
         return None;
     }
-    let gathered;
-    let src = match cpu::contiguous_slice::<f32>(x.data()) {
-        Some(s) => s,
-        None => {
-            gathered = cpu::gather::<f32>(x.data());
-            &gathered
-        }
-    };
+    let src = c_order::<f32>(x.data());
     Some(from_vec(
-        cpu::map_chunks(src, gelu_pieces::gelu_slice),
+        cpu::map_chunks(&src, gelu_pieces::gelu_slice),
         x.shape(),
     ))
 }
@@ -162,23 +156,9 @@ pub fn gelu_erf_grad_f32(g: &Tensor, x: &Tensor, shape: &[usize]) -> Option<Tens
     if g.dtype() != DType::F32 || g.shape() != shape || x.shape() != shape {
         return None;
     }
-    let (gg, gx);
-    let gs = match cpu::contiguous_slice::<f32>(g.data()) {
-        Some(s) => s,
-        None => {
-            gg = cpu::gather::<f32>(g.data());
-            &gg
-        }
-    };
-    let xs = match cpu::contiguous_slice::<f32>(x.data()) {
-        Some(s) => s,
-        None => {
-            gx = cpu::gather::<f32>(x.data());
-            &gx
-        }
-    };
+    let (gs, xs) = (c_order::<f32>(g.data()), c_order::<f32>(x.data()));
     Some(from_vec(
-        cpu::zip_chunks(gs, xs, gelu_pieces::gelu_grad_slice),
+        cpu::zip_chunks(&gs, &xs, gelu_pieces::gelu_grad_slice),
         shape,
     ))
 }
