@@ -29,7 +29,7 @@ from remat import nn
 
 sys.path.insert(0, str(Path(__file__).parent))
 from machine_info import cpu_model  # noqa: E402
-from selective_policies import cpu_flags  # noqa: E402
+from machine_info import cpu_flags  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

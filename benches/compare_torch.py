@@ -11,9 +11,21 @@ backward, SGD update) of a 64-layer ReLU MLP of width 512 at batch 2048, plain a
 4 transformer blocks (``examples/gpt.py``'s ``Block``: pre-LayerNorm, causal attention, GELU
 MLP; dim 256, 4 heads, batch 8 × 128 tokens).
 
+``--isa avx2`` measures both libraries on AVX2+FMA code on a machine that has AVX-512: it
+sets ``REMAT_SIMD=avx2`` (remat's elementwise and row kernels), ``ATEN_CPU_CAPABILITY=avx2``
+and ``MKL_ENABLE_INSTRUCTIONS=AVX2`` (PyTorch's kernels and its BLAS), and needs a remat built
+without its AVX-512 GEMM kernels (``maturin build --release --no-default-features --features
+cuda``), which it checks. Every header names the instruction sets each library ran on.
+
+Matrix products are measured at ``--threads`` and at one thread. ``mlp:floor`` times, in one
+process and round-robin, the plain MLP step, the ``checkpoint_sequential`` step and a forward
+under ``no_grad``; the checkpointed step's floor is the plain step plus 7/8 of a forward (the
+last segment is not re-run).
+
 ``--workloads softmax,einsum`` runs only the workloads whose names start with one of the given
-prefixes (``overhead``, ``matmul``, ``softmax``, ``layer_norm``, ``einsum``, ``conv2d``,
-``embedding``, ``gelu``, ``tanh``, ``sdpa``, ``mlp``, ``gpt``).
+prefixes (``overhead``, ``matmul`` (``matmul1``: the one-thread ones), ``softmax``,
+``layer_norm``, ``einsum``, ``conv2d``, ``embedding``, ``gelu``, ``tanh``, ``sdpa``, ``mlp``,
+``gpt``).
 
 Every measurement runs in a fresh subprocess (one library per process, so neither library's
 thread pool or allocator disturbs the other), with the same thread count for both:
@@ -45,13 +57,13 @@ import time
 import timeit
 from pathlib import Path
 
-from machine_info import cpu_model, maxrss_kib, reset_peak_rss
+from machine_info import machine_line, maxrss_kib, remat_isa, reset_peak_rss
 
 MLP_DEPTH = 64
 MLP_WIDTH = 512
 MLP_BATCH = 2048
 MLP_SEGMENTS = 8
-MATMUL_SIZES = (256, 1024, 2048)
+MATMUL_SIZES = (256, 512, 1024, 2048)
 SOFTMAX_SHAPE = (4096, 1024)
 LAYER_NORM_SHAPE = (4096, 1024)
 ATTENTION = (8, 8, 256, 64)  # batch, heads, tokens, head size
@@ -360,6 +372,67 @@ def work_mlp(lib: _Lib, runs: int, ckpt: bool) -> dict:
     return res
 
 
+def work_mlp_floor(lib: _Lib, runs: int) -> dict:
+    """The checkpointed MLP step against its floor, in one process: each round times a plain
+    step, a ``checkpoint_sequential`` step and a ``no_grad`` forward (round-robin, so drift
+    hits all three); the floor is plain + (segments - 1)/segments of the forward."""
+    import numpy as np
+
+    model = _build_mlp(lib)
+    x = lib.tensor(
+        np.random.default_rng(2).standard_normal((MLP_BATCH, MLP_WIDTH), dtype=np.float32)
+    )
+    params = list(model.parameters())
+    opt = lib.m.optim.SGD(params, lr=LR)
+    if lib.name == "torch":
+        from torch.utils.checkpoint import checkpoint_sequential
+
+        def ckpt_forward():
+            return checkpoint_sequential(model, MLP_SEGMENTS, x, use_reentrant=False)
+    else:
+
+        def ckpt_forward():
+            return lib.m.checkpoint_sequential(model, MLP_SEGMENTS, x)
+
+    for p in params:
+        p.grad = lib.m.zeros_like(p)
+
+    def step(forward):
+        opt.zero_grad(set_to_none=False)
+        y = forward()
+        loss = (y * y).mean()
+        del y
+        loss.backward()
+        opt.step()
+
+    def forward_only():
+        with lib.no_grad():
+            model(x)
+
+    def timed(f, *a):
+        t0 = time.perf_counter()
+        f(*a)
+        return (time.perf_counter() - t0) * 1e3
+
+    step(lambda: model(x))
+    step(ckpt_forward)
+    forward_only()
+    plain, ckpt, fwd = [], [], []
+    for _ in range(runs):
+        plain.append(timed(step, lambda: model(x)))
+        ckpt.append(timed(step, ckpt_forward))
+        fwd.append(timed(forward_only))
+    share = (MLP_SEGMENTS - 1) / MLP_SEGMENTS
+    floor = [p + share * f for p, f in zip(plain, fwd)]
+    return {
+        "plain_ms": plain,
+        "ckpt_ms": ckpt,
+        "forward_ms": fwd,
+        "floor_ms": floor,
+        "over_floor": [c / f for c, f in zip(ckpt, floor)],
+    }
+
+
 def work_gpt(lib: _Lib, runs: int) -> dict:
     """One SGD step of GPT blocks (forward, mean(y²), backward, update), gradients
     pre-allocated; step times and remat's peak above the step's start."""
@@ -400,10 +473,12 @@ def worker(args: argparse.Namespace) -> None:
     kind, _, param = args.workload.partition(":")
     if kind == "overhead":
         res = work_overhead(lib, args.runs)
-    elif kind == "matmul":
+    elif kind in ("matmul", "matmul1"):
         res = work_matmul(lib, args.runs, int(param))
     elif kind == "op":
         res = work_op(lib, args.runs, param)
+    elif kind == "mlp" and param == "floor":
+        res = work_mlp_floor(lib, args.runs)
     elif kind == "mlp":
         res = work_mlp(lib, args.runs, param == "ckpt")
     elif kind == "gpt":
@@ -413,6 +488,9 @@ def worker(args: argparse.Namespace) -> None:
     res["version"] = lib.version
     if lib.name == "torch":
         res["torch_threads"] = lib.m.get_num_threads()
+        res["isa"] = f"ATen {lib.m.backends.cpu.get_cpu_capability()}"
+    else:
+        res["isa"] = remat_isa()
     print(json.dumps(res))
 
 
@@ -425,7 +503,16 @@ def _has_torch() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
-def _run_worker(lib: str, workload: str, threads: int, runs: int) -> dict:
+# What ``--isa avx2`` sets in every worker's environment.
+AVX2_ENV = {
+    "REMAT_SIMD": "avx2",
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+}
+
+
+def _run_worker(lib: str, workload: str, threads: int, runs: int, isa: str = "native") -> dict:
     env = dict(os.environ)
     env.update(
         {
@@ -434,6 +521,8 @@ def _run_worker(lib: str, workload: str, threads: int, runs: int) -> dict:
             "MKL_NUM_THREADS": str(threads),
         }
     )
+    if isa == "avx2":
+        env.update(AVX2_ENV)
     cmd = [
         sys.executable,
         __file__,
@@ -452,14 +541,16 @@ def _run_worker(lib: str, workload: str, threads: int, runs: int) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def _collect(workload: str, libs: list[str], rounds: int, runs: int, threads: int) -> dict:
+def _collect(
+    workload: str, libs: list[str], rounds: int, runs: int, threads: int, isa: str
+) -> dict:
     """Run ``workload`` ``rounds`` times per library, alternating libraries (and which goes
     first); merge the lists of figures of each library."""
     merged: dict[str, dict] = {lib: {} for lib in libs}
     for r in range(rounds):
         order = libs if r % 2 == 0 else libs[::-1]
         for lib in order:
-            res = _run_worker(lib, workload, threads, runs)
+            res = _run_worker(lib, workload, threads, runs, isa)
             for k, v in res.items():
                 if isinstance(v, list):
                     merged[lib].setdefault(k, []).extend(v)
@@ -495,6 +586,12 @@ def main() -> None:
     )
     ap.add_argument("--no-torch", action="store_true", help="measure remat only")
     ap.add_argument(
+        "--isa",
+        choices=("native", "avx2"),
+        default="native",
+        help="avx2: cap both libraries at AVX2+FMA (needs remat built without avx512-gemm)",
+    )
+    ap.add_argument(
         "--workloads",
         default="",
         help="comma-separated name prefixes of the workloads to run (default: all)",
@@ -515,14 +612,27 @@ def main() -> None:
     plan = [("overhead", 1)] + [(f"matmul:{s}", 3) for s in MATMUL_SIZES]
     plan += [("op:softmax", 3), ("op:layer_norm", 3), ("op:einsum", 3), ("op:conv2d", 3)]
     plan += [("op:embedding", 3), ("op:gelu", 3), ("op:tanh", 3), ("op:sdpa", 3)]
-    plan += [("mlp:plain", 1), ("mlp:ckpt", 1), ("gpt:plain", 3)]
+    plan += [(f"matmul1:{s}", 3) for s in MATMUL_SIZES]
+    plan += [("mlp:plain", 1), ("mlp:ckpt", 1), ("mlp:floor", 3), ("gpt:plain", 3)]
     prefixes = [p for p in args.workloads.split(",") if p]
     if prefixes:
         plan = [
             (w, r) for w, r in plan if any(w.removeprefix("op:").startswith(p) for p in prefixes)
         ]
+    if args.isa == "avx2":
+        probe = subprocess.run(
+            [sys.executable, "-c", "import remat._remat as r; print(r._cpu_capability()['gemm'])"],
+            env={**os.environ, **AVX2_ENV}, capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        if probe not in ("avx2+fma", "baseline"):
+            raise SystemExit(
+                f"--isa avx2: this remat's GEMMs run {probe}; install a build without the "
+                "avx512-gemm feature (maturin build --release --no-default-features "
+                "--features cuda)"
+            )
     for workload, runs in plan:
-        results[workload] = _collect(workload, libs, rounds, runs, n)
+        threads = 1 if workload.startswith("matmul1:") else n
+        results[workload] = _collect(workload, libs, rounds, runs, threads, args.isa)
 
     first = next(iter(results.values()))
     versions = {lib: first[lib].get("version", "?") for lib in libs}
@@ -530,8 +640,16 @@ def main() -> None:
 
     header = [
         f"- date: {datetime.date.today().isoformat()}",
-        f"- machine: {cpu_model()}, {os.cpu_count()} logical cores, {platform.machine()}",
-        f"- threads: {n} for both (RAYON_NUM_THREADS / torch.set_num_threads)",
+        f"- machine: {machine_line()}",
+        f"- threads: {n} for both (RAYON_NUM_THREADS / torch.set_num_threads; matmul also "
+        "at 1)",
+        "- instruction sets: "
+        + "; ".join(f"{lib}: {first[lib].get('isa', '?')}" for lib in libs)
+        + (
+            " (`--isa avx2`: " + ", ".join(f"{k}={v}" for k, v in AVX2_ENV.items()) + ")"
+            if args.isa == "avx2"
+            else ""
+        ),
         f"- Python {platform.python_version()}, NumPy {numpy.__version__}, remat "
         f"{versions['remat']}, PyTorch {versions.get('torch', 'not installed')}",
         f"- {rounds} alternating subprocess rounds per workload; medians of all runs",
@@ -585,6 +703,8 @@ def main() -> None:
     row("`g * g`, 16 elements, requires_grad", "µs", "mul_grad_us", "overhead", us)
     for s in MATMUL_SIZES:
         row(f"matmul {s}×{s} float32", "GFLOP/s", "gflops", f"matmul:{s}", gf)
+    for s in MATMUL_SIZES:
+        row(f"matmul {s}×{s} float32, 1 thread", "GFLOP/s", "gflops", f"matmul1:{s}", gf)
     row(f"softmax {SOFTMAX_SHAPE}, last axis", "ms", "ms", "op:softmax", ms2)
     row(f"gelu {SOFTMAX_SHAPE} forward+backward", "ms", "ms", "op:gelu", ms2)
     row(f"tanh {SOFTMAX_SHAPE}", "ms", "ms", "op:tanh", ms2)
@@ -601,6 +721,12 @@ def main() -> None:
         "op:embedding", ms2)
     row("MLP step, no checkpointing", "ms", "step_ms", "mlp:plain", ms)
     row(f"MLP step, checkpoint_sequential({MLP_SEGMENTS})", "ms", "step_ms", "mlp:ckpt", ms)
+    row(f"MLP checkpoint_sequential({MLP_SEGMENTS}) step, same-process rounds", "ms", "ckpt_ms",
+        "mlp:floor", ms)
+    row(f"its floor: plain step + {MLP_SEGMENTS - 1}/{MLP_SEGMENTS} of a no_grad forward", "ms",
+        "floor_ms", "mlp:floor", ms)
+    row("checkpointed step / its floor (median of per-round ratios)", "×", "over_floor",
+        "mlp:floor", ms2)
     blocks, gd, gh, gb, gt = GPT
     row(f"GPT step: {blocks} blocks, dim {gd}, {gh} heads, batch {gb} × {gt} tokens", "ms",
         "step_ms", "gpt:plain", ms)

@@ -19,6 +19,37 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def cpu_flags() -> str:
+    """Which of the vector extensions the kernels use this CPU has (``avx512f, avx2, fma``)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        return "?"
+    found = [f for f in ("avx512f", "avx2", "fma") if f" {f}" in flags]
+    return ", ".join(found) or "none of avx512f/avx2/fma"
+
+
+def remat_isa() -> str:
+    """The instruction sets remat's kernels run on in this process (elementwise/row kernels
+    and GEMMs), e.g. ``remat kernels avx512, GEMM avx512f``: ``REMAT_SIMD`` caps the first, a
+    build without the ``avx512-gemm`` feature the second."""
+    try:
+        from remat import _remat
+
+        cap = _remat._cpu_capability()
+    except (ImportError, AttributeError):
+        return "remat not importable"
+    return f"remat kernels {cap['simd']}, GEMM {cap['gemm']}"
+
+
+def machine_line() -> str:
+    """One line for a benchmark header: CPU model, its vector flags, logical cores."""
+    import os
+
+    return f"{cpu_model()} ({cpu_flags()}), {os.cpu_count()} logical cores, {platform.machine()}"
+
+
 def reset_peak_rss() -> bool:
     """Reset the kernel's RSS high-water mark (which ``ru_maxrss`` reports) to the current RSS,
     so that a later ``maxrss_kib()`` is the peak of what ran in between, not of the imports.

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import platform
 import statistics
 import timeit
@@ -25,7 +24,7 @@ import numpy as np
 
 import remat
 
-from machine_info import cpu_model
+from machine_info import machine_line, remat_isa
 
 OPS = [
     ("a + a", "a + a"),
@@ -110,7 +109,7 @@ def main() -> None:
     else:
         versions.append("PyTorch not installed")
 
-    print(f"machine: {cpu_model()}, {os.cpu_count()} logical cores")
+    print(f"machine: {machine_line()}; {remat_isa()}")
     print("versions: " + ", ".join(versions))
     print(f"device: {dev}")
     print(f"median of {args.repeats} timed batches, µs per call, 16-element float32\n")

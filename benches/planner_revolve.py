@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import sys
 from pathlib import Path
 
 import remat
 
 sys.path.insert(0, str(Path(__file__).parent))
-from machine_info import cpu_model  # noqa: E402
+from machine_info import machine_line  # noqa: E402
 
 
 def revolve_table(n_max: int, s_max: int) -> list[list[int]]:
@@ -94,7 +93,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=64)
     args = ap.parse_args()
     F = revolve_table(max(args.lengths), 64)
-    print(f"# planner vs Revolve: {os.cpu_count()} cores, {cpu_model()}; layers sin on "
+    print(f"# planner vs Revolve: {machine_line()}; layers sin on "
           f"({args.batch}, {args.width}) float32; a = one activation\n")
     print("| n | budget (a) | measured peak (a) | within budget | planner recomputes | "
           "Revolve slots at that peak (peak - overhead) | Revolve recomputes | planner / Revolve |")

@@ -22,7 +22,7 @@ import remat
 from remat import checkpoint_policies as cp
 
 sys.path.insert(0, str(Path(__file__).parent))
-from machine_info import cpu_model  # noqa: E402
+from machine_info import cpu_flags, cpu_model  # noqa: E402
 
 
 def load_block():
@@ -31,14 +31,6 @@ def load_block():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.Block
-
-
-def cpu_flags() -> str:
-    try:
-        flags = open("/proc/cpuinfo").read()
-    except OSError:
-        return "?"
-    return ", ".join(f for f in ("avx512f", "avx2", "fma") if f" {f}" in flags)
 
 
 def main() -> None:

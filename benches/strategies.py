@@ -28,7 +28,8 @@ from remat import nn
 sys.path.insert(0, str(Path(__file__).parent))
 from machine_info import cpu_model  # noqa: E402
 from auto_examples import step  # noqa: E402
-from selective_policies import cpu_flags, load_block  # noqa: E402
+from machine_info import cpu_flags  # noqa: E402
+from selective_policies import load_block  # noqa: E402
 
 
 def one_step(model: nn.Module, run: Callable[[], remat.Tensor]) -> tuple[float, int]:

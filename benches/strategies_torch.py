@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from gpt_block import block_class  # noqa: E402
-from machine_info import cpu_model  # noqa: E402
+from machine_info import machine_line  # noqa: E402
 from strategies import add_model_args  # noqa: E402
 
 STRATEGIES = ("none", "per-block", "per-block SAC (save mm)", "checkpoint_sequential sqrt")
@@ -123,7 +123,7 @@ def main() -> int:
         return 0
     import torch
 
-    print(f"PyTorch {torch.__version__}, {a.threads} threads, {cpu_model()}, "
+    print(f"PyTorch {torch.__version__}, {a.threads} threads, {machine_line()}, "
           f"{os.cpu_count()} logical cores; float32; medians of {a.runs} steps after one "
           "warm-up; peak = live tensor bytes above the step's start (profiler)")
     torch.set_num_threads(a.threads)

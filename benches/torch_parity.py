@@ -12,7 +12,6 @@ mismatch. A script, not a test: the test suite never imports torch.
 
 from __future__ import annotations
 
-import platform
 import sys
 import types
 from pathlib import Path
@@ -22,7 +21,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from machine_info import cpu_model  # noqa: E402
+from machine_info import machine_line  # noqa: E402
 from test_ported_scripts import port  # noqa: E402
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -92,7 +91,7 @@ def main() -> int:
     except ImportError:
         print("PyTorch is not installed: nothing to compare")
         return 0
-    print(f"machine: {platform.machine()} {cpu_model()}; torch {torch.__version__}")
+    print(f"machine: {machine_line()}; torch {torch.__version__}")
     ok = True
     for name in ("mlp", "gpt", "cnn"):
         try:

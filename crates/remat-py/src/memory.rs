@@ -397,6 +397,20 @@ fn get_num_threads() -> usize {
     remat_core::get_num_threads()
 }
 
+/// The instruction sets the CPU kernels run on, for benchmark reports: ``{"simd": ...,
+/// "gemm": ...}``. ``simd`` is the level of the elementwise and row kernels (``"avx512"``,
+/// ``"avx2"`` or ``"baseline"``: the CPU's, capped by the environment variable
+/// ``REMAT_SIMD``); ``gemm`` is what the matrix products run on (``"avx512f"``,
+/// ``"avx2+fma"`` or ``"baseline"``: the CPU's, and ``"avx2+fma"`` at most in a build without
+/// the ``avx512-gemm`` feature).
+#[pyfunction]
+fn _cpu_capability() -> std::collections::HashMap<&'static str, &'static str> {
+    std::collections::HashMap::from([
+        ("simd", remat_core::cpu::simd_level_name()),
+        ("gemm", remat_core::cpu::gemm_isa()),
+    ])
+}
+
 /// Tell the CUDA probe about this interpreter's package folders (`sys.path`), so the
 /// libraries of the `nvidia-*` pip wheels are found. Runs at import, before any probe.
 fn register_cuda_library_dirs(py: Python<'_>) {
@@ -430,5 +444,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(_cpu_capability, m)?)?;
     Ok(())
 }

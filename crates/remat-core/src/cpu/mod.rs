@@ -541,6 +541,33 @@ pub fn simd_level() -> SimdLevel {
     })
 }
 
+/// The instruction set the GEMM library's float kernels run on here: `"avx512f"` where the
+/// CPU has AVX-512F and the `avx512-gemm` feature compiled those kernels in, `"avx2+fma"`
+/// where it has FMA, `"baseline"` otherwise (and on other architectures). `REMAT_SIMD` does
+/// not reach the GEMMs (the library detects the CPU itself); a build without `avx512-gemm`
+/// does, which is how an AVX2-only machine's matrix products are measured on one with AVX-512.
+pub fn gemm_isa() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if cfg!(feature = "avx512-gemm") && std::is_x86_feature_detected!("avx512f") {
+            return "avx512f";
+        }
+        if std::is_x86_feature_detected!("fma") {
+            return "avx2+fma";
+        }
+    }
+    "baseline"
+}
+
+/// The name of [`simd_level`] as `REMAT_SIMD` spells it (`"avx512"`, `"avx2"`, `"baseline"`).
+pub fn simd_level_name() -> &'static str {
+    match simd_level() {
+        SimdLevel::Avx512 => "avx512",
+        SimdLevel::Avx2 => "avx2",
+        SimdLevel::Baseline => "baseline",
+    }
+}
+
 /// `o[i] = f(s[i])`. On x86-64 the loop runs in a copy compiled for the widest of AVX-512F
 /// (16 `f32` lanes) and AVX2 with FMA (8) that [`simd_level`] allows (the baseline's 4
 /// otherwise). Rust never fuses a multiply and an add into an FMA itself, and an explicit
