@@ -7,7 +7,9 @@ whose peak is at most the plan's ("best per-block at that peak"; none when even 
 checkpointed keep more). Peak = ``max_memory_allocated()`` above what is live when the step
 starts (gradients allocated before it); time = median of ``--runs`` steps (forward +
 backward), the configurations measured round-robin (one step of each per round, after a
-warm-up round) so that drifts of the machine's speed hit them alike.
+warm-up round, each plan right after the plain step) so that drifts of the machine's speed
+hit them alike; a plan's "× plain" is the median over rounds of its time over that round's
+plain step.
 
     python benches/auto_examples.py [--runs 5]
 """
@@ -75,11 +77,13 @@ def compare(title: str, model: nn.Module, blocks: nn.Sequential, inputs: tuple,
 
     for p in model.parameters():
         p.grad = remat.zeros_like(p)
-    configs: dict[str, dict[str, tuple]] = {}
+    hand: dict[str, dict[str, tuple]] = {}
     for k in range(len(blocks) + 1):
         for i, b in enumerate(blocks):
             b.activation_checkpointing = i < k
-        configs[f"{k} blocks"] = settings(model)
+        hand[f"{k} blocks"] = settings(model)
+    # The plans are measured right after the plain step of each round (see below).
+    configs: dict[str, dict[str, tuple]] = {"0 blocks": hand["0 blocks"]}
     apply(model, configs["0 blocks"])
     plain = step(loss)[1]
     plans = {}
@@ -96,6 +100,7 @@ def compare(title: str, model: nn.Module, blocks: nn.Sequential, inputs: tuple,
               + "; ".join(f"{w} {p / plain:.2f}x {t * 1e3:.1f} ms" for w, p, t in plan.candidates),
               flush=True)
         plan.remove()
+    configs.update(hand)
     # Round-robin: one step of every configuration per round, so drifts of the machine's
     # speed hit them all alike; medians over the rounds.
     times: dict[str, list[float]] = {n: [] for n in configs}
@@ -109,6 +114,10 @@ def compare(title: str, model: nn.Module, blocks: nn.Sequential, inputs: tuple,
                 peaks[name] = max(peaks.get(name, 0), peak)
     apply(model, configs["0 blocks"])
     med = {n: statistics.median(t) for n, t in times.items()}
+    # Each plan's time over the plain step of the same round (measured just before it), the
+    # median of those ratios: steadier than a ratio of medians on a machine whose speed drifts.
+    over_plain = {n: statistics.median(a / b for a, b in zip(t, times["0 blocks"]))
+                  for n, t in times.items()}
     plain_s = med["0 blocks"]
     print(f"\n{title}\n")
     print(f"plain: {plain_s * 1e3:.1f} ms, peak {plain / 2**20:.2f} MiB. Hand-placed (first k "
@@ -130,7 +139,8 @@ def compare(title: str, model: nn.Module, blocks: nn.Sequential, inputs: tuple,
                 if peaks[f"{k} blocks"] <= peak]
         best = min(same) if same else None
         print(f"| plain/{frac} | {what} | {peak / plain:.3f} | "
-              f"{'yes' if peak <= plain // frac else 'NO'} | {s * 1e3:.1f} | {s / plain_s:.2f} | "
+              f"{'yes' if peak <= plain // frac else 'NO'} | {s * 1e3:.1f} | "
+              f"{over_plain[name]:.2f} | "
               + (f"{best * 1e3:.1f} | {s / best:.2f} |" if best else "none reaches it | – |"),
               flush=True)
 

@@ -31,7 +31,8 @@ Every measurement runs in a fresh subprocess (one library per process, so neithe
 thread pool or allocator disturbs the other), with the same thread count for both:
 ``torch.set_num_threads(n)`` and ``RAYON_NUM_THREADS=n`` (plus ``OMP_NUM_THREADS``) in the
 subprocess environment. Rounds alternate remat and PyTorch (and swap which goes first) so
-drift of the machine hits both; figures are medians over all runs of all rounds.
+drift of the machine hits both; figures are medians over all runs of all rounds, and the ratio
+column is the median over rounds of the ratio of the two libraries' medians in that round.
 
 Peak memory: remat reads its byte counters (``max_memory_allocated()`` minus the baseline);
 PyTorch has none on the CPU, so its figure is the growth of the process's peak RSS
@@ -554,6 +555,8 @@ def _collect(
             for k, v in res.items():
                 if isinstance(v, list):
                     merged[lib].setdefault(k, []).extend(v)
+                    # This round's median, for the per-round ratios.
+                    merged[lib].setdefault("round:" + k, []).append(statistics.median(v))
                 else:
                     merged[lib][k] = v
         print(f"  {workload}: round {r + 1}/{rounds} done", file=sys.stderr, flush=True)
@@ -671,7 +674,8 @@ def main() -> None:
             else ": NOT available here"
         )
         + ")",
-        "- remat/PyTorch: for µs, ms and bytes < 1 favours remat; for GFLOP/s > 1 does",
+        "- remat/PyTorch: the median over rounds of the two libraries' figures of the same round "
+        "(run back to back); for µs, ms and bytes < 1 favours remat; for GFLOP/s > 1 does",
     ]
     rows = []
 
@@ -681,7 +685,15 @@ def main() -> None:
         r_key, t_key = lib_keys or (key, key)
         r = _median(results[workload], "remat", r_key)
         t = _median(results[workload], "torch", t_key) if "torch" in libs else None
-        ratio = f"{r / t:.2f}" if r is not None and t else ""
+        ratio = ""
+        if r is not None and t:
+            # The median over rounds of remat's figure over PyTorch's in the same round (the
+            # two ran back to back), steadier than the ratio of the overall medians when the
+            # machine's speed drifts between rounds.
+            rr = results[workload]["remat"].get("round:" + r_key, [])
+            tr = results[workload]["torch"].get("round:" + t_key, [])
+            per_round = [a / b for a, b in zip(rr, tr) if b] if len(rr) == len(tr) else []
+            ratio = f"{statistics.median(per_round) if per_round else r / t:.2f}"
         rows.append(f"| {name} | {unit} | {fmt(r)} | {fmt(t)} | {ratio} |")
 
     def us(v):

@@ -118,6 +118,32 @@ def test_ints_beyond_int64_are_an_overflow_error_not_a_wrapped_value():
     assert remat.tensor([np.uint64(7)]).tolist() == [7]
 
 
+@pytest.mark.parametrize(
+    "data", [[1, 2**64 - 1], [-1, 2**63], [[2**70, 1], [2, 3]], [True, 2**63]]
+)
+def test_ints_beyond_int64_among_other_ints_overflow_as_in_pytorch(data):
+    # NumPy widens these to float64 or object; PyTorch infers int64 and raises.
+    with pytest.raises(OverflowError, match=r"tensor: .*int64"):
+        remat.tensor(data)
+    with pytest.raises(OverflowError, match="int64"):
+        remat.tensor(data, dtype=remat.int64)
+    # A float dtype takes them (rounded), as PyTorch's does.
+    want = np.array(data, dtype=np.float64).astype(np.float32)
+    np.testing.assert_array_equal(remat.tensor(data, dtype=remat.float32).numpy(), want)
+
+
+def test_ints_beyond_int64_next_to_a_float_make_a_float32_tensor():
+    t = remat.tensor([1.5, 2**70])
+    assert t.dtype == remat.float32 and t.tolist() == [1.5, float(np.float32(2.0**70))]
+    assert remat.tensor([[1, 2**70], [2.0, 3]]).dtype == remat.float32
+    assert remat.tensor([1e19, 1]).dtype == remat.float32  # a float that large is no int
+    with pytest.raises(OverflowError, match="int64"):
+        remat.tensor([1.5, 2**70], dtype=remat.int64)
+    # Objects that are not numbers are still refused by dtype, not as an overflow.
+    with pytest.raises(remat.DTypeError, match="object"):
+        remat.tensor([None, 2**70])
+
+
 def test_mse_loss_promotes_an_int_target_as_pytorch():
     F = remat.nn.functional
     x = remat.tensor([1.0, 2.0], requires_grad=True)

@@ -43,3 +43,28 @@ def test_every_simd_copy_gives_identical_bits(level):
              "layer_norm", "input gradient"]
     for name, w, n in zip(names, widest, narrow):
         assert w == n, f"{name}: REMAT_SIMD={level} differs from the widest copy"
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return set(f.read().split())
+    except OSError:
+        return set()
+
+
+@pytest.mark.parametrize("level", ["baseline", "avx2", "avx512"])
+def test_the_reported_capability_is_the_capped_level_and_the_gemm_kernels(level):
+    code = "import json, remat._remat as r; print(json.dumps(r._cpu_capability()))"
+    run = run_python(code, env={"REMAT_SIMD": level})
+    assert_clean_exit(f"REMAT_SIMD={level}", run)
+    cap = json.loads(run.stdout.strip().splitlines()[-1])
+    flags = _cpu_flags()
+    widest = ("avx512" if "avx512f" in flags
+              else "avx2" if {"avx2", "fma"} <= flags else "baseline")
+    order = ["baseline", "avx2", "avx512"]
+    assert cap["simd"] == order[min(order.index(level), order.index(widest))]
+    # The GEMMs do not follow REMAT_SIMD: the default build uses AVX-512 where the CPU has it.
+    assert cap["gemm"] in ("avx512f", "avx2+fma", "baseline")
+    if "avx512f" in flags:
+        assert cap["gemm"] in ("avx512f", "avx2+fma")  # avx2+fma: a build without avx512-gemm

@@ -49,7 +49,7 @@ __all__ = [
     "layer_norm", "leaky_relu", "lerp", "linear", "live_checkpoint_state", "log_softmax",
     "manual_seed", "matmul",
     "addmm", "baddbmm", "bmm", "einsum", "mm", "outer",
-    "set_num_threads", "get_num_threads",
+    "set_num_threads", "get_num_threads", "_cpu_capability",
     "get_memory_limit", "_cap_until_backward", "max", "max_memory_allocated", "maximum",
     "mean", "memory_allocated",
     "memory_stats", "set_memory_limit", "minimum", "mse_loss",

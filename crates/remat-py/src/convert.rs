@@ -202,7 +202,12 @@ pub fn tensor_from_py(op: &str, obj: &Bound<'_, PyAny>, dtype: Option<DType>) ->
         }
         Err(e) => return Err(e),
     };
-    let arr = arr.downcast_into::<PyUntypedArray>()?;
+    let mut arr = arr.downcast_into::<PyUntypedArray>()?;
+    if is_sequence {
+        if let Some(wide) = ints_beyond_int64(op, obj, &arr, dtype)? {
+            arr = wide;
+        }
+    }
     let dt = match dtype {
         Some(d) => d,
         None if is_sequence => sequence_dtype(&arr.dtype()),
@@ -227,6 +232,94 @@ pub fn tensor_from_py(op: &str, obj: &Bound<'_, PyAny>, dtype: Option<DType>) ->
     }
     // The array is fresh, so sharing it is a copy of `data` already.
     array_to_tensor(op, &arr, dt, true)
+}
+
+/// What the leaves of nested lists and tuples are: (a float among them, all of them numbers).
+/// Floats are Python floats and NumPy floating scalars or arrays; numbers also bools and ints.
+fn leaf_kinds(obj: &Bound<'_, PyAny>) -> PyResult<(bool, bool)> {
+    let items: Vec<Bound<'_, PyAny>> = if let Ok(l) = obj.downcast::<PyList>() {
+        l.iter().collect()
+    } else if let Ok(t) = obj.downcast::<PyTuple>() {
+        t.iter().collect()
+    } else if obj.is_instance_of::<PyFloat>() {
+        return Ok((true, true));
+    } else if obj.is_instance_of::<PyInt>() {
+        // bool is a subclass of int.
+        return Ok((false, true));
+    } else if let Ok(kind) = obj
+        .getattr(intern!(obj.py(), "dtype"))
+        .and_then(|d| d.getattr(intern!(obj.py(), "kind")))
+        .and_then(|k| k.extract::<String>())
+    {
+        return Ok((kind == "f", matches!(kind.as_str(), "b" | "i" | "u" | "f")));
+    } else {
+        return Ok((false, false));
+    };
+    let (mut float, mut numbers) = (false, true);
+    for item in &items {
+        let (f, n) = leaf_kinds(item)?;
+        float |= f;
+        numbers &= n;
+    }
+    Ok((float, numbers))
+}
+
+/// Python ints beyond int64 in nested sequences, the PyTorch way. NumPy turns them into
+/// float64 (ints of both signs, or above 2**64) or an object array (next to floats), where
+/// PyTorch infers float32 when the data holds a float and int64 (an overflow) when it does not,
+/// and converts them to a float dtype but not to an integer one. Returns a float64 array to use
+/// instead of an object array of numbers; an `OverflowError` when the ints must become
+/// integers; None when NumPy's array stands (the usual case, checked at the cost of a max).
+fn ints_beyond_int64<'py>(
+    op: &str,
+    obj: &Bound<'py, PyAny>,
+    arr: &Bound<'py, PyUntypedArray>,
+    dtype: Option<DType>,
+) -> PyResult<Option<Bound<'py, PyUntypedArray>>> {
+    let py = obj.py();
+    let kind = arr.dtype().kind();
+    let to_float = dtype.is_some_and(|d| d.is_float());
+    let huge = match kind {
+        b'O' => true,
+        // Float data that reaches 2**63 (NaN compares false): maybe ints NumPy widened.
+        b'f' if !to_float && arr.len() > 0 => {
+            let np = numpy(py)?;
+            let top = np
+                .getattr(intern!(py, "abs"))?
+                .call1((arr,))?
+                .call_method0("max")?;
+            top.ge(9.223_372_036_854_776e18_f64)?
+        }
+        _ => false,
+    };
+    if !huge {
+        return Ok(None);
+    }
+    let (float, numbers) = leaf_kinds(obj)?;
+    if !numbers {
+        // Not numbers: the dtype check reports it.
+        return Ok(None);
+    }
+    let target = dtype.unwrap_or(if float { DType::F32 } else { DType::I64 });
+    if !target.is_float() {
+        return Err(PyOverflowError::new_err(format!(
+            "{op}: an int in the data does not fit in {target} (values from 2**63 up or below \
+             -2**63)"
+        )));
+    }
+    if kind != b'O' {
+        return Ok(None);
+    }
+    let f64_descr = np_descr(py, DType::F64);
+    let wide = numpy(py)?.getattr(intern!(py, "array"))?.call(
+        (obj,),
+        Some(&{
+            let kw = PyDict::new(py);
+            kw.set_item("dtype", f64_descr)?;
+            kw
+        }),
+    )?;
+    Ok(Some(wide.downcast_into::<PyUntypedArray>()?))
 }
 
 /// A Tensor, or anything `remat.tensor` accepts converted with the default dtype rules;
