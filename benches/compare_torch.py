@@ -313,70 +313,11 @@ def _build_mlp(lib: _Lib):
     return nn.Sequential(*mods)
 
 
-def work_mlp(lib: _Lib, runs: int, ckpt: bool) -> dict:
-    import numpy as np
-
-    model = _build_mlp(lib)
-    x = lib.tensor(
-        np.random.default_rng(2).standard_normal((MLP_BATCH, MLP_WIDTH), dtype=np.float32)
-    )
-    params = list(model.parameters())
-    opt = lib.m.optim.SGD(params, lr=LR)
-    if lib.name == "torch":
-        from torch.utils.checkpoint import checkpoint_sequential
-
-        def forward():
-            if ckpt:
-                return checkpoint_sequential(model, MLP_SEGMENTS, x, use_reentrant=False)
-            return model(x)
-    else:
-        remat = lib.m
-
-        def forward():
-            if ckpt:
-                return remat.checkpoint_sequential(model, MLP_SEGMENTS, x)
-            return model(x)
-
-    # Gradients exist before the measured step (zero-filled in place afterwards), so the
-    # peak counts the step's activations and temporaries, not the gradient buffers.
-    for p in params:
-        p.grad = lib.m.zeros_like(p)
-
-    def step():
-        opt.zero_grad(set_to_none=False)
-        y = forward()
-        loss = (y * y).mean()
-        del y
-        loss.backward()
-        opt.step()
-
-    res: dict = {}
-    reset_ok = reset_peak_rss()
-    rss_before = maxrss_kib() if reset_ok else _rss_kib()
-    if lib.name == "remat":
-        base = lib.m.memory_allocated()
-        lib.m.reset_peak_memory_stats()
-    t0 = time.perf_counter()
-    step()  # warm-up, and the memory measurement
-    first = time.perf_counter() - t0
-    res["rss_growth"] = [(maxrss_kib() - rss_before) * 1024]
-    res["rss_reset"] = reset_ok
-    if lib.name == "remat":
-        res["peak_bytes"] = [lib.m.max_memory_allocated() - base]
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    res["step_ms"] = [t * 1e3 for t in times]
-    res["first_step_ms"] = first * 1e3
-    return res
-
-
-def work_mlp_floor(lib: _Lib, runs: int) -> dict:
-    """The checkpointed MLP step against its floor, in one process: each round times a plain
-    step, a ``checkpoint_sequential`` step and a ``no_grad`` forward (round-robin, so drift
-    hits all three); the floor is plain + (segments - 1)/segments of the forward."""
+def _mlp_training(lib: _Lib):
+    """The MLP, its input and one SGD step (forward, mean(y²), backward, update) as
+    ``step(forward)``, with the plain and the ``checkpoint_sequential`` forwards. Gradients
+    exist before the first step (zero-filled in place afterwards), so a step's peak counts
+    its activations and temporaries, not the gradient buffers."""
     import numpy as np
 
     model = _build_mlp(lib)
@@ -406,6 +347,45 @@ def work_mlp_floor(lib: _Lib, runs: int) -> dict:
         loss.backward()
         opt.step()
 
+    return model, x, step, (lambda: model(x)), ckpt_forward
+
+
+def work_mlp(lib: _Lib, runs: int, ckpt: bool) -> dict:
+    _, _, train, plain_forward, ckpt_forward = _mlp_training(lib)
+    forward = ckpt_forward if ckpt else plain_forward
+
+    def step():
+        train(forward)
+
+    res: dict = {}
+    reset_ok = reset_peak_rss()
+    rss_before = maxrss_kib() if reset_ok else _rss_kib()
+    if lib.name == "remat":
+        base = lib.m.memory_allocated()
+        lib.m.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    step()  # warm-up, and the memory measurement
+    first = time.perf_counter() - t0
+    res["rss_growth"] = [(maxrss_kib() - rss_before) * 1024]
+    res["rss_reset"] = reset_ok
+    if lib.name == "remat":
+        res["peak_bytes"] = [lib.m.max_memory_allocated() - base]
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    res["step_ms"] = [t * 1e3 for t in times]
+    res["first_step_ms"] = first * 1e3
+    return res
+
+
+def work_mlp_floor(lib: _Lib, runs: int) -> dict:
+    """The checkpointed MLP step against its floor, in one process: each round times a plain
+    step, a ``checkpoint_sequential`` step and a ``no_grad`` forward (round-robin, so drift
+    hits all three); the floor is plain + (segments - 1)/segments of the forward."""
+    model, x, step, plain_forward, ckpt_forward = _mlp_training(lib)
+
     def forward_only():
         with lib.no_grad():
             model(x)
@@ -415,12 +395,12 @@ def work_mlp_floor(lib: _Lib, runs: int) -> dict:
         f(*a)
         return (time.perf_counter() - t0) * 1e3
 
-    step(lambda: model(x))
+    step(plain_forward)
     step(ckpt_forward)
     forward_only()
     plain, ckpt, fwd = [], [], []
     for _ in range(runs):
-        plain.append(timed(step, lambda: model(x)))
+        plain.append(timed(step, plain_forward))
         ckpt.append(timed(step, ckpt_forward))
         fwd.append(timed(forward_only))
     share = (MLP_SEGMENTS - 1) / MLP_SEGMENTS

@@ -3,6 +3,7 @@ benchmark scripts)."""
 
 from __future__ import annotations
 
+import os
 import platform
 import resource
 
@@ -45,8 +46,6 @@ def remat_isa() -> str:
 
 def machine_line() -> str:
     """One line for a benchmark header: CPU model, its vector flags, logical cores."""
-    import os
-
     return f"{cpu_model()} ({cpu_flags()}), {os.cpu_count()} logical cores, {platform.machine()}"
 
 

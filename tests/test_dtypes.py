@@ -119,7 +119,8 @@ def test_ints_beyond_int64_are_an_overflow_error_not_a_wrapped_value():
 
 
 @pytest.mark.parametrize(
-    "data", [[1, 2**64 - 1], [-1, 2**63], [[2**70, 1], [2, 3]], [True, 2**63]]
+    "data",
+    [[1, 2**64 - 1], [-1, 2**63], [[2**70, 1], [2, 3]], [True, 2**63], [1, -(2**63) - 1]],
 )
 def test_ints_beyond_int64_among_other_ints_overflow_as_in_pytorch(data):
     # NumPy widens these to float64 or object; PyTorch infers int64 and raises.

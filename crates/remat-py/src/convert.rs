@@ -281,14 +281,13 @@ fn ints_beyond_int64<'py>(
     let to_float = dtype.is_some_and(|d| d.is_float());
     let huge = match kind {
         b'O' => true,
-        // Float data that reaches 2**63 (NaN compares false): maybe ints NumPy widened.
+        // Float data at or beyond int64's ends (NaN compares false): maybe ints NumPy widened
+        // (an int just below -2**63 rounds to -2**63 in float64).
+        // Two reductions, no copy: this runs for every list of floats.
         b'f' if !to_float && arr.len() > 0 => {
-            let np = numpy(py)?;
-            let top = np
-                .getattr(intern!(py, "abs"))?
-                .call1((arr,))?
-                .call_method0("max")?;
-            top.ge(9.223_372_036_854_776e18_f64)?
+            let two_63 = 9.223_372_036_854_776e18_f64;
+            arr.call_method0(intern!(py, "max"))?.ge(two_63)?
+                || arr.call_method0(intern!(py, "min"))?.le(-two_63)?
         }
         _ => false,
     };
@@ -310,15 +309,11 @@ fn ints_beyond_int64<'py>(
     if kind != b'O' {
         return Ok(None);
     }
-    let f64_descr = np_descr(py, DType::F64);
-    let wide = numpy(py)?.getattr(intern!(py, "array"))?.call(
-        (obj,),
-        Some(&{
-            let kw = PyDict::new(py);
-            kw.set_item("dtype", f64_descr)?;
-            kw
-        }),
-    )?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dtype", np_descr(py, DType::F64))?;
+    let wide = numpy(py)?
+        .getattr(intern!(py, "array"))?
+        .call((obj,), Some(&kwargs))?;
     Ok(Some(wide.downcast_into::<PyUntypedArray>()?))
 }
 

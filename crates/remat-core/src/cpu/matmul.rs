@@ -62,32 +62,21 @@ pub fn batched_matmul_into<T: Element>(
     let pa = super::slice::<T>(a.data).as_ptr() as usize;
     let pb = super::slice::<T>(b.data).as_ptr() as usize;
     let flops = 2 * m * n * k;
-    let run = |bi: usize, dst: &mut [T], par: gemm::Parallelism| {
+    // Product `bi` on `threads` threads.
+    let run = |bi: usize, dst: &mut [T], threads: usize| {
+        let a = (
+            (pa as *const T).wrapping_add(a.batch_offsets[bi]),
+            a.rs,
+            a.cs,
+        );
+        let b = (
+            (pb as *const T).wrapping_add(b.batch_offsets[bi]),
+            b.rs,
+            b.cs,
+        );
         // SAFETY: offsets and strides come from validated layouts of live storages; dst is
         // a distinct, fully owned m x n block.
-        unsafe {
-            gemm::gemm(
-                m,
-                n,
-                k,
-                dst.as_mut_ptr(),
-                1,
-                n as isize,
-                beta.is_some(),
-                (pa as *const T).add(a.batch_offsets[bi]),
-                a.cs,
-                a.rs,
-                (pb as *const T).add(b.batch_offsets[bi]),
-                b.cs,
-                b.rs,
-                beta.unwrap_or(T::zero()),
-                alpha,
-                false,
-                false,
-                false,
-                par,
-            )
-        }
+        unsafe { product(dst.as_mut_ptr(), (m, n, k), a, b, beta, alpha, threads) };
     };
     let threads = crate::parallel::num_threads();
     // One thread per product when the products are small, or when they split evenly (or
@@ -102,26 +91,15 @@ pub fn batched_matmul_into<T: Element>(
         crate::parallel::install(|| {
             out.par_chunks_mut(m * n)
                 .enumerate()
-                .for_each(|(bi, dst)| run(bi, dst, gemm::Parallelism::None))
+                .for_each(|(bi, dst)| run(bi, dst, 1))
         });
     } else if flops >= (1 << 18) && threads > 1 {
         for (bi, dst) in out.chunks_mut(m * n).enumerate() {
-            let a = (
-                (pa as *const T).wrapping_add(a.batch_offsets[bi]),
-                a.rs,
-                a.cs,
-            );
-            let b = (
-                (pb as *const T).wrapping_add(b.batch_offsets[bi]),
-                b.rs,
-                b.cs,
-            );
-            // SAFETY: as in `run`.
-            unsafe { product(dst.as_mut_ptr(), (m, n, k), a, b, beta, alpha, threads) };
+            run(bi, dst, threads);
         }
     } else {
         for (bi, dst) in out.chunks_mut(m * n).enumerate() {
-            run(bi, dst, gemm::Parallelism::None);
+            run(bi, dst, 1);
         }
     }
 }
@@ -137,8 +115,8 @@ pub unsafe fn gemm_into<T: Element>(
     m: usize,
     n: usize,
     k: usize,
-    a: (*const T, isize, isize),
-    b: (*const T, isize, isize),
+    a: Strided<T>,
+    b: Strided<T>,
     accumulate: bool,
 ) {
     debug_assert_eq!(dst.len(), m * n);
@@ -148,29 +126,19 @@ pub unsafe fn gemm_into<T: Element>(
         }
         return;
     }
-    let threads = crate::parallel::num_threads();
-    let par = if 2 * m * n * k >= (1 << 18) && threads > 1 {
-        threads
+    // Small products on the calling thread.
+    let threads = if 2 * m * n * k >= (1 << 18) {
+        crate::parallel::num_threads()
     } else {
         1
     };
     let beta = accumulate.then_some(T::one());
     // SAFETY: the caller guarantees the operands; dst is an owned m x n row-major block.
-    unsafe {
-        product(
-            dst.as_mut_ptr(),
-            (m, n, k),
-            (a.0, a.1, a.2),
-            (b.0, b.1, b.2),
-            beta,
-            T::one(),
-            par,
-        )
-    }
+    unsafe { product(dst.as_mut_ptr(), (m, n, k), a, b, beta, T::one(), threads) }
 }
 
 /// A strided matrix operand by address: (pointer, row stride, column stride).
-type Strided<T> = (*const T, isize, isize);
+pub type Strided<T> = (*const T, isize, isize);
 
 /// `dst = beta * dst + alpha * a * b` (`beta` None: `dst` only written) for one `m x n`
 /// row-major `dst` (row stride `n`), on `threads` threads of the engine's pool.
