@@ -16,6 +16,9 @@ use parking_lot::Mutex;
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use team::Team;
+
+mod team;
 
 /// The current pool. Pools are leaked on purpose: references handed out by [`pool`] stay
 /// valid forever, and a pool forgotten after `fork` has no threads that could be joined.
@@ -35,11 +38,18 @@ static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
 /// Pools built by `set_num_threads`, by thread count, with the fork generation they belong to.
 static BY_COUNT: Mutex<Option<HashMap<usize, (u64, usize)>>> = Mutex::new(None);
 
+/// The team [`run_parts`] last used (helper teams are leaked like pools).
+static TEAM: AtomicPtr<Team> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Helper teams by helper count, with the fork generation they belong to.
+static TEAMS: Mutex<Option<HashMap<usize, (u64, usize)>>> = Mutex::new(None);
+
 /// Runs in the child right after `fork()`: the inherited pool's workers are gone.
 extern "C" fn forget_pool_in_child() {
     // Atomic operations and nothing else: a fork handler must not lock or allocate (another
     // thread of the parent may have held the allocator's or any other lock at the fork).
     POOL.store(std::ptr::null_mut(), Ordering::Release);
+    TEAM.store(std::ptr::null_mut(), Ordering::Release);
     FORK_GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
@@ -110,6 +120,55 @@ pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     pool().install(f)
 }
 
+/// Run `f(0)`, ..., `f(parts - 1)` in parallel with the calling thread taking part: it runs
+/// parts itself while the helpers of a [`team::Team`] (one fewer than the pool's threads)
+/// run the others. From outside the pool this skips the thread handoffs of [`install`]; a
+/// caller inside the pool (or while another thread's job holds the team) uses the pool.
+pub fn run_parts<F: Fn(usize) + Sync>(parts: usize, f: F) {
+    use rayon::prelude::*;
+    let threads = num_threads();
+    if parts <= 1 || threads <= 1 {
+        return (0..parts).for_each(f);
+    }
+    let mut f = f;
+    if rayon::current_thread_index().is_none() {
+        if let Some(team) = team(threads - 1) {
+            match team.run(parts, f) {
+                Ok(()) => return,
+                Err(back) => f = back,
+            }
+        }
+    }
+    install(|| (0..parts).into_par_iter().for_each(&f));
+}
+
+/// The team with `helpers` helper threads, started on first use (and again in a forked
+/// child); `None` when its threads cannot be started.
+fn team(helpers: usize) -> Option<&'static Team> {
+    let current = TEAM.load(Ordering::Acquire);
+    // SAFETY: teams are never freed once published.
+    if let Some(team) = unsafe { current.as_ref() } {
+        if team.helpers() == helpers {
+            return Some(team);
+        }
+    }
+    let generation = FORK_GENERATION.load(Ordering::Acquire);
+    let mut teams = TEAMS.lock();
+    let teams = teams.get_or_insert_with(HashMap::new);
+    let team = match teams.get(&helpers) {
+        // SAFETY: as above.
+        Some(&(g, t)) if g == generation => unsafe { &*(t as *const Team) },
+        _ => {
+            register_fork_handler();
+            let team = Team::start(helpers)?;
+            teams.insert(helpers, (generation, team as *const Team as usize));
+            team
+        }
+    };
+    TEAM.store(team as *const Team as *mut Team, Ordering::Release);
+    Some(team)
+}
+
 /// Number of threads parallel kernels use.
 pub fn num_threads() -> usize {
     pool().current_num_threads()
@@ -150,6 +209,9 @@ pub fn set_num_threads(threads: usize) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// Tests that change the thread count (or forget the pool) take turns.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
     #[test]
     fn parallel_work_runs_on_the_engine_pool() {
         let name = install(|| std::thread::current().name().map(str::to_string));
@@ -159,6 +221,7 @@ mod tests {
 
     #[test]
     fn the_thread_count_can_be_set_and_pools_are_reused() {
+        let _serial = SERIAL.lock();
         set_num_threads(3).unwrap();
         assert_eq!(num_threads(), 3);
         let first = pool() as *const ThreadPool;
@@ -174,8 +237,72 @@ mod tests {
         assert_eq!(sum, 499_500);
     }
 
+    /// Runs `run_parts` and returns how many times each part ran and on how many threads.
+    fn count_parts(parts: usize) -> (Vec<usize>, usize) {
+        let counts: Vec<AtomicUsize> = (0..parts).map(|_| AtomicUsize::new(0)).collect();
+        let names = Mutex::new(std::collections::HashSet::new());
+        run_parts(parts, |i| {
+            counts[i].fetch_add(1, Ordering::Relaxed);
+            names.lock().insert(std::thread::current().id());
+            // Long enough that a helper wakes up before the caller has taken every part.
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        });
+        let counts = counts.into_iter().map(AtomicUsize::into_inner).collect();
+        (counts, names.into_inner().len())
+    }
+
+    #[test]
+    fn every_part_runs_once_with_the_caller_and_its_helpers() {
+        let _serial = SERIAL.lock();
+        for threads in [1, 2, 3] {
+            set_num_threads(threads).unwrap();
+            for parts in [0, 1, 2, 5, 16] {
+                let (counts, used) = count_parts(parts);
+                assert_eq!(counts, vec![1; parts], "{threads} threads, {parts} parts");
+                assert!(used <= threads.max(1), "{used} threads for {threads}");
+                if threads > 1 && parts >= 5 {
+                    assert!(used > 1, "{parts} parts of 2 ms ran on one thread");
+                }
+            }
+        }
+        // Inside the pool the parts go to rayon instead of the team.
+        set_num_threads(2).unwrap();
+        let (counts, _) = install(|| count_parts(4));
+        assert_eq!(counts, vec![1; 4]);
+    }
+
+    #[test]
+    fn callers_on_several_threads_at_once_each_get_every_part() {
+        let _serial = SERIAL.lock();
+        set_num_threads(2).unwrap();
+        std::thread::scope(|s| {
+            let runs: Vec<_> = (0..4).map(|_| s.spawn(|| count_parts(6).0)).collect();
+            for run in runs {
+                assert_eq!(run.join().unwrap(), vec![1; 6]);
+            }
+        });
+    }
+
+    #[test]
+    fn a_panicking_part_reaches_the_caller_and_the_team_keeps_working() {
+        let _serial = SERIAL.lock();
+        set_num_threads(2).unwrap();
+        for _ in 0..3 {
+            let caught = std::panic::catch_unwind(|| {
+                run_parts(4, |i| {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    assert!(i != 3, "part 3 fails");
+                })
+            });
+            let message = caught.unwrap_err();
+            assert_eq!(message.downcast_ref::<&str>(), Some(&"part 3 fails"));
+            assert_eq!(count_parts(4).0, vec![1; 4]);
+        }
+    }
+
     #[test]
     fn a_forgotten_pool_is_rebuilt() {
+        let _serial = SERIAL.lock();
         install(|| ());
         forget_pool_in_child();
         let sum: u64 = install(|| {

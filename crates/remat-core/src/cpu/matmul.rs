@@ -202,15 +202,13 @@ unsafe fn product<T: Element>(
     }
     // Blocks a multiple of 16 long (whole micro-kernel tiles), the last one takes the rest.
     let step = long.div_ceil(threads).next_multiple_of(16);
-    crate::parallel::install(|| {
-        (0..long.div_ceil(step)).into_par_iter().for_each(|i| {
-            let (start, len) = (i * step, step.min(long - i * step));
-            if by_rows {
-                one(start, len, 0, n, gemm::Parallelism::None)
-            } else {
-                one(0, m, start, len, gemm::Parallelism::None)
-            }
-        })
+    crate::parallel::run_parts(long.div_ceil(step), |i| {
+        let (start, len) = (i * step, step.min(long - i * step));
+        if by_rows {
+            one(start, len, 0, n, gemm::Parallelism::None)
+        } else {
+            one(0, m, start, len, gemm::Parallelism::None)
+        }
     });
 }
 
