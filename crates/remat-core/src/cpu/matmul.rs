@@ -3,7 +3,6 @@
 
 use crate::dtype::{DType, Element};
 use crate::tensor::TensorData;
-use rayon::prelude::*;
 
 /// One operand of a batched product: storage offset of each batch and the row/column strides.
 pub struct MatOperand<'a> {
@@ -76,7 +75,8 @@ pub fn batched_matmul_into<T: Element>(
         );
         // SAFETY: offsets and strides come from validated layouts of live storages; dst is
         // a distinct, fully owned m x n block.
-        unsafe { product(dst.as_mut_ptr(), (m, n, k), a, b, beta, alpha, threads) };
+        let start = beta.map_or(Start::Empty, Start::Scaled);
+        unsafe { product(dst.as_mut_ptr(), (m, n, k), a, b, start, alpha, threads) };
     };
     let threads = crate::parallel::num_threads();
     // One thread per product when the products are small, or when they split evenly (or
@@ -88,10 +88,12 @@ pub fn batched_matmul_into<T: Element>(
     // ~15 µs, the products of a 4-token attention head ~1 µs).
     let tiny = batches * flops < 1 << 17;
     if batches > 1 && !tiny && (flops < (1 << 22) || per_thread) {
-        crate::parallel::install(|| {
-            out.par_chunks_mut(m * n)
-                .enumerate()
-                .for_each(|(bi, dst)| run(bi, dst, 1))
+        let pout = out.as_mut_ptr() as usize;
+        crate::parallel::run_parts(batches, |bi| {
+            // SAFETY: product `bi`'s block of `out` is its own; no other part touches it.
+            let dst =
+                unsafe { std::slice::from_raw_parts_mut((pout as *mut T).add(bi * m * n), m * n) };
+            run(bi, dst, 1)
         });
     } else if flops >= (1 << 18) && threads > 1 {
         for (bi, dst) in out.chunks_mut(m * n).enumerate() {
@@ -104,8 +106,8 @@ pub fn batched_matmul_into<T: Element>(
     }
 }
 
-/// `dst (m x n, row-major) (+)= a (m x k) * b (k x n)`, operands given by pointer and
-/// strides; `accumulate` adds to what `dst` holds (a pre-filled bias) instead of overwriting.
+/// `dst (m x n, row-major) = a (m x k) * b (k x n) (+ bias in every row)`, operands given by
+/// pointer and strides; what `dst` held is never read.
 ///
 /// # Safety
 /// `a` and `b` must address `m x k` and `k x n` valid elements through their strides.
@@ -117,12 +119,16 @@ pub unsafe fn gemm_into<T: Element>(
     k: usize,
     a: Strided<T>,
     b: Strided<T>,
-    accumulate: bool,
+    bias: Option<&[T]>,
 ) {
     debug_assert_eq!(dst.len(), m * n);
+    debug_assert!(bias.is_none_or(|b| b.len() == n));
     if m == 0 || n == 0 || k == 0 {
-        if !accumulate {
-            dst.iter_mut().for_each(|v| *v = T::zero());
+        for row in dst.chunks_mut(n.max(1)) {
+            match bias {
+                Some(b) => row.copy_from_slice(b),
+                None => row.iter_mut().for_each(|v| *v = T::zero()),
+            }
         }
         return;
     }
@@ -132,16 +138,28 @@ pub unsafe fn gemm_into<T: Element>(
     } else {
         1
     };
-    let beta = accumulate.then_some(T::one());
+    let start = bias.map_or(Start::Empty, Start::Rows);
     // SAFETY: the caller guarantees the operands; dst is an owned m x n row-major block.
-    unsafe { product(dst.as_mut_ptr(), (m, n, k), a, b, beta, T::one(), threads) }
+    unsafe { product(dst.as_mut_ptr(), (m, n, k), a, b, start, T::one(), threads) }
 }
 
 /// A strided matrix operand by address: (pointer, row stride, column stride).
 pub type Strided<T> = (*const T, isize, isize);
 
-/// `dst = beta * dst + alpha * a * b` (`beta` None: `dst` only written) for one `m x n`
-/// row-major `dst` (row stride `n`), on `threads` threads of the engine's pool.
+/// What a product's destination starts as, before the product is added to it.
+#[derive(Clone, Copy)]
+pub enum Start<'a, T> {
+    /// Nothing: the destination is only written (it may hold anything, NaN included).
+    Empty,
+    /// `beta` times what the destination holds.
+    Scaled(T),
+    /// This row in every row (a broadcast bias, PyTorch's addmm): each thread writes its own
+    /// block's rows right before its product, so the fill is parallel and cache-warm.
+    Rows(&'a [T]),
+}
+
+/// `dst = start + alpha * a * b` for one `m x n` row-major `dst` (row stride `n`), on
+/// `threads` threads (the caller and the helpers of `parallel::run_parts`).
 ///
 /// With several threads the product is cut into one block of rows (or of columns, when the
 /// output is wider than tall) per thread, each a single-threaded GEMM of its own. The GEMM
@@ -158,13 +176,29 @@ unsafe fn product<T: Element>(
     (m, n, k): (usize, usize, usize),
     a: Strided<T>,
     b: Strided<T>,
-    beta: Option<T>,
+    start: Start<'_, T>,
     alpha: T,
     threads: usize,
 ) {
     // Addresses, not pointers: raw pointers are not `Send`.
     let (pd, pa, pb) = (dst as usize, a.0 as usize, b.0 as usize);
+    let (read_dst, beta) = match start {
+        Start::Empty => (false, T::zero()),
+        Start::Scaled(beta) => (true, beta),
+        Start::Rows(_) => (true, T::one()),
+    };
     let one = move |row0: usize, rows: usize, col0: usize, cols: usize, par: gemm::Parallelism| {
+        if let Start::Rows(bias) = start {
+            // Each thread fills its own block right before accumulating into it, in parallel
+            // and while the block is still in its cache.
+            for r in row0..row0 + rows {
+                // SAFETY: row r, columns [col0, col0 + cols) lie in this thread's block.
+                let row = unsafe {
+                    std::slice::from_raw_parts_mut((pd as *mut T).add(r * n + col0), cols)
+                };
+                row.copy_from_slice(&bias[col0..col0 + cols]);
+            }
+        }
         // SAFETY: the block [row0, row0 + rows) x [col0, col0 + cols) lies inside the operands
         // the caller vouched for; blocks given to different threads are disjoint.
         unsafe {
@@ -175,14 +209,14 @@ unsafe fn product<T: Element>(
                 (pd as *mut T).add(row0 * n + col0),
                 1,
                 n as isize,
-                beta.is_some(),
+                read_dst,
                 (pa as *const T).offset(row0 as isize * a.1),
                 a.2,
                 a.1,
                 (pb as *const T).offset(col0 as isize * b.2),
                 b.2,
                 b.1,
-                beta.unwrap_or(T::zero()),
+                beta,
                 alpha,
                 false,
                 false,
@@ -219,9 +253,9 @@ pub fn is<T: Element>(d: DType) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::product;
+    use super::{product, Start};
 
-    /// `beta * dst + alpha * a b` in f64, `a` and `b` read through (row, column) strides.
+    /// `start + alpha * a b` in f64, `a` and `b` read through (row, column) strides.
     #[allow(clippy::too_many_arguments)]
     fn reference(
         dst: &[f32],
@@ -230,7 +264,7 @@ mod tests {
         (ars, acs): (usize, usize),
         b: &[f32],
         (brs, bcs): (usize, usize),
-        beta: Option<f32>,
+        start: Start<'_, f32>,
         alpha: f32,
     ) -> Vec<f32> {
         (0..m * n)
@@ -239,7 +273,11 @@ mod tests {
                 let s: f64 = (0..k)
                     .map(|p| a[i * ars + p * acs] as f64 * b[p * brs + j * bcs] as f64)
                     .sum();
-                let kept = beta.map_or(0.0, |t| t as f64 * dst[ij] as f64);
+                let kept = match start {
+                    Start::Empty => 0.0,
+                    Start::Scaled(t) => t as f64 * dst[ij] as f64,
+                    Start::Rows(row) => row[j] as f64,
+                };
                 (kept + alpha as f64 * s) as f32
             })
             .collect()
@@ -248,24 +286,35 @@ mod tests {
     #[test]
     fn per_thread_blocks_of_rows_or_columns_give_the_whole_product() {
         // Tall (cut into row blocks, the last one short), wide (column blocks), too narrow to
-        // cut; plain and transposed operands; overwriting and accumulating.
+        // cut; plain and transposed operands; overwriting, accumulating and starting from a
+        // broadcast row (a bias).
         for (m, n, k) in [(100, 37, 70), (37, 300, 50), (40, 40, 9), (1, 513, 3)] {
+            let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.5 - 3.0).collect();
+            let starts = [
+                (Start::Empty, 1.0f32),
+                (Start::Scaled(0.5f32), 2.0f32),
+                (Start::Rows(&bias), 1.0f32),
+            ];
             for transposed in [false, true] {
-                for (beta, alpha) in [(None, 1.0f32), (Some(0.5f32), 2.0f32)] {
+                for (start, alpha) in starts {
                     let a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 13) as f32) - 6.0).collect();
                     let b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 11) as f32) * 0.25).collect();
                     // a (m x k) row-major, or stored as its transpose (k x m).
                     let astr = if transposed { (1, m) } else { (k, 1) };
                     let bstr = if transposed { (1, k) } else { (n, 1) };
-                    let start: Vec<f32> = (0..m * n).map(|i| (i % 3) as f32).collect();
-                    let want = reference(&start, (m, n, k), &a, astr, &b, bstr, beta, alpha);
+                    let before: Vec<f32> = (0..m * n).map(|i| (i % 3) as f32).collect();
+                    let want = reference(&before, (m, n, k), &a, astr, &b, bstr, start, alpha);
                     for threads in [1, 2, 3] {
-                        let mut dst = start.clone();
+                        // A destination that is only written starts as NaN: none may be read.
+                        let mut dst = match start {
+                            Start::Scaled(_) => before.clone(),
+                            _ => vec![f32::NAN; m * n],
+                        };
                         let pa = (a.as_ptr(), astr.0 as isize, astr.1 as isize);
                         let pb = (b.as_ptr(), bstr.0 as isize, bstr.1 as isize);
                         // SAFETY: the operands are m x k and k x n through those strides.
                         unsafe {
-                            product(dst.as_mut_ptr(), (m, n, k), pa, pb, beta, alpha, threads)
+                            product(dst.as_mut_ptr(), (m, n, k), pa, pb, start, alpha, threads)
                         };
                         for (got, want) in dst.iter().zip(&want) {
                             assert!(

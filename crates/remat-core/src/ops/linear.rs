@@ -1,6 +1,6 @@
-//! `linear(x, weight, bias)` = `x @ weight.T + bias`, fused: the output starts as the
-//! broadcast bias and the GEMM accumulates into it (PyTorch's addmm), so a layer costs one
-//! pass over its output instead of three (zero-fill, product, bias add).
+//! `linear(x, weight, bias)` = `x @ weight.T + bias`, fused: each GEMM thread fills its block
+//! of the output with the broadcast bias and accumulates its product into it (PyTorch's
+//! addmm), so a layer costs no pass over its output besides the product's own.
 
 use super::{check_same_device, from_vec, reshape, view};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
@@ -52,20 +52,13 @@ fn linear_forward(x: &Tensor, w: &Tensor, b: Option<&Tensor>, cuda: bool) -> Res
         return Ok(view(&out, Layout::contiguous(&shape)));
     }
     Ok(crate::dispatch!(x.dtype(), T => {
-        let mut out = match b {
-            Some(b) => {
-                let bv = cpu::gather::<T>(b.data());
-                let mut o = cpu::alloc::<T>(rows * outf);
-                for row in o.chunks_mut(outf.max(1)) {
-                    row.copy_from_slice(&bv);
-                }
-                o
-            }
-            None => cpu::alloc::<T>(rows * outf),
-        };
+        let bias = b.map(|b| cpu::gather::<T>(b.data()));
+        let mut out = cpu::alloc::<T>(rows * outf);
         let wt = view(w, w.layout().transpose(0, 1));
         // SAFETY: both operands are validated views of live storages.
-        unsafe { gemm_into(&mut out, rows, outf, inf, operand::<T>(&x2), operand::<T>(&wt), b.is_some()) };
+        unsafe {
+            gemm_into(&mut out, rows, outf, inf, operand::<T>(&x2), operand::<T>(&wt), bias.as_deref())
+        };
         from_vec(out, &shape)
     }))
 }
