@@ -121,8 +121,8 @@ pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 }
 
 /// Run `f(0)`, ..., `f(parts - 1)` in parallel with the calling thread taking part: it runs
-/// parts itself while the helpers of a [`team::Team`] (one fewer than the pool's threads)
-/// run the others. From outside the pool this skips the thread handoffs of [`install`]; a
+/// parts itself while a team of helper threads (`parallel/team.rs`, one fewer than the
+/// pool's threads) runs the others. From outside the pool this skips the thread handoffs of [`install`]; a
 /// caller inside the pool (or while another thread's job holds the team) uses the pool.
 pub fn run_parts<F: Fn(usize) + Sync>(parts: usize, f: F) {
     use rayon::prelude::*;
