@@ -122,8 +122,8 @@ pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 
 /// Run `f(0)`, ..., `f(parts - 1)` in parallel with the calling thread taking part: it runs
 /// parts itself while a team of helper threads (`parallel/team.rs`, one fewer than the
-/// pool's threads) runs the others. From outside the pool this skips the thread handoffs of [`install`]; a
-/// caller inside the pool (or while another thread's job holds the team) uses the pool.
+/// pool's threads) runs the others. This skips the thread handoffs of [`install`]; a caller
+/// inside the pool (or while another thread's job holds the team) uses the pool.
 pub fn run_parts<F: Fn(usize) + Sync>(parts: usize, f: F) {
     use rayon::prelude::*;
     let threads = num_threads();
@@ -132,24 +132,22 @@ pub fn run_parts<F: Fn(usize) + Sync>(parts: usize, f: F) {
     }
     let mut f = f;
     if rayon::current_thread_index().is_none() {
-        if let Some(team) = team(threads - 1) {
-            match team.run(parts, f) {
-                Ok(()) => return,
-                Err(back) => f = back,
-            }
+        match team(threads - 1).run(parts, f) {
+            Ok(()) => return,
+            Err(back) => f = back,
         }
     }
     install(|| (0..parts).into_par_iter().for_each(&f));
 }
 
 /// The team with `helpers` helper threads, started on first use (and again in a forked
-/// child); `None` when its threads cannot be started.
-fn team(helpers: usize) -> Option<&'static Team> {
+/// child).
+fn team(helpers: usize) -> &'static Team {
     let current = TEAM.load(Ordering::Acquire);
     // SAFETY: teams are never freed once published.
     if let Some(team) = unsafe { current.as_ref() } {
         if team.helpers() == helpers {
-            return Some(team);
+            return team;
         }
     }
     let generation = FORK_GENERATION.load(Ordering::Acquire);
@@ -160,13 +158,13 @@ fn team(helpers: usize) -> Option<&'static Team> {
         Some(&(g, t)) if g == generation => unsafe { &*(t as *const Team) },
         _ => {
             register_fork_handler();
-            let team = Team::start(helpers)?;
+            let team = Team::start(helpers);
             teams.insert(helpers, (generation, team as *const Team as usize));
             team
         }
     };
     TEAM.store(team as *const Team as *mut Team, Ordering::Release);
-    Some(team)
+    team
 }
 
 /// Number of threads parallel kernels use.
@@ -260,7 +258,8 @@ mod tests {
                 let (counts, used) = count_parts(parts);
                 assert_eq!(counts, vec![1; parts], "{threads} threads, {parts} parts");
                 assert!(used <= threads.max(1), "{used} threads for {threads}");
-                if threads > 1 && parts >= 5 {
+                if threads > 1 && parts == 16 {
+                    // 32 ms of parts: a helper wakes long before the caller is done.
                     assert!(used > 1, "{parts} parts of 2 ms ran on one thread");
                 }
             }

@@ -77,8 +77,10 @@ pub(super) struct Team {
 }
 
 impl Team {
-    /// A team of `helpers` threads, or `None` when they cannot be started.
-    pub(super) fn start(helpers: usize) -> Option<&'static Team> {
+    /// A team of `helpers` threads. Helpers that cannot be started (a thread limit) are
+    /// simply missing: parts are claimed, not assigned, so the caller runs what no helper
+    /// takes.
+    pub(super) fn start(helpers: usize) -> &'static Team {
         let team: &'static Team = Box::leak(Box::new(Team {
             slot: Mutex::new(None),
             generation: AtomicU64::new(0),
@@ -87,12 +89,14 @@ impl Team {
             helpers,
         }));
         for i in 0..helpers {
-            std::thread::Builder::new()
+            let started = std::thread::Builder::new()
                 .name(format!("remat-helper-{i}"))
-                .spawn(move || team.help_forever())
-                .ok()?;
+                .spawn(move || team.help_forever());
+            if started.is_err() {
+                break;
+            }
         }
-        Some(team)
+        team
     }
 
     /// Number of helper threads.
