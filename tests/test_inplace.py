@@ -167,6 +167,19 @@ def test_writes_into_non_contiguous_views_land_in_the_base():
     assert base._version == v._version == 3
 
 
+def test_view_shares_storage_so_writes_land_in_the_base_and_refuses_when_it_cannot():
+    base = remat.arange(12.0).reshape(3, 4)
+    t = base.T  # (4, 3), strides (1, 4)
+    v = t.view(2, 2, 3)  # splits the stride-1 axis: a view
+    v.mul_(-1.0)
+    assert_close(base, -np.arange(12.0).reshape(3, 4), np.float32)
+    # Flattening the transpose has no view: PyTorch raises, and so does remat (a silent copy
+    # would swallow the caller's writes); reshape copies.
+    with pytest.raises(remat.ShapeError, match=r"view.*\(4, 3\).*reshape"):
+        t.view(12)
+    assert_close(t.reshape(12), -np.arange(12.0).reshape(3, 4).T.reshape(12), np.float32)
+
+
 def test_from_numpy_memory_is_written_through():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     t = remat.from_numpy(a)

@@ -4,7 +4,8 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
-use common::{check_grad, det};
+use common::{check_grad, det, leaf};
+use remat_core::autograd::{grad_with, GradOptions};
 use remat_core::ops::{self, ConvPadding, PadMode, Window};
 use remat_core::{Error, Tensor};
 
@@ -105,6 +106,69 @@ fn conv_gradients_match_finite_differences() {
         |t| ops::conv(&t[0], &t[1], None, &[1], &ConvPadding::Same, &[1], 1).unwrap(),
         1e-6,
     );
+}
+
+/// The gradients of `sum(conv(x, w, b) * gy)` with respect to x, w and b, by the fused CPU
+/// backward (`create_graph` false) or by the composed differentiable ops (true).
+fn conv_grads(t: &[Tensor], cfg: (usize, usize, usize, usize), create_graph: bool) -> Vec<Tensor> {
+    let (s, p, d, g) = cfg;
+    let pad = ConvPadding::Explicit([p, p].into_iter().collect());
+    let y = ops::conv(&t[0], &t[1], Some(&t[2]), &[s, s], &pad, &[d, d], g).unwrap();
+    let gy = det(y.shape(), 99);
+    let opts = GradOptions {
+        create_graph,
+        ..Default::default()
+    };
+    grad_with(&[y], &t[..3], Some(&[Some(gy)]), opts)
+        .unwrap()
+        .into_iter()
+        .map(Option::unwrap)
+        .collect()
+}
+
+#[test]
+fn fused_cpu_kernels_match_direct_loops_and_the_composed_backward_at_any_batch_and_threads() {
+    // Batches that split evenly over the threads (a sample range per thread), and ones that
+    // do not (samples in turn, the GEMMs threaded); with a bias, strides, dilation, groups.
+    let before = remat_core::get_num_threads();
+    for threads in [1, 2, 3] {
+        remat_core::set_num_threads(threads).unwrap();
+        for n in [1, 2, 3, 8, 13] {
+            for &(s, p, d, g) in &[(1, 1, 1, 1), (2, 0, 1, 2), (1, 2, 2, 4)] {
+                let t = [
+                    leaf(&det(&[n, 4, 7, 6], 1)),
+                    leaf(&det(&[8, 4 / g, 3, 2], 2)),
+                    leaf(&det(&[8], 3)),
+                ];
+                let pad = ConvPadding::Explicit([p, p].into_iter().collect());
+                let y = ops::conv(&t[0], &t[1], Some(&t[2]), &[s, s], &pad, &[d, d], g).unwrap();
+                let (mut want, shape) = direct_conv2d(
+                    &t[0].to_vec::<f64>(),
+                    [n, 4, 7, 6],
+                    &t[1].to_vec::<f64>(),
+                    [8, 4 / g, 3, 2],
+                    s,
+                    p,
+                    d,
+                    g,
+                );
+                let plane = shape[2] * shape[3];
+                let bias = t[2].to_vec::<f64>();
+                want.iter_mut()
+                    .enumerate()
+                    .for_each(|(i, v)| *v += bias[i / plane % 8]);
+                assert_eq!(y.shape(), shape);
+                close(&y.to_vec::<f64>(), &want);
+                let fused = conv_grads(&t, (s, p, d, g), false);
+                let composed = conv_grads(&t, (s, p, d, g), true);
+                for (a, b) in fused.iter().zip(&composed) {
+                    assert_eq!(a.shape(), b.shape());
+                    close(&a.to_vec::<f64>(), &b.to_vec::<f64>());
+                }
+            }
+        }
+    }
+    remat_core::set_num_threads(before).unwrap();
 }
 
 #[test]

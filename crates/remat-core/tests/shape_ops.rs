@@ -629,3 +629,25 @@ fn slices_of_one_tensor_add_their_gradients_into_one_buffer() {
         1e-7,
     );
 }
+
+#[test]
+fn view_shares_storage_or_refuses_like_pytorch() {
+    let x = arange(&[3, 4]);
+    // Contiguous, and a transpose whose new shape splits an axis: views.
+    let v = ops::view_as_shape(&x, &[2, 6]).unwrap();
+    assert!(shares(&v, &x));
+    assert_eq!(vals(&v), vals(&x));
+    let t = ops::transpose(&x, 0, 1).unwrap(); // (4, 3), strides (1, 4)
+    let split = ops::view_as_shape(&t, &[2, 2, 3]).unwrap();
+    assert!(shares(&split, &x));
+    assert_eq!(vals(&split), vals(&ops::reshape(&t, &[2, 2, 3]).unwrap()));
+    // Flattening the transpose needs a copy: view refuses (naming reshape), reshape copies.
+    let msg = is_shape(ops::view_as_shape(&t, &[12]));
+    assert!(msg.contains("(4, 3)") && msg.contains("reshape"), "{msg}");
+    assert!(!shares(&ops::reshape(&t, &[12]).unwrap(), &x));
+    // A wrong element count is the reshape error; an empty tensor always has a view.
+    is_shape(ops::view_as_shape(&x, &[5]));
+    let e = Tensor::from_vec(Vec::<f64>::new(), &[0, 3]).unwrap();
+    let et = ops::transpose(&e, 0, 1).unwrap();
+    assert_eq!(ops::view_as_shape(&et, &[0]).unwrap().shape(), [0]);
+}

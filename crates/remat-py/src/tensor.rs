@@ -1113,8 +1113,8 @@ impl PyTensor {
 
     /// This tensor with another shape (an alias of `reshape`).
     ///
-    /// The result shares this tensor's storage when the layout allows; unlike PyTorch, a
-    /// tensor whose layout does not (e.g. a transpose) is copied rather than refused.
+    /// The result always shares this tensor's storage. As in PyTorch, a layout that has no
+    /// such view (a transpose flattened, say) raises ``ShapeError``; ``reshape`` copies then.
     /// Differentiable.
     ///
     /// Parameters
@@ -1131,7 +1131,8 @@ impl PyTensor {
     /// Raises
     /// ------
     /// ShapeError
-    ///     If the shape does not match the element count, or more than one entry is ``-1``.
+    ///     If the shape does not match the element count, more than one entry is ``-1``, or
+    ///     no strides show this tensor's storage in the new shape.
     /// TypeError
     ///     If an entry is not an integer.
     ///
@@ -1145,7 +1146,13 @@ impl PyTensor {
     /// (3, 2)
     #[pyo3(signature = (*shape))]
     fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-        self.reshape(py, shape)
+        let x = &self.inner;
+        let dims = args::signed_dims("view", shape)?;
+        let shape = ops::shape::infer_shape("view", x.shape(), &dims).py()?;
+        crate::call::run(py, crate::call::heavy(&[x]), || {
+            ops::view_as_shape(x, &shape)
+        })
+        .map(wrap)
     }
     /// This tensor with all axes reversed (a view; 0-d and 1-d tensors are unchanged).
     ///

@@ -156,6 +156,9 @@ pub enum Start<'a, T> {
     /// This row in every row (a broadcast bias, PyTorch's addmm): each thread writes its own
     /// block's rows right before its product, so the fill is parallel and cache-warm.
     Rows(&'a [T]),
+    /// This column in every column: row `r` starts as `col[r]` everywhere (a convolution's
+    /// per-channel bias on its `(channels, positions)` output), filled like [`Start::Rows`].
+    Columns(&'a [T]),
 }
 
 /// `dst = start + alpha * a * b` for one `m x n` row-major `dst` (row stride `n`), on
@@ -171,7 +174,7 @@ pub enum Start<'a, T> {
 /// # Safety
 /// `dst` must address `m * n` writable elements; `a` and `b` must address `m x k` and
 /// `k x n` valid elements through their strides.
-unsafe fn product<T: Element>(
+pub(crate) unsafe fn product<T: Element>(
     dst: *mut T,
     (m, n, k): (usize, usize, usize),
     a: Strided<T>,
@@ -185,7 +188,7 @@ unsafe fn product<T: Element>(
     let (read_dst, beta) = match start {
         Start::Empty => (false, T::zero()),
         Start::Scaled(beta) => (true, beta),
-        Start::Rows(_) => (true, T::one()),
+        Start::Rows(_) | Start::Columns(_) => (true, T::one()),
     };
     let one = move |row0: usize, rows: usize, col0: usize, cols: usize, par: gemm::Parallelism| {
         if let Start::Rows(bias) = start {
@@ -197,6 +200,15 @@ unsafe fn product<T: Element>(
                     std::slice::from_raw_parts_mut((pd as *mut T).add(r * n + col0), cols)
                 };
                 row.copy_from_slice(&bias[col0..col0 + cols]);
+            }
+        }
+        if let Start::Columns(col) = start {
+            for (r, &v) in col.iter().enumerate().skip(row0).take(rows) {
+                // SAFETY: as above.
+                let row = unsafe {
+                    std::slice::from_raw_parts_mut((pd as *mut T).add(r * n + col0), cols)
+                };
+                row.fill(v);
             }
         }
         // SAFETY: the block [row0, row0 + rows) x [col0, col0 + cols) lies inside the operands
@@ -277,6 +289,7 @@ mod tests {
                     Start::Empty => 0.0,
                     Start::Scaled(t) => t as f64 * dst[ij] as f64,
                     Start::Rows(row) => row[j] as f64,
+                    Start::Columns(col) => col[i] as f64,
                 };
                 (kept + alpha as f64 * s) as f32
             })
@@ -287,13 +300,15 @@ mod tests {
     fn per_thread_blocks_of_rows_or_columns_give_the_whole_product() {
         // Tall (cut into row blocks, the last one short), wide (column blocks), too narrow to
         // cut; plain and transposed operands; overwriting, accumulating and starting from a
-        // broadcast row (a bias).
+        // broadcast row (a bias) or column (a per-channel bias).
         for (m, n, k) in [(100, 37, 70), (37, 300, 50), (40, 40, 9), (1, 513, 3)] {
             let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.5 - 3.0).collect();
+            let channel_bias: Vec<f32> = (0..m).map(|i| 2.0 - i as f32 * 0.25).collect();
             let starts = [
                 (Start::Empty, 1.0f32),
                 (Start::Scaled(0.5f32), 2.0f32),
                 (Start::Rows(&bias), 1.0f32),
+                (Start::Columns(&channel_bias), 1.0f32),
             ];
             for transposed in [false, true] {
                 for (start, alpha) in starts {

@@ -83,6 +83,43 @@ pub fn alloc<T: Scalar>(n: usize) -> Vec<T> {
     v
 }
 
+/// A kernel's scratch memory (an im2col matrix, per-thread partial sums), counted by the byte
+/// counters while it lives like a tensor's storage: `max_memory_allocated` shows a kernel's
+/// transients, and under a memory limit taking it may evict or be refused like any
+/// allocation. Its contents start undefined.
+pub struct Workspace<T: Scalar> {
+    buf: Vec<T>,
+}
+
+impl<T: Scalar> Workspace<T> {
+    /// `n` elements of scratch. Charged once allocated: a refused charge unwinds, which
+    /// drops the vector, and a failed allocation has charged nothing.
+    pub fn new(n: usize) -> Self {
+        let buf = alloc(n);
+        crate::memory::on_alloc(crate::device::Device::Cpu, n * T::DTYPE.size());
+        Workspace { buf }
+    }
+}
+
+impl<T: Scalar> std::ops::Deref for Workspace<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.buf
+    }
+}
+
+impl<T: Scalar> std::ops::DerefMut for Workspace<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.buf
+    }
+}
+
+impl<T: Scalar> Drop for Workspace<T> {
+    fn drop(&mut self) {
+        crate::memory::on_free(crate::device::Device::Cpu, self.buf.len() * T::DTYPE.size());
+    }
+}
+
 /// A vector of `n` copies of `value`.
 #[inline]
 pub fn filled<T: Scalar>(n: usize, value: T) -> Vec<T> {

@@ -7,15 +7,23 @@
 //! written with the differentiable `unfold`, `fold` and `matmul`, so second-order gradients
 //! (double backward through a convolution) come from their own rules.
 //!
-//! On the CPU the batch runs in chunks of samples whose im2col matrix fits
-//! [`CPU_CHUNK_BYTES`] (at least one sample): the matrix, built once per chunk, stays in cache
-//! for its GEMM, and forward and backward never hold more than one chunk of it (the whole
-//! batch's matrix, `prod(kernel)` times the input, would be the step's largest transient).
-//! On CUDA the whole batch is one chunk (one large GEMM suits the GPU better).
+//! On the CPU the forward and the first-order backward are the kernels of `conv_cpu.rs`: per
+//! sample, im2col into a thread's workspace and single-threaded GEMMs written straight into
+//! the output (bias included) and the gradients. A `create_graph` backward composes the
+//! differentiable ops below instead, on the CPU in chunks of samples whose im2col matrix fits
+//! [`CPU_CHUNK_BYTES`] (at least one sample), never the whole batch's matrix (`prod(kernel)`
+//! times the input, which would be the step's largest transient). On CUDA forward and
+//! backward compose the ops with the whole batch as one chunk (one large GEMM suits the GPU
+//! better).
 
-use super::window::{fold, unfold, Window};
-use super::{add, check_same_device, check_same_dtype, matmul, matrix_transpose, reshape};
+use super::conv_cpu::{self, ConvShape};
+use super::softmax::c_order;
+use super::window::{fold, unfold, Plane, Window};
+use super::{
+    add, check_same_device, check_same_dtype, from_vec, matmul, matrix_transpose, reshape,
+};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
+use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::layout::{fmt_shape, Dims};
 use crate::tensor::Tensor;
@@ -32,12 +40,13 @@ pub enum ConvPadding {
     Valid,
 }
 
-/// The convolution proper (no bias, symmetric padding): inputs `x (N, C, *s)` and
-/// `w (O, C/groups, *k)`.
+/// The convolution proper (symmetric padding): inputs `x (N, C, *s)`, `w (O, C/groups, *k)`
+/// and, when `bias`, `b (O,)`.
 struct ConvOp {
     name: &'static str,
     win: Window,
     groups: usize,
+    bias: bool,
 }
 
 /// The most bytes of im2col matrix a CPU convolution builds at once (a chunk of samples; at
@@ -48,7 +57,7 @@ pub const CPU_CHUNK_BYTES: usize = 2 << 20;
 /// each) fit [`CPU_CHUNK_BYTES`], but at least `min_len` samples; the whole batch on CUDA.
 fn batch_chunks(x: &Tensor, per_sample: usize, min_len: usize) -> Vec<(usize, usize)> {
     let n = x.shape()[0];
-    if n == 0 || x.device() != crate::device::Device::Cpu {
+    if n == 0 || x.device() != Device::Cpu {
         return vec![(0, n)];
     }
     let fits = CPU_CHUNK_BYTES / (per_sample * x.dtype().size()).max(1);
@@ -80,8 +89,28 @@ impl ConvOp {
         Ok((ck, spatial.iter().product()))
     }
 
-    /// `(N, O, *out)` from `x` and `w`, with the engine's ops but nothing recorded.
-    fn compute(&self, x: &Tensor, w: &Tensor) -> Result<Tensor> {
+    /// The sizes the CPU kernels take.
+    fn conv_shape(&self, x: &Tensor, w: &Tensor) -> Result<ConvShape> {
+        let spatial = self.win.output_size(self.name, &x.shape()[2..])?;
+        Ok(ConvShape {
+            n: x.shape()[0],
+            c: x.shape()[1],
+            o: w.shape()[0],
+            groups: self.groups,
+            plane: Plane::new(&self.win, &x.shape()[2..], &spatial),
+        })
+    }
+
+    /// `(N, O, *out)` for input `x`.
+    fn out_shape(&self, x: &Tensor, w: &Tensor) -> Result<Dims> {
+        let mut shape: Dims = [x.shape()[0], w.shape()[0]].into_iter().collect();
+        shape.extend(self.win.output_size(self.name, &x.shape()[2..])?);
+        Ok(shape)
+    }
+
+    /// `(N, O, *out)` from `x`, `w` and the bias, with the engine's ops but nothing recorded
+    /// (CUDA).
+    fn compute(&self, x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
         let _guard = crate::grad_mode::no_grad();
         let o = w.shape()[0];
         let (ck, l) = self.cols_shape(x, w)?;
@@ -98,10 +127,39 @@ impl ConvOp {
                 matmul(&wg, &reshape(&cols, &[chunk.1, g, ck / g, l])?)?
             });
         }
-        let spatial = self.win.output_size(self.name, &x.shape()[2..])?;
-        let mut shape: Dims = [x.shape()[0], o].into_iter().collect();
-        shape.extend_from_slice(&spatial);
-        reshape(&join_batch(parts)?, &shape)
+        let shape = self.out_shape(x, w)?;
+        let out = reshape(&join_batch(parts)?, &shape)?;
+        match bias {
+            Some(b) => {
+                let mut per_channel: Dims = [o].into_iter().collect();
+                per_channel.extend(std::iter::repeat_n(1, shape.len() - 2));
+                add(&out, &reshape(b, &per_channel)?)
+            }
+            None => Ok(out),
+        }
+    }
+
+    /// The first-order gradients by the CPU kernels (see `conv_cpu.rs`).
+    fn cpu_backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        let (x, w) = (&ctx.saved[0], &ctx.saved[1]);
+        let sh = self.conv_shape(x, w)?;
+        let need = [
+            ctx.needs_grad(0),
+            ctx.needs_grad(1),
+            self.bias && ctx.needs_grad(2),
+        ];
+        let mut grads = crate::dispatch!(x.dtype(), T => {
+            let (xs, ws) = (c_order::<T>(x.data()), c_order::<T>(w.data()));
+            let gy = c_order::<T>(ctx.grad.data());
+            let (gx, gw, gb) = conv_cpu::backward(&sh, &xs, &ws, &gy, need);
+            vec![
+                gx.map(|v| from_vec(v, x.shape())),
+                gw.map(|v| from_vec(v, w.shape())),
+                gb.map(|v| from_vec(v, &[sh.o])),
+            ]
+        });
+        grads.truncate(2 + self.bias as usize);
+        Ok(grads)
     }
 }
 
@@ -110,13 +168,25 @@ impl Op for ConvOp {
         self.name
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        self.compute(inputs[0], inputs[1])
+        let (x, w) = (inputs[0], inputs[1]);
+        let sh = self.conv_shape(x, w)?;
+        let shape = self.out_shape(x, w)?;
+        Ok(crate::dispatch!(x.dtype(), T => {
+            let (xs, ws) = (c_order::<T>(x.data()), c_order::<T>(w.data()));
+            let bias = inputs.get(2).map(|b| c_order::<T>(b.data()));
+            from_vec(conv_cpu::forward(&sh, &xs, &ws, bias.as_deref()), &shape)
+        }))
     }
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        self.compute(inputs[0], inputs[1])
+        self.compute(inputs[0], inputs[1], inputs.get(2).copied())
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         let (x, w) = (&ctx.saved[0], &ctx.saved[1]);
+        // A first-order backward (grad mode off) on the CPU: the fused kernels. With
+        // `create_graph` the composition below records its own graph.
+        if x.device() == Device::Cpu && !crate::grad_mode::is_grad_enabled() {
+            return self.cpu_backward(ctx);
+        }
         let xs = x.shape();
         let (n, o, g) = (xs[0], w.shape()[0], self.groups);
         let ck = w.numel() / o * g; // C · prod(kernel)
@@ -157,7 +227,16 @@ impl Op for ConvOp {
         let gw = gw
             .map(|t| reshape(&matrix_transpose(&t)?, w.shape()))
             .transpose()?;
-        Ok(vec![gx, gw])
+        let mut grads = vec![gx, gw];
+        if self.bias {
+            grads.push(if ctx.needs_grad(2) {
+                let axes: Vec<isize> = (0..ctx.grad.ndim() as isize).filter(|&a| a != 1).collect();
+                Some(super::sum(ctx.grad, Some(&axes), false)?)
+            } else {
+                None
+            });
+        }
+        Ok(grads)
     }
 }
 
@@ -342,21 +421,16 @@ pub fn conv(
     };
     let win = Window::new(&kernel, stride, &pads, dilation);
     win.output_size(op, &x.shape()[2..])?;
-    let out = apply(
+    let mut inputs = vec![&x, weight];
+    inputs.extend(bias);
+    apply(
         ConvOp {
             name: op,
             win,
             groups,
+            bias: bias.is_some(),
         },
-        &[&x, weight],
+        &inputs,
         &[Save::Input(0), Save::Input(1)],
-    )?;
-    match bias {
-        Some(b) => {
-            let mut shape: Dims = [o].into_iter().collect();
-            shape.extend(std::iter::repeat_n(1, rank));
-            add(&out, &reshape(b, &shape)?)
-        }
-        None => Ok(out),
-    }
+    )
 }

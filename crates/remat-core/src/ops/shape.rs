@@ -145,6 +145,29 @@ pub fn reshape(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     )
 }
 
+/// PyTorch's `view`: `x` with a new shape of the same element count, always sharing its
+/// storage. Unlike [`reshape`], which copies when no strides show `x` in the new shape (a
+/// transpose flattened, say), this raises a `ShapeError` then, as PyTorch does: code that
+/// writes through a view must never write into a silent copy.
+pub fn view_as_shape(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let l = x.layout();
+    let fits = checked_product(shape.iter().copied()) == Some(x.numel());
+    if fits && !x.is_contiguous() && view_strides(&l.shape, &l.strides, shape).is_none() {
+        return Err(Error::shape(
+            "view",
+            format!(
+                "a tensor of shape {} and strides {} has no view of shape {} (an axis of the \
+                 new shape spans two strided runs of the old); use reshape(...) instead, which \
+                 copies",
+                fmt_shape(x.shape()),
+                fmt_shape(&x.layout().strides),
+                fmt_shape(shape)
+            ),
+        ));
+    }
+    reshape(x, shape)
+}
+
 struct ExpandOp {
     shape: Dims,
 }
