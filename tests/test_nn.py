@@ -13,7 +13,7 @@ from remat import nn
 
 
 def _np(t):
-    return np.asarray(t.numpy())
+    return np.asarray(t.detach().numpy())
 
 
 class Block(nn.Module):
@@ -116,7 +116,7 @@ def test_children_modules_and_repr():
     assert "(act): GELU(approximate='none')" in r
     assert r.endswith("(head): Linear(in_features=4, out_features=2, bias=False)\n)")
     assert repr(nn.ReLU()) == "ReLU()"
-    assert repr(nn.Dropout(0.25)) == "Dropout(p=0.25)"
+    assert repr(nn.Dropout(0.25)) == "Dropout(p=0.25, inplace=False)"
 
 
 # ---------------------------------------------------------------- layers
@@ -257,6 +257,97 @@ def test_sequential_works_with_checkpoint_sequential():
         np.testing.assert_array_equal(a, b)
 
 
+def _names(container):
+    return [type(m).__name__ for m in container]
+
+
+def test_sequential_insert_pop_add_mul_and_setitem_keep_order():
+    seq = nn.Sequential(nn.ReLU(), nn.Tanh())
+    assert seq.insert(1, nn.Sigmoid()) is seq
+    seq.insert(-1, nn.Identity())  # before the last one, as list.insert
+    assert _names(seq) == ["ReLU", "Sigmoid", "Identity", "Tanh"]
+    assert [n for n, _ in seq.named_children()] == ["0", "1", "2", "3"]
+    with pytest.raises(IndexError):
+        seq.insert(9, nn.ReLU())
+    with pytest.raises(TypeError):
+        seq.insert(0, "relu")
+    assert type(seq.pop(0)).__name__ == "ReLU" and _names(seq) == ["Sigmoid", "Identity", "Tanh"]
+    seq[0] = nn.GELU()  # replacing keeps the position
+    assert _names(seq) == ["GELU", "Identity", "Tanh"]
+    both = seq + nn.Sequential(nn.ReLU())
+    assert _names(both) == ["GELU", "Identity", "Tanh", "ReLU"] and len(seq) == 3
+    tripled = nn.Sequential(nn.Tanh()) * 3
+    assert len(tripled) == 3 and tripled[0] is tripled[2]
+    assert len(2 * nn.Sequential(nn.ReLU(), nn.Tanh())) == 4
+    seq += nn.Sequential(nn.ReLU())
+    assert len(seq) == 4
+    with pytest.raises(ValueError):
+        seq + [nn.ReLU()]
+    with pytest.raises(ValueError):
+        seq * 0
+
+
+def test_module_list_insert_del_slice_pop_and_setitem():
+    lins = [nn.Linear(2, 2), nn.Linear(2, 3)]
+    ml = nn.ModuleList()
+    ml.append(lins[0])
+    ml.extend([nn.ReLU(), lins[1]])
+    assert ml.insert(1, nn.Tanh()) is None
+    assert _names(ml) == ["Linear", "Tanh", "ReLU", "Linear"]
+    assert [n for n, _ in ml.named_parameters()] == ["0.weight", "0.bias", "3.weight", "3.bias"]
+    ml.insert(-1, nn.Sigmoid())  # list.insert semantics for negative indices
+    ml.insert(100, nn.Identity())  # past the end: appended
+    assert _names(ml) == ["Linear", "Tanh", "ReLU", "Sigmoid", "Linear", "Identity"]
+    assert [n for n, _ in ml.named_children()] == [str(i) for i in range(6)]
+    del ml[1:3]
+    assert _names(ml) == ["Linear", "Sigmoid", "Linear", "Identity"]
+    del ml[-1]
+    assert [n for n, _ in ml.named_children()] == ["0", "1", "2"]
+    assert ml.pop(1).__class__ is nn.Sigmoid and ml[1] is lins[1]
+    sub = ml[1:]
+    assert type(sub) is nn.ModuleList and sub[0] is lins[1]
+    ml[0] = nn.ReLU()  # replacing keeps the position
+    assert _names(ml) == ["ReLU", "Linear"]
+    ml += [nn.Tanh()]
+    both = ml + nn.ModuleList([nn.GELU()])
+    assert _names(both) == ["ReLU", "Linear", "Tanh", "GELU"] and len(ml) == 3
+    with pytest.raises(TypeError):
+        ml.insert(0, 3)
+    with pytest.raises(TypeError):
+        ml.extend(5)
+    with pytest.raises(IndexError):
+        ml[5] = nn.ReLU()
+
+
+def test_module_list_repr_compresses_repeated_modules():
+    ml = nn.ModuleList([nn.Linear(2, 2) for _ in range(3)] + [nn.ReLU()])
+    assert repr(ml) == (
+        "ModuleList(\n"
+        "  (0-2): 3 x Linear(in_features=2, out_features=2, bias=True)\n"
+        "  (3): ReLU()\n"
+        ")"
+    )
+    assert repr(nn.ModuleList()) == "ModuleList()"
+
+
+def test_module_dict_update_from_module_dict_and_pairs():
+    md = nn.ModuleDict({"z": nn.ReLU(), "a": nn.Linear(2, 2)})
+    md.update(nn.ModuleDict({"q": nn.Tanh(), "z": nn.Identity()}))
+    md.update([["w", nn.Sigmoid()]])
+    assert list(md) == ["z", "a", "q", "w"]
+    assert _names(md.values()) == ["Identity", "Linear", "Tanh", "Sigmoid"]
+    assert [n for n, _ in md.named_parameters()] == ["a.weight", "a.bias"]
+    with pytest.raises(ValueError, match="length 3"):
+        md.update([("x", nn.ReLU(), 1)])
+    with pytest.raises(TypeError):
+        md.update([nn.ReLU()])
+    with pytest.raises(TypeError):
+        md.update(3)
+    assert type(md.pop("q")).__name__ == "Tanh" and "q" not in md
+    md.clear()
+    assert len(md) == 0 and list(md.parameters()) == []
+
+
 # ---------------------------------------------------------------- gradients and state
 
 
@@ -307,7 +398,9 @@ def test_state_dict_round_trip_through_save_load(tmp_path):
     net = Net()
     sd = net.state_dict()
     assert isinstance(sd, OrderedDict)
-    assert list(sd) == [n for n, _ in net.named_parameters()] + ["running"]
+    # PyTorch's order: the module's own parameters (none here), its own buffers, then each
+    # child's entries
+    assert list(sd) == ["running"] + [n for n, _ in net.named_parameters()]
     assert all(isinstance(v, np.ndarray) for v in sd.values())
     # a copy: changing it does not touch the model
     sd["inp.weight"][...] = 7
@@ -364,6 +457,88 @@ def test_load_state_dict_strict_keys():
     m.load_state_dict({"0.weight": np.eye(2), "0.bias": [1, 2]})
     assert m[0].weight.dtype == remat.float32
     np.testing.assert_array_equal(_np(m[0].bias), [1.0, 2.0])
+
+
+def test_state_dict_lists_a_shared_module_under_every_name():
+    lin = nn.Linear(2, 2)
+    net = nn.Sequential(lin, nn.ReLU(), lin)
+    assert [n for n, _ in net.named_parameters()] == ["0.weight", "0.bias"]
+    assert len(list(net.parameters())) == 2
+    assert [n for n, _ in net.named_parameters(remove_duplicate=False)] == [
+        "0.weight", "0.bias", "2.weight", "2.bias"]
+    assert [n for n, _ in net.named_modules(remove_duplicate=False)] == ["", "0", "1", "2"]
+    sd = net.state_dict()
+    assert list(sd) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    np.testing.assert_array_equal(sd["2.weight"], sd["0.weight"])
+    # such a dict (PyTorch's form of tied weights) loads, strictly, into the shared tensors
+    w, b = np.arange(4.0).reshape(2, 2), np.array([1.0, -1.0])
+    res = net.load_state_dict({"0.weight": w, "0.bias": b, "2.weight": w, "2.bias": b})
+    assert res.missing_keys == [] and res.unexpected_keys == []
+    assert net[2].weight is lin.weight
+    np.testing.assert_array_equal(_np(lin.weight), w)
+    with pytest.raises(KeyError, match="2.weight"):
+        net.load_state_dict({"0.weight": w, "0.bias": b})
+
+
+def test_state_dict_order_is_own_params_then_own_buffers_then_children():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.child = nn.Linear(1, 1)
+            self.scale = nn.Parameter(remat.ones(1))
+            self.register_buffer("count", remat.zeros(1))
+
+    assert list(M().state_dict()) == ["scale", "count", "child.weight", "child.bias"]
+
+
+def test_tied_parameter_keeps_its_place_and_is_saved_under_both_names():
+    a, b = nn.Linear(3, 3), nn.Linear(3, 3)
+    b.weight = a.weight  # re-assigning a registered name keeps its position, as PyTorch
+    net = nn.Sequential(a, b)
+    assert list(b._parameters) == ["weight", "bias"]
+    assert list(net.state_dict()) == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    assert [n for n, _ in net.named_parameters()] == ["0.weight", "0.bias", "1.bias"]
+
+
+def test_non_persistent_buffers():
+    m = nn.Module()
+    m.register_buffer("a", remat.ones(2))
+    m.register_buffer("b", remat.zeros(3), persistent=False)
+    m.register_buffer("n", None)
+    assert [n for n, _ in m.named_buffers()] == ["a", "b"] and len(list(m.buffers())) == 2
+    assert list(m.state_dict()) == ["a"]
+    assert m.to(remat.float64).b.dtype == remat.float64  # still moved and cast
+    # not expected by load_state_dict, and an unexpected key when present
+    assert m.load_state_dict({"a": np.zeros(2)}).missing_keys == []
+    res = m.load_state_dict({"a": np.zeros(2), "b": np.ones(3)}, strict=False)
+    assert res.unexpected_keys == ["b"]
+    np.testing.assert_array_equal(_np(m.b), np.zeros(3))
+    with pytest.raises(KeyError, match="unexpected"):
+        m.load_state_dict({"a": np.zeros(2), "b": np.ones(3)})
+    # re-registering as persistent (or deleting) forgets the flag
+    m.register_buffer("b", remat.zeros(3))
+    assert list(m.state_dict()) == ["a", "b"]
+    m.register_buffer("c", remat.zeros(1), persistent=False)
+    del m.c
+    m.register_buffer("c", remat.zeros(1))
+    assert list(m.state_dict()) == ["a", "b", "c"]
+
+
+def test_dtype_casts_leave_integer_and_bool_buffers_alone():
+    m = nn.Linear(2, 2)
+    m.register_buffer("ids", remat.tensor(np.arange(3)))
+    m.register_buffer("mask", remat.tensor([True, False]))
+    m.register_buffer("stats", remat.zeros(2))
+    for cast, want in [(lambda: m.double(), remat.float64), (lambda: m.float(), remat.float32),
+                       (lambda: m.to(remat.float64), remat.float64),
+                       (lambda: m.to("cpu", dtype=remat.float32), remat.float32)]:
+        assert cast() is m
+        assert m.weight.dtype == want and m.stats.dtype == want
+        assert m.ids.dtype == remat.int64 and m.mask.dtype == remat.bool
+        assert m.weight.is_leaf and m.weight.requires_grad
+    np.testing.assert_array_equal(_np(m.ids), [0, 1, 2])
+    with pytest.raises(TypeError, match="floating point"):
+        m.to(remat.int64)
 
 
 # ---------------------------------------------------------------- activation checkpointing

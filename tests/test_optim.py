@@ -10,7 +10,7 @@ from remat import nn, optim
 
 
 def _np(t):
-    return np.asarray(t.numpy())
+    return np.asarray(t.detach().numpy())
 
 
 def make_param(a):
@@ -358,3 +358,104 @@ def test_state_is_keyed_by_parameter():
     opt.step()
     assert list(opt.state) == [a] and a in opt.state and b not in opt.state
     assert set(opt.state[a]) == {"step", "exp_avg", "exp_avg_sq"} and len(opt.state) == 1
+
+
+# --------------------------------------------------------- maximize, named params, state
+
+
+MAXIMIZE = [
+    (optim.SGD, dict(lr=0.05, momentum=0.8, weight_decay=0.05, nesterov=True)),
+    (optim.SGD, dict(lr=0.1, weight_decay=0.1)),
+    (optim.Adam, dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
+    (optim.AdamW, dict(lr=0.01, weight_decay=0.1)),
+    (optim.RMSprop, dict(lr=0.01, centered=True, momentum=0.5, weight_decay=0.1)),
+    (optim.Adagrad, dict(lr=0.1, lr_decay=0.1, weight_decay=0.1)),
+]
+
+
+@pytest.mark.parametrize("cls,kw", MAXIMIZE, ids=[c.__name__ for c, _ in MAXIMIZE])
+def test_maximize_is_minimizing_the_negated_gradient(cls, kw):
+    # PyTorch negates the gradient before anything else (weight decay included), so
+    # maximize=True on g is exactly maximize=False on -g.
+    up, opt_up = run_steps(cls, P0, GRADS, maximize=True, **kw)
+    down, _ = run_steps(cls, P0, [-g for g in GRADS], **kw)
+    np.testing.assert_array_equal(_np(up), _np(down))
+    assert opt_up.param_groups[0]["maximize"] is True
+    assert cls([make_param(P0)], **kw).defaults["maximize"] is False
+
+
+def test_maximize_literal_and_formula():
+    p, _ = run_steps(optim.SGD, [1.0, -2.0], [[0.5, 0.25]], lr=0.1, weight_decay=0.1,
+                     maximize=True)
+    # d = -g + wd * p; p -= lr * d
+    np.testing.assert_allclose(_np(p), [1 - 0.1 * (-0.5 + 0.1), -2 - 0.1 * (-0.25 - 0.2)],
+                               rtol=0, atol=1e-15)
+    p, _ = run_steps(optim.SGD, P0, GRADS, lr=0.05, momentum=0.9, maximize=True)
+    ref = sgd_ref(P0, [-g for g in GRADS], lr=0.05, momentum=0.9)
+    np.testing.assert_allclose(_np(p), ref, rtol=1e-13, atol=1e-14)
+    p, _ = run_steps(optim.Adam, P0, GRADS, lr=0.01, maximize=True)
+    ref, _, _ = adam_ref(P0, [-g for g in GRADS], lr=0.01)
+    np.testing.assert_allclose(_np(p), ref, rtol=1e-12, atol=1e-14)
+
+
+def test_named_parameters_are_accepted_and_named():
+    model = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1))
+    opt = optim.Adam(model.named_parameters(), lr=0.1)
+    group = opt.param_groups[0]
+    assert group["param_names"] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    assert [p is q for p, q in zip(group["params"], model.parameters())] == [True] * 4
+    sd = opt.state_dict()
+    assert sd["param_groups"][0]["param_names"] == group["param_names"]
+    assert sd["param_groups"][0]["params"] == [0, 1, 2, 3]
+    # param-group dicts may hold named parameters too
+    opt = optim.SGD([{"params": model[0].named_parameters(), "lr": 0.5},
+                     {"params": model[1].named_parameters()}], lr=0.1)
+    assert [(g["param_names"], g["lr"]) for g in opt.param_groups] == [
+        (["weight", "bias"], 0.5), (["weight", "bias"], 0.1)]
+    x = remat.ones(4, 2)
+    model(x).sum().backward()
+    before = _np(model[1].bias).copy()
+    opt.step()
+    np.testing.assert_allclose(_np(model[1].bias), before - 0.1 * 4.0, rtol=1e-6)
+    with pytest.raises(ValueError, match="with/without names"):
+        optim.SGD([("w", model[0].weight), model[0].bias], lr=0.1)
+    opt = optim.SGD(model[0].named_parameters(), lr=0.1)
+    with pytest.raises(ValueError, match="with/without names"):
+        opt.add_param_group({"params": list(model[1].parameters())})
+
+
+def test_state_behaves_like_a_defaultdict():
+    a, b = make_param(P0), make_param(P0)
+    opt = optim.Adam([a, b], lr=0.1)
+    assert a not in opt.state and len(opt.state) == 0
+    assert opt.state[a] == {}  # created empty, as PyTorch's defaultdict(dict)
+    assert a in opt.state and b not in opt.state and len(opt.state) == 1
+    assert opt.state_dict()["state"] == {0: {}}
+    set_grad(a, GRADS[0])
+    opt.step()  # the empty entry is initialised as usual on the first step
+    ref, m, _ = adam_ref(P0, GRADS[:1], lr=0.1)
+    np.testing.assert_allclose(_np(a), ref, rtol=1e-12, atol=1e-14)
+    assert set(opt.state[a]) == {"step", "exp_avg", "exp_avg_sq"}
+    sd = opt.state_dict()
+    assert list(sd["state"]) == [0] and sd["state"][0]["step"] == 1
+    np.testing.assert_allclose(sd["state"][0]["exp_avg"], m, rtol=1e-12)
+    del opt.state[a]
+    assert a not in opt.state
+    opt.state[b] = {"x": 1}
+    assert list(opt.state) == [b]
+
+
+def test_plain_sgd_keeps_no_state_and_adagrad_state_exists_from_the_start():
+    p = make_param(P0)
+    opt = optim.SGD([p], lr=0.1)
+    set_grad(p, GRADS[0])
+    opt.step()
+    assert len(opt.state) == 0 and opt.state_dict()["state"] == {}
+    q = make_param(P0)
+    opt = optim.Adagrad([q], lr=0.1, initial_accumulator_value=0.25)
+    assert q in opt.state and opt.state[q]["step"] == 0
+    np.testing.assert_array_equal(_np(opt.state[q]["sum"]), np.full((3, 4), 0.25))
+    set_grad(q, GRADS[0])
+    opt.step()
+    want = P0 - 0.1 * GRADS[0] / (np.sqrt(0.25 + GRADS[0] ** 2) + 1e-10)
+    np.testing.assert_allclose(_np(q), want, rtol=1e-12)

@@ -13,11 +13,16 @@ Three forms, chosen by the path and the object, none of which pickles code:
   3}`` — is an ``.npz`` archive of the arrays plus a JSON description of the structure.
 
 ``remat.load`` returns Tensors (as ``torch.load`` does), in an ``OrderedDict`` for the flat
-forms and in the saved structure otherwise.
+forms and in the saved structure otherwise. As with ``torch.save``, a tensor's
+``requires_grad`` is kept (a saved Parameter comes back as a Parameter: a leaf that requires
+grad); the ``.npz`` forms record it in the archive's comment (flat form) or in the JSON
+structure, so NumPy still reads the arrays. Both functions take a path or an open binary
+file object (``io.BytesIO``, ``open(path, "wb")``), as PyTorch's do.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import zipfile
@@ -33,9 +38,13 @@ from ._remat import Tensor
 __all__ = ["save", "load"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+# A path (str / os.PathLike) or an open binary file object (anything with read / write).
+FileLike = Any
 
 # Name of the archive entry that holds the JSON structure of a nested object.
 _TREE = "__remat_tree__"
+# Prefix of the zip comment that lists the keys of a flat archive whose tensors require grad.
+_COMMENT = b"remat:"
 
 
 def _as_array(key: str, value: Any) -> np.ndarray:
@@ -50,8 +59,29 @@ def _as_array(key: str, value: Any) -> np.ndarray:
     return arr
 
 
-def _is_safetensors(path: PathLike) -> bool:
-    return os.fspath(path).lower().endswith(".safetensors")
+def _is_file(f: Any, method: str) -> bool:
+    """Whether ``f`` is an open file object (it has ``read`` / ``write``), not a path."""
+    return not isinstance(f, (str, bytes, os.PathLike)) and callable(getattr(f, method, None))
+
+
+def _is_safetensors(path: Any) -> bool:
+    if not isinstance(path, (str, bytes, os.PathLike)):  # a file object: by its name
+        path = getattr(path, "name", "")
+        if not isinstance(path, (str, os.PathLike)):
+            return False
+    name = os.fspath(path)
+    return (name.decode() if isinstance(name, bytes) else name).lower().endswith(".safetensors")
+
+
+def _requires_grad(value: Any) -> bool:
+    return isinstance(value, Tensor) and value.requires_grad
+
+
+def _restore(arr: np.ndarray, requires_grad: bool) -> Tensor:
+    t = _remat.from_numpy(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def _is_leaf(value: Any) -> bool:
@@ -66,13 +96,24 @@ def _flat(obj: Any) -> bool:
     )
 
 
-def _write_npz(path: PathLike, arrays: list[tuple[str, np.ndarray]]) -> None:
+def _write_npz(path: FileLike, arrays: list[tuple[str, np.ndarray]],
+               comment: bytes = b"") -> None:
     # What np.savez does, written out so that any key (even "file") is allowed and the file
-    # lands at exactly `path`.
-    with zipfile.ZipFile(os.fspath(path), mode="w", compression=zipfile.ZIP_STORED) as zf:
+    # lands at exactly `path`. A file object gets the archive's bytes written into it.
+    if _is_file(path, "write"):
+        buf = io.BytesIO()
+        _write_zip(buf, arrays, comment)
+        path.write(buf.getvalue())
+    else:
+        _write_zip(os.fspath(path), arrays, comment)
+
+
+def _write_zip(target: Any, arrays: list[tuple[str, np.ndarray]], comment: bytes) -> None:
+    with zipfile.ZipFile(target, mode="w", compression=zipfile.ZIP_STORED) as zf:
         for key, arr in arrays:
             with zf.open(key + ".npy", mode="w", force_zip64=True) as f:
                 np.lib.format.write_array(f, arr, allow_pickle=False)
+        zf.comment = comment
 
 
 def _describe(value: Any, arrays: list[tuple[str, np.ndarray]], where: str) -> Any:
@@ -81,6 +122,8 @@ def _describe(value: Any, arrays: list[tuple[str, np.ndarray]], where: str) -> A
         kind = "__tensor__" if isinstance(value, Tensor) else "__ndarray__"
         key = f"{len(arrays)}"
         arrays.append((key, _as_array(where, value)))
+        if _requires_grad(value):
+            return {kind: key, "requires_grad": True}
         return {kind: key}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -105,7 +148,7 @@ def _describe(value: Any, arrays: list[tuple[str, np.ndarray]], where: str) -> A
 def _rebuild(node: Any, arrays: Mapping[str, np.ndarray]) -> Any:
     if isinstance(node, dict):
         if "__tensor__" in node:
-            return _remat.from_numpy(arrays[node["__tensor__"]])
+            return _restore(arrays[node["__tensor__"]], bool(node.get("requires_grad")))
         if "__ndarray__" in node:
             return arrays[node["__ndarray__"]]
         if "__dict__" in node:
@@ -118,9 +161,10 @@ def _rebuild(node: Any, arrays: Mapping[str, np.ndarray]) -> Any:
     return node
 
 
-def save(obj: Any, path: PathLike, metadata: dict[str, str] | None = None) -> None:
-    """Write ``obj`` to ``path`` in the form the module docstring describes (a Module stands
-    for its ``state_dict()``). ``metadata`` is only for ``.safetensors`` paths.
+def save(obj: Any, path: FileLike, metadata: dict[str, str] | None = None) -> None:
+    """Write ``obj`` to ``path`` (a path or an open binary file) in the form the module
+    docstring describes (a Module stands for its ``state_dict()``). ``metadata`` is only for
+    ``.safetensors`` paths.
 
     No code is pickled. The form follows the path and the object: a ``.safetensors`` path
     writes the safetensors format (a flat mapping of names to tensors, readable by
@@ -128,15 +172,18 @@ def save(obj: Any, path: PathLike, metadata: dict[str, str] | None = None) -> No
     ``.npz`` archive with one array per key (``np.load`` reads it); anything else (nested
     dicts, lists, tuples of Tensors, arrays, numbers, strings, bools and None) is an
     ``.npz`` archive of the arrays plus a JSON description of the structure. The file is
-    written at exactly ``path`` (no suffix added). Tensors are copied to the host.
+    written at exactly ``path`` (no suffix added). Tensors are copied to the host; their
+    ``requires_grad`` is recorded (not in ``.safetensors`` files, which have no place for
+    it), so :func:`load` gives Parameters back as Parameters.
 
     Parameters
     ----------
     obj : Any
         What to save: a Module (its ``state_dict()``), a mapping, or a nested structure as
         above.
-    path : str or os.PathLike
-        The file to write (overwritten).
+    path : str, os.PathLike or file object
+        The file to write (overwritten), or a binary file object to write the archive into
+        (e.g. ``io.BytesIO()``; safetensors when its ``name`` ends in ``.safetensors``).
     metadata : dict of str to str, optional
         Stored in the header of a ``.safetensors`` file. Default: ``None``.
 
@@ -163,6 +210,12 @@ def save(obj: Any, path: PathLike, metadata: dict[str, str] | None = None) -> No
     OrderedDict([('w', tensor([[1., 2.]])), ('b', tensor([0.5]))])
     >>> sorted(np.load("model.npz").files)  # plain NumPy reads it too
     ['b', 'w']
+    >>> import io
+    >>> buf = io.BytesIO()
+    >>> remat.save({"p": remat.nn.Parameter(remat.ones(2))}, buf)
+    >>> _ = buf.seek(0)
+    >>> remat.load(buf)["p"]
+    tensor([1., 1.], requires_grad=True)
     >>> remat.save({"model": sd, "epoch": 3, "note": None}, "ckpt.bin")
     >>> remat.load("ckpt.bin")["epoch"]
     3
@@ -179,7 +232,9 @@ def save(obj: Any, path: PathLike, metadata: dict[str, str] | None = None) -> No
     if metadata is not None:
         raise ValueError("remat.save: metadata is only stored in .safetensors files")
     if _flat(obj):
-        _write_npz(path, [(k, _as_array(k, v)) for k, v in obj.items()])
+        grad_keys = [k for k, v in obj.items() if _requires_grad(v)]
+        comment = _COMMENT + json.dumps({"requires_grad": grad_keys}).encode() if grad_keys else b""
+        _write_npz(path, [(k, _as_array(k, v)) for k, v in obj.items()], comment)
         return
     arrays: list[tuple[str, np.ndarray]] = []
     tree = json.dumps(_describe(obj, arrays, "obj"))
@@ -198,33 +253,37 @@ def _safetensors_numpy() -> Any:
     return safetensors.numpy
 
 
-def _save_safetensors(obj: Any, path: PathLike, metadata: dict[str, str] | None) -> None:
+def _save_safetensors(obj: Any, path: FileLike, metadata: dict[str, str] | None) -> None:
     if not _flat(obj):
         raise TypeError(
             "remat.save: a .safetensors file holds a flat mapping of names to tensors, got "
             f"{type(obj).__name__}"
         )
     arrays = {k: np.ascontiguousarray(_as_array(k, v)) for k, v in obj.items()}
+    if _is_file(path, "write"):
+        path.write(_safetensors_numpy().save(arrays, metadata=metadata))
+        return
     _safetensors_numpy().save_file(arrays, os.fspath(path), metadata=metadata)
 
 
-def load(path: PathLike) -> Any:
+def load(path: FileLike) -> Any:
     """Read what :func:`save` wrote (or an ``np.savez`` archive, or any ``.safetensors``
-    file, PyTorch's and Hugging Face's included): Tensors in an ``OrderedDict`` in the saved
-    order, or the saved nested structure.
+    file, PyTorch's and Hugging Face's included) from a path or an open binary file:
+    Tensors in an ``OrderedDict`` in the saved order, or the saved nested structure.
 
     A file that cannot be opened raises ``OSError`` (``FileNotFoundError``, ...); a file that
     is not such an archive, or whose contents are corrupt, raises ``ValueError`` naming it.
 
-    No pickle is ever loaded. Tensors come back on the CPU with their saved dtypes; NumPy
-    arrays saved inside a nested structure come back as arrays. A ``.safetensors`` file's
-    tensors come in the file's order (safetensors reorders them when it writes a file),
-    not necessarily the order they were saved in.
+    No pickle is ever loaded. Tensors come back on the CPU with their saved dtypes and
+    ``requires_grad``; NumPy arrays saved inside a nested structure come back as arrays. A
+    ``.safetensors`` file's tensors come in the file's order (safetensors reorders them when
+    it writes a file), not necessarily the order they were saved in. A file object is read
+    from its current position to its end; its format is told by its first bytes.
 
     Parameters
     ----------
-    path : str or os.PathLike
-        The file to read.
+    path : str, os.PathLike or file object
+        The file to read, or a binary file object (``io.BytesIO``, ``open(p, "rb")``).
 
     Returns
     -------
@@ -253,20 +312,33 @@ def load(path: PathLike) -> Any:
         ...
     FileNotFoundError: [Errno 2] No such file or directory: 'missing.npz'
     """
-    file = os.fspath(path)
+    if _is_file(path, "read"):
+        data = path.read()
+        file: Any = getattr(path, "name", None) or type(path).__name__
+        source: Any = io.BytesIO(data)
+        # An npz archive is a zip file ("PK"); anything else is taken for safetensors.
+        safetensors = not data.startswith(b"PK")
+    else:
+        file = source = os.fspath(path)
+        safetensors = _is_safetensors(file)
     try:
-        if _is_safetensors(file):
-            arrays = _safetensors_numpy().load_file(file)
+        if safetensors:
+            st = _safetensors_numpy()
+            arrays = st.load(data) if isinstance(source, io.BytesIO) else st.load_file(file)
             return OrderedDict((k, _remat.from_numpy(v)) for k, v in arrays.items())
-        z = np.load(file, allow_pickle=False)
+        z = np.load(source, allow_pickle=False)
         if not isinstance(z, np.lib.npyio.NpzFile):
             raise ValueError("it holds a single array, not an archive of named arrays")
         with z:
             entries = OrderedDict((k, z[k]) for k in z.files)
+            comment = getattr(getattr(z, "zip", None), "comment", b"") or b""
         if _TREE in entries:
             tree = json.loads(entries.pop(_TREE).tobytes().decode("utf-8"))
             return _rebuild(tree, entries)
-        return OrderedDict((k, _remat.from_numpy(v)) for k, v in entries.items())
+        grad_keys = set()
+        if comment.startswith(_COMMENT):
+            grad_keys = set(json.loads(comment[len(_COMMENT):].decode("utf-8"))["requires_grad"])
+        return OrderedDict((k, _restore(v, k in grad_keys)) for k, v in entries.items())
     except (OSError, MemoryError):
         raise
     except Exception as e:  # NumPy's parser leaks ValueError, SyntaxError, TokenError, ...

@@ -7,6 +7,7 @@ import remat
 
 from .. import _validate
 from .._remat import Tensor
+from . import functional as F
 from .modules import Module
 
 __all__ = ["SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "Softplus"]
@@ -261,7 +262,7 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
-        """``remat.softmax(x, dim)`` (same shape as ``x``).
+        """``F.softmax(x, dim)`` (same shape as ``x``).
 
         Parameters
         ----------
@@ -294,7 +295,7 @@ class Softmax(Module):
             ...
         remat.ShapeError: softmax: axis 2 is out of bounds for a tensor of 1 dimensions
         """
-        return remat.softmax(x, self.dim)
+        return F.softmax(x, self.dim, _stacklevel=5)
 
     def extra_repr(self) -> str:
         """``"dim=..."``.
@@ -328,7 +329,7 @@ class LogSoftmax(Module):
     dim : int or None, optional
         The axis to normalise over (negative counts from the end). Default: ``None``, which
         means the last axis (PyTorch's deprecated implicit choice differs for 0-, 1- and 3-D
-        inputs). Not checked until the call.
+        inputs: pass ``dim`` explicitly when porting). Not checked until the call.
 
     Raises
     ------
@@ -348,7 +349,7 @@ class LogSoftmax(Module):
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
-        """``remat.log_softmax(x, dim)`` (same shape as ``x``).
+        """``F.log_softmax(x, dim)`` (same shape as ``x``).
 
         Parameters
         ----------
@@ -376,7 +377,7 @@ class LogSoftmax(Module):
         tensor([[-0.6931472, -0.6931472],
                 [-0.6931472, -0.6931472]])
         """
-        return remat.log_softmax(x, self.dim)
+        return F.log_softmax(x, self.dim, _stacklevel=5)
 
     def extra_repr(self) -> str:
         """``"dim=..."``.

@@ -14,14 +14,26 @@ __all__ = ["ModuleDict", "ParameterList", "ParameterDict"]
 
 
 def _pairs(values: Any, owner: str) -> Iterable[tuple[str, Any]]:
-    if isinstance(values, Mapping):
+    # A mapping, or another ModuleDict / ParameterDict (Modules, not Mappings), gives its
+    # items; anything else is an iterable of (key, value) pairs, checked as PyTorch does.
+    if isinstance(values, Mapping) or (isinstance(values, Module) and hasattr(values, "items")):
         return list(values.items())
+    if not isinstance(values, Iterable):
+        raise TypeError(
+            f"{owner}.update should be called with an iterable of key/value pairs, but got "
+            f"{type(values).__name__}"
+        )
     pairs = []
     for j, item in enumerate(values):
-        if not (isinstance(item, (tuple, list)) and len(item) == 2):
+        if not isinstance(item, Iterable) or isinstance(item, (str, bytes)):
             raise TypeError(
-                f"{owner}.update: element #{j} should be a (key, value) pair, got "
+                f"{owner} update sequence element #{j} should be Iterable; is "
                 f"{type(item).__name__}"
+            )
+        item = list(item)
+        if len(item) != 2:
+            raise ValueError(
+                f"{owner} update sequence element #{j} has length {len(item)}; 2 is required"
             )
         pairs.append((item[0], item[1]))
     return pairs
@@ -147,7 +159,7 @@ class ModuleDict(Module):
 
         Parameters
         ----------
-        modules : Mapping[str, Module] or iterable of (str, Module)
+        modules : Mapping[str, Module], ModuleDict or iterable of (str, Module)
             The entries to set; existing keys keep their position, new ones go last.
 
         Returns
@@ -157,8 +169,10 @@ class ModuleDict(Module):
         Raises
         ------
         TypeError
-            When an element of an iterable is not a ``(key, module)`` pair, or a value is
-            not a Module.
+            When ``modules`` or one of its elements is not iterable, or a value is not a
+            Module.
+        ValueError
+            When an element of an iterable is not a pair (its length is not 2).
 
         Examples
         --------
@@ -515,7 +529,7 @@ class ParameterDict(Module):
 
         Parameters
         ----------
-        parameters : Mapping[str, Any] or iterable of (str, Any)
+        parameters : Mapping[str, Any], ParameterDict or iterable of (str, Any)
             The entries to set (Tensors become parameters).
 
         Returns
@@ -525,7 +539,10 @@ class ParameterDict(Module):
         Raises
         ------
         TypeError
-            When a key is not a string or an element of an iterable is not a pair.
+            When a key is not a string, or ``parameters`` or one of its elements is not
+            iterable.
+        ValueError
+            When an element of an iterable is not a pair (its length is not 2).
         remat.DTypeError
             When a Tensor value is not floating point.
 

@@ -8,6 +8,7 @@ from typing import Any
 import remat
 
 from .._remat import Tensor
+from . import functional as F
 from .modules import Module
 
 __all__ = ["MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss"]
@@ -67,31 +68,34 @@ class MSELoss(_Loss):
     """
 
     def forward(self, input: Tensor, target: Any) -> Tensor:
-        """``remat.mse_loss(input, target, reduction=self.reduction)``.
+        """``F.mse_loss(input, target, reduction=self.reduction)``.
+
+        As in PyTorch, a target of another shape warns (``UserWarning``) and is broadcast
+        with ``input``.
 
         Parameters
         ----------
         input : Tensor
             Predictions, any shape.
         target : Tensor or array_like
-            Targets of the same shape.
+            Targets of the same shape (or one that broadcasts with it).
 
         Returns
         -------
         Tensor
-            A 0-d tensor, or the per-element losses (shape of ``input``) for ``"none"``.
+            A 0-d tensor, or the per-element losses (the broadcast shape) for ``"none"``.
 
         Raises
         ------
         remat.ShapeError
-            When ``input`` and ``target`` have different shapes.
+            When ``input`` and ``target`` do not broadcast.
 
         Examples
         --------
         >>> remat.nn.MSELoss(reduction="sum")(remat.tensor([1.0, 2.0]), remat.tensor([0.0, 0.0]))
         tensor(5.)
         """
-        return remat.mse_loss(input, target, reduction=self.reduction)
+        return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
@@ -124,31 +128,34 @@ class L1Loss(_Loss):
     """
 
     def forward(self, input: Tensor, target: Any) -> Tensor:
-        """``remat.l1_loss(input, target, reduction=self.reduction)``.
+        """``F.l1_loss(input, target, reduction=self.reduction)``.
+
+        As in PyTorch, a target of another shape warns (``UserWarning``) and is broadcast
+        with ``input``.
 
         Parameters
         ----------
         input : Tensor
             Predictions, any shape.
         target : Tensor or array_like
-            Targets of the same shape.
+            Targets of the same shape (or one that broadcasts with it).
 
         Returns
         -------
         Tensor
-            A 0-d tensor, or the per-element losses for ``"none"``.
+            A 0-d tensor, or the per-element losses (the broadcast shape) for ``"none"``.
 
         Raises
         ------
         remat.ShapeError
-            When ``input`` and ``target`` have different shapes.
+            When ``input`` and ``target`` do not broadcast.
 
         Examples
         --------
         >>> remat.nn.L1Loss(reduction="sum")(remat.tensor([1.0, -2.0]), remat.tensor([0.0, 0.0]))
         tensor(3.)
         """
-        return remat.l1_loss(input, target, reduction=self.reduction)
+        return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class _WeightedLoss(_Loss):

@@ -13,6 +13,7 @@ The layers are thin wrappers around remat's functions; all arithmetic runs in th
 from __future__ import annotations
 
 import math
+import operator
 import threading
 from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
@@ -252,6 +253,7 @@ class Module:
         d["_parameters"] = OrderedDict()
         d["_buffers"] = OrderedDict()
         d["_modules"] = OrderedDict()
+        d["_non_persistent_buffers_set"] = set()
         d["training"] = True
         d["activation_checkpointing"] = False
         d["activation_checkpointing_policy"] = None
@@ -266,10 +268,10 @@ class Module:
         self._ensure_init()
         params, buffers, modules = self._parameters, self._buffers, self._modules
         if isinstance(value, Module):
-            self._forget(name)
+            self._forget(name, keep=modules)  # a re-assigned name keeps its place (PyTorch)
             modules[name] = value
         elif _is_parameter(value):
-            self._forget(name)
+            self._forget(name, keep=params)
             params[name] = value
         elif name in params:
             # The registered tensor itself may come back (a frozen parameter re-assigned);
@@ -299,10 +301,18 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
+    def _forget(self, name: str, keep: Any = None) -> None:
+        """Drop ``name`` from the instance dict and every registry but ``keep`` (where a
+        re-registered name then keeps its place, as in PyTorch)."""
         self.__dict__.pop(name, None)
         for store in (self._parameters, self._buffers, self._modules):
-            store.pop(name, None)
+            if store is not keep:
+                store.pop(name, None)
+        self._non_persistent().discard(name)
+
+    def _non_persistent(self) -> set:
+        """The names of this module's buffers that :meth:`state_dict` leaves out."""
+        return self.__dict__.setdefault("_non_persistent_buffers_set", set())
 
     def __getattr__(self, name: str) -> Any:
         d = self.__dict__
@@ -316,6 +326,7 @@ class Module:
             d = self.__dict__.get(store)
             if d is not None and name in d:
                 del d[name]
+                self._non_persistent().discard(name)
                 return
         object.__delattr__(self, name)
 
@@ -370,13 +381,16 @@ class Module:
             self._forget(name)
         self._parameters[name] = param
 
-    def register_buffer(self, name: str, tensor: Tensor | None) -> None:
-        """Register a non-parameter Tensor (saved in ``state_dict``, moved by ``to``).
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Register a non-parameter Tensor (saved in ``state_dict`` unless not
+        ``persistent``, moved by ``to``).
 
         A buffer is state that is not trained (running statistics, masks, tables): it is
         returned by :meth:`buffers`, saved by :meth:`state_dict` and cast/moved by :meth:`to`,
-        but not returned by :meth:`parameters`. Later assignments to ``self.<name>`` must be a
-        Tensor or ``None``.
+        but not returned by :meth:`parameters`. A non-persistent buffer (a cache that can be
+        rebuilt, such as a causal mask) is the same except that :meth:`state_dict` leaves it
+        out and :meth:`load_state_dict` neither expects nor accepts it. Later assignments to
+        ``self.<name>`` must be a Tensor or ``None``.
 
         Parameters
         ----------
@@ -384,6 +398,8 @@ class Module:
             The attribute name (the key in :meth:`named_buffers` and :meth:`state_dict`).
         tensor : Tensor or None
             The buffer's value; ``None`` registers the name without a value.
+        persistent : bool, optional
+            Whether the buffer is part of :meth:`state_dict`. Default: ``True``.
 
         Returns
         -------
@@ -402,12 +418,17 @@ class Module:
         (['running_mean'], [])
         >>> m.running_mean
         tensor([0., 0., 0.])
+        >>> m.register_buffer("mask", remat.ones(2), persistent=False)
+        >>> [name for name, _ in m.named_buffers()], list(m.state_dict())
+        (['running_mean', 'mask'], ['running_mean'])
         """
         self._ensure_init()
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot register '{name}' as a buffer: expected a Tensor or None")
-        self._forget(name)
+        self._forget(name, keep=self._buffers)
         self._buffers[name] = tensor
+        if not persistent:
+            self._non_persistent().add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
         """Register ``module`` (or None) as a child under ``name``.
@@ -446,7 +467,7 @@ class Module:
         self._ensure_init()
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self._forget(name)
+        self._forget(name, keep=self._modules)
         self._modules[name] = module
 
     register_module = add_module
@@ -818,8 +839,13 @@ class Module:
             yield m
 
     def _named_members(self, store: str, prefix: str, recurse: bool, remove_duplicate: bool):
+        # As PyTorch: `remove_duplicate=False` repeats shared modules and shared tensors.
         seen = set()
-        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        mods = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
         for mprefix, m in mods:
             for name, t in getattr(m, store).items():
                 if t is None:
@@ -843,7 +869,8 @@ class Module:
             Include the parameters of every descendant; ``False`` gives only this module's
             own. Default: ``True``.
         remove_duplicate : bool, optional
-            Yield a parameter shared by several modules once (under its first name).
+            Yield a parameter shared by several modules once (under its first name); with
+            ``False`` a shared parameter or module is listed under each of its names.
             Default: ``True``.
 
         Returns
@@ -908,7 +935,8 @@ class Module:
         recurse : bool, optional
             Include the buffers of every descendant. Default: ``True``.
         remove_duplicate : bool, optional
-            Yield a buffer shared by several modules once. Default: ``True``.
+            Yield a buffer shared by several modules once; with ``False`` it is listed under
+            each of its names. Default: ``True``.
 
         Returns
         -------
@@ -1129,19 +1157,23 @@ class Module:
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
         """Move parameters and buffers to a device (``"cpu"``, ``"cuda"``, ``"cuda:N"``)
-        and/or cast them to a dtype, in place; returns self.
+        and/or cast their floating-point ones to a dtype, in place; returns self.
 
-        Moved parameters stay leaves with their ``requires_grad``; gradients move with them.
-        Parameters shared between modules stay shared. A parameter that has to change is
-        replaced by a new Tensor, so build the optimizer after calling ``to``.
+        As in PyTorch, a dtype applies only to floating-point parameters and buffers:
+        integer and bool buffers (counters, index tables, masks) keep their dtype, and the
+        dtype itself must be a floating-point one. Moved parameters stay leaves with their
+        ``requires_grad``; gradients move with them. Parameters shared between modules stay
+        shared. A parameter that has to change is replaced by a new Tensor, so build the
+        optimizer after calling ``to``.
 
         Parameters
         ----------
-        *args : str, remat.device or remat.dtype
-            The target device and/or dtype, applied in the order given (e.g. ``"cuda"``,
-            ``remat.float64``, or both).
+        *args : str, remat.device, remat.dtype or Tensor
+            The target device and/or dtype (e.g. ``"cuda"``, ``remat.float64``, or both); a
+            Tensor stands for its device and dtype.
         **kwargs : str, remat.device or remat.dtype
-            ``device=`` and/or ``dtype=``; other keywords are ignored.
+            ``device=`` and/or ``dtype=``; other keywords (``non_blocking=`` ...) are
+            ignored.
 
         Returns
         -------
@@ -1151,31 +1183,38 @@ class Module:
         Raises
         ------
         TypeError
-            When neither a device nor a dtype is given.
+            When neither a device nor a dtype is given, or the dtype is not a floating-point
+            one.
         remat.DeviceError
             When the device is unknown or not available (e.g. ``"cuda"`` without a GPU).
 
         Examples
         --------
         >>> lin = remat.nn.Linear(2, 2)
+        >>> lin.register_buffer("steps", remat.tensor([0]))
         >>> lin.to(remat.float64) is lin
         True
-        >>> lin.weight.dtype, lin.weight.is_leaf, lin.weight.requires_grad
-        (remat.float64, True, True)
+        >>> lin.weight.dtype, lin.weight.is_leaf, lin.weight.requires_grad, lin.steps.dtype
+        (remat.float64, True, True, remat.int64)
         >>> lin.to(device="cpu").weight.device
         device(type='cpu')
         """
-        targets = list(args) + [v for k, v in kwargs.items() if k in ("device", "dtype")]
-        if not targets:
-            raise TypeError("Module.to() expects a device and/or a dtype")
-        moved: dict = {}
+        device, dtype = _module_to_targets(args, kwargs)
+        return self._convert(device, dtype)
+
+    def _convert(self, device: Any, dtype: Any) -> Module:
+        """Move every parameter and buffer to ``device`` (or leave it where it is, for
+        None) and cast the floating-point ones to ``dtype`` (or keep theirs, for None)."""
 
         def convert(t: Tensor) -> Tensor:
             out = t
-            for target in targets:
-                out = out.to(target)
+            if device is not None:
+                out = out.to(device)
+            if dtype is not None and out.dtype.is_floating_point:
+                out = out.to(dtype)
             return out
 
+        moved: dict = {}
         for m in self.modules():
             for store, is_param in (("_parameters", True), ("_buffers", False)):
                 d = getattr(m, store)
@@ -1247,7 +1286,9 @@ class Module:
         return self.to("cuda" if device is None else f"cuda:{device}")
 
     def float(self) -> Module:
-        """Cast parameters and buffers to float32 (``to(remat.float32)``); returns self.
+        """Cast floating-point parameters and buffers to float32; returns self.
+
+        Integer and bool buffers keep their dtype, as in PyTorch.
 
         Returns
         -------
@@ -1265,10 +1306,12 @@ class Module:
         >>> lin.float().weight.dtype
         remat.float32
         """
-        return self.to(remat.float32)
+        return self._convert(None, remat.float32)
 
     def double(self) -> Module:
-        """Cast parameters and buffers to float64 (``to(remat.float64)``); returns self.
+        """Cast floating-point parameters and buffers to float64; returns self.
+
+        Integer and bool buffers keep their dtype, as in PyTorch.
 
         Returns
         -------
@@ -1285,22 +1328,60 @@ class Module:
         >>> remat.nn.Linear(2, 2).double().bias.dtype
         remat.float64
         """
-        return self.to(remat.float64)
+        return self._convert(None, remat.float64)
+
+    def half(self) -> Module:
+        """PyTorch's cast of floating-point parameters and buffers to float16, which remat
+        does not have: it raises (rather than failing with ``AttributeError``).
+
+        Returns
+        -------
+        Module
+            Never returns.
+
+        Raises
+        ------
+        remat.DTypeError
+            Always: remat's floating-point dtypes are float32 and float64.
+
+        Examples
+        --------
+        >>> remat.nn.Linear(2, 2).half()
+        Traceback (most recent call last):
+            ...
+        remat.DTypeError: Module.half(): remat has no float16 dtype (its float dtypes are ...
+        """
+        raise remat.DTypeError(
+            "Module.half(): remat has no float16 dtype (its float dtypes are float32 and "
+            "float64); use .float() or .double()"
+        )
 
     # -- state ------------------------------------------------------------------------------
 
-    def _state_items(self) -> list:
-        return list(self.named_parameters(remove_duplicate=False)) + list(
-            self.named_buffers(remove_duplicate=False)
-        )
+    def _state_items(self, prefix: str = "") -> list:
+        """``(dotted name, tensor)`` for every parameter and persistent buffer, in PyTorch's
+        ``state_dict`` order: a module's own parameters, then its own buffers, then each
+        child's entries; a shared module or tensor is listed under each of its names."""
+        items = [(prefix + n, p) for n, p in self._parameters.items() if p is not None]
+        skip = self.__dict__.get("_non_persistent_buffers_set", ())
+        items += [
+            (prefix + n, b) for n, b in self._buffers.items() if b is not None and n not in skip
+        ]
+        for name, m in self._modules.items():
+            if m is not None:
+                items += m._state_items(prefix + name + ".")
+        return items
 
     def state_dict(self, prefix: str = "") -> OrderedDict:
         """An ``OrderedDict`` of dotted name → NumPy array (a copy) for every parameter and
-        buffer: the parameters in :meth:`named_parameters` order, then the buffers.
+        persistent buffer, in PyTorch's order: a module's own parameters, then its own
+        buffers, then its children's entries, depth first.
 
-        A parameter shared by several modules appears under each of its names. The arrays are
-        copies, so later training does not change a saved state dict. ``remat.save`` writes
-        one to a file; :meth:`load_state_dict` reads it back.
+        A module or parameter shared by several parents appears under each of its names (as
+        in PyTorch; :meth:`named_parameters` lists it once). Buffers registered with
+        ``persistent=False`` are left out. The arrays are copies, so later training does not
+        change a saved state dict. ``remat.save`` writes one to a file;
+        :meth:`load_state_dict` reads it back.
 
         Parameters
         ----------
@@ -1325,10 +1406,12 @@ class Module:
         [('weight', (1, 2), 'float32'), ('bias', (1,), 'float32')]
         >>> list(lin.state_dict(prefix="head."))
         ['head.weight', 'head.bias']
+        >>> list(remat.nn.Sequential(lin, remat.nn.ReLU(), lin).state_dict())
+        ['0.weight', '0.bias', '2.weight', '2.bias']
         """
         out: OrderedDict = OrderedDict()
         for name, t in self._state_items():
-            out[prefix + name] = np.array(t.numpy(), copy=True)
+            out[prefix + name] = np.array(t.detach().numpy(), copy=True)
         return out
 
     def load_state_dict(self, state_dict: Any, strict: bool = True) -> _IncompatibleKeys:
@@ -1338,7 +1421,10 @@ class Module:
         A value whose shape differs from its parameter raises ``remat.ShapeError`` naming the
         parameter and both shapes; with ``strict`` (default) missing or unexpected keys raise
         ``KeyError``. Nothing is changed when an error is raised (every entry is checked
-        before the first one is copied). Returns ``(missing_keys, unexpected_keys)``.
+        before the first one is copied). Returns ``(missing_keys, unexpected_keys)``. The
+        keys are those of :meth:`state_dict`: a shared module or parameter is expected under
+        each of its names (PyTorch's state dicts of tied weights load as they are), and
+        non-persistent buffers are neither expected nor accepted.
 
         Parameters
         ----------
@@ -1440,6 +1526,38 @@ class Module:
         if not self._modules and len(lines) <= 1:
             return f"{name}({extra})"
         return name + "(\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _module_to_targets(args: tuple, kwargs: dict) -> tuple[Any, Any]:
+    """The ``(device, dtype)`` that ``Module.to(*args, **kwargs)`` asks for (None where not
+    given), as PyTorch reads them; the dtype must be a floating-point one."""
+    device: Any = None
+    dtype: Any = None
+    targets = list(args) + [kwargs[k] for k in ("device", "dtype") if kwargs.get(k) is not None]
+    if not targets:
+        raise TypeError("Module.to() expects a device and/or a dtype")
+    for target in targets:
+        if isinstance(target, Tensor):
+            device, dtype = target.device, target.dtype
+        elif isinstance(target, int) and not isinstance(target, bool):
+            device = remat.device(target)
+        elif isinstance(target, str) and target.partition(":")[0] in ("cpu", "cuda"):
+            device = target
+        else:
+            try:
+                dtype = remat.zeros(0, dtype=target).dtype
+            except (TypeError, ValueError) as e:
+                if isinstance(target, str):  # an unknown device: remat.device names it
+                    device = remat.device(target)
+                    continue
+                raise TypeError(
+                    f"Module.to(): {target!r} is neither a device nor a dtype"
+                ) from e
+    if dtype is not None and not dtype.is_floating_point:
+        raise TypeError(
+            f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}"
+        )
+    return device, dtype
 
 
 def _state_source(name: str, value: Any, t: Tensor) -> Tensor:
@@ -1895,6 +2013,10 @@ class Dropout(Module):
     p : float, optional
         Probability of zeroing an element, in ``[0, 1]`` (``p=1`` zeroes everything).
         Default: ``0.5``.
+    inplace : bool, optional
+        Write the result into the input where remat allows it (an input that takes no
+        part in autograd; see ``F.dropout``), else compute it out of place. Default:
+        ``False``.
 
     Raises
     ------
@@ -1917,12 +2039,14 @@ class Dropout(Module):
     ValueError: Dropout: p must be in [0.0, 1.0], got 1.5
     """
 
-    def __init__(self, p: float = 0.5) -> None:
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         self.p = _validate.in_range("Dropout", "p", p, 0.0, 1.0)
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        """``remat.dropout(x, p, training=self.training)`` (same shape as ``x``).
+        """``F.dropout(x, p, training=self.training, inplace=self.inplace)`` (same shape as
+        ``x``).
 
         In training mode each element is zeroed with probability ``p`` and the others are
         scaled by ``1/(1-p)``; in eval mode (``.eval()``) ``x`` comes back unchanged.
@@ -1953,10 +2077,10 @@ class Dropout(Module):
         >>> drop.eval()(remat.ones(2, 4)).shape
         (2, 4)
         """
-        return remat.dropout(x, p=self.p, training=self.training)
+        return remat.nn.functional.dropout(x, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
-        """``"p=..."``.
+        """``"p=..., inplace=..."`` (PyTorch's).
 
         Returns
         -------
@@ -1971,9 +2095,9 @@ class Dropout(Module):
         Examples
         --------
         >>> remat.nn.Dropout(0.25).extra_repr()
-        'p=0.25'
+        'p=0.25, inplace=False'
         """
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class LayerNorm(Module):
@@ -2208,10 +2332,38 @@ class Flatten(Module):
 def _child_index(container: Module, idx: int) -> int:
     """``idx`` (negative counts from the end) as the position of a child of ``container``."""
     n = len(container._modules)
-    idx = int(idx)
+    idx = operator.index(idx)
     if not -n <= idx < n:
         raise IndexError(f"index {idx} is out of range for {type(container).__name__} of {n}")
     return idx % n
+
+
+def _renumber(container: Module, modules: list) -> None:
+    """Make ``modules`` the children of ``container``, named ``"0"``, ``"1"``, ..."""
+    container._modules.clear()
+    for i, m in enumerate(modules):
+        container._modules[str(i)] = m
+
+
+def _insert_child(container: Module, index: int, module: Module) -> None:
+    """Insert ``module`` before position ``index`` (as ``list.insert``) and renumber."""
+    if not isinstance(module, Module):
+        raise TypeError(
+            f"{type(container).__name__}.insert: {type(module).__name__} is not a Module"
+        )
+    items = list(container._modules.values())
+    items.insert(operator.index(index), module)
+    _renumber(container, items)
+
+
+def _delete_children(container: Module, idx: int | slice) -> None:
+    """``del container[idx]`` for an int or a slice, then renumber as PyTorch does."""
+    items = list(container._modules.values())
+    if isinstance(idx, slice):
+        del items[idx]
+    else:
+        del items[_child_index(container, idx)]
+    _renumber(container, items)
 
 
 class Sequential(Module):
@@ -2270,21 +2422,116 @@ class Sequential(Module):
         self.add_module(key, module)
 
     def __delitem__(self, idx: int | slice) -> None:
-        keys = list(self._modules.keys())
-        doomed = keys[idx] if isinstance(idx, slice) else [keys[_child_index(self, idx)]]
-        for k in doomed:
-            del self._modules[k]
-        # keep keys "0".."n-1" as torch does
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
+        _delete_children(self, idx)  # keys stay "0".."n-1", as in PyTorch
 
     def __len__(self) -> int:
         return len(self._modules)
 
     def __iter__(self) -> Iterator[Module]:
         return iter(list(self._modules.values()))
+
+    def __add__(self, other: Sequential) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise ValueError(
+                "add operator supports only objects of Sequential class, but "
+                f"{type(other)} is given."
+            )
+        return Sequential(*self, *other)
+
+    def __iadd__(self, other: Sequential) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise ValueError(
+                "add operator supports only objects of Sequential class, but "
+                f"{type(other)} is given."
+            )
+        return self.extend(list(other))
+
+    def _repeat_check(self, other: Any) -> int:
+        if not isinstance(other, int) or isinstance(other, bool):
+            raise TypeError(
+                f"unsupported operand type(s) for *: {type(self)} and {type(other)}"
+            )
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        return other
+
+    def __mul__(self, other: int) -> Sequential:
+        return Sequential(*(list(self) * self._repeat_check(other)))
+
+    def __rmul__(self, other: int) -> Sequential:
+        return self.__mul__(other)
+
+    def __imul__(self, other: int) -> Sequential:
+        return self.extend(list(self) * (self._repeat_check(other) - 1))
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        """Insert ``module`` before position ``index`` and renumber the children; returns
+        self.
+
+        Parameters
+        ----------
+        index : int
+            The position the module gets, in ``[-len(self), len(self)]`` (negative counts
+            from the end, as ``list.insert``).
+        module : Module
+            The module to insert.
+
+        Returns
+        -------
+        Sequential
+            ``self``.
+
+        Raises
+        ------
+        IndexError
+            When ``index`` is outside ``[-len(self), len(self)]``.
+        TypeError
+            When ``module`` is not a Module.
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential(remat.nn.Linear(2, 2), remat.nn.Tanh())
+        >>> net.insert(1, remat.nn.ReLU())
+        Sequential(
+          (0): Linear(in_features=2, out_features=2, bias=True)
+          (1): ReLU()
+          (2): Tanh()
+        )
+        """
+        n = len(self._modules)
+        if not -n <= operator.index(index) <= n:
+            raise IndexError(f"Index out of range: {index}")
+        _insert_child(self, index, module)
+        return self
+
+    def pop(self, key: int | slice) -> Any:
+        """Remove the module at ``key`` (or a slice of them) and return it; the rest are
+        renumbered.
+
+        Parameters
+        ----------
+        key : int or slice
+            The position (negative counts from the end) or a slice.
+
+        Returns
+        -------
+        Module or Sequential
+            The removed module (a ``Sequential`` of them for a slice).
+
+        Raises
+        ------
+        IndexError
+            When ``key`` is out of range.
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential(remat.nn.Linear(2, 2), remat.nn.ReLU(), remat.nn.Tanh())
+        >>> net.pop(1), [name for name, _ in net.named_children()]
+        (ReLU(), ['0', '1'])
+        """
+        v = self[key]
+        del self[key]
+        return v
 
     def append(self, module: Module) -> Sequential:
         """Add ``module`` at the end (named ``str(len(self))``); returns self.
@@ -2411,18 +2658,104 @@ class ModuleList(Module):
 
     def __getitem__(self, idx: int | slice) -> Any:
         if isinstance(idx, slice):
-            return ModuleList(list(self._modules.values())[idx])
+            return type(self)(list(self._modules.values())[idx])
         return list(self._modules.values())[_child_index(self, idx)]
 
     def __setitem__(self, idx: int, module: Module) -> None:
         key = list(self._modules.keys())[_child_index(self, idx)]
         self.add_module(key, module)
 
+    def __delitem__(self, idx: int | slice) -> None:
+        _delete_children(self, idx)  # keys stay "0".."n-1", as in PyTorch
+
     def __len__(self) -> int:
         return len(self._modules)
 
     def __iter__(self) -> Iterator[Module]:
         return iter(list(self._modules.values()))
+
+    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:  # type: ignore[misc]
+        return self.extend(modules)
+
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
+        return ModuleList([*self, *other])
+
+    def __repr__(self) -> str:
+        # As PyTorch: runs of equal entries are shown once, as "(i-j): n x <repr>".
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return type(self).__name__ + "()"
+        runs: list[list] = []
+        for i, r in enumerate(reprs):
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        lines = []
+        for a, b, r in runs:
+            head = f"({a})" if a == b else f"({a}-{b}): {b - a + 1} x"
+            lines.append(_addindent(f"{head}{':' if a == b else ''} {r}", 2))
+        return type(self).__name__ + "(\n  " + "\n  ".join(lines) + "\n)"
+
+    def insert(self, index: int, module: Module) -> None:
+        """Insert ``module`` before position ``index`` and renumber the children.
+
+        ``index`` follows ``list.insert``: negative counts from the end, and an index past
+        either end inserts there.
+
+        Parameters
+        ----------
+        index : int
+            The position the module gets.
+        module : Module
+            The module to insert.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When ``module`` is not a Module or ``index`` is not an int.
+
+        Examples
+        --------
+        >>> layers = remat.nn.ModuleList([remat.nn.Linear(2, 2), remat.nn.Tanh()])
+        >>> layers.insert(1, remat.nn.ReLU())
+        >>> [type(m).__name__ for m in layers], [name for name, _ in layers.named_children()]
+        (['Linear', 'ReLU', 'Tanh'], ['0', '1', '2'])
+        """
+        _insert_child(self, index, module)
+
+    def pop(self, key: int | slice) -> Any:
+        """Remove the module at ``key`` (or a slice of them) and return it; the rest are
+        renumbered.
+
+        Parameters
+        ----------
+        key : int or slice
+            The position (negative counts from the end) or a slice.
+
+        Returns
+        -------
+        Module or ModuleList
+            The removed module (a ``ModuleList`` of them for a slice).
+
+        Raises
+        ------
+        IndexError
+            When ``key`` is out of range.
+
+        Examples
+        --------
+        >>> layers = remat.nn.ModuleList([remat.nn.ReLU(), remat.nn.Tanh()])
+        >>> layers.pop(0), len(layers), layers[0]
+        (ReLU(), 1, Tanh())
+        """
+        v = self[key]
+        del self[key]
+        return v
 
     def append(self, module: Module) -> ModuleList:
         """Add ``module`` at the end (named ``str(len(self))``); returns self.
@@ -2475,6 +2808,11 @@ class ModuleList(Module):
         >>> len(layers.extend([remat.nn.Tanh(), remat.nn.Sigmoid()]))
         3
         """
+        if not isinstance(modules, Iterable):
+            raise TypeError(
+                "ModuleList.extend should be called with an iterable, but got "
+                + type(modules).__name__
+            )
         for m in modules:
             self.append(m)
         return self

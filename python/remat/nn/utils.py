@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import types
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -11,6 +13,10 @@ import remat
 from .._remat import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
+
+
+def _as_float(t: Tensor) -> Tensor:
+    return t if t.dtype.is_floating_point else t.float()
 
 
 def _grads(parameters: Any) -> list[Tensor]:
@@ -26,7 +32,9 @@ def get_total_norm(
 ) -> Tensor:
     """The ``norm_type``-norm of the norms of ``tensors`` (as if they were concatenated).
 
-    Computed under ``no_grad`` on detached float32 copies; the tensors are not changed.
+    Computed under ``no_grad``, each tensor's norm in its own dtype; the total has the
+    promoted dtype of the tensors (float64 if any is float64, as PyTorch's), and the tensors
+    are not changed.
 
     Parameters
     ----------
@@ -40,7 +48,8 @@ def get_total_norm(
     Returns
     -------
     Tensor
-        A 0-d float32 tensor; ``tensor(0.)`` when ``tensors`` is empty.
+        A 0-d tensor of the tensors' (promoted) float dtype; ``tensor(0.)`` (float32) when
+        ``tensors`` is empty.
 
     Raises
     ------
@@ -62,8 +71,13 @@ def get_total_norm(
     if not ts:
         return remat.tensor(0.0)
     with remat.no_grad():
-        norms = remat.stack([remat.norm(t.detach().float(), norm_type) for t in ts])
-        total = remat.norm(norms, norm_type)
+        norms = [remat.norm(_as_float(t.detach()), norm_type) for t in ts]
+        # PyTorch stacks the norms with type promotion: float64 if any tensor is float64.
+        dtype = remat.float64 if any(n.dtype == remat.float64 for n in norms) else None
+        if dtype is not None:
+            norms = [n.to(dtype) for n in norms]
+        device = norms[0].device
+        total = remat.norm(remat.stack([n.to(device) for n in norms]), norm_type)
     if error_if_nonfinite and not math.isfinite(total.item()):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is "
@@ -79,8 +93,10 @@ def clip_grads_with_norm_(
     """Scale the gradients in place by ``min(1, max_norm / (total_norm + 1e-6))``.
 
     The second half of :func:`clip_grad_norm_`, for when the total norm was computed
-    separately (e.g. with :func:`get_total_norm`). Parameters without a gradient are
-    skipped; nothing is scaled when the coefficient is not below 1 (also when it is NaN).
+    separately (e.g. with :func:`get_total_norm`). As in PyTorch, the coefficient is
+    computed in ``total_norm``'s dtype and each gradient is multiplied by it (cast to the
+    gradient's dtype); a NaN total gives a NaN coefficient, which every gradient is then
+    multiplied by, and an infinite one gives 0. Parameters without a gradient are skipped.
 
     Parameters
     ----------
@@ -111,11 +127,20 @@ def clip_grads_with_norm_(
     >>> [round(g, 4) for g in w.grad.tolist()]
     [1.5, 2.0]
     """
-    coef = float(max_norm) / (float(total_norm.item()) + 1e-6)
-    if coef < 1.0:
-        with remat.no_grad():
-            for g in _grads(parameters):
-                g.mul_(coef)
+    grads = _grads(parameters)
+    if not grads:
+        return
+    max_norm = float(max_norm)
+    with remat.no_grad():
+        coef = remat.clamp(max_norm / (total_norm.detach() + 1e-6), max=1.0)
+        if coef.item() == 1.0:  # multiplying by one changes nothing
+            return
+        cast: dict = {}
+        for g in grads:
+            key = (g.dtype, str(g.device))
+            if key not in cast:
+                cast[key] = coef.to(g.device).to(g.dtype)
+            g.mul_(cast[key])
 
 
 def clip_grad_norm_(
@@ -126,14 +151,15 @@ def clip_grad_norm_(
     foreach: bool | None = None,
 ) -> Tensor:
     """Scale all gradients together so their total ``norm_type``-norm is at most
-    ``max_norm`` (PyTorch's ``coef = max_norm / (total + 1e-6)``, applied when below 1).
-    Returns the total norm before clipping, as a 0-d tensor.
+    ``max_norm`` (PyTorch's ``coef = min(1, max_norm / (total + 1e-6))``, computed in the
+    total's dtype). Returns the total norm before clipping, as a 0-d tensor.
 
     Call it between ``loss.backward()`` and ``optimizer.step()``. The total is the norm of
-    all gradients as if concatenated (:func:`get_total_norm`); parameters without a gradient
-    are skipped. With a NaN total the gradients are left unchanged (PyTorch would scale them
-    by NaN); with an infinite one they are multiplied by 0 (so an infinite element becomes
-    NaN).
+    all gradients as if concatenated (:func:`get_total_norm`), in their dtype (float64
+    gradients give a float64 total and are clipped in float64); parameters without a
+    gradient are skipped. As in PyTorch (with ``error_if_nonfinite=False``), a NaN total
+    makes every gradient NaN, and an infinite one multiplies them by 0 (so an infinite
+    element becomes NaN).
 
     Parameters
     ----------
@@ -152,7 +178,7 @@ def clip_grad_norm_(
     Returns
     -------
     Tensor
-        The total norm before clipping, a 0-d float32 tensor.
+        The total norm before clipping, a 0-d tensor of the gradients' (promoted) dtype.
 
     Raises
     ------
@@ -170,7 +196,15 @@ def clip_grad_norm_(
     >>> [round(g, 4) for g in w.grad.tolist()]
     [0.6, 0.8]
     """
-    params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    if isinstance(parameters, Tensor):
+        params = [parameters]
+    else:
+        params = list(parameters)
+        if isinstance(parameters, types.GeneratorType) and not params:
+            warnings.warn(
+                "`parameters` is an empty generator, no gradient clipping will occur.",
+                stacklevel=2,
+            )
     total = get_total_norm(_grads(params), norm_type, error_if_nonfinite)
     clip_grads_with_norm_(params, max_norm, total)
     return total

@@ -1,17 +1,26 @@
 """Learning-rate schedules with ``torch.optim.lr_scheduler``'s names, arguments and
-formulas. Each scheduler sets ``group["lr"]`` of its optimizer's parameter groups from the
-group's ``initial_lr`` and its step count ``last_epoch``, in closed form:
+formulas. Each ``step()`` sets ``group["lr"]`` of its optimizer's parameter groups.
 
-- ``StepLR``: ``base · gamma^(epoch // step_size)``
+As in PyTorch, most schedules are *chainable*: a step scales the group's current
+``"lr"`` (whatever set it, e.g. another scheduler stepped on the same optimizer), so several
+schedulers compose. From a fresh start, alone, they follow these closed forms (``base`` is the
+group's ``initial_lr``, ``epoch`` the step count ``last_epoch``):
+
+- ``StepLR``: ``base · gamma^(epoch // step_size)`` (``lr · gamma`` every ``step_size``)
 - ``MultiStepLR``: ``base · gamma^(number of milestones <= epoch)``
-- ``ExponentialLR``: ``base · gamma^epoch``
-- ``CosineAnnealingLR``: ``eta_min + (base - eta_min)(1 + cos(π · epoch / T_max)) / 2``
-- ``LambdaLR``: ``base · lr_lambda(epoch)``
-- ``LinearLR``: ``base · (start + (end - start) · min(epoch, total_iters) / total_iters)``
+- ``ExponentialLR``: ``base · gamma^epoch`` (``lr · gamma`` each step)
+- ``CosineAnnealingLR``: ``eta_min + (base - eta_min)(1 + cos(π · epoch / T_max)) / 2``,
+  reached by PyTorch's recursive form
+- ``LinearLR``: ``base · (start + (end - start) · min(epoch, total_iters) / total_iters)``,
+  reached by ratios of successive factors
 - ``ConstantLR``: ``base · factor`` before ``total_iters``, ``base`` after
-- ``OneCycleLR``: PyTorch's two- or three-phase cosine/linear cycle, cycling momentum (or
-  Adam's beta1) inversely
-- ``SequentialLR``: hands over from one scheduler to the next at ``milestones``.
+
+``LambdaLR`` (``base · lr_lambda(epoch)``) and ``OneCycleLR`` (PyTorch's two- or three-phase
+cosine/linear cycle, cycling momentum or Adam's beta1 inversely) are not chainable: they
+set the rate from their own formula. ``SequentialLR`` hands over from one scheduler to the
+next at ``milestones``; ``ChainedScheduler`` steps several at once. The recursive forms are
+PyTorch's, so the rates equal PyTorch's to the last bit, alone or chained.
+``step(epoch)`` jumps to ``epoch`` through the closed form.
 
 As in PyTorch, constructing a scheduler takes its first step (epoch 0), and ``step()`` is
 called after ``optimizer.step()``.
@@ -22,6 +31,8 @@ from __future__ import annotations
 import bisect
 import math
 import types
+import warnings
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,7 +40,7 @@ from .optimizers import Optimizer
 
 __all__ = [
     "LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR",
-    "LinearLR", "ConstantLR", "OneCycleLR", "SequentialLR",
+    "LinearLR", "ConstantLR", "OneCycleLR", "SequentialLR", "ChainedScheduler",
 ]
 
 
@@ -39,10 +50,12 @@ def _check_optimizer(owner: str, optimizer: Any) -> None:
 
 
 class LRScheduler:
-    """Base class: subclasses define :meth:`_lr_at` (the closed form).
+    """Base class: subclasses define :meth:`get_lr` (the rates of the next step, usually
+    from the groups' current ``"lr"``) and/or :meth:`_lr_at` (the closed form).
 
     ``_lr_at(base_lr, group_index, epoch)`` returns a group's learning rate at ``epoch``
-    from its base rate (the group's ``"initial_lr"``, set from ``"lr"`` on a fresh start).
+    from its base rate (the group's ``"initial_lr"``, set from ``"lr"`` on a fresh start);
+    a subclass that defines only it is not chainable (:meth:`get_lr` then uses it).
     Construction takes the first step (epoch 0); call :meth:`step` after each
     ``optimizer.step()``.
 
@@ -62,7 +75,7 @@ class LRScheduler:
     KeyError
         When resuming (``last_epoch != -1``) and a group has no ``"initial_lr"``.
     NotImplementedError
-        When the class does not define ``_lr_at`` (the base class itself).
+        When the class defines neither ``get_lr`` nor ``_lr_at`` (the base class itself).
 
     Examples
     --------
@@ -94,16 +107,39 @@ class LRScheduler:
                     )
         self.base_lrs: list[float] = [g["initial_lr"] for g in optimizer.param_groups]
         self.last_epoch = last_epoch
-        self._last_lr: list[float] = []
-        self.step()
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        """Reset the step count and take the first step, in "initial" mode (in which the
+        chainable forms leave the rates as they are, as PyTorch's do)."""
+        self._step_count = 0
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
 
     def _lr_at(self, base_lr: float, group_index: int, epoch: int) -> float:
         raise NotImplementedError
 
-    def get_lr(self) -> list[float]:
-        """The learning rates for the current ``last_epoch``.
+    def _get_closed_form_lr(self) -> list[float]:
+        """The rates at ``last_epoch`` from the closed form :meth:`_lr_at` (what
+        ``step(epoch)`` uses); a class without one uses :meth:`get_lr`."""
+        if type(self)._lr_at is LRScheduler._lr_at:
+            return self.get_lr()
+        return [self._lr_at(b, i, self.last_epoch) for i, b in enumerate(self.base_lrs)]
 
-        Computed from the closed form (it does not change the optimizer).
+    def _group_lrs(self) -> list[float]:
+        return [g["lr"] for g in self.optimizer.param_groups]
+
+    def get_lr(self) -> list[float]:
+        """The learning rates of the step just taken (``last_epoch``), as :meth:`step`
+        computes them.
+
+        A chainable scheduler computes them from the groups' current ``"lr"`` (so called
+        outside :meth:`step` it gives the rates one more step would set, and warns, as
+        PyTorch does); a closed-form one from its formula. It does not change the
+        optimizer. To read the current rates use :meth:`get_last_lr`.
 
         Returns
         -------
@@ -113,17 +149,31 @@ class LRScheduler:
         Raises
         ------
         NotImplementedError
-            When the class defines no closed form (``SequentialLR``, the base class).
+            When the class defines no formula (the base class).
 
         Examples
         --------
         >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
         >>> sched = remat.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
-        >>> sched.last_epoch = 3
-        >>> sched.get_lr()
-        [0.0125]
+        >>> sched.get_last_lr()
+        [0.1]
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     sched.get_lr()  # what the next step sets: the current lr times gamma
+        [0.05]
         """
+        self._warn_outside_step()
         return [self._lr_at(b, i, self.last_epoch) for i, b in enumerate(self.base_lrs)]
+
+    def _warn_outside_step(self) -> None:
+        if not self.__dict__.get("_get_lr_called_within_step", False):
+            warnings.warn(
+                "To get the last learning rate computed by the scheduler, please use "
+                "`get_last_lr()`.",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def get_last_lr(self) -> list[float]:
         """The learning rates the last :meth:`step` set.
@@ -154,13 +204,14 @@ class LRScheduler:
     def step(self, epoch: int | None = None) -> None:
         """Advance one step (or jump to ``epoch``) and set the groups' learning rates.
 
-        Call it after ``optimizer.step()``.
+        Call it after ``optimizer.step()``. A chainable scheduler scales the groups'
+        current rates, so schedulers stepped together compose.
 
         Parameters
         ----------
         epoch : int, optional
-            Jump to this epoch instead of the next one (taken with ``int()``). Default:
-            ``None``.
+            Jump to this epoch instead of the next one (taken with ``int()``), with the
+            closed form (deprecated in PyTorch). Default: ``None``.
 
         Returns
         -------
@@ -187,10 +238,25 @@ class LRScheduler:
         >>> sched.get_last_lr()
         [0.003125]
         """
-        self.last_epoch = self.last_epoch + 1 if epoch is None else int(epoch)
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+        self._step_count += 1
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch: int | None = None) -> None:
+        """Advance ``last_epoch`` (or set it to ``epoch``, using the closed form) and write
+        the new rates into the groups."""
+        self._get_lr_called_within_step = True
+        try:
+            if epoch is None:
+                self.last_epoch += 1
+                values = self.get_lr()
+            else:
+                self.last_epoch = int(epoch)
+                values = self._get_closed_form_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
-        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+        self._last_lr = self._group_lrs()
 
     def state_dict(self) -> dict:
         """Everything but the optimizer (and callables), for :meth:`load_state_dict`.
@@ -211,7 +277,8 @@ class LRScheduler:
         >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
         >>> sched = remat.optim.lr_scheduler.StepLR(opt, step_size=2)
         >>> sched.state_dict()
-        {'step_size': 2, 'gamma': 0.1, 'base_lrs': [0.1], 'last_epoch': 0, '_last_lr': [0.1]}
+        {'step_size': 2, 'gamma': 0.1, 'base_lrs': [0.1], 'last_epoch': 0, '_step_count': 1,
+         '_is_initial': False, '_get_lr_called_within_step': False, '_last_lr': [0.1]}
         """
         return {k: v for k, v in self.__dict__.items() if k not in self._keep_out}
 
@@ -253,7 +320,8 @@ class LRScheduler:
 class StepLR(LRScheduler):
     """Multiply the learning rate by ``gamma`` every ``step_size`` epochs.
 
-    ``lr = base_lr * gamma ** (epoch // step_size)``.
+    Chainable: at each multiple of ``step_size`` the group's current ``"lr"`` is multiplied
+    by ``gamma``; alone, ``lr = base_lr * gamma ** (epoch // step_size)``.
 
     Parameters
     ----------
@@ -297,6 +365,34 @@ class StepLR(LRScheduler):
         self.step_size, self.gamma = step_size, float(gamma)
         super().__init__(optimizer, last_epoch)
 
+    def get_lr(self) -> list[float]:
+        """The groups' current rates, times ``gamma`` when ``last_epoch`` is a non-zero
+        multiple of ``step_size`` (PyTorch's chainable form).
+
+        Returns
+        -------
+        list of float
+            One learning rate per parameter group.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> sched = remat.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+        >>> opt.param_groups[0]["lr"] = 0.3  # changed by hand: the next step scales it
+        >>> sched.step()
+        >>> sched.get_last_lr()
+        [0.15]
+        """
+        self._warn_outside_step()
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return self._group_lrs()
+        return [lr * self.gamma for lr in self._group_lrs()]
+
     def _lr_at(self, base_lr: float, group_index: int, epoch: int) -> float:
         return base_lr * self.gamma ** (epoch // self.step_size)
 
@@ -304,14 +400,15 @@ class StepLR(LRScheduler):
 class MultiStepLR(LRScheduler):
     """Multiply the learning rate by ``gamma`` at each milestone (repeats count twice).
 
-    ``lr = base_lr * gamma ** (number of milestones <= epoch)``.
+    Chainable: at a milestone listed ``n`` times the group's current ``"lr"`` is multiplied
+    by ``gamma ** n``; alone, ``lr = base_lr * gamma ** (number of milestones <= epoch)``.
 
     Parameters
     ----------
     optimizer : Optimizer
         The optimizer whose groups' ``"lr"`` is set.
     milestones : iterable of int
-        The epochs at which to decay (sorted here).
+        The epochs at which to decay (kept as a ``collections.Counter``, as PyTorch).
     gamma : float, optional
         The decay factor. Default: ``0.1``.
     last_epoch : int, optional
@@ -342,17 +439,47 @@ class MultiStepLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, milestones: Sequence[int], gamma: float = 0.1,
                  last_epoch: int = -1) -> None:
-        self.milestones = sorted(int(m) for m in milestones)
+        self.milestones = Counter(int(m) for m in milestones)
         self.gamma = float(gamma)
         super().__init__(optimizer, last_epoch)
 
+    def get_lr(self) -> list[float]:
+        """The groups' current rates, times ``gamma ** n`` when ``last_epoch`` is a milestone
+        listed ``n`` times (PyTorch's chainable form).
+
+        Returns
+        -------
+        list of float
+            One learning rate per parameter group.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=1.0)
+        >>> sched = remat.optim.lr_scheduler.MultiStepLR(opt, milestones=[1, 1], gamma=0.5)
+        >>> sched.step()
+        >>> sched.get_last_lr()
+        [0.25]
+        """
+        self._warn_outside_step()
+        n = self.milestones.get(self.last_epoch, 0)
+        if not n:
+            return self._group_lrs()
+        return [lr * self.gamma**n for lr in self._group_lrs()]
+
     def _lr_at(self, base_lr: float, group_index: int, epoch: int) -> float:
-        return base_lr * self.gamma ** bisect.bisect_right(self.milestones, epoch)
+        marks = sorted(Counter(self.milestones).elements())
+        return base_lr * self.gamma ** bisect.bisect_right(marks, epoch)
 
 
 class ExponentialLR(LRScheduler):
     """Multiply the learning rate by ``gamma`` every epoch.
 
+    Chainable: each step multiplies the group's current ``"lr"`` by ``gamma``; alone,
     ``lr = base_lr * gamma ** epoch``.
 
     Parameters
@@ -389,6 +516,33 @@ class ExponentialLR(LRScheduler):
         self.gamma = float(gamma)
         super().__init__(optimizer, last_epoch)
 
+    def get_lr(self) -> list[float]:
+        """The groups' current rates times ``gamma`` (unchanged on the first step), PyTorch's
+        chainable form.
+
+        Returns
+        -------
+        list of float
+            One learning rate per parameter group.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> sched = remat.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+        >>> sched.step()
+        >>> sched.get_last_lr()
+        [0.05]
+        """
+        self._warn_outside_step()
+        if self._is_initial:
+            return self._group_lrs()
+        return [lr * self.gamma for lr in self._group_lrs()]
+
     def _lr_at(self, base_lr: float, group_index: int, epoch: int) -> float:
         return base_lr * self.gamma**epoch
 
@@ -396,8 +550,12 @@ class ExponentialLR(LRScheduler):
 class CosineAnnealingLR(LRScheduler):
     """Cosine from the base learning rate down to ``eta_min`` over ``T_max`` epochs.
 
-    ``lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2`` (the closed
-    form: past ``T_max`` it rises again, as a cosine does).
+    Alone, ``lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2`` (past
+    ``T_max`` it rises again, as a cosine does). Each step computes it, as PyTorch does,
+    recursively from the group's current ``"lr"``:
+    ``eta_min + (lr - eta_min) * (1 + cos(pi * e / T_max)) / (1 + cos(pi * (e - 1) / T_max))``
+    (at the restart points ``lr + (base_lr - eta_min) * (1 - cos(pi / T_max)) / 2``), so it
+    composes with other schedulers and gives PyTorch's numbers exactly.
 
     Parameters
     ----------
@@ -440,6 +598,44 @@ class CosineAnnealingLR(LRScheduler):
         self.T_max, self.eta_min = T_max, float(eta_min)
         super().__init__(optimizer, last_epoch)
 
+    def get_lr(self) -> list[float]:
+        """The next rates by PyTorch's recursive cosine form, from the groups' current
+        ``"lr"`` (see the class docstring).
+
+        Returns
+        -------
+        list of float
+            One learning rate per parameter group.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=1.0)
+        >>> sched = remat.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=2)
+        >>> sched.step()
+        >>> [round(lr, 6) for lr in sched.get_last_lr()]
+        [0.5]
+        """
+        self._warn_outside_step()
+        e, t, eta = self.last_epoch, self.T_max, self.eta_min
+        groups = self._group_lrs()
+        if self._is_initial:
+            return groups
+        if self._step_count == 1 and e > 0:
+            return [eta + (b - eta) * (1 + math.cos(e * math.pi / t)) / 2 for b in self.base_lrs]
+        if (e - 1 - t) % (2 * t) == 0:
+            return [lr + (b - eta) * (1 - math.cos(math.pi / t)) / 2
+                    for b, lr in zip(self.base_lrs, groups)]
+        return [
+            (1 + math.cos(math.pi * e / t)) / (1 + math.cos(math.pi * (e - 1) / t)) * (lr - eta)
+            + eta
+            for lr in groups
+        ]
+
     def _lr_at(self, base_lr: float, group_index: int, epoch: int) -> float:
         cos = math.cos(math.pi * epoch / self.T_max)
         return self.eta_min + (base_lr - self.eta_min) * (1 + cos) / 2
@@ -447,6 +643,9 @@ class CosineAnnealingLR(LRScheduler):
 
 class LambdaLR(LRScheduler):
     """The base learning rate times ``lr_lambda(epoch)`` (one function, or one per group).
+
+    Not chainable (as in PyTorch): each step sets ``base_lr * lr_lambda(epoch)``, whatever
+    the group's rate was.
 
     Parameters
     ----------
@@ -574,6 +773,10 @@ class LinearLR(LRScheduler):
     """Scale the base learning rate linearly from ``start_factor`` to ``end_factor`` over
     ``total_iters`` epochs, then keep ``end_factor``.
 
+    Chainable, as in PyTorch: the first step multiplies the group's ``"lr"`` by
+    ``start_factor``, each later one (up to ``total_iters``) by the ratio of successive
+    factors, ``1 + (end - start) / (total_iters * start + (epoch - 1) * (end - start))``.
+
     Parameters
     ----------
     optimizer : Optimizer
@@ -626,6 +829,39 @@ class LinearLR(LRScheduler):
         self.total_iters = int(total_iters)
         super().__init__(optimizer, last_epoch)
 
+    def get_lr(self) -> list[float]:
+        """The groups' current rates times the ratio of successive factors (``start_factor``
+        on epoch 0), PyTorch's chainable form.
+
+        Returns
+        -------
+        list of float
+            One learning rate per parameter group.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=1.0)
+        >>> sched = remat.optim.lr_scheduler.LinearLR(opt, start_factor=0.5, total_iters=2)
+        >>> sched.step()
+        >>> sched.get_last_lr()
+        [0.75]
+        """
+        self._warn_outside_step()
+        groups = self._group_lrs()
+        if self.last_epoch == 0:
+            return [lr * self.start_factor for lr in groups]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return groups
+        delta = self.end_factor - self.start_factor
+        ratio = 1.0 + delta / (self.total_iters * self.start_factor
+                               + (self.last_epoch - 1) * delta)
+        return [lr * ratio for lr in groups]
+
     def _lr_at(self, base_lr: float, group_index: int, epoch: int) -> float:
         frac = min(self.total_iters, epoch) / self.total_iters if self.total_iters else 1.0
         return base_lr * (self.start_factor + (self.end_factor - self.start_factor) * frac)
@@ -633,6 +869,9 @@ class LinearLR(LRScheduler):
 
 class ConstantLR(LRScheduler):
     """The base learning rate times ``factor`` until ``total_iters``, then the base.
+
+    Chainable, as in PyTorch: the first step multiplies the group's ``"lr"`` by ``factor``,
+    the step at ``total_iters`` divides it by ``factor`` again.
 
     Parameters
     ----------
@@ -676,6 +915,40 @@ class ConstantLR(LRScheduler):
             )
         self.factor, self.total_iters = float(factor), int(total_iters)
         super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        """The groups' current rates times ``factor`` on epoch 0, times ``1 / factor`` at
+        ``total_iters``, unchanged otherwise (PyTorch's chainable form).
+
+        Returns
+        -------
+        list of float
+            One learning rate per parameter group.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> sched = remat.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=1)
+        >>> sched.get_last_lr()
+        [0.05]
+        >>> sched.step()
+        >>> sched.get_last_lr()
+        [0.1]
+        """
+        self._warn_outside_step()
+        groups = self._group_lrs()
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in groups]
+        if self.last_epoch != self.total_iters:
+            return groups
+        if self.factor == 0:  # PyTorch divides by zero here; the closed form is the base
+            return self._get_closed_form_lr()
+        return [lr * (1.0 / self.factor) for lr in groups]
 
     def _lr_at(self, base_lr: float, group_index: int, epoch: int) -> float:
         return base_lr * (self.factor if epoch < self.total_iters else 1.0)
@@ -862,9 +1135,13 @@ class OneCycleLR(LRScheduler):
         >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
         >>> sched = remat.optim.lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=4,
         ...                                             cycle_momentum=False)
-        >>> [round(lr, 4) for lr in sched.get_lr()]
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # called outside step(): PyTorch warns too
+        ...     [round(lr, 4) for lr in sched.get_lr()]
         [0.04]
         """
+        self._warn_outside_step()
         step = self.last_epoch
         if step > self.total_steps:
             raise ValueError(
@@ -889,9 +1166,11 @@ class SequentialLR(LRScheduler):
     """Run ``schedulers[i]`` between ``milestones[i-1]`` and ``milestones[i]``; each takes
     over from its own epoch 0.
 
-    Construction resets the groups' learning rates to their ``initial_lr`` and restarts
-    the first scheduler at its epoch 0. It has no closed form of its own (``get_lr``
-    raises ``NotImplementedError``).
+    As in PyTorch: construction resets the groups' learning rates to their
+    ``initial_lr``, undoes the first step every scheduler took when it was built, and
+    restarts the first one at its epoch 0; at a milestone the next scheduler is set to its
+    epoch 0 by its closed form, and steps on from there (chainably, from the rate it found).
+    It has no formula of its own (``get_lr`` raises ``NotImplementedError``).
 
     Parameters
     ----------
@@ -955,9 +1234,42 @@ class SequentialLR(LRScheduler):
         for g in optimizer.param_groups:
             g["lr"] = g["initial_lr"]
         self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
-        # The first scheduler starts over at its epoch 0.
-        self._schedulers[0].step(0)
-        self._last_lr = self._schedulers[0].get_last_lr()
+        self._undo_initial_steps(self)
+        # The scheduler of epoch 0 starts over, with its first (initial) step.
+        idx = bisect.bisect_right(self._milestones, 0)
+        self._schedulers[idx]._initial_step()
+        self._last_lr = self._schedulers[idx].get_last_lr()
+
+    @classmethod
+    def _undo_initial_steps(cls, sched: Any) -> None:
+        """Take back the step every (nested) scheduler took when it was built."""
+        if hasattr(sched, "_schedulers"):
+            for s in sched._schedulers:
+                cls._undo_initial_steps(s)
+        elif hasattr(sched, "last_epoch"):
+            sched.last_epoch -= 1
+
+    def get_lr(self) -> list[float]:
+        """Not defined for ``SequentialLR`` (the active scheduler computes the rates).
+
+        Returns
+        -------
+        list of float
+            Never returns.
+
+        Raises
+        ------
+        NotImplementedError
+            Always; use :meth:`get_last_lr`.
+
+        Examples
+        --------
+        >>> from remat.optim.lr_scheduler import ConstantLR, SequentialLR
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> SequentialLR(opt, [ConstantLR(opt, factor=0.5)], milestones=[]).get_last_lr()
+        [0.05]
+        """
+        raise NotImplementedError("SequentialLR has no learning-rate formula of its own")
 
     def step(self, epoch: int | None = None) -> None:
         """Advance one step: the scheduler whose span holds the new epoch steps (restarting
@@ -994,7 +1306,7 @@ class SequentialLR(LRScheduler):
         idx = bisect.bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
         if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
-            scheduler.step(0)
+            scheduler._update_lr(0)
         else:
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
@@ -1054,6 +1366,174 @@ class SequentialLR(LRScheduler):
         >>> b.load_state_dict(a.state_dict())
         >>> b.last_epoch, b.get_last_lr() == a.get_last_lr()
         (4, True)
+        """
+        state = dict(state_dict)
+        subs = state.pop("_schedulers", [])
+        super().load_state_dict(state)
+        for s, sd in zip(self._schedulers, subs):
+            s.load_state_dict(sd)
+
+
+class ChainedScheduler(LRScheduler):
+    """Step several schedulers of one optimizer together, as ``torch``'s
+    ``ChainedScheduler``: each :meth:`step` steps every scheduler in order, so chainable
+    ones compose (e.g. a ``ConstantLR`` warm-up times an ``ExponentialLR`` decay).
+
+    Parameters
+    ----------
+    schedulers : sequence of LRScheduler
+        The schedulers, all of the same optimizer, stepped in this order.
+    optimizer : Optimizer, optional
+        Their optimizer. Default: ``None`` (the first scheduler's).
+
+    Raises
+    ------
+    ValueError
+        When ``schedulers`` is empty or a scheduler belongs to another optimizer.
+    TypeError
+        When a scheduler has no ``optimizer``.
+
+    Examples
+    --------
+    >>> from remat.optim.lr_scheduler import ChainedScheduler, ConstantLR, ExponentialLR
+    >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=1.0)
+    >>> sched = ChainedScheduler([ConstantLR(opt, factor=0.5, total_iters=2),
+    ...                           ExponentialLR(opt, gamma=0.5)])
+    >>> lrs = []
+    >>> for _ in range(4):
+    ...     lrs.append(sched.get_last_lr()[0])
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [0.5, 0.25, 0.25, 0.125]
+    """
+
+    _keep_out = ("optimizer", "_schedulers")
+
+    def __init__(self, schedulers: Sequence[LRScheduler],
+                 optimizer: Optimizer | None = None) -> None:
+        if len(schedulers) < 1:
+            raise ValueError(
+                "ChainedScheduler expects at least one scheduler to be chained, but got no "
+                "scheduler."
+            )
+        optimizer = optimizer or schedulers[0].optimizer
+        for i, s in enumerate(schedulers):
+            if not hasattr(s, "optimizer"):
+                raise TypeError(f"ChainedScheduler at index {i} should have `optimizer` as its "
+                                "attribute.")
+            if s.optimizer is not optimizer:
+                raise ValueError(
+                    "ChainedScheduler expects all schedulers to belong to the same optimizer, "
+                    f"but got scheduler {type(s).__name__} at index {i} with a different one"
+                )
+        self._schedulers = list(schedulers)
+        self.optimizer = optimizer
+        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+
+    def get_lr(self) -> list[float]:
+        """Not defined for ``ChainedScheduler`` (its schedulers compute the rates).
+
+        Returns
+        -------
+        list of float
+            Never returns.
+
+        Raises
+        ------
+        NotImplementedError
+            Always; use :meth:`get_last_lr`.
+
+        Examples
+        --------
+        >>> from remat.optim.lr_scheduler import ChainedScheduler, StepLR
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> ChainedScheduler([StepLR(opt, 1)]).get_last_lr()
+        [0.1]
+        """
+        raise NotImplementedError("ChainedScheduler has no learning-rate formula of its own")
+
+    def step(self, epoch: int | None = None) -> None:
+        """Step every scheduler once, in order.
+
+        Parameters
+        ----------
+        epoch : int, optional
+            Accepted for the signature's sake and ignored. Default: ``None``.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        ValueError
+            When a scheduler raises (a ``OneCycleLR`` past its total steps).
+
+        Examples
+        --------
+        >>> from remat.optim.lr_scheduler import ChainedScheduler, ExponentialLR, StepLR
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=1.0)
+        >>> sched = ChainedScheduler([StepLR(opt, 1, 0.5), ExponentialLR(opt, 0.5)])
+        >>> sched.step()
+        >>> sched.get_last_lr()
+        [0.25]
+        """
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+
+    def state_dict(self) -> dict:
+        """The state, with each scheduler's state dict under ``"_schedulers"``.
+
+        Returns
+        -------
+        dict
+            ``_last_lr`` and the inner state dicts.
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> from remat.optim.lr_scheduler import ChainedScheduler, StepLR
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> len(ChainedScheduler([StepLR(opt, 1), StepLR(opt, 2)]).state_dict()["_schedulers"])
+        2
+        """
+        state = super().state_dict()
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore what :meth:`state_dict` returned, inner schedulers included.
+
+        Parameters
+        ----------
+        state_dict : dict
+            What :meth:`state_dict` returned.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When ``state_dict`` is not a mapping.
+
+        Examples
+        --------
+        >>> from remat.optim.lr_scheduler import ChainedScheduler, StepLR
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> a = ChainedScheduler([StepLR(opt, 1, 0.5)])
+        >>> a.step()
+        >>> b = ChainedScheduler([StepLR(opt, 1, 0.5)])
+        >>> b.load_state_dict(a.state_dict())
+        >>> b._schedulers[0].last_epoch
+        1
         """
         state = dict(state_dict)
         subs = state.pop("_schedulers", [])

@@ -4,15 +4,17 @@ decay), Adam, AdamW, RMSprop and Adagrad.
 For SGD, Adam and AdamW ``step()`` calls one Rust kernel per parameter that has a gradient;
 the kernel updates the parameter and its state tensors in place with PyTorch's formulas.
 RMSprop and Adagrad run a few in-place engine ops per parameter instead. State tensors are
-created lazily on a parameter's first step. Parameters can be given as an
-iterable of Tensors or as a list of param-group dicts (``{"params": [...], "lr": ...}``) whose
-hyperparameters override the defaults; ``param_groups[i]["lr"]`` may be changed between steps.
+created lazily on a parameter's first step (Adagrad's at construction, as in PyTorch).
+Parameters can be given as an iterable of Tensors, of ``(name, Tensor)`` pairs
+(``model.named_parameters()``), or as a list of param-group dicts (``{"params": [...], "lr":
+...}``) whose hyperparameters override the defaults; ``param_groups[i]["lr"]`` may be changed
+between steps. Each optimizer takes PyTorch's ``maximize`` flag.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, MutableMapping
 
 import numpy as np
 
@@ -24,27 +26,66 @@ from .._remat import Tensor
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
 
 
-class _StateView(Mapping):
-    """The optimizer's state keyed by parameter (a live view; parameters hash by
-    identity)."""
+class _StateView(MutableMapping):
+    """The optimizer's state keyed by parameter, a live view that behaves like PyTorch's
+    ``defaultdict(dict)``: ``state[p]`` of a tensor without state creates (and returns) an
+    empty dict, while ``p in state``, iteration and ``len`` only see tensors that have an
+    entry. Parameters hash by identity."""
 
     def __init__(self, opt: Optimizer) -> None:
         self._opt = opt
 
     def _params(self) -> list:
-        return [p for g in self._opt.param_groups for p in g["params"]
-                if self._opt._state.get(id(p))]
+        own = [p for g in self._opt.param_groups for p in g["params"]
+               if id(p) in self._opt._state]
+        return own + [t for t, _ in self._opt._foreign_state.values()]
+
+    def _is_param(self, p: Tensor) -> bool:
+        return any(q is p for g in self._opt.param_groups for q in g["params"])
 
     def __getitem__(self, p: Any) -> dict:
-        if not isinstance(p, Tensor) or not self._opt._state.get(id(p)):
+        if not isinstance(p, Tensor):
             raise KeyError(p)
-        return self._opt._state[id(p)]
+        st = self._opt._state.get(id(p))
+        if st is not None:
+            return st
+        if self._is_param(p):
+            return self._opt._state.setdefault(id(p), {})
+        # A tensor the optimizer does not hold: kept (with a reference, so that its id stays
+        # its own) but never saved by state_dict.
+        return self._opt._foreign_state.setdefault(id(p), (p, {}))[1]
+
+    def __setitem__(self, p: Any, value: dict) -> None:
+        if not isinstance(p, Tensor):
+            raise KeyError(p)
+        if self._is_param(p):
+            self._opt._state[id(p)] = value
+        else:
+            self._opt._foreign_state[id(p)] = (p, value)
+
+    def __delitem__(self, p: Any) -> None:
+        if isinstance(p, Tensor) and id(p) in self._opt._state:
+            del self._opt._state[id(p)]
+        elif isinstance(p, Tensor) and id(p) in self._opt._foreign_state:
+            del self._opt._foreign_state[id(p)]
+        else:
+            raise KeyError(p)
+
+    def __contains__(self, p: object) -> bool:
+        # `_state` is keyed by the ids of the optimizer's own parameters (which it keeps
+        # alive), `_foreign_state` holds its tensors: an id there is the tensor's.
+        return isinstance(p, Tensor) and (
+            id(p) in self._opt._state or id(p) in self._opt._foreign_state
+        )
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._params())
 
     def __len__(self) -> int:
         return len(self._params())
+
+    def __repr__(self) -> str:
+        return repr({p: self[p] for p in self._params()})
 
 
 class Optimizer:
@@ -57,9 +98,11 @@ class Optimizer:
 
     Parameters
     ----------
-    params : iterable of Tensor or iterable of dict
-        The leaf tensors to optimize, or param-group dicts (``{"params": [...], "lr":
-        ...}``) whose entries override ``defaults``.
+    params : iterable of Tensor, iterable of (str, Tensor) or iterable of dict
+        The leaf tensors to optimize, ``(name, tensor)`` pairs (``model.named_parameters()``,
+        as PyTorch 2.6+ takes: the names are kept in each group's ``"param_names"``), or
+        param-group dicts (``{"params": [...], "lr": ...}``) whose entries override
+        ``defaults``.
     defaults : dict
         The hyperparameters of every group that does not set its own (``"lr"`` at least).
 
@@ -70,7 +113,8 @@ class Optimizer:
         dict, or a hyperparameter has the wrong type.
     ValueError
         When ``params`` is empty, a group has no ``"params"``, a parameter is not a leaf or
-        appears twice, or a hyperparameter is out of range (``lr`` < 0 ...).
+        appears twice, some parameters are named and others not, or a hyperparameter is out
+        of range (``lr`` < 0 ...).
     KeyError
         When neither ``defaults`` nor a group gives ``"lr"``.
 
@@ -98,6 +142,7 @@ class Optimizer:
         self.defaults = dict(defaults)
         self.param_groups: list[dict] = []
         self._state: dict[int, dict] = {}
+        self._foreign_state: dict[int, tuple] = {}
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or "
@@ -120,7 +165,8 @@ class Optimizer:
         Parameters
         ----------
         group : dict
-            ``"params"`` (a Tensor or an iterable of leaf Tensors) and any hyperparameters.
+            ``"params"`` (a Tensor, an iterable of leaf Tensors, or of ``(name, Tensor)``
+            pairs such as ``model.named_parameters()``) and any hyperparameters.
 
         Returns
         -------
@@ -133,7 +179,8 @@ class Optimizer:
             has the wrong type.
         ValueError
             When ``"params"`` is missing, a parameter is not a leaf or is already
-            optimized, or a hyperparameter is out of range.
+            optimized, only some parameters are named (in the group, or compared with the
+            other groups), or a hyperparameter is out of range.
 
         Examples
         --------
@@ -151,6 +198,22 @@ class Optimizer:
         if ps is None:
             raise ValueError("param group has no 'params'")
         ps = [ps] if isinstance(ps, Tensor) else list(ps)
+        # `(name, parameter)` pairs (model.named_parameters()), as PyTorch 2.6+ accepts.
+        names = [p[0] for p in ps if isinstance(p, tuple)]
+        ps = [p[1] if isinstance(p, tuple) else p for p in ps]
+        if names:
+            if len(names) != len(ps):
+                raise ValueError(
+                    "all optimizer params should be with/without names. Some param names are "
+                    "missing"
+                )
+            group["param_names"] = names
+        for g in self.param_groups:
+            if ("param_names" in g) != bool(names):
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. cannot add "
+                    f"param group {'with' if names else 'without'} names to the optimizer"
+                )
         for p in ps:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, got {type(p).__name__}")
@@ -175,22 +238,34 @@ class Optimizer:
         """Per-parameter state keyed by the parameter, as PyTorch: ``opt.state[p]`` is the
         dict of ``p``'s state (``"step"``, buffers).
 
-        A live, read-only mapping (parameters hash by identity) holding the parameters
-        that have state, i.e. that have been stepped; the state dicts themselves are the
-        optimizer's own.
+        A live mapping (parameters hash by identity) holding the parameters that have
+        state, i.e. that have been stepped; the state dicts themselves are the optimizer's
+        own. As PyTorch's ``defaultdict(dict)``, ``opt.state[p]`` of a parameter without
+        state creates an empty entry and returns it (``p in opt.state`` does not).
 
         Examples
         --------
         >>> w = remat.tensor([1.0, -1.0], requires_grad=True)
         >>> opt = remat.optim.Adam([w], lr=0.1)
-        >>> len(opt.state)
-        0
+        >>> len(opt.state), w in opt.state
+        (0, False)
+        >>> opt.state[w]
+        {}
         >>> (w * w).sum().backward()
         >>> opt.step()
         >>> sorted(opt.state[w]), opt.state[w]["step"]
         (['exp_avg', 'exp_avg_sq', 'step'], 1)
         """
         return _StateView(self)
+
+    @state.setter
+    def state(self, value: Any) -> None:
+        # `opt.state = defaultdict(dict, ...)` (as some PyTorch code resets it): take the
+        # entries over.
+        self._state, self._foreign_state = {}, {}
+        view = _StateView(self)
+        for p, st in dict(value).items():
+            view[p] = st
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear the gradients of all optimized parameters (None, or zero-filled in place).
@@ -269,8 +344,21 @@ class Optimizer:
         for group in self.param_groups:
             for p in group["params"]:
                 g = p.grad
-                if g is not None:
-                    self._update(p, g, group, self._state.setdefault(id(p), {}))
+                if g is None:
+                    continue
+                if group.get("maximize", False):
+                    with remat.no_grad():
+                        g = -g
+                state = self._state.get(id(p))
+                if state is None:
+                    # As PyTorch, a parameter gets an entry only when its update keeps state
+                    # (plain SGD keeps none).
+                    state = {}
+                    self._update(p, g, group, state)
+                    if state:
+                        self._state[id(p)] = state
+                else:
+                    self._update(p, g, group, state)
         return loss
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
@@ -316,9 +404,9 @@ class Optimizer:
             groups.append({**{k: v for k, v in g.items() if k != "params"}, "params": ids})
         state = {}
         for pid, st in self._state.items():
-            if pid in index and st:
+            if pid in index:
                 state[index[pid]] = {
-                    k: np.array(v.numpy(), copy=True) if isinstance(v, Tensor) else v
+                    k: np.array(v.detach().numpy(), copy=True) if isinstance(v, Tensor) else v
                     for k, v in st.items()
                 }
         return {"state": state, "param_groups": groups}
@@ -372,8 +460,10 @@ class Optimizer:
             params.extend(zip(saved["params"], mine["params"]))
         by_index = dict(params)
         for mine, saved in zip(self.param_groups, groups):
-            mine.update({k: v for k, v in saved.items() if k != "params"})
-        self._state = {}
+            # As PyTorch, a group's own parameter names are kept.
+            keep = ("params", "param_names") if "param_names" in mine else ("params",)
+            mine.update({k: v for k, v in saved.items() if k not in keep})
+        self._state, self._foreign_state = {}, {}
         for i, st in state_dict["state"].items():
             p = by_index[int(i)]
             self._state[id(p)] = {
@@ -420,6 +510,9 @@ class SGD(Optimizer):
     nesterov : bool, optional
         Nesterov momentum (needs ``momentum > 0`` and ``dampening == 0``). Default:
         ``False``.
+    maximize : bool, optional
+        Maximize the objective: step along the gradient instead of against it (the
+        gradient is negated before anything else, as in PyTorch). Default: ``False``.
 
     Raises
     ------
@@ -453,6 +546,7 @@ class SGD(Optimizer):
         dampening: float = 0.0,
         weight_decay: float = 0.0,
         nesterov: bool = False,
+        maximize: bool = False,
     ) -> None:
         defaults = dict(
             lr=lr,
@@ -460,6 +554,7 @@ class SGD(Optimizer):
             dampening=dampening,
             weight_decay=weight_decay,
             nesterov=nesterov,
+            maximize=maximize,
         )
         super().__init__(params, defaults)
 
@@ -521,6 +616,9 @@ class Adam(Optimizer):
         L2 penalty added to the gradient (>= 0). Default: ``0.0``.
     amsgrad : bool, optional
         Use the running maximum of ``v``. Default: ``False``.
+    maximize : bool, optional
+        Maximize the objective: step along the gradient instead of against it (the
+        gradient is negated before anything else, as in PyTorch). Default: ``False``.
 
     Raises
     ------
@@ -555,9 +653,10 @@ class Adam(Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 0.0,
         amsgrad: bool = False,
+        maximize: bool = False,
     ) -> None:
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                        amsgrad=amsgrad)
+                        amsgrad=amsgrad, maximize=maximize)
         super().__init__(params, defaults)
 
     def _validate(self, group: dict) -> None:
@@ -618,6 +717,9 @@ class AdamW(Adam):
         Decoupled weight decay (>= 0). Default: ``1e-2``.
     amsgrad : bool, optional
         Use the running maximum of the second moment. Default: ``False``.
+    maximize : bool, optional
+        Maximize the objective: step along the gradient instead of against it (the
+        gradient is negated before anything else, as in PyTorch). Default: ``False``.
 
     Raises
     ------
@@ -648,9 +750,10 @@ class AdamW(Adam):
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
         amsgrad: bool = False,
+        maximize: bool = False,
     ) -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad)
+                         amsgrad=amsgrad, maximize=maximize)
 
 
 class RMSprop(Optimizer):
@@ -680,6 +783,9 @@ class RMSprop(Optimizer):
     centered : bool, optional
         Normalise by the variance estimate (``v - m²``) instead of ``v``. Default:
         ``False``.
+    maximize : bool, optional
+        Maximize the objective: step along the gradient instead of against it (the
+        gradient is negated before anything else, as in PyTorch). Default: ``False``.
 
     Raises
     ------
@@ -709,9 +815,10 @@ class RMSprop(Optimizer):
         weight_decay: float = 0.0,
         momentum: float = 0.0,
         centered: bool = False,
+        maximize: bool = False,
     ) -> None:
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                        momentum=momentum, centered=centered)
+                        momentum=momentum, centered=centered, maximize=maximize)
         super().__init__(params, defaults)
 
     def _validate(self, group: dict) -> None:
@@ -774,6 +881,9 @@ class Adagrad(Optimizer):
         Starting value of the squared-gradient sum (>= 0). Default: ``0.0``.
     eps : float, optional
         Added to the denominator (>= 0). Default: ``1e-10``.
+    maximize : bool, optional
+        Maximize the objective: step along the gradient instead of against it (the
+        gradient is negated before anything else, as in PyTorch). Default: ``False``.
 
     Raises
     ------
@@ -802,10 +912,21 @@ class Adagrad(Optimizer):
         weight_decay: float = 0.0,
         initial_accumulator_value: float = 0.0,
         eps: float = 1e-10,
+        maximize: bool = False,
     ) -> None:
         defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
-                        initial_accumulator_value=initial_accumulator_value, eps=eps)
+                        initial_accumulator_value=initial_accumulator_value, eps=eps,
+                        maximize=maximize)
         super().__init__(params, defaults)
+        # As PyTorch, Adagrad's state (step 0 and the accumulator) exists from the start.
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._init_state(p, group, self._state.setdefault(id(p), {}))
+
+    @staticmethod
+    def _init_state(p: Tensor, group: dict, state: dict) -> None:
+        state["step"] = 0
+        state["sum"] = remat.full_like(p, float(group["initial_accumulator_value"]))
 
     def _validate(self, group: dict) -> None:
         super()._validate(group)
@@ -819,8 +940,7 @@ class Adagrad(Optimizer):
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
         with remat.no_grad():
             if not state:
-                state["step"] = 0
-                state["sum"] = remat.full_like(p, float(group["initial_accumulator_value"]))
+                self._init_state(p, group, state)
             state["step"] += 1
             if group["weight_decay"]:
                 g = g + p * float(group["weight_decay"])
