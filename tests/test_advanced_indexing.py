@@ -36,7 +36,7 @@ def test_forward_matches_numpy(key):
     got = t[key]
     want = A[key]
     assert got.shape == want.shape
-    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(got.detach().numpy(), want)
 
 
 @pytest.mark.parametrize("key", KEYS, ids=[str(i) for i in range(len(KEYS))])
@@ -48,14 +48,14 @@ def test_keys_as_remat_tensors(key):
         return k
 
     k2 = tuple(conv(k) for k in key) if isinstance(key, tuple) else conv(key)
-    np.testing.assert_array_equal(remat.tensor(A)[k2].numpy(), A[key])
+    np.testing.assert_array_equal(remat.tensor(A)[k2].detach().numpy(), A[key])
 
 
 def test_gradient_accumulates_repeated_indices():
     x = remat.tensor(np.arange(5.0), requires_grad=True, dtype=remat.float64)
     y = x[[0, 0, 3, 0]]
     (y * remat.tensor([1.0, 2.0, 3.0, 4.0], dtype=remat.float64)).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [7.0, 0.0, 0.0, 3.0, 0.0])
+    np.testing.assert_array_equal(x.grad.detach().numpy(), [7.0, 0.0, 0.0, 3.0, 0.0])
 
 
 def test_mask_gradient():
@@ -63,7 +63,7 @@ def test_mask_gradient():
     x = remat.tensor(a, requires_grad=True)
     m = a > 0
     (x[remat.tensor(m)] ** 2).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), np.where(m, 2 * a, 0.0))
+    np.testing.assert_allclose(x.grad.detach().numpy(), np.where(m, 2 * a, 0.0))
 
 
 def test_second_order_through_index():
@@ -71,7 +71,7 @@ def test_second_order_through_index():
     y = (x[[2, 2, 0]] ** 3).sum()
     (g,) = remat.grad(y, [x], create_graph=True)
     g.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [6.0, 0.0, 2 * 6 * 3.0])
+    np.testing.assert_allclose(x.grad.detach().numpy(), [6.0, 0.0, 2 * 6 * 3.0])
 
 
 def test_integer_tensor_indexing_keeps_dtype():
@@ -105,12 +105,12 @@ def test_embedding_forward_and_scatter_add_backward():
     ids = np.array([[0, 5, 5], [2, 0, 1]])
     wt = remat.tensor(w, requires_grad=True)
     out = remat.embedding(remat.tensor(ids), wt)
-    np.testing.assert_array_equal(out.numpy(), w[ids])
+    np.testing.assert_array_equal(out.detach().numpy(), w[ids])
     g = rng.normal(size=out.shape)
     out.backward(remat.tensor(g))
     want = np.zeros_like(w)
     np.add.at(want, ids, g)
-    np.testing.assert_allclose(wt.grad.numpy(), want)
+    np.testing.assert_allclose(wt.grad.detach().numpy(), want)
     with pytest.raises(IndexError, match="embedding"):
         remat.embedding(remat.tensor([6]), wt)
     with pytest.raises(remat.DTypeError, match="embedding"):
@@ -119,15 +119,15 @@ def test_embedding_forward_and_scatter_add_backward():
 
 def test_one_hot_and_nonzero():
     ids = remat.tensor([[0, 2], [1, 1]])
-    want = np.eye(3, dtype=np.int64)[ids.numpy()]
-    np.testing.assert_array_equal(remat.one_hot(ids).numpy(), want)
+    want = np.eye(3, dtype=np.int64)[ids.detach().numpy()]
+    np.testing.assert_array_equal(remat.one_hot(ids).detach().numpy(), want)
     assert remat.one_hot(ids, 4).shape == (2, 2, 4)
     with pytest.raises(remat.ShapeError, match="one_hot"):
         remat.one_hot(ids, 2)
     with pytest.raises(remat.ShapeError, match="one_hot"):
         remat.one_hot(remat.tensor([-1]), 3)
     m = np.array([[0.0, 1.5], [2.0, 0.0]])
-    np.testing.assert_array_equal(remat.nonzero(remat.tensor(m)).numpy(), np.argwhere(m))
+    np.testing.assert_array_equal(remat.nonzero(remat.tensor(m)).detach().numpy(), np.argwhere(m))
     assert remat.tensor(m).nonzero().dtype == remat.int64
 
 
@@ -143,7 +143,7 @@ def test_indexing_under_checkpoint_matches_plain():
     f(w1).backward()
     w2 = remat.tensor(w, requires_grad=True)
     remat.checkpoint(f, w2).backward()
-    np.testing.assert_array_equal(w1.grad.numpy(), w2.grad.numpy())
+    np.testing.assert_array_equal(w1.grad.detach().numpy(), w2.grad.detach().numpy())
 
 
 def test_scatter_add_with_an_index_smaller_than_src():
@@ -155,10 +155,10 @@ def test_scatter_add_with_an_index_smaller_than_src():
     want = np.zeros((3, 4))
     for i in range(2):
         for j in range(2):
-            want[idx.numpy()[i, j], j] += np.arange(12.0).reshape(3, 4)[i, j]
-    np.testing.assert_array_equal(out.numpy(), want)
+            want[idx.detach().numpy()[i, j], j] += np.arange(12.0).reshape(3, 4)[i, j]
+    np.testing.assert_array_equal(out.detach().numpy(), want)
     (out * remat.arange(12.0).reshape(3, 4)).sum().backward()
-    g = src.grad.numpy()
+    g = src.grad.detach().numpy()
     assert np.all(g[2:] == 0) and np.all(g[:, 2:] == 0) and g[0, 1] == 5.0
     with pytest.raises(remat.ShapeError, match="no larger extent than src"):
         x.scatter_add(0, remat.zeros(4, 2, dtype=remat.int64), src)

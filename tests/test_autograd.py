@@ -21,12 +21,12 @@ def make_leaf(values=(1.0, 2.0, 3.0)):
 def test_grad_accumulates_across_backward_calls():
     x = make_leaf()
     (x * x).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 6.0])
+    np.testing.assert_allclose(x.grad.detach().numpy(), [2.0, 4.0, 6.0])
     (x * 3.0).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [5.0, 7.0, 9.0])
+    np.testing.assert_allclose(x.grad.detach().numpy(), [5.0, 7.0, 9.0])
     x.grad = None
     (x * 3.0).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0, 3.0])
+    np.testing.assert_allclose(x.grad.detach().numpy(), [3.0, 3.0, 3.0])
 
 
 def test_grad_dtype_and_shape_match_leaf():
@@ -44,7 +44,7 @@ def test_non_leaf_grad_is_none_and_no_grad_for_constants():
     (y * c).sum().backward()
     assert y.grad is None
     assert c.grad is None
-    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(x.grad.detach().numpy(), [2.0, 2.0, 2.0])
 
 
 def test_diamond_graph_sums_gradients():
@@ -52,7 +52,7 @@ def test_diamond_graph_sums_gradients():
     a = x * 2
     b = x * 3
     (a * b).sum().backward()  # d/dx 6x^2 = 12x
-    np.testing.assert_allclose(x.grad.numpy(), 12 * np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(x.grad.detach().numpy(), 12 * np.array([1.0, 2.0, 3.0]))
 
 
 def test_unused_leaf_gets_no_grad():
@@ -81,9 +81,9 @@ def test_retain_graph_allows_second_backward():
     y = (x * x).sum()
     y.backward(retain_graph=True)
     y.backward(retain_graph=True)
-    np.testing.assert_allclose(x.grad.numpy(), 2 * 2 * np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(x.grad.detach().numpy(), 2 * 2 * np.array([1.0, 2.0, 3.0]))
     y.backward()  # the last one may free it
-    np.testing.assert_allclose(x.grad.numpy(), 3 * 2 * np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(x.grad.detach().numpy(), 3 * 2 * np.array([1.0, 2.0, 3.0]))
     with pytest.raises(remat.GraphError, match="retain_graph=True"):
         y.backward()
 
@@ -104,25 +104,25 @@ def test_non_scalar_backward_raises():
     with pytest.raises(remat.GraphError):
         y.backward()
     y.backward(gradient=t64([1.0, 1.0, 1.0]))  # an explicit grad makes it fine
-    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(x.grad.detach().numpy(), [2.0, 2.0, 2.0])
 
 
 def test_backward_with_explicit_grad():
     x = make_leaf()
     y = x * x
     y.backward(gradient=t64([1.0, 0.5, -1.0]))
-    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, -6.0])
+    np.testing.assert_allclose(x.grad.detach().numpy(), [2.0, 2.0, -6.0])
     x2 = make_leaf()
     s = (x2 * 4).sum()
     s.backward(t64(2.0))
-    np.testing.assert_allclose(x2.grad.numpy(), [8.0, 8.0, 8.0])
+    np.testing.assert_allclose(x2.grad.detach().numpy(), [8.0, 8.0, 8.0])
 
 
 def test_backward_grad_of_other_dtype_is_cast():
     x = remat.tensor([1.0, 2.0], requires_grad=True)
     (x * 2).backward(gradient=t64([1.0, 0.5]))
     assert x.grad.dtype == remat.float32
-    np.testing.assert_allclose(x.grad.numpy(), [2.0, 1.0])
+    np.testing.assert_allclose(x.grad.detach().numpy(), [2.0, 1.0])
 
 
 def test_backward_on_tensor_without_grad_raises():
@@ -146,8 +146,8 @@ def test_grad_function_returns_tuple_without_touching_grad():
     y = (x * w).sum()
     gs = remat.grad(y, [x, w])
     assert isinstance(gs, tuple) and len(gs) == 2
-    np.testing.assert_allclose(gs[0].numpy(), [0.5, -1.0, 2.0])
-    np.testing.assert_allclose(gs[1].numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(gs[0].detach().numpy(), [0.5, -1.0, 2.0])
+    np.testing.assert_allclose(gs[1].detach().numpy(), [1.0, 2.0, 3.0])
     assert x.grad is None and w.grad is None
 
 
@@ -156,9 +156,9 @@ def test_grad_function_single_input_and_non_leaf():
     h = x * 2
     y = (h * h).sum()
     (gh,) = remat.grad(y, h, retain_graph=True)
-    np.testing.assert_allclose(gh.numpy(), 2 * 2 * np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(gh.detach().numpy(), 2 * 2 * np.array([1.0, 2.0, 3.0]))
     (gx,) = remat.grad(y, (x,))
-    np.testing.assert_allclose(gx.numpy(), 8 * np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(gx.detach().numpy(), 8 * np.array([1.0, 2.0, 3.0]))
     assert x.grad is None
 
 
@@ -166,9 +166,9 @@ def test_grad_function_grad_outputs_and_retain_graph():
     x = make_leaf()
     y = x * x
     (g,) = remat.grad(y, [x], grad_outputs=t64([1.0, 0.0, 2.0]), retain_graph=True)
-    np.testing.assert_allclose(g.numpy(), [2.0, 0.0, 12.0])
+    np.testing.assert_allclose(g.detach().numpy(), [2.0, 0.0, 12.0])
     (g2,) = remat.grad([y], [x], grad_outputs=[t64([1.0, 1.0, 1.0])])
-    np.testing.assert_allclose(g2.numpy(), [2.0, 4.0, 6.0])
+    np.testing.assert_allclose(g2.detach().numpy(), [2.0, 4.0, 6.0])
     with pytest.raises(remat.GraphError, match="retain_graph=True"):
         remat.grad(y, [x], grad_outputs=t64([1.0, 1.0, 1.0]))
 
@@ -189,8 +189,8 @@ def test_grad_function_unused_input():
     except remat.GraphError as e:  # PyTorch without allow_unused
         assert "grad" in str(e)
     else:  # JAX / allow_unused=True style
-        assert gs[1] is None or np.all(gs[1].numpy() == 0)
-        np.testing.assert_allclose(gs[0].numpy(), [2.0, 2.0, 2.0])
+        assert gs[1] is None or np.all(gs[1].detach().numpy() == 0)
+        np.testing.assert_allclose(gs[0].detach().numpy(), [2.0, 2.0, 2.0])
     assert x.grad is None and z.grad is None
 
 
@@ -230,7 +230,7 @@ def test_no_grad_decorator_and_nesting():
     assert not outer.requires_grad
     assert inner.requires_grad
     inner.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(x.grad.detach().numpy(), [2.0, 2.0, 2.0])
 
 
 def test_no_grad_nested_restores_state():
@@ -288,11 +288,11 @@ def test_detach_shares_data_and_stops_gradient():
     x = make_leaf()
     d = x.detach()
     assert not d.requires_grad and d.is_leaf
-    np.testing.assert_array_equal(d.numpy(), x.numpy())
-    assert np.shares_memory(d.numpy(), x.numpy())
+    np.testing.assert_array_equal(d.detach().numpy(), x.detach().numpy())
+    assert np.shares_memory(d.detach().numpy(), x.detach().numpy())
     y = (x * d).sum()  # d is a constant
     y.backward()
-    np.testing.assert_allclose(x.grad.numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(x.grad.detach().numpy(), [1.0, 2.0, 3.0])
 
 
 def test_requires_grad_():
@@ -301,7 +301,7 @@ def test_requires_grad_():
     assert r is t or r.requires_grad
     assert t.requires_grad
     (t * t).sum().backward()
-    np.testing.assert_allclose(t.grad.numpy(), [2.0, 4.0])
+    np.testing.assert_allclose(t.grad.detach().numpy(), [2.0, 4.0])
     t.requires_grad_(False)
     assert not t.requires_grad
     assert not (t * 2).requires_grad
@@ -322,7 +322,7 @@ def test_float32_backward():
     y = (x * x).mean()
     y.backward()
     assert x.grad.dtype == remat.float32
-    np.testing.assert_allclose(x.grad.numpy(), [2 / 3, 4 / 3, 2.0], rtol=1e-6)
+    np.testing.assert_allclose(x.grad.detach().numpy(), [2 / 3, 4 / 3, 2.0], rtol=1e-6)
 
 
 # ---------------------------------------------------------------- very long graphs
@@ -361,9 +361,9 @@ def test_grad_keeps_the_saved_tensors_of_the_part_it_did_not_run():
     c = b.sigmoid()
     (gb,) = remat.grad(c.sum(), b)
     s = 1 / (1 + np.exp(-np.tanh([0.5, -0.3])))
-    np.testing.assert_allclose(gb.numpy(), s * (1 - s))
+    np.testing.assert_allclose(gb.detach().numpy(), s * (1 - s))
     (ga,) = remat.grad(b.sum(), a)
-    np.testing.assert_allclose(ga.numpy(), 1 - np.tanh([0.5, -0.3]) ** 2)
+    np.testing.assert_allclose(ga.detach().numpy(), 1 - np.tanh([0.5, -0.3]) ** 2)
 
 
 def test_create_graph_gives_a_differentiable_gradient_and_backward_inputs_limits_accumulation():
@@ -386,7 +386,7 @@ def test_allow_unused():
     with pytest.raises(remat.GraphError, match="allow_unused=True"):
         remat.grad(y, [x, z], retain_graph=True)
     gx, gz = remat.grad(y, [x, z], allow_unused=True)
-    np.testing.assert_allclose(gx.numpy(), [2.0, 4.0])
+    np.testing.assert_allclose(gx.detach().numpy(), [2.0, 4.0])
     assert gz is None
 
 
@@ -396,4 +396,4 @@ def test_backward_create_graph_accumulates_a_graph_into_grad():
     g = x.grad
     assert g.requires_grad
     (h,) = remat.grad(g.sum(), x)
-    np.testing.assert_allclose(h.numpy(), 6 * np.array([0.5, 1.5]))
+    np.testing.assert_allclose(h.detach().numpy(), 6 * np.array([0.5, 1.5]))

@@ -17,7 +17,7 @@ def leaf(shape, scale=1.0, dtype=np.float32, device="cpu"):
 
 
 def grads(params):
-    return [p.grad.numpy().copy() for p in params]
+    return [p.grad.detach().numpy().copy() for p in params]
 
 
 def zero(params):
@@ -177,9 +177,9 @@ def test_dropout_mask_replays_and_later_draws_are_not_shifted():
         # The product saves the dropout output, so the recompute must draw the same mask.
         f = lambda t: remat.dropout(t * 2.0, p=0.5) * t  # noqa: E731
         y = remat.checkpoint_segment(f, x, preserve_rng_state=preserve) if ckpt else f(x)
-        after = remat.rand(8).numpy().copy()
+        after = remat.rand(8).detach().numpy().copy()
         (y * y).sum().backward()
-        return x.grad.numpy().copy(), after
+        return x.grad.detach().numpy().copy(), after
 
     g_plain, after_plain = run(False)
     g_ckpt, after_ckpt = run(True)
@@ -201,12 +201,12 @@ def test_segment_inputs_outputs_and_captured_parameters():
     y, label, s = remat.checkpoint_segment(fn, x, c, 0.5, shift=1.0)
     assert label == "label"
     ((y * y).sum() + s).backward()
-    g = [x.grad.numpy().copy(), w.grad.numpy().copy()]
+    g = [x.grad.detach().numpy().copy(), w.grad.detach().numpy().copy()]
     x.grad = None
     w.grad = None
     y, _, s = fn(x, c, 0.5, shift=1.0)
     ((y * y).sum() + s).backward()
-    assert_bitwise_equal(g, [x.grad.numpy(), w.grad.numpy()])
+    assert_bitwise_equal(g, [x.grad.detach().numpy(), w.grad.detach().numpy()])
     assert c.grad is None
 
 
@@ -231,7 +231,7 @@ def test_nested_segments_and_no_grad():
     with remat.no_grad():
         y = remat.checkpoint_segment(outer, x)
         assert not y.requires_grad
-        assert np.array_equal(y.numpy(), plain().numpy())
+        assert np.array_equal(y.detach().numpy(), plain().detach().numpy())
     assert_no_checkpoint_state()
 
 
@@ -294,10 +294,10 @@ def test_scope_tensors_consumed_outside_are_recomputed():
         del h
         y.backward()
     assert prof.recompute_count() >= 1
-    g = [x.grad.numpy().copy(), w.grad.numpy().copy()]
+    g = [x.grad.detach().numpy().copy(), w.grad.detach().numpy().copy()]
     x.grad = w.grad = None
     (remat.sigmoid(remat.tanh(x @ w)) * 2.0).sum().backward()
-    assert_bitwise_equal(g, [x.grad.numpy(), w.grad.numpy()])
+    assert_bitwise_equal(g, [x.grad.detach().numpy(), w.grad.detach().numpy()])
 
 
 def test_adaptive_checkpoint_decides_on_real_size():
@@ -310,7 +310,7 @@ def test_adaptive_checkpoint_decides_on_real_size():
         assert prof.checkpoint_count() == 0
         remat.adaptive_checkpoint(y, 40)
         assert prof.checkpoint_count() == 1
-    assert np.array_equal(small.numpy(), big.numpy())
+    assert np.array_equal(small.detach().numpy(), big.detach().numpy())
 
 
 def test_budget_planner_errors_clearly_when_nothing_fits():
@@ -466,8 +466,8 @@ def test_grad_through_segments_matches_plain_and_leaves_dot_grad_alone():
     for f in m.layers:
         h = f(h)
     (gx, gw) = remat.grad((h * h).sum(), [x, m.ws[0]])
-    assert np.array_equal(gx.numpy(), gx_ckpt.numpy())
-    assert np.array_equal(gw.numpy(), gw_ckpt.numpy())
+    assert np.array_equal(gx.detach().numpy(), gx_ckpt.detach().numpy())
+    assert np.array_equal(gw.detach().numpy(), gw_ckpt.detach().numpy())
     assert_no_checkpoint_state()
 
 
@@ -480,9 +480,9 @@ def test_checkpointed_tensor_and_scope_survive_retain_graph():
     loss = (y * y).sum()
     del h, y
     loss.backward(retain_graph=True)
-    g1 = w.grad.numpy().copy()
+    g1 = w.grad.detach().numpy().copy()
     loss.backward()
-    assert np.array_equal(w.grad.numpy(), 2 * g1)
+    assert np.array_equal(w.grad.detach().numpy(), 2 * g1)
     del loss
     assert_no_checkpoint_state()
 
@@ -512,7 +512,7 @@ def test_offload_keeps_segment_inputs_in_host_memory():
         del h
         gc.collect()
         assert remat.memory_allocated("cpu") == host_base
-        return kept, host, peak, [w.grad.numpy().copy() for w in ws]
+        return kept, host, peak, [w.grad.detach().numpy().copy() for w in ws]
 
     kept_plain, host_plain, peak_plain, g_plain = run(False)
     for _ in range(2):  # the second offloaded run reuses the pooled pinned blocks
@@ -549,7 +549,7 @@ def test_offload_of_views_and_parameters():
         y = remat.checkpoint_segment(f, view, w, offload=offload)
         host = remat.memory_allocated("cpu") - host0
         (y * y).sum().backward()
-        return host, w.grad.numpy().copy()
+        return host, w.grad.detach().numpy().copy()
 
     host_plain, g_plain = run(False)
     host_off, g_off = run(True)
@@ -584,7 +584,7 @@ def test_pytorch_keywords_are_consumed_and_other_keywords_reach_the_function():
     def grads(run):
         w.grad = None
         run().sum().backward()
-        return w.grad.numpy().copy()
+        return w.grad.detach().numpy().copy()
 
     plain = grads(lambda: block(h, x=h, scale=2.0))
     for kw in ({"use_reentrant": False}, {"use_reentrant": True},

@@ -55,7 +55,7 @@ def test_backward_through_100k_checkpointed_tensors_does_not_overflow_the_stack(
         for _ in range(100_000):
             y = remat.checkpoint(y * 1.0)
         y.sum().backward()
-        assert np.array_equal(x.grad.numpy(), np.ones(4)), x.grad.numpy()
+        assert np.array_equal(x.grad.detach().numpy(), np.ones(4)), x.grad.detach().numpy()
         del y
         assert remat.live_checkpoint_state() == 0, remat.live_checkpoint_state()
         print("OK")
@@ -73,7 +73,7 @@ def test_backward_through_100k_scope_ops_does_not_overflow_the_stack():
             for _ in range(100_000):
                 y = y * 1.0
         (y * y).sum().backward()
-        assert np.array_equal(x.grad.numpy(), 2 * np.arange(4.0)), x.grad.numpy()
+        assert np.array_equal(x.grad.detach().numpy(), 2 * np.arange(4.0)), x.grad.detach().numpy()
         print("OK")
         """
     )
@@ -108,14 +108,14 @@ def test_100k_plain_ops_and_100k_segments_backward_and_drop():
         for _ in range(100_000):
             y = y * 1.0
         y.sum().backward()
-        assert np.array_equal(x.grad.numpy(), np.ones(4))
+        assert np.array_equal(x.grad.detach().numpy(), np.ones(4))
         del y
         x.grad = None
         y = x
         for _ in range(100_000):
             y = remat.checkpoint_segment(lambda t: t * 1.0, y)
         y.sum().backward()
-        assert np.array_equal(x.grad.numpy(), np.ones(4))
+        assert np.array_equal(x.grad.detach().numpy(), np.ones(4))
         del y
         assert remat.live_checkpoint_state() == 0, remat.live_checkpoint_state()
         print("OK")
@@ -147,7 +147,7 @@ def test_chains_of_nested_segments():
             for _ in range(10_000):
                 y = y * 1.0
         y.sum().backward()
-        assert np.array_equal(x.grad.numpy(), np.ones(4)), x.grad.numpy()
+        assert np.array_equal(x.grad.detach().numpy(), np.ones(4)), x.grad.detach().numpy()
         del y
         assert remat.live_checkpoint_state() == 0, remat.live_checkpoint_state()
         print("OK")
@@ -168,7 +168,7 @@ def test_recompute_replays_its_dropout_while_another_thread_draws():
 
     def drawer():
         while not stop.is_set():
-            drawn.append(float(remat.randn(1, dtype=remat.float64).numpy()[0]))
+            drawn.append(float(remat.randn(1, dtype=remat.float64).detach().numpy()[0]))
 
     def segment(t):
         return remat.dropout(t @ w, 0.5)
@@ -182,9 +182,9 @@ def test_recompute_replays_its_dropout_while_another_thread_draws():
             y = remat.checkpoint_segment(segment, x)
             (y * remat.tensor(c)).sum().backward()
             # The forward's mask, read off its output: backward must have used the same one.
-            kept = y.numpy() != 0
-            expected = x.numpy().T @ np.where(kept, 2.0 * c, 0.0)
-            np.testing.assert_allclose(w.grad.numpy(), expected, rtol=1e-12, atol=1e-12)
+            kept = y.detach().numpy() != 0
+            expected = x.detach().numpy().T @ np.where(kept, 2.0 * c, 0.0)
+            np.testing.assert_allclose(w.grad.detach().numpy(), expected, rtol=1e-12, atol=1e-12)
             del h
     finally:
         stop.set()
@@ -205,7 +205,7 @@ def test_global_generator_advances_exactly_as_in_the_plain_run():
         w.grad = None
         y = remat.checkpoint_segment(f, x) if ckpt else f(x)
         y.sum().backward()
-        return w.grad.numpy().copy(), remat.randn(4).numpy()
+        return w.grad.detach().numpy().copy(), remat.randn(4).detach().numpy()
 
     g_plain, next_plain = step(False)
     g_ckpt, next_ckpt = step(True)
@@ -273,7 +273,7 @@ def test_grad_inside_a_checkpoint_matches_the_plain_run(create_graph):
         w.grad = x.grad = None
         out = remat.checkpoint_segment(penalty, x) if ckpt else penalty(x)
         out.backward()
-        return [w.grad.numpy().copy(), x.grad.numpy().copy()]
+        return [w.grad.detach().numpy().copy(), x.grad.detach().numpy().copy()]
 
     plain = run(False)
     for a, b in zip(plain, run(True)):
@@ -297,7 +297,7 @@ def test_grad_wrt_a_captured_parameter_inside_a_nested_checkpoint():
         w.grad = x.grad = None
         out = remat.checkpoint_segment(outer, x) if ckpt else inner(remat.tanh(x)) * 2.0
         out.sum().backward()
-        return [w.grad.numpy().copy(), x.grad.numpy().copy()]
+        return [w.grad.detach().numpy().copy(), x.grad.detach().numpy().copy()]
 
     plain = run(False)
     for a, b in zip(plain, run(True)):
@@ -374,7 +374,7 @@ def test_concurrent_grad_with_retain_graph_on_one_checkpointed_graph():
         return remat.tanh(remat.tanh(t @ w) @ w)
 
     plain_out = block(x).sum()
-    expected = [g.numpy() for g in remat.grad(plain_out, [w, x], retain_graph=True)]
+    expected = [g.detach().numpy() for g in remat.grad(plain_out, [w, x], retain_graph=True)]
     out = remat.checkpoint_segment(block, x).sum()
     errors, results = [], []
     start = threading.Barrier(4)
@@ -384,7 +384,7 @@ def test_concurrent_grad_with_retain_graph_on_one_checkpointed_graph():
             start.wait()
             for _ in range(8):
                 gs = remat.grad(out, [w, x], retain_graph=True)
-                results.append([g.numpy() for g in gs])
+                results.append([g.detach().numpy() for g in gs])
         except BaseException as e:
             errors.append(e)
 
@@ -445,15 +445,15 @@ def test_early_stop_skips_work_after_the_last_saved_tensor(early_stop):
 
     plain = f(x).sum()
     plain.backward()
-    g_plain = [w.grad.numpy().copy(), x.grad.numpy().copy()]
+    g_plain = [w.grad.detach().numpy().copy(), x.grad.detach().numpy().copy()]
     w.grad = x.grad = None
     calls.clear()
     out = remat.checkpoint_segment(f, x, early_stop=early_stop).sum()
     assert calls == ["after last save"]
     out.backward()
     assert calls == ["after last save"] * (1 if early_stop else 2)
-    assert np.array_equal(w.grad.numpy(), g_plain[0])
-    assert np.array_equal(x.grad.numpy(), g_plain[1])
+    assert np.array_equal(w.grad.detach().numpy(), g_plain[0])
+    assert np.array_equal(x.grad.detach().numpy(), g_plain[1])
     assert_no_checkpoint_state()
 
 

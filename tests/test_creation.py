@@ -29,7 +29,7 @@ def test_arange(args, kwargs, want_dtype):
     step = kwargs.get("step")
     ref = np.arange(*args, step) if step is not None else np.arange(*args)
     assert str(t.dtype) == want_dtype
-    np.testing.assert_allclose(t.numpy(), ref.astype(want_dtype))
+    np.testing.assert_allclose(t.detach().numpy(), ref.astype(want_dtype))
 
 
 def test_arange_errors():
@@ -46,15 +46,15 @@ def test_arange_errors():
 def test_linspace(start, end, steps):
     t = remat.linspace(start, end, steps)
     assert t.dtype == remat.float32
-    np.testing.assert_allclose(t.numpy(), np.linspace(start, end, steps, dtype=np.float32),
+    np.testing.assert_allclose(t.detach().numpy(), np.linspace(start, end, steps, dtype=np.float32),
                                rtol=1e-6, atol=1e-6)
     if steps > 1:
         assert t[0].item() == np.float32(start) and t[-1].item() == np.float32(end)
 
 
 def test_eye_and_empty():
-    np.testing.assert_array_equal(remat.eye(3).numpy(), np.eye(3, dtype=np.float32))
-    np.testing.assert_array_equal(remat.eye(2, 4, dtype=remat.int64).numpy(), np.eye(2, 4))
+    np.testing.assert_array_equal(remat.eye(3).detach().numpy(), np.eye(3, dtype=np.float32))
+    np.testing.assert_array_equal(remat.eye(2, 4, dtype=remat.int64).detach().numpy(), np.eye(2, 4))
     assert remat.eye(2, 4, dtype=remat.int64).dtype == remat.int64
     e = remat.empty(2, 3)
     assert e.shape == (2, 3) and e.dtype == remat.float32
@@ -72,7 +72,7 @@ def test_like_family_keeps_shape_dtype_device():
     assert i.dtype == remat.int64 and i.tolist() == [3, 3]
     assert remat.rand_like(x, dtype=remat.float32).dtype == remat.float32
     r = remat.rand_like(remat.zeros(1000))
-    assert 0.0 <= r.numpy().min() and r.numpy().max() < 1.0
+    assert 0.0 <= r.detach().numpy().min() and r.detach().numpy().max() < 1.0
     assert remat.randn_like(x, requires_grad=True).requires_grad
 
 
@@ -87,12 +87,12 @@ def test_randint():
     remat.manual_seed(0)
     a = remat.randint(3, 9, (1000,))
     assert a.dtype == remat.int64 and a.shape == (1000,)
-    v = a.numpy()
+    v = a.detach().numpy()
     assert v.min() >= 3 and v.max() <= 8 and set(np.unique(v)) == set(range(3, 9))
     remat.manual_seed(0)
     assert remat.randint(3, 9, (1000,)).tolist() == a.tolist()
     b = remat.randint(5, size=(2, 3))
-    assert b.shape == (2, 3) and b.numpy().max() < 5
+    assert b.shape == (2, 3) and b.detach().numpy().max() < 5
     assert remat.randint(0, 2, (4,), dtype=remat.int32).dtype == remat.int32
     with pytest.raises(ValueError, match="randint"):
         remat.randint(5, 5, (2,))
@@ -103,7 +103,7 @@ def test_as_tensor_shares_where_it_can():
     assert remat.as_tensor(t) is not None and remat.as_tensor(t).numpy().tolist() == [1, 1, 1]
     a = np.arange(4)
     u = remat.as_tensor(a)
-    assert u.dtype == remat.int64 and np.shares_memory(u.numpy(), a)
+    assert u.dtype == remat.int64 and np.shares_memory(u.detach().numpy(), a)
     assert remat.as_tensor([1.5, 2]).dtype == remat.float32
     assert remat.as_tensor(a, dtype=remat.float64).dtype == remat.float64
 
@@ -114,11 +114,11 @@ def test_tril_triu_forward_and_grad(k):
     a = rng.normal(size=(2, 3, 4))
     x = remat.tensor(a, requires_grad=True)
     lo, up = remat.tril(x, k), x.triu(k)
-    np.testing.assert_array_equal(lo.numpy(), np.tril(a, k))
-    np.testing.assert_array_equal(up.numpy(), np.triu(a, k))
+    np.testing.assert_array_equal(lo.detach().numpy(), np.tril(a, k))
+    np.testing.assert_array_equal(up.detach().numpy(), np.triu(a, k))
     g = rng.normal(size=a.shape)
     (lo * remat.tensor(g)).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), np.tril(g, k))
+    np.testing.assert_array_equal(x.grad.detach().numpy(), np.tril(g, k))
     assert remat.tril(remat.ones(3, 3, dtype=remat.int64)).dtype == remat.int64
     with pytest.raises(remat.ShapeError, match="tril"):
         remat.tril(remat.ones(3))
@@ -129,6 +129,6 @@ def test_causal_mask_idiom():
     t = 4
     causal = remat.tril(remat.ones(t, t, dtype=remat.bool))
     assert causal.dtype == remat.bool
-    np.testing.assert_array_equal(causal.numpy(), np.tril(np.ones((t, t), bool)))
+    np.testing.assert_array_equal(causal.detach().numpy(), np.tril(np.ones((t, t), bool)))
     pos = remat.arange(t)
-    np.testing.assert_array_equal(pos.numpy(), np.arange(t))
+    np.testing.assert_array_equal(pos.detach().numpy(), np.arange(t))

@@ -22,7 +22,7 @@ def grads(fn, *arrays):
     leaves = [t64(a, requires_grad=True) for a in arrays]
     y = fn(*leaves)
     y.sum().backward()
-    return y.numpy(), [None if x.grad is None else x.grad.numpy() for x in leaves]
+    return y.detach().numpy(), [None if x.grad is None else x.grad.detach().numpy() for x in leaves]
 
 
 def same(got, expected):
@@ -35,13 +35,13 @@ def same(got, expected):
 @pytest.mark.parametrize("dtype", [remat.float32, remat.float64])
 def test_round_halves_to_even(dtype):
     x = [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 0.49999997, 1e20, -7.0]
-    got = remat.round(remat.tensor(x, dtype=dtype)).numpy()
+    got = remat.round(remat.tensor(x, dtype=dtype)).detach().numpy()
     same(got, np.round(np.asarray(x, dtype=got.dtype)))
     assert math.copysign(1.0, got[2]) == -1.0  # round(-0.5) is -0.0, as in PyTorch
 
 
 def test_sign_of_nan_and_zeros_is_zero():
-    got = remat.sign(t64([nan, -0.0, 0.0, -3.0, 2.0])).numpy()
+    got = remat.sign(t64([nan, -0.0, 0.0, -3.0, 2.0])).detach().numpy()
     same(got, [0.0, 0.0, 0.0, -1.0, 1.0])
     assert math.copysign(1.0, got[1]) == 1.0
 
@@ -63,9 +63,9 @@ def test_abs_gradient_is_sign_and_builtin_abs_works():
 
 
 def test_rsqrt_log1p_expm1_special_values():
-    same(remat.rsqrt(t64([0.0, 4.0, inf])).numpy(), [inf, 0.5, 0.0])
+    same(remat.rsqrt(t64([0.0, 4.0, inf])).detach().numpy(), [inf, 0.5, 0.0])
     assert np.isnan(remat.rsqrt(t64([-1.0])).item())
-    same(remat.log1p(t64([-1.0, 0.0])).numpy(), [-inf, 0.0])
+    same(remat.log1p(t64([-1.0, 0.0])).detach().numpy(), [-inf, 0.0])
     assert np.isnan(remat.log1p(t64([-2.0])).item())
     # Accurate where 1 + x rounds: the point of log1p / expm1.
     assert remat.log1p(t64([1e-12])).item() == pytest.approx(1e-12, rel=1e-15)
@@ -76,7 +76,7 @@ def test_rsqrt_log1p_expm1_special_values():
 @pytest.mark.parametrize("dtype", [remat.float32, remat.float64])
 def test_erf_matches_math_erf(dtype):
     x = np.linspace(-5.0, 5.0, 41)
-    got = remat.erf(remat.tensor(x, dtype=dtype)).numpy()
+    got = remat.erf(remat.tensor(x, dtype=dtype)).detach().numpy()
     want = [math.erf(v) for v in x.astype(got.dtype)]
     tol = 2e-7 if dtype == remat.float32 else 1e-15
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
@@ -101,14 +101,14 @@ def test_softplus_threshold_and_beta():
     np.testing.assert_allclose(g, np.where(lin, 1.0, 1.0 / (1.0 + np.exp(-2.0 * xs))),
                                rtol=1e-14)
     # Default beta 1, threshold 20: linear only above 20.
-    same(remat.softplus(t64([20.0, 21.0])).numpy(), [math.log1p(math.exp(20.0)), 21.0])
+    same(remat.softplus(t64([20.0, 21.0])).detach().numpy(), [math.log1p(math.exp(20.0)), 21.0])
 
 
 def test_leaky_relu_gradient_at_zero_is_the_slope():
     y, (g,) = grads(lambda t: remat.leaky_relu(t, 0.2), [-1.0, 0.0, 2.0])
     np.testing.assert_allclose(y, [-0.2, 0.0, 2.0], rtol=1e-15)
     np.testing.assert_allclose(g, [0.2, 0.2, 1.0], rtol=1e-15)
-    same(remat.leaky_relu(t64([-100.0])).numpy(), [-1.0])  # default slope 0.01
+    same(remat.leaky_relu(t64([-100.0])).detach().numpy(), [-1.0])  # default slope 0.01
 
 
 # ---------------------------------------------------------------- clamp
@@ -129,8 +129,8 @@ def test_clamp_inverted_and_nan_bounds():
     y, (g,) = grads(lambda t: remat.clamp(t, 3.0, 2.0), [1.0, 5.0])
     same(y, [2.0, 2.0])
     same(g, [0.0, 0.0])
-    assert np.isnan(remat.clamp(t64([1.0, 2.0]), min=nan).numpy()).all()
-    assert np.isnan(remat.clamp(t64([1.0, 2.0]), max=nan).numpy()).all()
+    assert np.isnan(remat.clamp(t64([1.0, 2.0]), min=nan).detach().numpy()).all()
+    assert np.isnan(remat.clamp(t64([1.0, 2.0]), max=nan).detach().numpy()).all()
 
 
 @pytest.mark.parametrize("fn", [remat.clamp, remat.clip, remat.Tensor.clamp])
@@ -186,8 +186,8 @@ def test_maximum_broadcasts_and_reduces_gradients():
 
 
 def test_lerp_is_exact_at_the_ends_and_its_gradients():
-    same(remat.lerp(t64([1e8]), t64([1.0]), 1.0).numpy(), [1.0])
-    same(remat.lerp(t64([1e8]), t64([1.0]), 0.0).numpy(), [1e8])
+    same(remat.lerp(t64([1e8]), t64([1.0]), 1.0).detach().numpy(), [1.0])
+    same(remat.lerp(t64([1e8]), t64([1.0]), 0.0).detach().numpy(), [1e8])
     y, (gs, ge) = grads(lambda s, e: s.lerp(e, 0.25), [1.0, 2.0], [3.0, 6.0])
     same(y, [1.5, 3.0])
     same(gs, [0.75, 0.75])

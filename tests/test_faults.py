@@ -45,7 +45,7 @@ def parallel_work():
     """Ops big enough to run on the engine's thread pool; returns a checkable number."""
     x = remat.ones(1 << 20)
     a = remat.ones(256, 256)
-    return float((x * x).sum().item()) + float((a @ a).numpy()[0, 0])
+    return float((x * x).sum().item()) + float((a @ a).detach().numpy()[0, 0])
 
 def wait_for_child(pid):
     """Wait for a forked child (killing it if it hangs); it must exit with status 0."""
@@ -147,7 +147,7 @@ CASES = [
     """, "MemoryError"),
     Case("oom_backward_mixed_dtypes", f"""
         a = remat.zeros(25_000_000, requires_grad=True)  # float32
-        b = remat.tensor(2.0, dtype=remat.float64)
+        b = remat.tensor([2.0], dtype=remat.float64)  # 1-d: it promotes (a 0-d would not)
         loss = (a * b).sum()                             # float64
         limit_headroom(250 * {MB})  # the float64 gradient fits, its float32 cast does not
         loss.backward()

@@ -89,7 +89,7 @@ def test_fill_zero_and_0d_values():
     t.fill_(remat.tensor(1.5))
     assert t.tolist() == [[1.5, 1.5], [1.5, 1.5]]
     assert t.zero_() is t
-    assert not t.numpy().any()
+    assert not t.detach().numpy().any()
     with pytest.raises(remat.ShapeError, match="fill_"):
         t.fill_(remat.tensor([1.0]))
 
@@ -98,16 +98,16 @@ def test_clamp_matches_numpy_and_torch_nan_rules():
     v = np.array([-3.0, -0.5, 0.0, 0.5, 3.0, np.nan])
     t = remat.tensor(v)
     assert t.clamp_(-1, 1) is t
-    np.testing.assert_array_equal(t.numpy(), np.clip(v, -1, 1))
+    np.testing.assert_array_equal(t.detach().numpy(), np.clip(v, -1, 1))
     t = remat.tensor(v)
     t.clamp_(min=0.25)
-    np.testing.assert_array_equal(t.numpy(), np.where(np.isnan(v), v, np.maximum(v, 0.25)))
+    np.testing.assert_array_equal(t.detach().numpy(), np.where(np.isnan(v), v, np.maximum(v, 0.25)))
     t = remat.tensor(v)
     t.clip_(max=remat.tensor([0.0] * 6))
-    np.testing.assert_array_equal(t.numpy(), np.minimum(v, 0.0))
+    np.testing.assert_array_equal(t.detach().numpy(), np.minimum(v, 0.0))
     t = remat.tensor(v)
     t.clamp_(2.0, 1.0)  # min > max: max everywhere (NaN stays)
-    np.testing.assert_array_equal(t.numpy(), np.where(np.isnan(v), v, 1.0))
+    np.testing.assert_array_equal(t.detach().numpy(), np.where(np.isnan(v), v, 1.0))
     with pytest.raises(ValueError, match="min"):
         t.clamp_()
 
@@ -119,7 +119,7 @@ def test_masked_fill_with_a_float_mask():
     assert t.masked_fill_(remat.tensor(mask), -7.0) is t
     assert_close(t, np.where(mask != 0, -7.0, a), np.float64)
     t.masked_fill_(remat.tensor([[0.0], [1.0], [0.0]]), remat.tensor(9.0))
-    assert t.numpy()[1].tolist() == [9.0] * 4
+    assert t.detach().numpy()[1].tolist() == [9.0] * 4
     with pytest.raises(remat.ShapeError):
         t.masked_fill_(remat.tensor([1.0, 0.0]), 1.0)
 
@@ -127,19 +127,19 @@ def test_masked_fill_with_a_float_mask():
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_random_fills_are_seeded_like_the_constructors(dtype):
     remat.manual_seed(7)
-    a = remat.randn(4, 5, dtype=dtype).numpy()
-    b = remat.rand(6, dtype=dtype).numpy()
+    a = remat.randn(4, 5, dtype=dtype).detach().numpy()
+    b = remat.rand(6, dtype=dtype).detach().numpy()
     remat.manual_seed(7)
     t = remat.zeros(4, 5, dtype=dtype)
     assert t.normal_() is t
     u = remat.zeros(6, dtype=dtype)
     assert u.uniform_() is u
-    np.testing.assert_array_equal(t.numpy(), a)
-    np.testing.assert_array_equal(u.numpy(), b)
+    np.testing.assert_array_equal(t.detach().numpy(), a)
+    np.testing.assert_array_equal(u.detach().numpy(), b)
     remat.manual_seed(1)
-    x = remat.zeros(20_000, dtype=dtype).normal_(mean=3.0, std=0.5).numpy()
+    x = remat.zeros(20_000, dtype=dtype).normal_(mean=3.0, std=0.5).detach().numpy()
     assert abs(x.mean() - 3.0) < 0.05 and abs(x.std() - 0.5) < 0.05
-    y = remat.zeros(20_000, dtype=dtype).uniform_(-2.0, 4.0).numpy()
+    y = remat.zeros(20_000, dtype=dtype).uniform_(-2.0, 4.0).detach().numpy()
     assert y.min() >= -2.0 and y.max() < 4.0 and abs(y.mean() - 1.0) < 0.1
     with pytest.raises(ValueError):
         remat.zeros(3).normal_(std=-1.0)
@@ -180,6 +180,42 @@ def test_view_shares_storage_so_writes_land_in_the_base_and_refuses_when_it_cann
     assert_close(t.reshape(12), -np.arange(12.0).reshape(3, 4).T.reshape(12), np.float32)
 
 
+def test_floordiv_mod_and_pow_operators_write_in_place_like_pytorch():
+    base = remat.tensor([[7, -7], [9, 4]])
+    row = base[0]
+    alias = row
+    row //= 2
+    assert alias is row and base.tolist() == [[3, -4], [9, 4]]
+    row %= 3
+    assert base.tolist() == [[0, 2], [9, 4]]
+    col = base[:, 1]
+    col **= 2
+    assert base.tolist() == [[0, 4], [9, 16]]
+    f = remat.tensor([1.5, -2.5])
+    f **= remat.tensor([2.0, 1.0])
+    assert f.tolist() == [2.25, -2.5]
+    f //= 1.0
+    assert f.tolist() == [2.0, -3.0]
+    # PyTorch's dtype rule: a float result does not fit an integer tensor; a failed write
+    # leaves the tensor as it was.
+    i = remat.tensor([1, 2])
+    with pytest.raises(remat.DTypeError, match="can't be cast"):
+        i **= 0.5
+    with pytest.raises(remat.DTypeError, match="can't be cast"):
+        i //= remat.tensor([1.5, 1.5])
+    assert i.tolist() == [1, 2]
+    # A destination that does not take the broadcast shape is refused.
+    with pytest.raises(remat.ShapeError):
+        i %= remat.tensor([[1, 1], [1, 1]])
+    # A leaf that requires grad is refused under grad mode, as the other in-place operators.
+    w = remat.tensor([2.0], requires_grad=True)
+    with pytest.raises(remat.GraphError):
+        w **= 2
+    with remat.no_grad():
+        w **= 2
+    assert w.tolist() == [4.0]
+
+
 def test_from_numpy_memory_is_written_through():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     t = remat.from_numpy(a)
@@ -188,7 +224,7 @@ def test_from_numpy_memory_is_written_through():
     t[0] += 100.0
     np.testing.assert_array_equal(a, [[100.0, 102.0, 104.0], [-1.0, 8.0, 10.0]])
     # And NumPy views of a tensor see its in-place writes.
-    n = t.numpy()
+    n = t.detach().numpy()
     t.zero_()
     assert not n.any()
 
@@ -198,10 +234,10 @@ def test_an_operand_overlapping_the_destination_reads_old_values():
     t = remat.tensor(a)
     t[1:] += t[:-1]
     a[1:] += a[:-1].copy()
-    np.testing.assert_array_equal(t.numpy(), a)
+    np.testing.assert_array_equal(t.detach().numpy(), a)
     m = remat.tensor(np.arange(6.0).reshape(2, 3))
     m.sub_(m[0])
-    np.testing.assert_array_equal(m.numpy(), [[0.0, 0.0, 0.0], [3.0, 3.0, 3.0]])
+    np.testing.assert_array_equal(m.detach().numpy(), [[0.0, 0.0, 0.0], [3.0, 3.0, 3.0]])
 
 
 def test_shapes_that_do_not_fit_are_shape_errors_naming_the_op():
@@ -236,7 +272,7 @@ def test_setitem_matches_numpy(key, kind):
     t = remat.tensor(a)
     t[key] = value
     want = a.copy()
-    want[key] = value.numpy() if isinstance(value, remat.Tensor) else value
+    want[key] = value.detach().numpy() if isinstance(value, remat.Tensor) else value
     assert_close(t, want, np.float64)
     assert t._version == 1
 
@@ -299,7 +335,7 @@ def test_setitem_with_advanced_indices_matches_numpy(key, kind):
 
 def test_setitem_with_a_bool_mask_and_repeated_indices():
     t = remat.tensor([[1.0, -2.0], [-3.0, 4.0]])
-    t[remat.tensor(t.numpy() < 0)] = 0.0  # a bool mask (comparisons give one too)
+    t[remat.tensor(t.detach().numpy() < 0)] = 0.0  # a bool mask (comparisons give one too)
     assert t.tolist() == [[1.0, 0.0], [0.0, 4.0]]
     v = remat.zeros(3)
     v[[1, 1, 2]] = remat.tensor([7.0, 8.0, 9.0])  # the last write wins, as in NumPy
@@ -338,7 +374,7 @@ def test_integer_and_bool_tensors_follow_torch_dtype_rules():
     with pytest.raises(remat.DTypeError):
         b.add_(1)
     m = remat.tensor([1.0, 2.0, 3.0])
-    m.masked_fill_(remat.tensor(m.numpy() > 1.5), -1.0)
+    m.masked_fill_(remat.tensor(m.detach().numpy() > 1.5), -1.0)
     assert m.tolist() == [1.0, -1.0, -1.0]
 
 
@@ -406,7 +442,7 @@ def test_a_saved_input_written_under_no_grad_raises_at_backward():
     # Without the write the same graph is fine.
     a = x * w
     a.sum().backward()
-    assert_close(w.grad, x.numpy(), np.float64)
+    assert_close(w.grad, x.detach().numpy(), np.float64)
 
 
 def test_a_write_nothing_saved_leaves_the_graph_valid():
@@ -560,7 +596,7 @@ HOSTILE = {
                 raise AssertionError("normal_ accepted a bad std")
         t[1:1] = 7.0  # an empty destination
         t.fill_(float("inf")).mul_(0.0)
-        assert np.isnan(t.numpy()).all()
+        assert np.isnan(t.detach().numpy()).all()
     """,
     "threads_write_disjoint_rows": """
         t = remat.zeros(8, 1 << 16)

@@ -32,7 +32,7 @@ def test_from_dlpack_imports_numpy_memory_without_copying():
 def test_dlpack_of_a_view_and_a_capsule():
     t = remat.arange(12).reshape(3, 4)[:, 1::2]
     back = remat.from_dlpack(t.__dlpack__())
-    np.testing.assert_array_equal(back.numpy(), t.numpy())
+    np.testing.assert_array_equal(back.detach().numpy(), t.detach().numpy())
     assert t.__dlpack_device__() == (1, 0)
 
 
@@ -158,9 +158,9 @@ def test_generator_streams_are_private_and_reproducible():
     global_draw = remat.rand(2)
     g.manual_seed(3)
     b = remat.randn(4, generator=g)
-    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
     remat.manual_seed(11)
-    np.testing.assert_array_equal(remat.rand(2).numpy(), global_draw.numpy())  # untouched
+    np.testing.assert_array_equal(remat.rand(2).numpy(), global_draw.detach().numpy())  # untouched
     assert g.initial_seed() == 3 and g.device == "cpu"
 
 
@@ -177,7 +177,7 @@ def test_generator_state_round_trip_and_every_sampler():
                                                                              generator=g),
              remat.zeros(3).normal_(generator=g), remat.zeros(3).uniform_(generator=g)]
     for x, y in zip(first, again):
-        np.testing.assert_array_equal(x.numpy(), y.numpy())
+        np.testing.assert_array_equal(x.detach().numpy(), y.detach().numpy())
     with pytest.raises(ValueError, match="seed, offset"):
         g.set_state(remat.ones(3))
 
@@ -228,20 +228,26 @@ def test_numpy_view_of_a_tensor_that_requires_grad_is_read_only():
     # counter (the case: x*x's gradient came out as [0, 0, 0] instead of 2x).
     x = remat.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = (x * x).sum()
-    for arr in (x.numpy(), np.asarray(x), (x * 2).numpy(), x.detach().numpy()):
+    # numpy() itself refuses a tensor that requires grad, as in PyTorch (API.md), naming the
+    # remedy; force=True detaches.
+    with pytest.raises(remat.GraphError, match=r"numpy.*\(3,\).*detach\(\)\.numpy\(\)"):
+        x.numpy()
+    with pytest.raises(remat.GraphError):
+        (x * 2).numpy()
+    for arr in (x.numpy(force=True), np.asarray(x), x.detach().numpy()):
         assert not arr.flags.writeable
         with pytest.raises(ValueError, match="read-only"):
             arr[0] = 0.0
     y.backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(x.grad.detach().numpy(), [2.0, 4.0, 6.0])
     # Reading, printing, NumPy reductions and copies keep working.
     assert np.sum(x) == 6.0 and x.tolist() == [1.0, 2.0, 3.0]
     assert np.array(x).flags.writeable
     # Once backward freed the graph, a detached view is writeable again, as in PyTorch.
     d = x.detach().numpy()
-    assert d.flags.writeable and np.shares_memory(d, x.numpy())
+    assert d.flags.writeable and np.shares_memory(d, x.detach().numpy())
     plain = remat.zeros(3)
-    plain.numpy()[1] = 5.0
+    plain.detach().numpy()[1] = 5.0
     assert plain.tolist() == [0.0, 5.0, 0.0]
 
 
@@ -249,10 +255,10 @@ def test_numpy_view_of_memory_a_graph_saved_is_read_only_until_backward():
     x = remat.tensor([[1.0, 2.0]])  # no grad, but the matmul saves it for w's gradient
     w = remat.ones(2, 1, requires_grad=True)
     loss = (x @ w).sum()
-    assert not x.numpy().flags.writeable
+    assert not x.detach().numpy().flags.writeable
     loss.backward()
     assert w.grad.tolist() == [[1.0], [2.0]]
-    view = x.numpy()
+    view = x.detach().numpy()
     assert view.flags.writeable  # the graph is gone
     view[0, 0] = 7.0
     assert x.tolist() == [[7.0, 2.0]]

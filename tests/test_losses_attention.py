@@ -222,3 +222,46 @@ def test_bce_with_logits_gradient_at_a_zero_logit(target, expected):
     F.binary_cross_entropy_with_logits(xw, t, pos_weight=remat.tensor([3.0])).backward()
     # (pw t + 1 - t) sigmoid(x) - pw t at x = 0
     assert xw.grad.item() == pytest.approx((3 * target + 1 - target) * 0.5 - 3 * target)
+
+
+@pytest.mark.parametrize("name, fn", [("mse_loss", lambda d: d * d), ("l1_loss", np.abs)])
+def test_regression_losses_broadcast_a_target_with_a_warning(name, fn):
+    loss = getattr(F, name)
+    x, y = RNG.standard_normal((3, 4)), RNG.standard_normal(4)
+    xt, yt = remat.tensor(x, requires_grad=True), remat.tensor(y, requires_grad=True)
+    with pytest.warns(UserWarning, match="different to the input size"):
+        got = loss(xt, yt)
+    np.testing.assert_allclose(got.item(), fn(x - y).mean(), rtol=1e-12)
+    got.backward()
+    # gradients sum back over the broadcast axis
+    d = x - y
+    dfn = 2 * d if name == "mse_loss" else np.sign(d)
+    np.testing.assert_allclose(xt.grad.numpy(), dfn / 12, rtol=1e-12)
+    np.testing.assert_allclose(yt.grad.numpy(), -(dfn / 12).sum(0), rtol=1e-12)
+    with pytest.warns(UserWarning):
+        none = loss(remat.tensor(RNG.standard_normal((2, 1, 4))), remat.tensor(y[:3, None]),
+                    reduction="none")
+    assert none.shape == (2, 3, 4)
+    with pytest.warns(UserWarning):  # the loss modules follow the same rule
+        mod = getattr(nn, "MSELoss" if name == "mse_loss" else "L1Loss")()
+        assert mod(remat.tensor(x), remat.tensor(y)).item() == pytest.approx(fn(x - y).mean())
+    with pytest.raises(remat.ShapeError), pytest.warns(UserWarning):
+        loss(remat.tensor(x), remat.tensor(RNG.standard_normal(3)))
+
+
+def test_regression_losses_weight_and_mixed_dtypes():
+    x, y, w = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4)), RNG.random((3, 4))
+    got = F.mse_loss(remat.tensor(x), remat.tensor(y), weight=remat.tensor(w))
+    np.testing.assert_allclose(got.item(), (w * (x - y) ** 2).sum() / w.sum(), rtol=1e-12)
+    got = F.l1_loss(remat.tensor(x), remat.tensor(y), weight=remat.tensor(w), reduction="sum")
+    np.testing.assert_allclose(got.item(), (w * np.abs(x - y)).sum(), rtol=1e-12)
+    with pytest.raises(ValueError, match="same size"):
+        F.mse_loss(remat.tensor(x), remat.tensor(y), weight=remat.ones(4))
+    # a float32 target next to a float64 input gets its gradient too (PyTorch promotes)
+    t = remat.tensor(y.astype(np.float32), requires_grad=True)
+    xt = remat.tensor(x, requires_grad=True)
+    loss = F.mse_loss(xt, t)
+    assert loss.dtype == remat.float64
+    loss.backward()
+    assert t.grad.dtype == remat.float32
+    np.testing.assert_allclose(t.grad.numpy(), -2 * (x - y.astype(np.float32)) / 12, rtol=1e-6)

@@ -173,7 +173,7 @@ def test_a_limit_that_cannot_be_met_raises_memory_error_with_the_smallest_workin
     x = remat.randn(64, 128)
     ref = model(x).sum()
     ref.backward()
-    ref_grads = [p.grad.numpy().copy() for p in model.parameters()]
+    ref_grads = [p.grad.detach().numpy().copy() for p in model.parameters()]
     model.zero_grad()
     limit = remat.memory_allocated() + 1000
     with pytest.raises(MemoryError, match=r"smallest working set here is (\d+) bytes") as e:
@@ -184,7 +184,7 @@ def test_a_limit_that_cannot_be_met_raises_memory_error_with_the_smallest_workin
     model.zero_grad()
     model(x).sum().backward()
     for a, p in zip(ref_grads, model.parameters()):
-        assert np.array_equal(a, p.grad.numpy())
+        assert np.array_equal(a, p.grad.detach().numpy())
 
 
 def test_tensors_the_user_holds_and_numpy_views_are_never_evicted():
@@ -196,7 +196,7 @@ def test_tensors_the_user_holds_and_numpy_views_are_never_evicted():
 
     def hook(module, inputs, output):
         kept["h"] = output
-        kept["view"] = output.numpy()
+        kept["view"] = output.detach().numpy()
         kept["copy"] = output.detach().numpy().copy()
 
     model[9].register_forward_hook(hook)
@@ -239,7 +239,7 @@ def test_checkpoints_compose_with_the_limit():
             for b in blocks[32 if ck else 0:]:
                 h = b(h)
             (h * h).mean().backward()
-        return [p.grad.numpy().copy() for p in model.parameters()]
+        return [p.grad.detach().numpy().copy() for p in model.parameters()]
 
     ref = run(None, False)
     for ck in (False, True):
@@ -263,7 +263,7 @@ def test_views_of_evicted_tensors_are_rebuilt_together():
                 a = (h @ w).tanh()
                 h = (a.T @ a.reshape(64, 64)).sigmoid() + a.transpose(0, 1)
             (h * h).sum().backward()
-        return w.grad.numpy().copy()
+        return w.grad.detach().numpy().copy()
 
     ref = run(None)
     before = remat.memory_stats()["evictions"]
@@ -284,7 +284,7 @@ def test_one_limit_shared_by_threads():
 
     def train(model, x):
         (model(x) ** 2).mean().backward()
-        return [p.grad.numpy().copy() for p in model.parameters()]
+        return [p.grad.detach().numpy().copy() for p in model.parameters()]
 
     ref = {s: train(*setup(s)) for s in (1, 2)}
     runs = {s: setup(s) for s in (1, 2)}
@@ -361,7 +361,7 @@ def test_selective_policies_compose_with_the_limit():
             for layer in layers[16:]:
                 h = layer(h)
             (h * h).mean().backward()
-        return [p.grad.numpy().copy() for p in model.parameters()]
+        return [p.grad.detach().numpy().copy() for p in model.parameters()]
 
     ref = run(None)
     before = remat.memory_stats()["evictions"]
@@ -395,7 +395,7 @@ def test_cuda_training_under_a_device_limit_matches_the_cpu():
             (h * h).mean().backward()
             remat.cuda.synchronize()
         assert lim is None or remat.max_memory_allocated("cuda") <= lim
-        return [p.grad.numpy().copy() for p in model.parameters()]
+        return [p.grad.detach().numpy().copy() for p in model.parameters()]
 
     for offload in (False, True):
         ref = run(None, offload)

@@ -43,7 +43,7 @@ def test_arg_matches_numpy(name, dtype, shape, data):
                 getattr(t, name)(axis=dim, keepdims=keepdim)):
         assert got.dtype == remat.int64
         assert got.shape == want.shape
-        np.testing.assert_array_equal(got.numpy(), want)
+        np.testing.assert_array_equal(got.detach().numpy(), want)
 
 
 def test_arg_noncontiguous_and_big():
@@ -51,11 +51,11 @@ def test_arg_noncontiguous_and_big():
     a = rng.standard_normal((64, 700)).astype(np.float32)  # above the parallel threshold
     t = remat.tensor(a)
     for dim in (0, 1, -1, None):
-        np.testing.assert_array_equal(t.argmax(dim).numpy(), np.argmax(a, axis=dim))
-        np.testing.assert_array_equal(t.argmin(dim).numpy(), np.argmin(a, axis=dim))
+        np.testing.assert_array_equal(t.argmax(dim).detach().numpy(), np.argmax(a, axis=dim))
+        np.testing.assert_array_equal(t.argmin(dim).detach().numpy(), np.argmin(a, axis=dim))
     tt = t.T  # a transposed view
-    np.testing.assert_array_equal(tt.argmax(1).numpy(), np.argmax(a.T, axis=1))
-    np.testing.assert_array_equal(tt.argmin(0).numpy(), np.argmin(a.T, axis=0))
+    np.testing.assert_array_equal(tt.argmax(1).detach().numpy(), np.argmax(a.T, axis=1))
+    np.testing.assert_array_equal(tt.argmin(0).detach().numpy(), np.argmin(a.T, axis=0))
 
 
 def test_arg_ties_take_the_first():
@@ -120,15 +120,16 @@ def test_max_dim_matches_numpy(name, dtype):
             assert r[0] is v and r[1] is i  # indexable
             assert r.values is v and r.indices is i
             assert type(r).__name__ == name and isinstance(r, tuple)
-            np.testing.assert_array_equal(v.numpy(), getattr(np, name)(a, dim, keepdims=keepdim))
-            np.testing.assert_array_equal(i.numpy(), arg(a, dim, keepdims=keepdim))
+            want = getattr(np, name)(a, dim, keepdims=keepdim)
+            np.testing.assert_array_equal(np.asarray(v), want)
+            np.testing.assert_array_equal(i.detach().numpy(), arg(a, dim, keepdims=keepdim))
             assert v.dtype == t.dtype and i.dtype == remat.int64
             f = getattr(remat, name)
             for r2 in (f(t, dim, keepdim), f(t, dim=dim, keepdim=keepdim),
                        f(t, axis=dim, keepdims=keepdim), getattr(t, name)(dim=dim)):
                 assert r2.indices.shape == r2.values.shape
-            np.testing.assert_array_equal(f(t, axis=dim, keepdims=keepdim).values.numpy(),
-                                          v.numpy())
+            np.testing.assert_array_equal(f(t, axis=dim, keepdims=keepdim).values.detach().numpy(),
+                                          v.detach().numpy())
 
 
 def test_max_without_dim_stays_values():
@@ -151,24 +152,24 @@ def test_max_with_a_tensor_is_maximum():
 def test_max_dim_nan():
     t = remat.tensor([[1.0, NAN, 7.0], [3.0, -1.0, 9.0]])
     v, i = t.max(1)
-    assert np.isnan(v.numpy()[0]) and v.numpy()[1] == 9.0
+    assert np.isnan(v.detach().numpy()[0]) and v.detach().numpy()[1] == 9.0
     assert i.tolist() == [1, 2]
     v, i = t.min(1)
-    assert np.isnan(v.numpy()[0]) and i.tolist() == [1, 1]
+    assert np.isnan(v.detach().numpy()[0]) and i.tolist() == [1, 1]
 
 
 def test_max_dim_gradient_goes_to_one_index_on_ties():
     x = remat.tensor([[2.0, 5.0, 5.0], [1.0, 1.0, 1.0]], dtype=remat.float64,
                      requires_grad=True)
     x.max(1).values.sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [[0, 1, 0], [1, 0, 0]])
+    np.testing.assert_array_equal(x.grad.detach().numpy(), [[0, 1, 0], [1, 0, 0]])
     y = remat.tensor([[2.0, 5.0, 5.0], [1.0, 1.0, 1.0]], dtype=remat.float64,
                      requires_grad=True)
     (y.min(0, keepdim=True).values * remat.tensor([[1.0, 2.0, 3.0]])).sum().backward()
-    np.testing.assert_array_equal(y.grad.numpy(), [[0, 0, 0], [1, 2, 3]])
+    np.testing.assert_array_equal(y.grad.detach().numpy(), [[0, 0, 0], [1, 2, 3]])
     z = remat.tensor([[2.0, 5.0, 5.0]], requires_grad=True)  # amax still splits ties
     z.amax(1).sum().backward()
-    np.testing.assert_allclose(z.grad.numpy(), [[0, 0.5, 0.5]])
+    np.testing.assert_allclose(z.grad.detach().numpy(), [[0, 0.5, 0.5]])
 
 
 def test_max_dim_second_order():
@@ -176,9 +177,9 @@ def test_max_dim_second_order():
                      requires_grad=True)
     v = x.max(1).values
     (g,) = remat.grad((v * v).sum(), [x], create_graph=True)
-    np.testing.assert_allclose(g.numpy(), [[0, 6, 0], [0, 0, 8]])
+    np.testing.assert_allclose(g.detach().numpy(), [[0, 6, 0], [0, 0, 8]])
     (h,) = remat.grad(g.sum(), [x])
-    np.testing.assert_allclose(h.numpy(), [[0, 2, 0], [0, 0, 2]])
+    np.testing.assert_allclose(h.detach().numpy(), [[0, 2, 0], [0, 0, 2]])
 
 
 def test_max_dim_of_0d_and_int_not_recorded():
@@ -224,7 +225,7 @@ def test_all_any_match_numpy(name, dtype, shape, data):
                 getattr(t, name)(axis=dim, keepdims=keepdim)):
         assert got.dtype == remat.bool_
         assert got.shape == np.shape(want)
-        np.testing.assert_array_equal(got.numpy(), want)
+        np.testing.assert_array_equal(got.detach().numpy(), want)
 
 
 def test_all_any_nan_is_true_and_empty():

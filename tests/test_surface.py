@@ -200,7 +200,9 @@ def test_dunder_all_lists_existing_names_once():
 # `split_size_or_sections`, as in PyTorch. `zero_`/`copy_`: the functions are nn's raw writes
 # (`WRAPPED`: no grad-mode rules, `copy_` of one shape), the methods PyTorch's in-place ops
 # (crates/remat-py/src/inplace.rs).
-NOT_FROM_TABLE = {"backward", "split", "chunk", "zero_", "copy_"}
+# `where`: the method is PyTorch's `Tensor.where(condition, other)` (self is the values, not the
+# condition), so it cannot share the function's row.
+NOT_FROM_TABLE = {"backward", "split", "chunk", "zero_", "copy_", "where"}
 
 
 def _op_table_names() -> list[str]:

@@ -552,11 +552,12 @@ from ._device import device  # noqa: E402
 from ._dlpack import from_dlpack  # noqa: E402
 from .serialization import save, load  # noqa: E402
 
-# PyTorch's dtype spellings. `remat.bool` and `remat.float` would shadow the builtins inside this
-# module, so they are served by the module `__getattr__` (and stay out of `__all__`).
+# PyTorch's dtype spellings. `remat.bool`, `remat.float` and `remat.int` (int32, as `torch.int`)
+# would shadow the builtins inside this module, so they are served by the module `__getattr__`
+# (and stay out of `__all__`).
 long = int64
 double = float64
-_BUILTIN_NAMED_DTYPES = {"bool": bool_, "float": float32}
+_BUILTIN_NAMED_DTYPES = {"bool": bool_, "float": float32, "int": int32}
 
 
 def __getattr__(name: str) -> Any:

@@ -77,6 +77,19 @@ impl DType {
             Equal => other,
         }
     }
+    /// PyTorch's `result_type` of two tensor operands, where a 0-d tensor ranks below one
+    /// with dimensions: it decides the dtype only when its category is higher. So
+    /// `float32 vector + float64 0-d` is float32 and `int32 vector + int64 0-d` int32, but
+    /// `int32 vector + float64 0-d` float64. Operands of the same rank promote as
+    /// [`DType::promote`]. (Python scalars arrive as 0-d tensors made like the other
+    /// operand, which this rule keeps.)
+    pub fn promote_ranked(self, self_0d: bool, other: DType, other_0d: bool) -> DType {
+        match (self_0d, other_0d) {
+            (true, false) if self.category() <= other.category() => other,
+            (false, true) if other.category() <= self.category() => self,
+            _ => self.promote(other),
+        }
+    }
     /// The dtype a float-only op computes in for this input: itself for floats, the default
     /// float32 for integers and bool (as `torch.exp(int_tensor)` does).
     pub fn to_float(self) -> DType {

@@ -405,12 +405,12 @@ fn concat_and_stack_errors_name_the_shapes() {
     is_shape(ops::stack(&[a.clone(), a.clone()], -4));
     assert!(matches!(ops::concat(&[], 0), Err(Error::Value { .. })));
     assert!(matches!(ops::stack(&[], 0), Err(Error::Value { .. })));
+    // Mixed dtypes promote, as PyTorch's cat/stack (float32 + float64 is float64).
     let f = ops::to_dtype(&a, DType::F32).unwrap();
-    assert!(matches!(
-        ops::concat(&[a.clone(), f.clone()], 0),
-        Err(Error::DType { .. })
-    ));
-    assert!(matches!(ops::stack(&[f, a], 0), Err(Error::DType { .. })));
+    let c = ops::concat(&[a.clone(), f.clone()], 0).unwrap();
+    assert_eq!((c.dtype(), c.shape()), (DType::F64, &[4, 3][..]));
+    let i = ops::to_dtype(&a, DType::I32).unwrap();
+    assert_eq!(ops::stack(&[i, f], 0).unwrap().dtype(), DType::F32);
 }
 
 // --- where -----------------------------------------------------------------------------------

@@ -117,7 +117,8 @@ impl ReduceArgs {
         let single =
             d.is_some_and(|d| !(d.is_instance_of::<PyTuple>() || d.is_instance_of::<PyList>()));
         Ok(ReduceArgs {
-            dims: axes(op, d)?,
+            // An empty tuple reduces every axis, as PyTorch's `sum(x, ())` does.
+            dims: axes(op, d)?.filter(|a| !a.is_empty()),
             single,
             keepdim: keepdims.unwrap_or(keepdim),
         })

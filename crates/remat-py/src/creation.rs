@@ -38,7 +38,8 @@ fn number(op: &str, obj: &Bound<'_, PyAny>) -> PyResult<f64> {
 
 /// Evenly spaced values in the half-open interval ``[start, end)``, `step` apart.
 ///
-/// Called as ``arange(end)``, ``arange(start, end)`` or ``arange(start, end, step)``. The
+/// Called as ``arange(end)``, ``arange(start, end)`` or ``arange(start, end, step)``, with
+/// the bounds positional or as ``start=``/``end=`` keywords (``arange(1, end=4)`` too). The
 /// result is int64 when every bound and the step are integers, else float32 (PyTorch's rule),
 /// unless `dtype` is given. The bounds may be Python numbers, NumPy scalars or 0-d tensors.
 ///
@@ -46,6 +47,10 @@ fn number(op: &str, obj: &Bound<'_, PyAny>) -> PyResult<f64> {
 /// ----------
 /// *bounds : int or float
 ///     ``end``, ``start, end`` or ``start, end, step`` (``start`` defaults to 0).
+/// start : int or float, optional
+///     The first value, as a keyword. Default: ``None`` (0, or the positional bounds).
+/// end : int or float, optional
+///     The bound, as a keyword. Default: ``None`` (the positional bounds).
 /// step : int or float, optional
 ///     The spacing, used when `bounds` does not give it (a positional step wins).
 ///     Default: ``None`` (1).
@@ -89,27 +94,43 @@ fn number(op: &str, obj: &Bound<'_, PyAny>) -> PyResult<f64> {
 /// >>> remat.arange(3, dtype=remat.float64)
 /// tensor([0., 1., 2.], dtype=remat.float64)
 #[pyfunction]
-#[pyo3(signature = (*bounds, step=None, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (
+    *bounds, start=None, end=None, step=None, dtype=None, device=None, requires_grad=false
+))]
+#[allow(clippy::too_many_arguments)]
 fn arange(
     py: Python<'_>,
     bounds: &Bound<'_, PyTuple>,
+    start: Option<&Bound<'_, PyAny>>,
+    end: Option<&Bound<'_, PyAny>>,
     step: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let items: Vec<Bound<'_, PyAny>> = bounds.iter().collect();
-    let (start, end, pos_step) = match items.as_slice() {
-        [e] => (None, e.clone(), None),
-        [s, e] => (Some(s.clone()), e.clone(), None),
-        [s, e, st] => (Some(s.clone()), e.clone(), Some(st.clone())),
-        _ => {
-            return Err(PyTypeError::new_err(format!(
-                "arange: expected (end), (start, end) or (start, end, step), got {} arguments",
-                items.len()
+    let (start_kw, end_kw) = (
+        start.filter(|s| !s.is_none()).cloned(),
+        end.filter(|e| !e.is_none()).cloned(),
+    );
+    // PyTorch's forms: positional bounds, `start=`/`end=` keywords, or `arange(1, end=4)`.
+    let (start, end, pos_step) =
+        match (items.as_slice(), start_kw, end_kw) {
+            ([], s, Some(e)) => (s, e, None),
+            ([s], None, Some(e)) => (Some(s.clone()), e, None),
+            ([e], None, None) => (None, e.clone(), None),
+            ([s, e], None, None) => (Some(s.clone()), e.clone(), None),
+            ([s, e, st], None, None) => (Some(s.clone()), e.clone(), Some(st.clone())),
+            _ => {
+                return Err(PyTypeError::new_err(format!(
+                "arange: expected (end), (start, end) or (start, end, step), positionally or as \
+                 start=/end=, got {} positional arguments{}{}",
+                items.len(),
+                if start.is_some_and(|s| !s.is_none()) { " and start=" } else { "" },
+                if end.is_some_and(|e| !e.is_none()) { " and end=" } else { "" },
             )))
-        }
-    };
+            }
+        };
     if pos_step.is_some() && step.is_some_and(|s| !s.is_none()) {
         return Err(PyTypeError::new_err(
             "arange: got multiple values for argument 'step' (the third positional one and \

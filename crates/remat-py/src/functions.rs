@@ -883,10 +883,13 @@ fn stack(
 /// ShapeError
 ///     When `cond`, `a` and `b` do not broadcast together.
 /// TypeError
-///     When fewer than three arguments are given (the one-argument ``where(cond)`` form is
-///     not supported; use ``nonzero``).
+///     When only one of `a` and `b` is given.
 /// DTypeError
 ///     When an argument holds no numbers.
+///
+/// With `cond` alone, PyTorch's ``where(cond)``: the indices of the nonzero elements, one
+/// int64 tensor per axis (``nonzero(as_tuple=True)``). `Tensor.where(cond, other)` is the
+/// method form (``where(cond, self, other)``).
 ///
 /// Examples
 /// --------
@@ -897,16 +900,81 @@ fn stack(
 /// tensor([ 1., -2.,  3.])
 /// >>> remat.where(x > 1.5, 1, 0)
 /// tensor([0, 1, 1])
+/// >>> remat.where(remat.tensor([[0, 1], [1, 1]]))
+/// (tensor([0, 1, 1]), tensor([1, 0, 1]))
 #[pyfunction(name = "where")]
+#[pyo3(signature = (cond, a=None, b=None))]
 fn where_(
     py: Python<'_>,
     cond: &Bound<'_, PyAny>,
-    a: &Bound<'_, PyAny>,
-    b: &Bound<'_, PyAny>,
-) -> PyResult<PyTensor> {
+    a: Option<&Bound<'_, PyAny>>,
+    b: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyObject> {
     let c = convert::extract_tensor("where", cond)?;
-    let (a, b) = operand_pair("where", a, b)?;
-    run(py, heavy(&[&c, &a, &b]), || ops::where_(&c, &a, &b)).map(wrap)
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            let (a, b) = operand_pair("where", a, b)?;
+            let out = run(py, heavy(&[&c, &a, &b]), || ops::where_(&c, &a, &b))?;
+            Ok(Py::new(py, wrap(out))?.into_any())
+        }
+        (None, None) => {
+            let cols = run(py, heavy(&[&c]), || nonzero_columns(&c))?;
+            let items: Vec<PyTensor> = cols.into_iter().map(wrap).collect();
+            Ok(pyo3::types::PyTuple::new(py, items)?.into_any().unbind())
+        }
+        _ => Err(pyo3::exceptions::PyTypeError::new_err(
+            "where: expected where(cond, a, b) or where(cond), got only one of a and b",
+        )),
+    }
+}
+
+/// The indices of `c`'s nonzero elements, one int64 tensor per axis (`where(cond)`).
+fn nonzero_columns(c: &Tensor) -> remat_core::Result<Vec<Tensor>> {
+    let idx = ops::nonzero(c)?; // (n, ndim)
+    let n = idx.shape()[0];
+    (0..c.ndim() as isize)
+        .map(|a| ops::contiguous(&ops::reshape(&ops::narrow(&idx, 1, a, 1)?, &[n])?))
+        .collect()
+}
+
+#[pymethods]
+impl PyTensor {
+    /// PyTorch's ``Tensor.where(condition, other)``: ``remat.where(condition, self, other)``.
+    ///
+    /// Parameters
+    /// ----------
+    /// condition : Tensor or array_like
+    ///     Where true, this tensor's element is taken.
+    /// other : Tensor or scalar
+    ///     The values taken elsewhere.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     A new tensor of the broadcast shape.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When the three do not broadcast together.
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.tensor([1.0, -2.0])
+    /// >>> x.where(x > 0, 0.0)
+    /// tensor([1., 0.])
+    #[pyo3(name = "where")]
+    fn where_method(
+        &self,
+        py: Python<'_>,
+        condition: &Bound<'_, PyAny>,
+        other: &Bound<'_, PyAny>,
+    ) -> PyResult<PyTensor> {
+        let c = convert::extract_tensor("where", condition)?;
+        let o = convert::operand("where", other, &self.inner)?;
+        let a = &self.inner;
+        run(py, heavy(&[&c, a, &o]), || ops::where_(&c, a, &o)).map(wrap)
+    }
 }
 
 /// Einstein summation over `operands` as `equation` describes (PyTorch's ``einsum``).

@@ -77,6 +77,22 @@ fn operator(
     run(py, heavy(&[t]), || f(t, o.core()))
 }
 
+/// `self (op)= other` for the operators without an in-place kernel (`//=`, `%=`, `**=`): the
+/// out-of-place op, written back (see `ops::update_with_`).
+fn computed(
+    this: &PyTensor,
+    py: Python<'_>,
+    op: &str,
+    other: &Bound<'_, PyAny>,
+    f: fn(&Tensor, &Tensor) -> remat_core::Result<Tensor>,
+) -> PyResult<()> {
+    let t = &this.inner;
+    let o = crate::convert::operand(op, other, t)?;
+    run(py, heavy(&[t]), || {
+        ops::update_with_(op, t, &[&o], |x| f(x, &o))
+    })
+}
+
 #[pymethods]
 impl PyTensor {
     /// How many in-place writes this tensor's storage has seen, shared by all its views
@@ -627,5 +643,26 @@ impl PyTensor {
     }
     fn __itruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
         operator(self, py, "div_", other, ops::div_)
+    }
+    fn __ifloordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        computed(self, py, "floor_divide_", other, ops::floor_divide)
+    }
+    fn __imod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        computed(self, py, "remainder_", other, ops::remainder)
+    }
+    fn __ipow__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let t = &self.inner;
+        if let Some(p) = crate::convert::python_scalar(other) {
+            let float = other.is_instance_of::<pyo3::types::PyFloat>();
+            return run(py, heavy(&[t]), || {
+                ops::update_with_("pow_", t, &[], |x| ops::pow_number(x, p, float))
+            });
+        }
+        computed(self, py, "pow_", other, ops::pow)
     }
 }

@@ -94,7 +94,8 @@ macro_rules! tensor_ops {
         binary {
             $(
                 $(#[doc = $bdoc:literal])*
-                $bname:ident($other:ident) => $bop:path $(, scalar $bscalar:path)?;
+                $bname:ident($other:ident $(; $kw:ident => $kfn:path)?)
+                    => $bop:path $(, scalar $bscalar:path)?;
             )*
         }
         other {
@@ -115,17 +116,29 @@ macro_rules! tensor_ops {
     ) => {
         // A binary function `remat.X(a, b)` takes a Python scalar on either side (it becomes
         // a 0-d tensor of the other side's dtype); the method converts only `other`. With a
-        // `scalar` op, a Python-scalar right operand uses it instead (cheaper backward).
+        // `scalar` op, a Python-scalar right operand uses it instead (cheaper backward); it is
+        // told whether the number was a Python float (`ints ** 2.0` is float32).
         $(
             $(#[doc = $bdoc])*
             #[pyfunction]
-            fn $bname(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>)
-                -> PyResult<PyTensor>
-            {
+            #[pyo3(signature = (a, b $(, *, $kw = None)?))]
+            fn $bname(
+                py: Python<'_>,
+                a: &Bound<'_, PyAny>,
+                b: &Bound<'_, PyAny>,
+                $($kw: Option<&Bound<'_, PyAny>>,)?
+            ) -> PyResult<PyTensor> {
+                $(
+                    if let Some(k) = $kw.filter(|k| !k.is_none()) {
+                        let (a, b) = operand_pair(stringify!($bname), a, b)?;
+                        return $kfn(py, &a, &b, k);
+                    }
+                )?
                 $(
                     if let Some(p) = python_scalar(b) {
                         let x = convert::extract_tensor(stringify!($bname), a)?;
-                        return unary(py, &x, |x| $bscalar(x, p));
+                        let float = b.is_instance_of::<pyo3::types::PyFloat>();
+                        return unary(py, &x, |x| $bscalar(x, p, float));
                     }
                 )?
                 let (a, b) = operand_pair(stringify!($bname), a, b)?;
@@ -156,13 +169,24 @@ macro_rules! tensor_ops {
         impl PyTensor {
             $(
                 $(#[doc = $bdoc])*
-                pub(crate) fn $bname(&self, py: Python<'_>, $other: &Bound<'_, PyAny>)
-                    -> PyResult<PyTensor>
-                {
+                #[pyo3(signature = ($other $(, *, $kw = None)?))]
+                pub(crate) fn $bname(
+                    &self,
+                    py: Python<'_>,
+                    $other: &Bound<'_, PyAny>,
+                    $($kw: Option<&Bound<'_, PyAny>>,)?
+                ) -> PyResult<PyTensor> {
                     let a = &self.inner;
                     $(
+                        if let Some(k) = $kw.filter(|k| !k.is_none()) {
+                            let b = operand(stringify!($bname), $other, a)?;
+                            return $kfn(py, a, &b, k);
+                        }
+                    )?
+                    $(
                         if let Some(p) = python_scalar($other) {
-                            return unary(py, a, |x| $bscalar(x, p));
+                            let float = $other.is_instance_of::<pyo3::types::PyFloat>();
+                            return unary(py, a, |x| $bscalar(x, p, float));
                         }
                     )?
                     let b = operand(stringify!($bname), $other, a)?;
@@ -249,8 +273,8 @@ tensor_ops! {
         /// Either operand may be a Python scalar (it becomes a 0-d tensor of the other operand's
         /// dtype; a float next to an integer or bool tensor gives float32) or anything
         /// `remat.tensor` accepts (lists, NumPy arrays). Dtypes promote as in PyTorch.
-        /// Differentiable for float tensors. `Tensor.add(other)` is the method form (the tensor is
-        /// `a`).
+        /// Differentiable for float tensors. `Tensor.add(other, *, alpha=None)` is the method form
+        /// (the tensor is `a`).
         ///
         /// Parameters
         /// ----------
@@ -258,6 +282,8 @@ tensor_ops! {
         ///     The left operand.
         /// b : Tensor or scalar
         ///     The right operand (`other` in the method form).
+        /// alpha : int or float, optional
+        ///     Scales `b` first (PyTorch's `alpha`): `a + alpha * b`. Default: `None` (1).
         ///
         /// Returns
         /// -------
@@ -282,14 +308,16 @@ tensor_ops! {
         /// tensor([2., 3.])
         /// >>> a.add(a)
         /// tensor([2., 4.])
-        add(other) => ops::add;
+        /// >>> remat.add(a, a, alpha=10)
+        /// tensor([11., 22.])
+        add(other; alpha => add_alpha) => ops::add;
         /// Elementwise difference `a - b`, with broadcasting.
         ///
         /// Either operand may be a Python scalar (it becomes a 0-d tensor of the other operand's
         /// dtype; a float next to an integer or bool tensor gives float32) or anything
         /// `remat.tensor` accepts (lists, NumPy arrays). Dtypes promote as in PyTorch. Two bool
         /// tensors are refused (use `logical_xor`). Differentiable for float tensors.
-        /// `Tensor.sub(other)` is the method form (the tensor is `a`).
+        /// `Tensor.sub(other, *, alpha=None)` is the method form (the tensor is `a`).
         ///
         /// Parameters
         /// ----------
@@ -297,6 +325,8 @@ tensor_ops! {
         ///     The left operand.
         /// b : Tensor or scalar
         ///     The right operand (`other` in the method form).
+        /// alpha : int or float, optional
+        ///     Scales `b` first (PyTorch's `alpha`): `a - alpha * b`. Default: `None` (1).
         ///
         /// Returns
         /// -------
@@ -320,7 +350,7 @@ tensor_ops! {
         /// tensor([4., 5.])
         /// >>> remat.sub(10, remat.tensor([1, 2]))
         /// tensor([9, 8])
-        sub(other) => ops::sub;
+        sub(other; alpha => sub_alpha) => ops::sub;
         /// Elementwise product `a * b`, with broadcasting.
         ///
         /// Either operand may be a Python scalar (it becomes a 0-d tensor of the other operand's
@@ -368,8 +398,10 @@ tensor_ops! {
         /// dtype; a float next to an integer or bool tensor gives float32) or anything
         /// `remat.tensor` accepts (lists, NumPy arrays). Dtypes promote as in PyTorch. Integer and
         /// bool operands give float32 (`1 / 2` is 0.5); division by zero gives `inf` or `nan` (no
-        /// error), as for floats. Differentiable for float tensors. `Tensor.div(other)` is the
-        /// method form (the tensor is `a`).
+        /// error), as for floats. Differentiable for float tensors. With `rounding_mode`
+        /// (PyTorch's), `"trunc"` rounds toward zero and `"floor"` toward -inf (`a // b`);
+        /// integers then stay integer, and the result is not differentiable.
+        /// `Tensor.div(other, *, rounding_mode=None)` is the method form (the tensor is `a`).
         ///
         /// Parameters
         /// ----------
@@ -377,6 +409,8 @@ tensor_ops! {
         ///     The left operand.
         /// b : Tensor or scalar
         ///     The right operand (`other` in the method form).
+        /// rounding_mode : str, optional
+        ///     `"trunc"`, `"floor"` or `None` (true division). Default: `None`.
         ///
         /// Returns
         /// -------
@@ -398,7 +432,9 @@ tensor_ops! {
         /// tensor([0.5, 1.5])
         /// >>> remat.div(remat.tensor([1, 3]), remat.tensor([2, 2]))
         /// tensor([0.5, 1.5])
-        div(other) => ops::div;
+        /// >>> remat.div(remat.tensor([-7, 7]), 2, rounding_mode="trunc")
+        /// tensor([-3,  3])
+        div(other; rounding_mode => div_rounded) => ops::div;
         /// Matrix product with `np.matmul` rules (the `@` operator).
         ///
         /// 1-D operands are promoted to a matrix and the added axis removed afterwards (1-D @ 1-D
@@ -546,11 +582,13 @@ tensor_ops! {
         /// Either operand may be a Python scalar (it becomes a 0-d tensor of the other operand's
         /// dtype; a float next to an integer or bool tensor gives float32) or anything
         /// `remat.tensor` accepts (lists, NumPy arrays). Dtypes promote as in PyTorch. A Python
-        /// scalar exponent uses the scalar power (a cheaper backward). Integer tensors stay integer
-        /// for non-negative integer exponents; a negative Python int exponent gives float32, while
-        /// a negative integer exponent in a tensor raises. A negative float base with a non-integer
-        /// exponent gives `nan`. Differentiable for float tensors. `Tensor.pow(exponent)` is the
-        /// method form (the tensor is `a`).
+        /// scalar exponent uses the scalar power (a cheaper backward). As in PyTorch, integer
+        /// tensors stay integer for integer exponents (a Python int or an integer tensor; a
+        /// float exponent gives float32); a negative Python int exponent raises, while negative
+        /// exponents in an integer tensor give integer results (`1`, `±1` for a base of `-1`,
+        /// else `0`). A negative float base with a non-integer exponent gives `nan`.
+        /// Differentiable for float tensors. `Tensor.pow(exponent)` is the method form (the
+        /// tensor is `a`).
         ///
         /// Parameters
         /// ----------
@@ -569,7 +607,7 @@ tensor_ops! {
         /// ShapeError
         ///     When the shapes do not broadcast.
         /// ValueError
-        ///     When integers meet a negative integer exponent given as a tensor.
+        ///     When an integer tensor meets a negative Python int exponent.
         /// DTypeError
         ///     When an operand cannot be made a tensor (e.g. a string).
         /// DeviceError
@@ -587,7 +625,7 @@ tensor_ops! {
         /// >>> remat.pow(x, 2).sum().backward()
         /// >>> x.grad
         /// tensor([2., 4.])
-        pow(exponent) => ops::pow, scalar ops::pow_scalar;
+        pow(exponent) => ops::pow, scalar ops::pow_number;
         /// Elementwise maximum of `a` and `b`, with broadcasting.
         ///
         /// Either operand may be a Python scalar (it becomes a 0-d tensor of the other operand's
@@ -1528,7 +1566,10 @@ tensor_ops! {
             args::no_out("sum", out)?;
             let x = &as_dtype(x, dtype)?;
             let r = ReduceArgs::new("sum", dim, axis, keepdim, keepdims)?;
-            unary(py, x, |x| ops::sum(x, r.dims(), r.keepdim))
+            // With `dtype=` the result has that dtype (PyTorch accumulates in it): a bool or
+            // int32 sum is otherwise int64.
+            let want = crate::dtype::parse_opt_dtype(dtype)?;
+            unary(py, x, |x| in_dtype(ops::sum(x, r.dims(), r.keepdim), want))
         }
         /// Arithmetic mean of the elements over `dim`.
         ///
@@ -1966,7 +2007,8 @@ tensor_ops! {
             let x = &as_dtype(x, dtype)?;
             let r = ReduceArgs::new("prod", dim, axis, keepdim, keepdims)?;
             let d = r.single_dim("prod")?;
-            unary(py, x, |x| ops::prod(x, d, r.keepdim))
+            let want = crate::dtype::parse_opt_dtype(dtype)?;
+            unary(py, x, |x| in_dtype(ops::prod(x, d, r.keepdim), want))
         }
         /// Variance over `dim`: `sum((x - mean)**2) / (N - correction)`.
         ///
@@ -2211,28 +2253,31 @@ tensor_ops! {
         }
         /// Inclusive cumulative sum along `dim`: `out[i] = x[0] + ... + x[i]`.
         ///
-        /// Float tensors only. `Tensor.cumsum(dim=None)` is the method form (the tensor is `x`).
+        /// As in PyTorch, integer and bool tensors sum exactly in int64 (no gradient); `dtype=`
+        /// casts the input first. `Tensor.cumsum(dim=None)` is the method form (the tensor is
+        /// `x`).
         ///
         /// Parameters
         /// ----------
         /// x : Tensor
-        ///     The input, float32 or float64 (anything `remat.tensor` accepts).
+        ///     The input (anything `remat.tensor` accepts).
         /// dim : int
         ///     The axis to accumulate along (required, as `dim` or `axis`).
         /// axis : int, optional
         ///     NumPy's spelling of `dim` (pass one or the other). Default: `None`.
+        /// dtype : DType or str, optional
+        ///     Cast the input to this dtype first (differentiably), as PyTorch's `dtype=`.
+        ///     Default: `None`.
         ///
         /// Returns
         /// -------
         /// Tensor
-        ///     A tensor of `x`'s shape and dtype.
+        ///     A tensor of `x`'s shape and dtype (int64 for integer and bool inputs).
         ///
         /// Raises
         /// ------
         /// TypeError
         ///     When neither `dim` nor `axis` is given, both are, or `dim` is a tuple or not an int.
-        /// DTypeError
-        ///     When `x` is an integer or bool tensor (convert it with `.float()`).
         /// ShapeError
         ///     When `dim` is out of range.
         ///
@@ -2243,8 +2288,12 @@ tensor_ops! {
         /// >>> remat.tensor([[1.0, 2.0], [3.0, 4.0]]).cumsum(axis=1)
         /// tensor([[1., 3.],
         ///         [3., 7.]])
-        #[pyo3(signature = (dim=None, *, axis=None))]
-        fn cumsum(py, x, dim: Option<&Bound<'_, PyAny>>, axis: Option<&Bound<'_, PyAny>>) {
+        #[pyo3(signature = (dim=None, *, axis=None, dtype=None))]
+        fn cumsum(
+            py, x, dim: Option<&Bound<'_, PyAny>>, axis: Option<&Bound<'_, PyAny>>,
+            dtype: Option<&Bound<'_, PyAny>>
+        ) {
+            let x = &as_dtype(x, dtype)?;
             let r = ReduceArgs::new("cumsum", dim, axis, false, None)?;
             let d = r.single_dim("cumsum")?.ok_or_else(|| {
                 pyo3::exceptions::PyTypeError::new_err("cumsum: missing the dim argument")
@@ -3320,6 +3369,67 @@ fn clamp_args(
 /// Reduction helper: max / min over `axis`.
 /// The input of a reduction with a `dtype=` argument: cast first (differentiably), as
 /// PyTorch's `sum(dtype=...)`.
+/// `add(a, b, alpha=...)`: `a + alpha * b` (PyTorch's `alpha`).
+fn add_alpha(
+    py: Python<'_>,
+    a: &Tensor,
+    b: &Tensor,
+    alpha: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
+    let scaled = scaled_by("add", b, alpha)?;
+    binary(py, a, &scaled, ops::add)
+}
+
+/// `sub(a, b, alpha=...)`: `a - alpha * b` (PyTorch's `alpha`).
+fn sub_alpha(
+    py: Python<'_>,
+    a: &Tensor,
+    b: &Tensor,
+    alpha: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
+    let scaled = scaled_by("sub", b, alpha)?;
+    binary(py, a, &scaled, ops::sub)
+}
+
+/// `b * alpha`, with `alpha` made a 0-d tensor like `b` (differentiable in `b`).
+fn scaled_by(op: &str, b: &Tensor, alpha: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    let al = operand(op, alpha, b)?;
+    ops::mul(b, &al).py()
+}
+
+/// `div(a, b, rounding_mode=...)`: truncating or floor division (see `ops::div_rounded`).
+fn div_rounded(
+    py: Python<'_>,
+    a: &Tensor,
+    b: &Tensor,
+    mode: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
+    let mode: String = mode.extract().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "div: rounding_mode must be a str or None, got {}",
+            convert::type_name(mode)
+        ))
+    })?;
+    run(py, heavy(&[a, b]), || ops::div_rounded(a, b, Some(&mode))).map(wrap)
+}
+
+/// A reduction's result in the `dtype=` asked for, if any.
+fn in_dtype(
+    r: remat_core::Result<Tensor>,
+    want: Option<remat_core::DType>,
+) -> remat_core::Result<Tensor> {
+    match want {
+        Some(d) => r.and_then(|t| {
+            if t.dtype() == d {
+                Ok(t)
+            } else {
+                ops::to_dtype(&t, d)
+            }
+        }),
+        None => r,
+    }
+}
+
 fn as_dtype(x: &Tensor, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Tensor> {
     match crate::dtype::parse_opt_dtype(dtype)? {
         Some(d) if d != x.dtype() => ops::to_dtype(x, d).py(),

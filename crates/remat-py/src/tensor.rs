@@ -117,7 +117,8 @@ fn binop(
 /// `x ** p`: a Python scalar exponent uses the scalar power (cheaper backward).
 fn power(py: Python<'_>, x: &Tensor, p: &Bound<'_, PyAny>) -> PyResult<PyObject> {
     if let Some(v) = python_scalar(p) {
-        let out = unary(py, x, |x| ops::pow_scalar(x, v))?;
+        let float = p.is_instance_of::<PyFloat>();
+        let out = unary(py, x, |x| ops::pow_number(x, v, float))?;
         return Ok(Py::new(py, out)?.into_any());
     }
     binop(py, "pow", x, p, false, ops::pow)
@@ -471,8 +472,14 @@ impl PyTensor {
     /// For a CPU tensor the array is a view (no copy): writing into it changes the tensor, and
     /// the array keeps the memory alive. Broadcast views (a stride of 0 on an axis of extent
     /// 2 or more) give read-only arrays, like `np.broadcast_to`. A CUDA tensor gives an array
-    /// over a host copy. Unlike PyTorch, a tensor that requires grad is not refused (the
-    /// array is outside the graph).
+    /// over a host copy. As in PyTorch, a tensor that requires grad is refused (the array
+    /// would be outside the graph) unless `force=True`, which gives the detached tensor's
+    /// array; `np.asarray(t)` (the array protocol) does not refuse.
+    ///
+    /// Parameters
+    /// ----------
+    /// force : bool, optional
+    ///     Detach first instead of refusing a tensor that requires grad. Default: `False`.
     ///
     /// Returns
     /// -------
@@ -482,8 +489,8 @@ impl PyTensor {
     ///
     /// Raises
     /// ------
-    /// None
-    ///     Nothing is raised for CPU tensors.
+    /// GraphError
+    ///     When the tensor requires grad and `force` is false (a `RuntimeError`, as PyTorch's).
     ///
     /// Examples
     /// --------
@@ -494,7 +501,18 @@ impl PyTensor {
     /// >>> a[0] = 10.0
     /// >>> x
     /// tensor([10.,  2.])
-    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (*, force=false))]
+    fn numpy<'py>(&self, py: Python<'py>, force: bool) -> PyResult<Bound<'py, PyAny>> {
+        if self.inner.requires_grad() && !force {
+            return Err(to_pyerr(remat_core::Error::graph(
+                "numpy",
+                format!(
+                    "can't call numpy() on a tensor of shape {} that requires grad (the array \
+                     would be outside the graph); use tensor.detach().numpy() instead",
+                    remat_core::layout::fmt_shape(self.inner.shape())
+                ),
+            )));
+        }
         to_numpy(py, &host(&self.inner)?)
     }
     /// NumPy's array protocol.
@@ -1210,8 +1228,8 @@ impl PyTensor {
     }
     /// A C-contiguous tensor with the same values.
     ///
-    /// A tensor that already is contiguous comes back sharing its storage (no copy);
-    /// otherwise the elements are copied into C order. Differentiable.
+    /// A tensor that already is contiguous comes back itself (the same object, as in
+    /// PyTorch); otherwise the elements are copied into C order. Differentiable.
     ///
     /// Returns
     /// -------
@@ -1234,8 +1252,13 @@ impl PyTensor {
     /// >>> y
     /// tensor([[1., 3.],
     ///         [2., 4.]])
-    fn contiguous(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, ops::contiguous)
+    fn contiguous(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        // PyTorch returns the tensor itself when it is contiguous already.
+        if slf.get().inner.is_contiguous() {
+            return Ok(slf);
+        }
+        let out = unary(slf.py(), &slf.get().inner, ops::contiguous)?;
+        Bound::new(slf.py(), out)
     }
     /// Basic indexing: ints, slices, None, `...`, and tuples of these.
     fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<PyTensor> {

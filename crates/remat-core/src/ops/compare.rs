@@ -86,7 +86,7 @@ impl Op for CompareOp {
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let (a, b) = (inputs[0], inputs[1]);
         let shape = broadcast_shapes(self.0.name(), a.shape(), b.shape())?;
-        let dt = a.dtype().promote(b.dtype());
+        let dt = crate::ops::result_dtype(a, b);
         let (a, b) = (cast(a, dt)?, cast(b, dt)?);
         let v = crate::dispatch_any!(dt, T => self.0.kernel::<T>(&a, &b, &shape));
         Ok(from_vec(v, &shape))
@@ -94,7 +94,7 @@ impl Op for CompareOp {
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let (a, b) = (inputs[0], inputs[1]);
         let shape = broadcast_shapes(self.0.name(), a.shape(), b.shape())?;
-        let dt = a.dtype().promote(b.dtype());
+        let dt = crate::ops::result_dtype(a, b);
         let (a, b) = (cast(a, dt)?, cast(b, dt)?);
         // The kernel's row number is the table position.
         let code = Compare::ALL.iter().position(|c| *c == self.0).unwrap_or(0) as i32;

@@ -1,6 +1,7 @@
-//! Floor division and remainder, one table (`DivMode`), with Python's (and PyTorch's) sign
-//! conventions: `a // b` rounds toward -inf and `a % b` takes the divisor's sign, so
-//! `a == (a // b) * b + a % b`.
+//! Floor division, truncating division and remainder, one table (`DivMode`), with Python's
+//! (and PyTorch's) sign conventions: `a // b` rounds toward -inf and `a % b` takes the
+//! divisor's sign, so `a == (a // b) * b + a % b`; `div(rounding_mode="trunc")` rounds toward
+//! zero.
 //!
 //! - Integer (and bool with integer) operands: exact int64 kernels returning the promoted
 //!   dtype; a zero divisor is an error (never a panic); `i64::MIN // -1` wraps.
@@ -28,6 +29,8 @@ pub enum DivMode {
     Floor,
     /// `a - (a // b) * b`: the divisor's sign.
     Remainder,
+    /// `a / b` rounded toward zero (PyTorch's `div(rounding_mode="trunc")`).
+    Trunc,
 }
 
 impl DivMode {
@@ -36,6 +39,7 @@ impl DivMode {
         match self {
             DivMode::Floor => "floor_divide",
             DivMode::Remainder => "remainder",
+            DivMode::Trunc => "trunc_divide",
         }
     }
     /// The integer row (`b != 0`, checked before).
@@ -44,6 +48,7 @@ impl DivMode {
         let r = a.wrapping_rem(b);
         let adjust = r != 0 && ((r < 0) != (b < 0));
         match self {
+            DivMode::Trunc => a.wrapping_div(b),
             DivMode::Floor => a.wrapping_div(b) - adjust as i64,
             DivMode::Remainder => {
                 if adjust {
@@ -60,6 +65,7 @@ impl DivMode {
         let zero = T::zero();
         let m = a % b;
         match self {
+            DivMode::Trunc => (a / b).trunc(),
             DivMode::Remainder => {
                 if m != zero && ((b < zero) != (m < zero)) {
                     m + b
@@ -104,7 +110,7 @@ impl Op for DivOp {
         let (a, b) = (inputs[0], inputs[1]);
         let op = self.0.name();
         let shape = broadcast_shapes(op, a.shape(), b.shape())?;
-        let dt = a.dtype().promote(b.dtype());
+        let dt = crate::ops::result_dtype(a, b);
         if dt.is_float() {
             let (a, b) = (cast(a, dt)?, cast(b, dt)?);
             let f = self.0;
@@ -176,6 +182,29 @@ pub fn floor_divide(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     check(DivMode::Floor, a, b)?;
     let _no_grad = crate::grad_mode::no_grad();
     apply(DivOp(DivMode::Floor), &[a, b], &[])
+}
+
+/// `a / b` rounded toward zero with broadcasting (PyTorch's `div(rounding_mode="trunc")`);
+/// integers exactly (a zero divisor is an error), floats as `trunc(a / b)`. Not
+/// differentiable (never recorded).
+pub fn trunc_divide(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    check(DivMode::Trunc, a, b)?;
+    let _no_grad = crate::grad_mode::no_grad();
+    apply(DivOp(DivMode::Trunc), &[a, b], &[])
+}
+
+/// PyTorch's `div(a, b, rounding_mode=...)`: `None` true division, `"trunc"` or `"floor"`;
+/// another mode is an error naming the op.
+pub fn div_rounded(a: &Tensor, b: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+    match rounding_mode {
+        None => super::div(a, b),
+        Some("trunc") => trunc_divide(a, b),
+        Some("floor") => floor_divide(a, b),
+        Some(other) => Err(Error::value(
+            "div",
+            format!("rounding_mode must be None, 'trunc' or 'floor', got {other:?}"),
+        )),
+    }
 }
 
 /// `a % b` with broadcasting, with the divisor's sign (Python's `%`); integers exactly (a

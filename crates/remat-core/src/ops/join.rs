@@ -178,8 +178,10 @@ impl JoinOp {
     }
 }
 
-/// Shared validation of concat/stack: non-empty, one dtype, one device.
-fn check_inputs(op: &str, tensors: &[Tensor]) -> Result<()> {
+/// Shared validation of concat/stack (non-empty, one device), and the inputs in their
+/// promoted dtype, as PyTorch's `cat`/`stack` promote (`cat([float32, int64])` is float32);
+/// the casts are differentiable, so each input's gradient comes back in its own dtype.
+fn promoted_inputs(op: &str, tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     if tensors.is_empty() {
         return Err(Error::value(
             op,
@@ -188,29 +190,33 @@ fn check_inputs(op: &str, tensors: &[Tensor]) -> Result<()> {
     }
     let refs: Vec<&Tensor> = tensors.iter().collect();
     check_same_device(op, &refs)?;
-    let dt: DType = tensors[0].dtype();
-    if tensors.iter().any(|t| t.dtype() != dt) {
-        return Err(Error::dtype(
-            op,
-            format!(
-                "expected all tensors of one dtype, got {} (shapes {})",
-                tensors
-                    .iter()
-                    .map(|t| t.dtype().name())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                fmt_shapes(tensors)
-            ),
-        ));
-    }
-    Ok(())
+    let dt: DType = tensors
+        .iter()
+        .fold(tensors[0].dtype(), |d, t| d.promote(t.dtype()));
+    tensors
+        .iter()
+        .map(|t| {
+            if t.dtype() == dt {
+                Ok(t.clone())
+            } else {
+                super::to_dtype(t, dt)
+            }
+        })
+        .collect()
 }
 
 /// Join `tensors` along the existing axis `axis` (negative counts from the end). All must
-/// have one dtype, one device and the same shape except along `axis`.
+/// be on one device and have the same shape except along `axis`; dtypes promote.
 pub fn concat(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
     const OP: &str = "concat";
-    check_inputs(OP, tensors)?;
+    let all = promoted_inputs(OP, tensors)?;
+    // PyTorch skips 1-D empty tensors (its legacy "empty" shape (0,)) next to others.
+    let kept: Vec<Tensor> = all.iter().filter(|t| t.shape() != [0]).cloned().collect();
+    let tensors: &[Tensor] = if kept.is_empty() || kept.len() == all.len() {
+        &all
+    } else {
+        &kept
+    };
     let nd = tensors[0].ndim();
     if nd == 0 {
         return Err(Error::shape(
@@ -253,10 +259,10 @@ pub fn concat(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
 }
 
 /// Join `tensors` along a new axis `axis` (0..=ndim; negative counts from the end). All must
-/// have the same shape, dtype and device.
+/// have the same shape and device; dtypes promote.
 pub fn stack(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
     const OP: &str = "stack";
-    check_inputs(OP, tensors)?;
+    let tensors = &promoted_inputs(OP, tensors)?;
     let nd = tensors[0].ndim();
     let axis = normalize_axis(OP, axis, nd + 1).map_err(|_| {
         Error::shape(

@@ -130,7 +130,7 @@ impl Op for LogicOp {
         let (a, b) = (inputs[0], inputs[1]);
         let shape = broadcast_shapes(self.name(), a.shape(), b.shape())?;
         let dt = if self.bitwise {
-            a.dtype().promote(b.dtype())
+            crate::ops::result_dtype(a, b)
         } else {
             DType::Bool
         };

@@ -68,7 +68,7 @@ pub use einsum::einsum;
 pub use elementwise::unary_fns::*;
 pub use elementwise::{
     add, add_scalar, clamp, clamp_by, clamp_max, clamp_min, div, gelu, leaky_relu, lerp,
-    lerp_tensor, maximum, minimum, mul, pow, pow_scalar, scale, softplus, sub, Bound,
+    lerp_tensor, maximum, minimum, mul, pow, pow_number, pow_scalar, scale, softplus, sub, Bound,
 };
 pub use flip::flip;
 pub use gather::{
@@ -78,9 +78,9 @@ pub use gather::{
 pub use group_norms::{group_norm, rms_norm};
 pub use inplace::{
     add_, add_inplace, axpy_inplace, clamp_, clamp_by_, copy_, div_, fill_, masked_fill_, mul_,
-    normal_, sub_, uniform_, zero_, Operand,
+    normal_, sub_, uniform_, update_with_, zero_, Operand,
 };
-pub use int_div::{floor_divide, remainder};
+pub use int_div::{div_rounded, floor_divide, remainder, trunc_divide};
 pub use join::{cat, concat, stack};
 pub use linalg::{addmm, baddbmm, bmm, mm, outer};
 pub use linear::linear;
@@ -188,6 +188,13 @@ pub(crate) fn view(t: &Tensor, layout: Layout) -> Tensor {
         storage: t.storage().clone(),
         layout,
     })
+}
+
+/// The dtype two operands of an elementwise op compute in (PyTorch's `result_type`: a 0-d
+/// operand decides only when its category is higher; see [`DType::promote_ranked`]).
+pub fn result_dtype(a: &Tensor, b: &Tensor) -> DType {
+    a.dtype()
+        .promote_ranked(a.ndim() == 0, b.dtype(), b.ndim() == 0)
 }
 
 /// Error unless every tensor lives on the same device; returns that device.

@@ -11,6 +11,10 @@ use crate::tensor::Tensor;
 
 /// Product over axis `dim` (None: all elements, a 0-d result unless `keepdim`).
 pub fn prod(x: &Tensor, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+    if !x.dtype().is_float() && x.dtype() != crate::dtype::DType::I64 {
+        // Bool and int32 multiply in int64, as PyTorch's `prod` (and `sum`) of them.
+        return prod(&super::cast(x, crate::dtype::DType::I64)?, dim, keepdim);
+    }
     if x.ndim() == 0 {
         // A 0-d tensor is its own product (PyTorch accepts dim 0 / -1 here).
         if let Some(d) = dim.filter(|d| !(-1..=0).contains(d)) {

@@ -12,6 +12,8 @@ use smallvec::SmallVec;
 pub(crate) fn resolve_axes(op: &str, axes: Option<&[isize]>, ndim: usize) -> Result<Dims> {
     match axes {
         None => Ok((0..ndim).collect()),
+        // A 0-d tensor takes dim 0 / -1 (reducing nothing), as in PyTorch.
+        Some(a) if ndim == 0 => normalize_axes(op, a, 1).map(|_| Dims::new()),
         Some(a) => normalize_axes(op, a, ndim),
     }
 }

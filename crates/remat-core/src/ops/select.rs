@@ -137,7 +137,7 @@ impl Op for WhereOp {
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let (cond, a, b) = (inputs[0], inputs[1], inputs[2]);
         let shape = broadcast3(cond, a, b)?;
-        let dt = a.dtype().promote(b.dtype());
+        let dt = crate::ops::result_dtype(a, b);
         let (a, b) = (cast(a, dt)?, cast(b, dt)?);
         if let Some(out) = where_periodic(cond, &a, &b, &shape) {
             return Ok(out);
@@ -156,7 +156,7 @@ impl Op for WhereOp {
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let (cond, a, b) = (inputs[0], inputs[1], inputs[2]);
         let shape = broadcast3(cond, a, b)?;
-        let dt = a.dtype().promote(b.dtype());
+        let dt = crate::ops::result_dtype(a, b);
         let (a, b) = (cast(a, dt)?, cast(b, dt)?);
         // Any condition becomes a bool mask first (nonzero, NaN included, is true).
         let c = cast(cond, crate::dtype::DType::Bool)?;

@@ -42,6 +42,10 @@ pub(super) fn unary_int(f: Unary, x: &Tensor, p: f64) -> Result<Tensor> {
             ),
         ));
     }
+    if x.dtype() == DType::Bool && matches!(f, Unary::Sign) {
+        // PyTorch: the sign of a bool tensor is itself.
+        return crate::ops::clone(x);
+    }
     if !unary_keeps_int(f, p) {
         return unary(f, &cast(x, DType::F32)?, p);
     }
@@ -102,7 +106,7 @@ fn wrapping_pow(mut v: i64, mut k: u64) -> i64 {
 
 /// A binary row where at least one operand is an integer or bool tensor.
 pub(super) fn binary_int(f: Binary, a: &Tensor, b: &Tensor, p: f64) -> Result<Tensor> {
-    let dt = a.dtype().promote(b.dtype());
+    let dt = crate::ops::result_dtype(a, b);
     if dt.is_float() {
         // int with float: the integer side converts to the float operand's dtype.
         return binary(f, &cast(a, dt)?, &cast(b, dt)?, p);
@@ -150,9 +154,42 @@ pub(super) fn binary_int(f: Binary, a: &Tensor, b: &Tensor, p: f64) -> Result<Te
     cast(&out, dt)
 }
 
-/// `a ** b` for integer operands: integer results, computed in float64 (exact below 2^53);
-/// a negative exponent is an error, as in PyTorch.
+/// `a ** b` for integer operands, integer results as in PyTorch: on the CPU exact in int64
+/// (wrapping like PyTorch's integer arithmetic), a negative exponent giving `1` for a base
+/// of 1, `±1` for -1 and `0` otherwise (PyTorch's rule, `0 ** -1` included). On CUDA in
+/// float64 (exact below 2^53), where a negative exponent is an error.
 fn pow_int(a: &Tensor, b: &Tensor, dt: DType) -> Result<Tensor> {
+    if dt == DType::Bool {
+        return Err(Error::dtype(
+            "pow",
+            format!(
+                "pow of two bool tensors ({} and {}) is not supported (PyTorch has none \
+                 either); convert one to an integer dtype",
+                fmt_shape(a.shape()),
+                fmt_shape(b.shape())
+            ),
+        ));
+    }
+    if a.device() == crate::device::Device::Cpu && b.device() == crate::device::Device::Cpu {
+        let shape = broadcast_shapes("pow", a.shape(), b.shape())?;
+        let out = crate::cpu::catch_oom("pow", || {
+            let (a, b) = (cast(a, DType::I64)?, cast(b, DType::I64)?);
+            let v = crate::cpu::zip::<i64, i64, _>(a.data(), b.data(), &shape, |v, k| {
+                if k >= 0 {
+                    wrapping_pow(v, k as u64)
+                } else {
+                    match v {
+                        1 => 1,
+                        -1 if k % 2 == 0 => 1,
+                        -1 => -1,
+                        _ => 0,
+                    }
+                }
+            });
+            Ok(crate::ops::from_vec(v, &shape))
+        })?;
+        return cast(&out, dt);
+    }
     let b64 = cast(b, DType::F64)?;
     if crate::ops::amin(&b64, None, false)
         .and_then(|m| m.item())

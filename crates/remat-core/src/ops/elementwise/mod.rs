@@ -354,7 +354,7 @@ fn promote(f: Binary, a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor, Dims)> 
     let op = f.name();
     super::check_same_device(op, &[a, b])?;
     let shape = broadcast_shapes(op, a.shape(), b.shape())?;
-    let dt = a.dtype().promote(b.dtype());
+    let dt = crate::ops::result_dtype(a, b);
     Ok((super::cast(a, dt)?, super::cast(b, dt)?, shape))
 }
 

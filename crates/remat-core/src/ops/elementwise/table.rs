@@ -982,6 +982,31 @@ pub fn pow_scalar(x: &Tensor, p: f64) -> Result<Tensor> {
     unary(Unary::PowScalar, x, p)
 }
 
+/// `x ** p` for a Python-number exponent, with PyTorch's dtype rules: a float exponent
+/// makes an integer or bool base float32 (`ints ** 2.0` is float32, as `ints * 2.0` is); an
+/// int exponent keeps integers (bool counts as int64), and a negative one is an error for
+/// them (PyTorch: "Integers to negative integer powers are not allowed").
+pub fn pow_number(x: &Tensor, p: f64, float_exponent: bool) -> Result<Tensor> {
+    if x.dtype().is_float() {
+        return pow_scalar(x, p);
+    }
+    if float_exponent {
+        return pow_scalar(&crate::ops::cast(x, crate::dtype::DType::F32)?, p);
+    }
+    if p < 0.0 {
+        return Err(crate::error::Error::value(
+            "pow",
+            format!(
+                "integers to negative integer powers are not allowed (a {} tensor of shape {} \
+                 to the power {p}); use a float base or exponent",
+                x.dtype(),
+                crate::layout::fmt_shape(x.shape())
+            ),
+        ));
+    }
+    pow_scalar(x, p)
+}
+
 /// `x * c` for a constant `c`.
 pub fn scale(x: &Tensor, c: f64) -> Result<Tensor> {
     unary(Unary::Scale, x, c)

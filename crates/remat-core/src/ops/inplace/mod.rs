@@ -215,6 +215,46 @@ pub fn div_(dst: &Tensor, other: Operand<'_>) -> Result<()> {
     binary("div_", dst, other, Update::Div)
 }
 
+/// `dst = f(dst)` in place, for the updates without an in-place kernel (`//=`, `%=`, `**=`):
+/// `f` runs unrecorded on `dst`'s values and its result is written back. Refused like the
+/// other in-place ops (`others` are the tensors `f` reads besides `dst`), and when the result
+/// cannot be written into `dst`: a dtype of a higher category (PyTorch: "result type Float
+/// can't be cast to the desired output type Long") or another shape (`dst` does not
+/// broadcast to the other operand).
+pub fn update_with_(
+    op: &str,
+    dst: &Tensor,
+    others: &[&Tensor],
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<()> {
+    rules::check_writable(op, dst, others)?;
+    let r = {
+        let _g = no_grad();
+        f(&dst.detach())?
+    };
+    if r.dtype().category() > dst.dtype().category() {
+        return Err(Error::dtype(
+            op,
+            format!(
+                "result type {} can't be cast to the desired output type {}",
+                r.dtype(),
+                dst.dtype()
+            ),
+        ));
+    }
+    if r.shape() != dst.shape() {
+        return Err(Error::shape(
+            op,
+            format!(
+                "the result of shape {} does not fit the destination of shape {}",
+                crate::layout::fmt_shape(r.shape()),
+                crate::layout::fmt_shape(dst.shape())
+            ),
+        ));
+    }
+    assign(op, dst, Operand::Tensor(&r))
+}
+
 /// `u` of `other` into `dst` (rules and dtypes checked by the caller).
 fn binary(op: &str, dst: &Tensor, other: Operand<'_>, u: Update) -> Result<()> {
     let src = source(op, dst, other)?;
