@@ -22,6 +22,10 @@ fn with_zero_rows() -> Tensor {
     t64(&v, &[3, 4])
 }
 
+fn grad_vec(t: &Tensor) -> Vec<f64> {
+    t.grad().unwrap().to_vec::<f64>()
+}
+
 /// The gradient of `sum(f(x) * w)` for a fixed weighting `w` of the output.
 fn grad_of(x: &Tensor, f: impl Fn(&Tensor) -> Tensor) -> Vec<f64> {
     let l = leaf(x);
@@ -74,6 +78,44 @@ fn norm_gradients_at_zero_rows_and_elements_match_finite_differences() {
         // The zero row's gradient is exactly 0 (PyTorch masks `norm == 0` / `x == 0`).
         let g = grad_of(&x, |x| ops::norm(x, p, Some(&[-1]), false).unwrap());
         assert!(g[4..8].iter().all(|&v| v == 0.0), "p = {p}: {g:?}");
+    }
+}
+
+#[test]
+fn zero_gradients_carry_pytorchs_sign() {
+    // p = 2: PyTorch multiplies the gradient by a masked 0, so a negative gradient gives -0;
+    // p = 3 (and std) write an exact +0.
+    let x = leaf(&Tensor::from_vec(vec![0.0f64; 3], &[3]).unwrap());
+    let neg = Tensor::scalar(-1.0, DType::F64);
+    for (p, negative) in [(2.0, true), (0.5, true), (3.0, false)] {
+        x.set_grad(None).unwrap();
+        let n = ops::norm(&x, p, None, false).unwrap();
+        autograd::backward(&[(n, Some(neg.clone()))], false).unwrap();
+        let g = grad_vec(&x);
+        assert!(
+            g.iter()
+                .all(|v| *v == 0.0 && v.is_sign_negative() == negative),
+            "p = {p}"
+        );
+    }
+    x.set_grad(None).unwrap();
+    let s = ops::std(&x, None, 1.0, false).unwrap();
+    autograd::backward(&[(s, Some(neg))], false).unwrap();
+    assert!(grad_vec(&x)
+        .iter()
+        .all(|v| *v == 0.0 && v.is_sign_positive()));
+}
+
+#[test]
+fn integer_norms_compute_in_float32() {
+    let x = Tensor::from_vec(vec![3i64, 0, -4], &[3]).unwrap();
+    for (p, want) in [(2.0, 5.0), (1.0, 7.0), (0.0, 2.0), (f64::INFINITY, 4.0)] {
+        let n = ops::norm(&x, p, None, false).unwrap();
+        assert_eq!(
+            (n.dtype(), n.item().unwrap()),
+            (DType::F32, want),
+            "p = {p}"
+        );
     }
 }
 
