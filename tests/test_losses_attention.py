@@ -265,3 +265,47 @@ def test_regression_losses_weight_and_mixed_dtypes():
     loss.backward()
     assert t.grad.dtype == remat.float32
     np.testing.assert_allclose(t.grad.numpy(), -2 * (x - y.astype(np.float32)) / 12, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_sdpa_row_with_every_key_masked_is_zero_with_zero_gradient(kind):
+    # PyTorch's safe softmax: a fully masked row gives 0 and passes no gradient (was NaN,
+    # and NaN in all of v.grad).
+    q, k, v = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((2, 5, 4)), \
+        RNG.standard_normal((2, 5, 3))
+    keep = np.ones((3, 5), bool)
+    keep[1] = False
+    mask = remat.tensor(keep if kind == "bool" else np.where(keep, 0.0, -np.inf))
+    out = F.scaled_dot_product_attention(remat.tensor(q), remat.tensor(k), remat.tensor(v),
+                                         attn_mask=mask)
+    np.testing.assert_array_equal(out.numpy()[:, 1], np.zeros((2, 3)))
+    g = check_grad(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, attn_mask=mask),
+                   q, k, v)
+    np.testing.assert_array_equal(g[0][:, 1], np.zeros((2, 4)))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("ls", [0.0, 0.1])
+def test_cross_entropy_with_every_target_ignored_has_zero_gradient(reduction, ls):
+    for shape, t in [((3, 4), [-100] * 3), ((2, 4, 3), [[-100] * 3] * 2)]:
+        x = remat.tensor(RNG.standard_normal(shape), requires_grad=True)
+        loss = F.cross_entropy(x, remat.tensor(t), reduction=reduction, label_smoothing=ls)
+        assert np.isnan(loss.item()) if reduction == "mean" else not loss.detach().numpy().any()
+        loss.sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.zeros(shape))
+    x = remat.tensor(RNG.standard_normal((3, 4)), requires_grad=True)
+    F.nll_loss(x, remat.tensor([-100] * 3), weight=remat.tensor(np.ones(4)),
+               reduction=reduction).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((3, 4)))
+
+
+@pytest.mark.parametrize("loss", [F.mse_loss, F.l1_loss, nn.MSELoss(reduction="sum"),
+                                  lambda a, b: F.binary_cross_entropy_with_logits(
+                                      a, remat.sigmoid(b))])
+def test_two_tensor_losses_of_mixed_float_dtypes_differentiate_both(loss):
+    for swap in (False, True):
+        x = remat.tensor(RNG.standard_normal((3, 4)), requires_grad=True)
+        y = remat.tensor(RNG.standard_normal((3, 4)).astype(np.float32), requires_grad=True)
+        (loss(y, x) if swap else loss(x, y)).backward()
+        assert x.grad is not None and y.grad is not None
+        assert (x.grad.dtype, y.grad.dtype) == (remat.float64, remat.float32)

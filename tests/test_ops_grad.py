@@ -265,3 +265,50 @@ def test_empty_tensor_grads():
     (y @ w).sum().backward()
     assert y.grad.shape == (0, 3)
     np.testing.assert_array_equal(w.grad.numpy(), np.zeros((3, 2)))
+
+
+# ---------------------------------------------------------------- points PyTorch masks
+
+
+@pytest.mark.parametrize("p", [2, 3, 1.5, 1, 0.5, -1, float("inf"), float("-inf")])
+def test_norm_gradient_is_zero_at_zero_vectors_and_rows(p):
+    # The root's derivative is infinite at a zero norm and |x|^(p-1) at a zero element
+    # (p < 1): PyTorch's norm_backward gives 0 there, not 0 * inf = NaN.
+    x = t64(np.zeros(4), requires_grad=True)
+    remat.norm(x, p=p).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros(4))
+    a = rand_array((3, 4), np.float64, 3)
+    a[1] = 0.0
+    a[2, 0] = 0.0
+    g = check_grad(lambda t: t.norm(p=p, dim=1), a)  # central differences read 0 there too
+    np.testing.assert_array_equal(g[0][1], np.zeros(4))
+
+
+def test_std_gradient_is_zero_for_a_constant_row():
+    a = rand_array((3, 4), np.float64, 4)
+    a[1] = 0.7
+    g = check_grad(lambda t: remat.std(t, dim=1), a)
+    np.testing.assert_array_equal(g[0][1], np.zeros(4))
+    c = t64(np.full((2, 3), 1.25), requires_grad=True)
+    c.std().backward()
+    np.testing.assert_array_equal(c.grad.numpy(), np.zeros((2, 3)))
+
+
+# (x, min, max) -> (dx, dmin, dmax), PyTorch's rule for two tensor bounds.
+CLAMP_TIES = [
+    ((0.0, 1.0, 2.0), (0.0, 1.0, 0.0)),
+    ((1.0, 1.0, 2.0), (0.5, 0.5, 0.0)),
+    ((2.0, 1.0, 2.0), (0.5, 0.0, 0.5)),
+    ((1.0, 1.0, 1.0), (1.0, 0.0, 0.0)),
+    ((0.0, 1.0, 1.0), (0.0, 1.0, 0.0)),
+    ((1.5, 2.0, 1.0), (0.0, 0.0, 1.0)),
+    ((2.0, 2.0, 1.0), (0.0, 0.0, 1.0)),
+]
+
+
+@pytest.mark.parametrize("fn", [remat.clamp, remat.clip, lambda x, lo, hi: x.clamp(lo, hi)])
+def test_clamp_with_tensor_bounds_routes_the_gradient_as_pytorch(fn):
+    x, lo, hi = (t64([c[0][i] for c in CLAMP_TIES], requires_grad=True) for i in range(3))
+    fn(x, lo, hi).sum().backward()
+    got = np.stack([x.grad.numpy(), lo.grad.numpy(), hi.grad.numpy()], 1)
+    np.testing.assert_array_equal(got, np.array([c[1] for c in CLAMP_TIES]))

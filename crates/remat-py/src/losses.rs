@@ -484,7 +484,8 @@ fn cross_entropy(
 ///
 /// ``softmax(query @ key.mT * scale + mask) @ value`` over the last two axes, with optional dropout
 /// on the attention weights; the leading (batch, head) axes broadcast. A query row whose keys are
-/// all masked out gives NaN. Gradients flow to ``query``, ``key`` and ``value``.
+/// all masked out (all False, or all ``-inf`` after adding a float mask) gives zeros and passes
+/// no gradient, as PyTorch's. Gradients flow to ``query``, ``key`` and ``value``.
 ///
 /// Parameters
 /// ----------

@@ -2725,8 +2725,11 @@ tensor_ops! {
         ///
         /// Each bound is None, a number or a tensor (broadcast against `x`); at least one must be
         /// given. When `min > max`, every element becomes `max`, as in PyTorch. NaN propagates. The
-        /// gradient is 1 strictly inside the bounds and 0 outside them and at a number bound. The
-        /// result keeps `x`'s dtype (a float bound on an integer tensor is truncated).
+        /// gradient is 1 strictly inside the bounds and 0 outside them and at a number bound. A
+        /// tensor bound gets the gradient where it is the result, as in PyTorch: on a tie with
+        /// one tensor bound `x` and the bound get half each; with both bounds, ties split while
+        /// `min < max`, `x == min == max` gives it all to `x`, and `min > max` all to `max`.
+        /// The result keeps `x`'s dtype (a float bound on an integer tensor is truncated).
         /// `Tensor.clamp(min=None, max=None)` is the method form (the tensor is `x`).
         ///
         /// Parameters
@@ -2769,8 +2772,11 @@ tensor_ops! {
         ///
         /// Each bound is None, a number or a tensor (broadcast against `x`); at least one must be
         /// given. When `min > max`, every element becomes `max`, as in PyTorch. NaN propagates. The
-        /// gradient is 1 strictly inside the bounds and 0 outside them and at a number bound. The
-        /// result keeps `x`'s dtype (a float bound on an integer tensor is truncated).
+        /// gradient is 1 strictly inside the bounds and 0 outside them and at a number bound. A
+        /// tensor bound gets the gradient where it is the result, as in PyTorch: on a tie with
+        /// one tensor bound `x` and the bound get half each; with both bounds, ties split while
+        /// `min < max`, `x == min == max` gives it all to `x`, and `min > max` all to `max`.
+        /// The result keeps `x`'s dtype (a float bound on an integer tensor is truncated).
         /// `Tensor.clip(min=None, max=None)` is the method form (the tensor is `x`).
         ///
         /// Parameters

@@ -47,8 +47,10 @@ pub(crate) fn causal_mask(l: usize, s: usize, device: crate::Device) -> Result<T
 /// scale)`: `q (..., L, E)`, `k (..., S, E)`, `v (..., S, Ev)` with broadcastable leading
 /// axes; `attn_mask` bool (true takes part) or float (added to the scores), broadcastable to
 /// `(..., L, S)`; `is_causal` masks out keys after each query (and excludes `attn_mask`);
-/// `scale` defaults to `1/√E`. A row whose keys are all masked out gives NaN, as PyTorch's
-/// math path does.
+/// `scale` defaults to `1/√E`. A row whose keys are all masked out (all false, or all `-inf`
+/// after adding a float mask) gives a zero output and passes no gradient, as PyTorch's
+/// `_safe_softmax` does (without a mask only infinite scores could do that; those rows stay
+/// NaN, sparing the unmasked CUDA path the extra pass).
 pub fn scaled_dot_product_attention(
     q: &Tensor,
     k: &Tensor,
@@ -139,6 +141,11 @@ pub fn scaled_dot_product_attention(
     } else {
         scores
     };
-    let weights = dropout(&softmax(&scores, -1)?, dropout_p, dropout_p > 0.0)?;
+    let weights = if attn_mask.is_some() {
+        super::softmax::softmax_safe(&scores, -1)?
+    } else {
+        softmax(&scores, -1)?
+    };
+    let weights = dropout(&weights, dropout_p, dropout_p > 0.0)?;
     matmul(&weights, v)
 }

@@ -100,10 +100,12 @@ pub fn mse_loss(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
     }
     check_same_device("mse_loss", &[pred, target])?;
     // PyTorch's type promotion: an int target meets a float input as that float, and
-    // float32 with float64 computes in float64 (two int tensors stay an error).
+    // float32 with float64 computes in float64 (two int tensors stay an error). The
+    // conversion is differentiable, so each operand's gradient comes back in its own dtype
+    // (a plain cast would cut the converted one off the graph).
     let dt = pred.dtype().promote(target.dtype());
     let (pred, target) = if dt.is_float() && pred.dtype() != target.dtype() {
-        (&super::cast(pred, dt)?, &super::cast(target, dt)?)
+        (&super::to_dtype(pred, dt)?, &super::to_dtype(target, dt)?)
     } else {
         (pred, target)
     };

@@ -176,15 +176,15 @@ fn check_indices(op: &str, input: &Tensor, target: &Tensor, ignore_index: i64) -
     Ok(c)
 }
 
-/// `(picked, w)`: `input` at the target class of each position (ignored positions read
-/// class 0) and each position's weight (`weight[target]`, or 1; 0 where ignored), both of
-/// the target's shape.
+/// `(picked, w, keep)`: `input` at the target class of each position (ignored positions
+/// read class 0), each position's weight (`weight[target]`, or 1; 0 where ignored) and the
+/// bool mask of the positions not ignored, all of the target's shape.
 fn picked_and_weights(
     input: &Tensor,
     target: &Tensor,
     weight: Option<&Tensor>,
     ignore_index: i64,
-) -> Result<(Tensor, Tensor)> {
+) -> Result<(Tensor, Tensor, Tensor)> {
     let ca = class_axis(input.ndim()) as isize;
     let target = super::to_dtype(target, DType::I64)?;
     let ignore = super::full(&[], ignore_index as f64, DType::I64, target.device())?;
@@ -202,7 +202,7 @@ fn picked_and_weights(
         }
         None => where_(&keep, &super::full(&[], 1.0, dt, input.device())?, &zero)?,
     };
-    Ok((picked, w))
+    Ok((picked, w, keep))
 }
 
 fn check_weight(op: &str, weight: Option<&Tensor>, c: usize) -> Result<()> {
@@ -222,7 +222,10 @@ fn check_weight(op: &str, weight: Option<&Tensor>, c: usize) -> Result<()> {
 
 /// PyTorch's `nll_loss(input, target, weight, ignore_index, reduction)` on log-probabilities
 /// `(N, C, d...)` or `(C,)`: `-w[t] input[t]` per position; the mean divides by the summed
-/// weights of the positions not ignored.
+/// weights of the positions not ignored. Ignored positions get exactly 0 gradient, also when
+/// every position is ignored (the mean is then `0 / 0 = NaN`, and its infinite gradient is
+/// not multiplied into them), as PyTorch; a non-ignored position of weight 0 still gets
+/// `0 · ∞ = NaN` there, as PyTorch.
 pub fn nll_loss(
     input: &Tensor,
     target: &Tensor,
@@ -232,8 +235,11 @@ pub fn nll_loss(
 ) -> Result<Tensor> {
     let c = check_indices("nll_loss", input, target, ignore_index)?;
     check_weight("nll_loss", weight, c)?;
-    let (picked, w) = picked_and_weights(input, target, weight, ignore_index)?;
-    let loss = neg(&mul(&picked, &w)?)?;
+    let (picked, w, keep) = picked_and_weights(input, target, weight, ignore_index)?;
+    // Ignored positions are selected away (`where`), not multiplied by their weight 0: the
+    // gradient reaching them is then 0 even when the mean's is infinite.
+    let zero = super::zeros(&[], picked.dtype(), picked.device())?;
+    let loss = where_(&keep, &neg(&mul(&picked, &w)?)?, &zero)?;
     match reduction {
         Reduction::Mean => super::div(&sum(&loss, None, false)?, &sum(&w, None, false)?),
         r => reduce(&loss, r),
@@ -306,14 +312,12 @@ pub fn cross_entropy_with(
     if label_smoothing == 0.0 {
         return Ok(nll);
     }
-    let (_, w) = picked_and_weights(&logp, target, weight, ignore_index)?;
+    let (_, w, keep) = picked_and_weights(&logp, target, weight, ignore_index)?;
     let per_class = match &weight_b {
         Some(wb) => mul(&logp, wb)?,
         None => logp.clone(),
     };
     let smooth = neg(&sum(&per_class, Some(&[ca as isize]), false)?)?;
-    let ignore = super::full(&[], ignore_index as f64, DType::I64, target.device())?;
-    let keep = super::ne(&super::to_dtype(target, DType::I64)?, &ignore)?;
     let smooth = where_(
         &keep,
         &smooth,

@@ -1,9 +1,11 @@
 //! `var` and `std` over axes with Bessel's `correction`, composed of `mean`, `sub`, `square`
 //! and `sum` (two-pass, so no cancellation of `E[x²] - E[x]²`): differentiable to any order,
-//! and on CUDA through those ops. Each pass is a row kernel when the axes are last.
+//! and on CUDA through those ops. Each pass is a row kernel when the axes are last. `std`'s
+//! square root has gradient 0 where the deviation is 0, as PyTorch's.
 
 use super::reduce::resolve_axes;
-use super::{mean, scale, sqrt, square, sub, sum};
+use super::vector_norm::root_zero_grad;
+use super::{mean, scale, square, sub, sum};
 use crate::error::{Error, Result};
 use crate::layout::fmt_shape;
 use crate::tensor::Tensor;
@@ -42,7 +44,9 @@ fn variance(
     scale(&ss, 1.0 / (n as f64 - correction).max(0.0))
 }
 
-/// Standard deviation: `sqrt(var(x, axes, correction, keepdim))`.
+/// Standard deviation: `sqrt(var(x, axes, correction, keepdim))`. Where the deviation is 0
+/// (a constant row) the gradient is 0, as PyTorch's `std_backward` masks it, not the
+/// `0 · ∞ = NaN` of the square root's derivative.
 pub fn std(x: &Tensor, axes: Option<&[isize]>, correction: f64, keepdim: bool) -> Result<Tensor> {
-    sqrt(&variance("std", x, axes, correction, keepdim)?)
+    root_zero_grad(&variance("std", x, axes, correction, keepdim)?, 2.0)
 }

@@ -135,13 +135,18 @@ fn dot8<T: Element>(a: &[T], b: &[T]) -> T {
 }
 
 /// Softmax (or log-softmax) of one `(n, inner)` block along its first axis (this and the
-/// helpers above inline into [`softmax_block_avx2`]'s AVX2 copy).
+/// helpers above inline into [`softmax_block_avx2`]'s AVX2 copy). `safe` (softmax only):
+/// a row of only `-inf` gives zeros instead of `0 / 0 = NaN`.
 #[inline(always)]
-fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: bool) {
+fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: bool, safe: bool) {
     let one = T::from_f64(1.0);
     if inner == 1 {
         // One contiguous row: max, exp and sum, scale; each pass vectorises.
         let m = row_max(x);
+        if safe && m == T::neg_infinity() && x.iter().all(|&v| v == m) {
+            y.fill(T::zero());
+            return;
+        }
         let s = exp_shifted(x, y, m);
         if log {
             // (v - m) first: exact for nearby values, where m + ln(s) would round.
@@ -198,6 +203,15 @@ fn softmax_block<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: 
                 *o *= inv;
             }
         }
+        if safe {
+            // The NaN columns of rows that are all `-inf` (a maximum of `-inf` with a NaN
+            // elsewhere in the row stays NaN, as PyTorch's `_safe_softmax`).
+            for i in (0..inner).filter(|&i| m[i] == T::neg_infinity()) {
+                if (0..n).all(|k| x[k * inner + i] == T::neg_infinity()) {
+                    (0..n).for_each(|k| y[k * inner + i] = T::zero());
+                }
+            }
+        }
     }
 }
 
@@ -242,8 +256,9 @@ fn softmax_backward_block<T: Element>(
 
 cpu::avx2_twin! {
     /// [`softmax_block`], in AVX2 where the CPU has it.
-    fn softmax_block_avx2<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: bool)
-        = softmax_block;
+    fn softmax_block_avx2<T: Element>(
+        x: &[T], y: &mut [T], n: usize, inner: usize, log: bool, safe: bool
+    ) = softmax_block;
 }
 
 cpu::avx2_twin! {
@@ -256,6 +271,8 @@ cpu::avx2_twin! {
 struct SoftmaxOp {
     axis: usize,
     log: bool,
+    /// PyTorch's `_safe_softmax` (attention weights): a row of only `-inf` gives zeros.
+    safe: bool,
 }
 
 impl Op for SoftmaxOp {
@@ -270,18 +287,28 @@ impl Op for SoftmaxOp {
         let x = inputs[0];
         let (_, n, inner) = split_at_axis(x.shape(), self.axis);
         let block = n * inner;
-        let log = self.log;
+        let (log, safe) = (self.log, self.safe);
         Ok(crate::dispatch!(x.dtype(), T => {
             let src = c_order::<T>(x.data());
             let mut out = cpu::alloc::<T>(src.len());
             for_blocks(&mut out, block, |b, o| {
-                softmax_block_avx2(&src[b * block..(b + 1) * block], o, n, inner, log)
+                softmax_block_avx2(&src[b * block..(b + 1) * block], o, n, inner, log, safe)
             });
             from_vec(out, x.shape())
         }))
     }
     fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        crate::cuda::launch::softmax(self.name(), inputs[0], self.axis, self.log)
+        let y = crate::cuda::launch::softmax(self.name(), inputs[0], self.axis, self.log)?;
+        if !self.safe {
+            return Ok(y);
+        }
+        // The kernel's NaN rows zeroed afterwards: a row is all `-inf` exactly when its
+        // maximum is `-inf` (a NaN maximum stays NaN, as on the CPU).
+        let x = inputs[0].detach();
+        let (dt, dev) = (x.dtype(), x.device());
+        let m = super::amax(&x, Some(&[self.axis as isize]), true)?;
+        let dead = super::eq(&m, &super::full(&[], f64::NEG_INFINITY, dt, dev)?)?;
+        super::where_(&dead, &super::zeros(&[], dt, dev)?, &y)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         if !ctx.needs_grad(0) {
@@ -400,21 +427,28 @@ pub(crate) fn softmax_backward(g: &Tensor, y: &Tensor, axis: usize) -> Result<Te
     )
 }
 
-fn softmax_impl(x: &Tensor, axis: isize, log: bool) -> Result<Tensor> {
+fn softmax_impl(x: &Tensor, axis: isize, log: bool, safe: bool) -> Result<Tensor> {
     let op = if log { "log_softmax" } else { "softmax" };
     // A 0-d tensor has one implicit axis (0 or -1), as in PyTorch.
     let axis = normalize_axis(op, axis, x.ndim().max(1))?;
-    apply(SoftmaxOp { axis, log }, &[x], &[Save::Output])
+    apply(SoftmaxOp { axis, log, safe }, &[x], &[Save::Output])
+}
+
+/// Softmax along `axis` where a row of only `-inf` gives zeros, not NaN (PyTorch's
+/// `_safe_softmax`, which its attention uses): fully masked attention rows give a zero
+/// output. The backward is softmax's `y (g - sum(g y))`, exactly 0 on those rows.
+pub(crate) fn softmax_safe(x: &Tensor, axis: isize) -> Result<Tensor> {
+    softmax_impl(x, axis, false, true)
 }
 
 /// `exp(x) / sum(exp(x))` along `axis`, computed stably.
 pub fn softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
-    softmax_impl(x, axis, false)
+    softmax_impl(x, axis, false, false)
 }
 
 /// `x - logsumexp(x)` along `axis`, computed stably.
 pub fn log_softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
-    softmax_impl(x, axis, true)
+    softmax_impl(x, axis, true, false)
 }
 
 impl Tensor {
@@ -425,5 +459,33 @@ impl Tensor {
     /// Log-softmax along `axis`.
     pub fn log_softmax(&self, axis: isize) -> Result<Tensor> {
         log_softmax(self, axis)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // Tests panic on failure by design.
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn safe_softmax_zeroes_rows_of_only_minus_infinity_on_either_layout() {
+        let ninf = f64::NEG_INFINITY;
+        // (3, 2) along axis 0: strided rows (column 1 all -inf, column 0 normal); then the
+        // transpose's contiguous rows. A NaN beside -inf stays NaN, as PyTorch's.
+        let x = Tensor::from_vec(vec![0.0, ninf, 1.0, ninf, 2.0, ninf], &[3, 2]).unwrap();
+        let y = softmax_safe(&x, 0).unwrap().to_vec::<f64>();
+        let z: f64 = [0.0f64, 1.0, 2.0].iter().map(|v| v.exp()).sum();
+        for k in 0..3 {
+            assert!((y[2 * k] - (k as f64).exp() / z).abs() < 1e-15);
+            assert_eq!(y[2 * k + 1], 0.0);
+        }
+        let xt = super::super::contiguous(&super::super::t(&x).unwrap()).unwrap();
+        let yt = softmax_safe(&xt, -1).unwrap().to_vec::<f64>();
+        assert_eq!(&yt[3..], &[0.0; 3]);
+        let n = Tensor::from_vec(vec![f64::NAN, ninf], &[1, 2]).unwrap();
+        assert!(softmax_safe(&n, -1).unwrap().to_vec::<f64>()[0].is_nan());
+        // The plain softmax keeps NaN for a row of -inf, as PyTorch's `softmax`.
+        assert!(softmax(&xt, -1).unwrap().to_vec::<f64>()[3].is_nan());
     }
 }

@@ -258,6 +258,7 @@ macro_rules! binary_table {
     }};
 }
 
+mod clamp_bounds;
 mod int_rules;
 mod param_fns;
 pub mod scalar;

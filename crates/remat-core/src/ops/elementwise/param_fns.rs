@@ -4,11 +4,12 @@
 //! there.
 //!
 //! A row has one scalar parameter, so the two-parameter ops are compositions of rows: a
-//! two-sided clamp is clamp-from-below then clamp-from-above (two passes; their gradient
-//! masks multiply to PyTorch's `min < x < max`), and `softplus` with `beta != 1` runs the
+//! two-sided clamp with constant bounds is clamp-from-below then clamp-from-above (two
+//! passes; their gradient masks multiply to PyTorch's `min < x < max`; with a tensor bound
+//! it is `clamp_bounds`' op), and `softplus` with `beta != 1` runs the
 //! `beta = 1` row on `beta x` and scales the result by `1 / beta`.
 
-use super::{add, binary, maximum, minimum, mul, scale, sub, unary, Binary, Unary};
+use super::{add, binary, clamp_bounds, maximum, minimum, mul, scale, sub, unary, Binary, Unary};
 use crate::error::{Error, Result};
 use crate::layout::{broadcast_shapes, Dims};
 use crate::ops::check_same_device;
@@ -34,10 +35,12 @@ pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
     clamp_by(x, min.map(Bound::Scalar), max.map(Bound::Scalar))
 }
 
-/// [`clamp`] with each bound a constant or a tensor. A tensor bound is `maximum(x, min)` /
+/// [`clamp`] with each bound a constant or a tensor. One tensor bound is `maximum(x, min)` /
 /// `minimum(x, max)` (ties split the gradient in half with the bound, as PyTorch does for
-/// one tensor bound); with two tensor bounds, PyTorch's own tie rules for `x == min == max`
-/// and for NaN bounds differ from that composition (values agree everywhere).
+/// one tensor bound); both bounds, one of them a tensor, are one op with PyTorch's gradient
+/// rule for two tensor bounds (`clamp_bounds`: ties split while `min < max`, `x == min ==
+/// max` gives all to `x`, `min > max` all to `max`). Values are `min(max(x, min), max)` in
+/// every case.
 pub fn clamp_by(x: &Tensor, min: Option<Bound<'_>>, max: Option<Bound<'_>>) -> Result<Tensor> {
     // Tensor bounds are checked here so that errors name `clamp`, not `maximum`/`minimum`.
     let mut shape = Dims::from(x.shape());
@@ -45,6 +48,22 @@ pub fn clamp_by(x: &Tensor, min: Option<Bound<'_>>, max: Option<Bound<'_>>) -> R
         if let Bound::Tensor(t) = b {
             check_same_device("clamp", &[x, t])?;
             shape = broadcast_shapes("clamp", &shape, t.shape())?;
+        }
+    }
+    if let (Some(lo), Some(hi)) = (min, max) {
+        if matches!(lo, Bound::Tensor(_)) || matches!(hi, Bound::Tensor(_)) {
+            // A constant beside a tensor bound becomes a 0-d tensor of `x`'s dtype, or float32
+            // for a fractional bound of an integer `x` (PyTorch takes no such mix; this keeps
+            // one rule for both bounds).
+            let as_tensor = |b| match b {
+                Bound::Tensor(t) => Ok(t.clone()),
+                Bound::Scalar(v) => {
+                    let keep = x.dtype().is_float() || v.fract() == 0.0;
+                    let dt = if keep { x.dtype() } else { crate::DType::F32 };
+                    crate::ops::full(&[], v, dt, x.device())
+                }
+            };
+            return clamp_bounds::clamp_bounds(x, &as_tensor(lo)?, &as_tensor(hi)?);
         }
     }
     let lower = match min {
