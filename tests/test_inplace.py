@@ -214,6 +214,14 @@ def test_floordiv_mod_and_pow_operators_write_in_place_like_pytorch():
     with remat.no_grad():
         w **= 2
     assert w.tolist() == [4.0]
+    # div_ with PyTorch's rounding_mode keeps integers integer, in place.
+    q = remat.tensor([-7, 7])
+    assert q.div_(2, rounding_mode="floor") is q and q.tolist() == [-4, 3]
+    assert remat.tensor([-7.5, 7.5]).div_(2, rounding_mode="trunc").tolist() == [-3.0, 3.0]
+    with pytest.raises(remat.DTypeError):
+        remat.tensor([1, 2]).div_(2)
+    with pytest.raises(ValueError, match="rounding_mode"):
+        remat.tensor([1.0]).div_(2, rounding_mode="up")
 
 
 def test_from_numpy_memory_is_written_through():

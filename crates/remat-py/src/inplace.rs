@@ -231,16 +231,21 @@ impl PyTensor {
         let o = PyOperand::from_py("mul_", other)?;
         in_place(slf, |t| ops::mul_(t, o.core()))
     }
-    /// Divide this tensor by `other` in place (true division).
+    /// Divide this tensor by `other` in place (true division, or rounded with
+    /// `rounding_mode`).
     ///
     /// `other` broadcasts to this tensor's shape (not the other way round). Division by zero
     /// gives `inf` or `nan` as in IEEE arithmetic. An integer tensor cannot hold the float
-    /// quotient, so dividing one in place is refused.
+    /// quotient, so dividing one in place is refused, unless `rounding_mode` (PyTorch's
+    /// `"trunc"` or `"floor"`) keeps the quotient an integer.
     ///
     /// Parameters
     /// ----------
     /// other : Tensor, number or array-like
     ///     The divisor, broadcastable to this tensor's shape.
+    /// rounding_mode : str, optional
+    ///     `"trunc"` (toward zero), `"floor"` (toward -inf) or `None` (true division).
+    ///     Default: `None`.
     ///
     /// Returns
     /// -------
@@ -265,7 +270,22 @@ impl PyTensor {
     /// tensor([0.5  , 0.5  , 0.375])
     /// >>> x.div_(0)
     /// tensor([inf, inf, inf])
-    fn div_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+    /// >>> remat.tensor([-7, 7]).div_(2, rounding_mode="floor")
+    /// tensor([-4,  3])
+    #[pyo3(signature = (other, *, rounding_mode=None))]
+    fn div_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        rounding_mode: Option<String>,
+    ) -> PyResult<Bound<'py, Self>> {
+        if let Some(mode) = rounding_mode {
+            let t = slf.get().inner.clone();
+            let o = crate::convert::operand("div_", other, &t)?;
+            run(slf.py(), heavy(&[&t]), || {
+                ops::update_with_("div_", &t, &[&o], |x| ops::div_rounded(x, &o, Some(&mode)))
+            })?;
+            return Ok(slf);
+        }
         let o = PyOperand::from_py("div_", other)?;
         in_place(slf, |t| ops::div_(t, o.core()))
     }
