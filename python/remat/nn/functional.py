@@ -261,14 +261,11 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 def _broadcast_target(name: str, input: Any, target: Any) -> tuple[Any, Any]:
     """PyTorch's loss rule: a target of another shape warns and is broadcast with the input
-    (both are expanded, so gradients sum back over the broadcast axes). Float operands of
-    two dtypes are promoted here, by differentiable casts, so both get gradients."""
+    (both are expanded, so gradients sum back over the broadcast axes). Mixed float dtypes
+    are the engine's to promote (differentiably, so both operands get gradients)."""
     if not (isinstance(input, Tensor) and isinstance(target, Tensor)):
         return input, target
-    if (input.dtype != target.dtype and input.dtype.is_floating_point
-            and target.dtype.is_floating_point):
-        input, target = input.to(remat.float64), target.to(remat.float64)
-    if tuple(input.shape) == tuple(target.shape):
+    if input.shape == target.shape:
         return input, target
     warnings.warn(
         f"Using a target size ({target.shape}) that is different to the input size "

@@ -1162,7 +1162,72 @@ class OneCycleLR(LRScheduler):
         return lrs
 
 
-class SequentialLR(LRScheduler):
+class _SchedulerGroup(LRScheduler):
+    """A scheduler made of inner schedulers (``SequentialLR``, ``ChainedScheduler``):
+    their state dicts travel inside its own, under ``"_schedulers"``."""
+
+    _schedulers: list[LRScheduler]
+
+    def state_dict(self) -> dict:
+        """The state, with each scheduler's state dict under ``"_schedulers"``.
+
+        Returns
+        -------
+        dict
+            ``_last_lr`` and the inner state dicts.
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> from remat.optim.lr_scheduler import ChainedScheduler, StepLR
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> len(ChainedScheduler([StepLR(opt, 1), StepLR(opt, 2)]).state_dict()["_schedulers"])
+        2
+        """
+        state = super().state_dict()
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore what :meth:`state_dict` returned, inner schedulers included.
+
+        Parameters
+        ----------
+        state_dict : dict
+            What :meth:`state_dict` returned.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When ``state_dict`` is not a mapping.
+
+        Examples
+        --------
+        >>> from remat.optim.lr_scheduler import ChainedScheduler, StepLR
+        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
+        >>> a = ChainedScheduler([StepLR(opt, 1, 0.5)])
+        >>> a.step()
+        >>> b = ChainedScheduler([StepLR(opt, 1, 0.5)])
+        >>> b.load_state_dict(a.state_dict())
+        >>> b._schedulers[0].last_epoch
+        1
+        """
+        state = dict(state_dict)
+        subs = state.pop("_schedulers", [])
+        super().load_state_dict(state)
+        for s, sd in zip(self._schedulers, subs):
+            s.load_state_dict(sd)
+
+
+class SequentialLR(_SchedulerGroup):
     """Run ``schedulers[i]`` between ``milestones[i-1]`` and ``milestones[i]``; each takes
     over from its own epoch 0.
 
@@ -1311,70 +1376,8 @@ class SequentialLR(LRScheduler):
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
 
-    def state_dict(self) -> dict:
-        """The scheduler's state, with each inner scheduler's state dict under
-        ``"_schedulers"``.
 
-        Returns
-        -------
-        dict
-            ``last_epoch``, ``base_lrs``, the milestones and the inner state dicts.
-
-        Raises
-        ------
-        TypeError
-            When given an argument (it takes none).
-
-        Examples
-        --------
-        >>> from remat.optim.lr_scheduler import ConstantLR, SequentialLR, StepLR
-        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
-        >>> sched = SequentialLR(opt, [ConstantLR(opt), StepLR(opt, 1)], milestones=[3])
-        >>> sd = sched.state_dict()
-        >>> sd["_milestones"], len(sd["_schedulers"])
-        ([3], 2)
-        """
-        state = super().state_dict()
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        """Restore what :meth:`state_dict` returned, inner schedulers included.
-
-        Parameters
-        ----------
-        state_dict : dict
-            What :meth:`state_dict` returned.
-
-        Returns
-        -------
-        None
-
-        Raises
-        ------
-        TypeError
-            When ``state_dict`` is not a mapping.
-
-        Examples
-        --------
-        >>> from remat.optim.lr_scheduler import ConstantLR, SequentialLR, StepLR
-        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
-        >>> a = SequentialLR(opt, [ConstantLR(opt), StepLR(opt, 1)], milestones=[3])
-        >>> for _ in range(4):
-        ...     a.step()
-        >>> b = SequentialLR(opt, [ConstantLR(opt), StepLR(opt, 1)], milestones=[3])
-        >>> b.load_state_dict(a.state_dict())
-        >>> b.last_epoch, b.get_last_lr() == a.get_last_lr()
-        (4, True)
-        """
-        state = dict(state_dict)
-        subs = state.pop("_schedulers", [])
-        super().load_state_dict(state)
-        for s, sd in zip(self._schedulers, subs):
-            s.load_state_dict(sd)
-
-
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_SchedulerGroup):
     """Step several schedulers of one optimizer together, as ``torch``'s
     ``ChainedScheduler``: each :meth:`step` steps every scheduler in order, so chainable
     ones compose (e.g. a ``ConstantLR`` warm-up times an ``ExponentialLR`` decay).
@@ -1483,60 +1486,3 @@ class ChainedScheduler(LRScheduler):
             s.step()
         self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
 
-    def state_dict(self) -> dict:
-        """The state, with each scheduler's state dict under ``"_schedulers"``.
-
-        Returns
-        -------
-        dict
-            ``_last_lr`` and the inner state dicts.
-
-        Raises
-        ------
-        TypeError
-            When given an argument (it takes none).
-
-        Examples
-        --------
-        >>> from remat.optim.lr_scheduler import ChainedScheduler, StepLR
-        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
-        >>> len(ChainedScheduler([StepLR(opt, 1), StepLR(opt, 2)]).state_dict()["_schedulers"])
-        2
-        """
-        state = super().state_dict()
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        """Restore what :meth:`state_dict` returned, inner schedulers included.
-
-        Parameters
-        ----------
-        state_dict : dict
-            What :meth:`state_dict` returned.
-
-        Returns
-        -------
-        None
-
-        Raises
-        ------
-        TypeError
-            When ``state_dict`` is not a mapping.
-
-        Examples
-        --------
-        >>> from remat.optim.lr_scheduler import ChainedScheduler, StepLR
-        >>> opt = remat.optim.SGD([remat.tensor([1.0], requires_grad=True)], lr=0.1)
-        >>> a = ChainedScheduler([StepLR(opt, 1, 0.5)])
-        >>> a.step()
-        >>> b = ChainedScheduler([StepLR(opt, 1, 0.5)])
-        >>> b.load_state_dict(a.state_dict())
-        >>> b._schedulers[0].last_epoch
-        1
-        """
-        state = dict(state_dict)
-        subs = state.pop("_schedulers", [])
-        super().load_state_dict(state)
-        for s, sd in zip(self._schedulers, subs):
-            s.load_state_dict(sd)
