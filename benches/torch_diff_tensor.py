@@ -178,6 +178,70 @@ def nonleaf_inplace(L, x, meth, *args):
     return y
 
 
+def view_writes(L, x, w):
+    """Writes through views of a graph tensor: a row, a column, a transposed row, and a view
+    made before another view was written (PyTorch's view replay)."""
+    h = x * 1.5
+    early = h[:2]
+    h[1] += w
+    h[:, 2] *= w[:3]
+    h.t()[0].clamp_(-0.5)
+    return h * early.sum()
+
+
+def buffer_writes(L, w, v):
+    """A plain buffer written from tensors that require grad (becomes part of the graph)."""
+    buf = L.zeros(3, 4, dtype=L.float64)
+    buf[0] = w
+    buf[1:] = v.tanh()
+    buf[:, 0] += 1.0
+    return buf * buf
+
+
+def index_writes(L, x, v):
+    """Integer-array and mask assignment into a graph tensor (distinct rows: with a repeated
+    row PyTorch gives every copy of the value the gradient, remat only the last, which wins)."""
+    h = x * 1.5
+    h[L.tensor([2, 0])] = v[:2]
+    h[h > 0.5] = 0.25
+    return h * h
+
+
+def residual_block(L, x, w):
+    """ResNet's ``out += identity`` after ops that save nothing of ``out``."""
+    out = x @ w
+    out = out * 2.0 - 1.0
+    out += x
+    out = L.relu(out)
+    out *= out
+    return out
+
+
+def self_operand(L, x):
+    h = x * 1.5
+    h *= h
+    h += h
+    return h
+
+
+def fills(L, x, v):
+    """Fills keep the tensor in the graph; the filled value gets its gradient."""
+    a = x * 1.5
+    a.zero_()
+    b = x * 2.0
+    b.fill_(v)
+    c = x * 1.0
+    c.copy_(v.expand(3, 4) * 3)
+    return a + b + c
+
+
+def saved_output_written(L, x):
+    """exp saves its output: writing it in place fails at backward (both libraries)."""
+    y = x.exp()
+    y += 1
+    return y
+
+
 def saved_modified(L):
     """A tensor saved for backward modified in place -> error at backward."""
     x = L.tensor(ARRAYS["G"], requires_grad=True)
@@ -1835,6 +1899,13 @@ grad(L, lambda x: nonleaf_inplace(L, x, 'mul_', 2.0), G)
 grad(L, lambda x: nonleaf_inplace(L, x, 'clamp_', -1.0, 1.0), G)
 grad(L, lambda x: nonleaf_inplace(L, x, 'masked_fill_', L.tensor(Bm), 0.0), G)
 grad(L, lambda x: nonleaf_inplace(L, x, 'div_', 4.0), G)
+grad(L, lambda x, w: view_writes(L, x, w), G, G[0])
+grad(L, lambda w, v: buffer_writes(L, w, v), G[0], G[1:])
+grad(L, lambda x, v: index_writes(L, x, v), G, G[:3, :].copy())
+grad(L, lambda x, w: residual_block(L, x, w), G, np.eye(4) * 0.5 + 0.1)
+grad(L, lambda x: self_operand(L, x), G)
+grad(L, lambda x, v: fills(L, x, v), G, np.array(0.5))
+grad(L, lambda x: saved_output_written(L, x), G)
 grad(L, lambda x: L.norm(x, dim=1), Z0)
 grad(L, lambda x: L.norm(x, p=2, dim=0), GC - GC[0])
 grad(L, lambda x: x.var(), np.ones((1, 1)))

@@ -966,6 +966,96 @@ def _seq(f, inputs, params):
 
 # ------------------------------------------------------------------------------ the registry
 
+# In-place writes (recorded in the graph when the written tensor is part of one): each row
+# writes into ``ins[0].clone()`` (a tensor an op made, so a graph tensor when input 0 requires
+# grad) and returns it; gradients reach input 0 through the write and the operands.
+def into(n=2, max_dims=3):
+    """Cases whose first shape is the broadcast of all: the operands broadcast *to* the
+    written tensor, never the other way."""
+    return hnp.mutually_broadcastable_shapes(num_shapes=n, min_dims=0, max_dims=max_dims,
+                                             min_side=1, max_side=4).map(
+        lambda bs: Case((bs.result_shape, *bs.input_shapes[1:])))
+
+
+INTO_EXAMPLES = (Case(((2, 3), (2, 3))), Case(((2, 4, 3), (4, 1))), Case(((3,), ())))
+
+
+def written(write):
+    """``call`` of an in-place row: ``write(f, y, operands, params)`` on a clone ``y`` of
+    input 0, then ``y``."""
+    def call(f, ins, p):
+        y = ins[0].clone()
+        write(f, y, ins[1:], p)
+        return y
+    return call
+
+
+def _setitem(f, y, rest, p):
+    f(y, p["index"], rest[0])
+
+
+def _view_iadd(f, y, rest, p):
+    v = y[p["index"]]
+    v += rest[0]  # the write lands in y through the view
+    y[p["index"]] = v  # and Python's `y[i] += v` assigns the view back (a no-op copy)
+
+
+def np_assigned(x, v, index):
+    out = x.copy()
+    out[index] = v
+    return out
+
+
+def np_added_at(x, v, index):
+    out = x.copy()
+    out[index] += v
+    return out
+
+
+SETITEM_EXAMPLES = (Case(((3, 4), (4,)), {"index": 1}),
+                    Case(((3, 4), (3, 2)), {"index": (slice(None), slice(1, 3))}),
+                    Case(((4, 3), (2, 3)), {"index": np.array([2, 0])}),
+                    Case(((2, 3), ()), {"index": (slice(None), 0)}))
+
+
+def inplace_rows() -> list[Op]:
+    """The in-place methods and operators, and assignment, as registry rows."""
+    bad = (Bad("shape", ((2, 3), (4,)), S),)
+    grow = (Bad("grows", ((3,), (2, 3)), S),)
+    rows = [
+        Op("add_", None, ("add_", "__iadd__"), lambda x, y: x + y, ANY, into(), INTO_EXAMPLES,
+           call=written(lambda f, y, r, p: f(y, r[0])), errors=bad + grow),
+        Op("add_alpha", None, ("add_",), lambda x, y, alpha: x + alpha * y, ANY,
+           into().map(lambda c: Case(c.shapes, {"alpha": -0.5})),
+           (Case(((2, 3), (3,)), {"alpha": -0.5}), Case(((2, 3), ()), {"alpha": 2.0})),
+           call=written(lambda f, y, r, p: f(y, r[0], **p)), op="add_"),
+        Op("sub_", None, ("sub_", "__isub__"), lambda x, y: x - y, ANY, into(), INTO_EXAMPLES,
+           call=written(lambda f, y, r, p: f(y, r[0])), errors=bad),
+        Op("mul_", None, ("mul_", "__imul__"), lambda x, y: x * y, ANY, into(), INTO_EXAMPLES,
+           call=written(lambda f, y, r, p: f(y, r[0])), errors=bad),
+        Op("div_", None, ("div_", "__itruediv__"), lambda x, y: x / y, (ANY, NONZERO), into(),
+           INTO_EXAMPLES, call=written(lambda f, y, r, p: f(y, r[0])), errors=bad),
+        Op("clamp_", None, ("clamp_",), np_clamp, ANY, clamp_cases(),
+           tuple(Case(((2, 3),), b) for b in CLAMP_BOUNDS[:3]),
+           call=written(lambda f, y, r, p: f(y, **p))),
+        Op("masked_fill_", None, ("masked_fill_",),
+           lambda x, m, value: np.where(m != 0, value, x), (ANY, MASK),
+           into().map(lambda c: Case(c.shapes, {"value": 0.5})),
+           (Case(((2, 3), (2, 3)), {"value": 0.5}), Case(((4, 1, 3), (1, 3)), {"value": 0.0})),
+           diff=(0,), call=written(lambda f, y, r, p: f(y, r[0] != 0, p["value"]))),
+        Op("copy_", None, ("copy_",), lambda x, y: np.broadcast_to(y, x.shape).copy(), ANY,
+           into(), INTO_EXAMPLES, call=written(lambda f, y, r, p: f(y, r[0])), errors=grow),
+        Op("setitem", None, ("__setitem__",), np_assigned, ANY,
+           st.sampled_from(SETITEM_EXAMPLES), SETITEM_EXAMPLES, call=written(_setitem),
+           errors=(Bad("value_shape", ((3, 4), (5,)), S, {"index": 0}),)),
+        Op("view_iadd", None, ("__getitem__",), np_added_at, ANY,
+           st.sampled_from(SETITEM_EXAMPLES[:2] + SETITEM_EXAMPLES[3:]),
+           SETITEM_EXAMPLES[:2] + SETITEM_EXAMPLES[3:],
+           call=written(lambda f, y, r, p: _view_iadd(f, y, r, p)), op="add_"),
+    ]
+    return rows
+
+
 OPS: list[Op] = [
     # ---- unary math
     unary("neg", remat.neg, ("neg", "__neg__"), np.negative),
@@ -1681,6 +1771,7 @@ OPS: list[Op] = [
        (Case(((2, 3), (4,)), {"dim": 1}), Case(((2, 3, 2), (2,)), {"dim": 1})), op="index",
        call=lambda f, ins, p: f(ins[0], (slice(None), list(map(int, ins[1])))),
        dtypes=(np.float32, np.float64)),
+    *inplace_rows(),
 ]
 
 BY_NAME = {op.name: op for op in OPS}

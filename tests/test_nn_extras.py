@@ -46,12 +46,13 @@ def test_activation_reprs():
 
 # PyTorch has no top-level `torch.unfold`/`torch.fold` functions (`Tensor.unfold` is another
 # op): they exist only under `F`.
-FUNCTIONAL_ONLY = {"unfold", "fold"}
+FUNCTIONAL_ONLY = {"unfold", "fold", "relu_", "leaky_relu_"}
 
 
 # Thin wrappers that add torch.nn.functional's extra arguments (dtype=, inplace=, broadcast
 # loss targets, a 1-d linear weight) around the top-level function of the same name.
-FUNCTIONAL_WRAPPERS = {"softmax", "log_softmax", "dropout", "linear", "mse_loss", "l1_loss"}
+FUNCTIONAL_WRAPPERS = {"softmax", "log_softmax", "dropout", "linear", "mse_loss", "l1_loss",
+                       "relu", "leaky_relu", "silu"}
 
 
 def test_functional_names_are_the_top_level_functions():
@@ -95,11 +96,17 @@ def test_functional_dropout_inplace():
     vals = np.unique(x.detach().numpy())
     assert set(vals.tolist()) == {0.0, 2.0}
     assert F.dropout(x, 0.5, training=False, inplace=True) is x
-    # a tensor of a graph is not written in place: the result comes back out of place
+    # a tensor of a graph is written through the graph (rebased, as PyTorch)
     w = remat.ones(4, requires_grad=True)
-    h = w * 1.0
-    out = F.dropout(h, 1.0, True, inplace=True)
-    assert out is not h and np.all(out.detach().numpy() == 0) and np.all(h.detach().numpy() == 1)
+    h = w * 3.0
+    remat.manual_seed(4)
+    out = F.dropout(h, 0.5, True, inplace=True)
+    assert out is h and h.grad_fn == "where"  # the write (PyTorch: copy_ of the dropout)
+    kept = h.detach().numpy() != 0
+    h.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.where(kept, 6.0, 0.0))
+    with pytest.raises(remat.GraphError, match="leaf"):
+        F.dropout(w, 0.5, True, inplace=True)
     assert repr(nn.Dropout(0.1, inplace=True)) == "Dropout(p=0.1, inplace=True)"
     y = remat.ones(8)
     assert nn.Dropout(1.0, inplace=True)(y) is y and np.all(y.detach().numpy() == 0)

@@ -94,6 +94,10 @@ pub struct Storage {
     /// while any does, a graph needs its values, and NumPy views of it are read-only (a write
     /// through one would bypass the version counter).
     saved: AtomicUsize,
+    /// How many in-place writes into this buffer were recorded in a graph (the tensor
+    /// written rebased onto the write's node): a tensor sharing the buffer whose graph
+    /// predates the last one is stale (`TensorImpl::graph_at`).
+    graph_writes: AtomicU64,
 }
 
 /// The id the next storage will get: storages with an id at or above it were created later.
@@ -113,6 +117,7 @@ impl Storage {
             id: NEXT_STORAGE_ID.fetch_add(1, Ordering::Relaxed),
             version: AtomicU64::new(0),
             saved: AtomicUsize::new(0),
+            graph_writes: AtomicU64::new(0),
         }
     }
 
@@ -139,6 +144,7 @@ impl Storage {
             id: NEXT_STORAGE_ID.fetch_add(1, Ordering::Relaxed),
             version: AtomicU64::new(0),
             saved: AtomicUsize::new(0),
+            graph_writes: AtomicU64::new(0),
         }
     }
 
@@ -151,6 +157,7 @@ impl Storage {
             id: NEXT_STORAGE_ID.fetch_add(1, Ordering::Relaxed),
             version: AtomicU64::new(0),
             saved: AtomicUsize::new(0),
+            graph_writes: AtomicU64::new(0),
         }
     }
 
@@ -193,6 +200,14 @@ impl Storage {
     /// saved tensors detect the change at backward).
     pub fn bump_version(&self) {
         self.version.fetch_add(1, Ordering::AcqRel);
+    }
+    /// How many in-place writes into this buffer were recorded in a graph.
+    pub fn graph_writes(&self) -> u64 {
+        self.graph_writes.load(Ordering::Acquire)
+    }
+    /// Count one recorded in-place write; returns the new count.
+    pub(crate) fn bump_graph_writes(&self) -> u64 {
+        self.graph_writes.fetch_add(1, Ordering::AcqRel) + 1
     }
     /// The element type.
     pub fn dtype(&self) -> DType {

@@ -10,8 +10,8 @@ use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::{fmt_shape, Layout};
 use crate::storage::Storage;
-use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use parking_lot::{Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 /// Storage plus the layout of a view of it: the data part of a tensor, without autograd.
@@ -51,13 +51,23 @@ pub(crate) struct TensorState {
     pub(crate) retains_grad: bool,
     /// The evictable cell of this tensor's storage (made under a memory limit).
     pub(crate) dtr: Option<crate::dtr::CellRef>,
+    /// The tensor whose storage this view shares (the root of a chain of views, made by a
+    /// view op): an in-place write recorded through the view rebases it, and the view's
+    /// graph is regenerated from it after a recorded write through another view.
+    pub(crate) view_base: Option<Tensor>,
 }
 
 /// The shared part of a tensor.
 pub(crate) struct TensorImpl {
     pub(crate) data: TensorData,
     pub(crate) requires_grad: AtomicBool,
-    pub(crate) grad_fn: Option<Arc<Node>>,
+    /// The node that made this tensor; replaced when an in-place write is recorded (the
+    /// tensor is rebased onto the write's node, as PyTorch does).
+    pub(crate) grad_fn: RwLock<Option<Arc<Node>>>,
+    /// The storage's count of recorded in-place writes when `grad_fn` was last set: a
+    /// different count means another tensor sharing the storage was written through the
+    /// graph since, so this one's graph is stale (see `ops::inplace::recorded`).
+    pub(crate) graph_at: AtomicU64,
     pub(crate) state: Mutex<TensorState>,
 }
 
@@ -69,9 +79,10 @@ impl Tensor {
     /// A tensor without autograd state over `data`.
     pub fn from_data(data: TensorData) -> Tensor {
         Tensor(Arc::new(TensorImpl {
+            graph_at: AtomicU64::new(data.storage.graph_writes()),
             data,
             requires_grad: AtomicBool::new(false),
-            grad_fn: None,
+            grad_fn: RwLock::new(None),
             state: Mutex::new(TensorState::default()),
         }))
     }
@@ -83,9 +94,10 @@ impl Tensor {
         state: TensorState,
     ) -> Tensor {
         Tensor(Arc::new(TensorImpl {
+            graph_at: AtomicU64::new(data.storage.graph_writes()),
             data,
             requires_grad: AtomicBool::new(requires_grad),
-            grad_fn,
+            grad_fn: RwLock::new(grad_fn),
             state: Mutex::new(state),
         }))
     }
@@ -171,11 +183,11 @@ impl Tensor {
     }
     /// Whether this tensor was created by the user rather than by a recorded op.
     pub fn is_leaf(&self) -> bool {
-        self.0.grad_fn.is_none()
+        self.0.grad_fn.read().is_none()
     }
-    /// The node that produced this tensor, if it was recorded.
-    pub fn grad_fn(&self) -> Option<&Arc<Node>> {
-        self.0.grad_fn.as_ref()
+    /// The node that produced this tensor (or its last recorded in-place write), if any.
+    pub fn grad_fn(&self) -> Option<Arc<Node>> {
+        self.0.grad_fn.read().clone()
     }
     /// Whether two handles are the same tensor.
     pub fn same(&self, other: &Tensor) -> bool {

@@ -128,8 +128,9 @@ impl PyTensor {
     ///     If the result type cannot be cast to this tensor's dtype (a float added to an
     ///     integer tensor), or `other` is not numeric.
     /// GraphError
-    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
-    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///     If grad mode is on and this tensor is a leaf that requires grad, or a view of one
+    ///     (write it under `remat.no_grad()`). A tensor a graph made is written through the
+    ///     graph (rebased onto the write, as in PyTorch).
     ///
     /// Examples
     /// --------
@@ -174,8 +175,9 @@ impl PyTensor {
     ///     If the result type cannot be cast to this tensor's dtype (a float subtracted from
     ///     an integer tensor), or `other` is not numeric.
     /// GraphError
-    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
-    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///     If grad mode is on and this tensor is a leaf that requires grad, or a view of one
+    ///     (write it under `remat.no_grad()`). A tensor a graph made is written through the
+    ///     graph (rebased onto the write, as in PyTorch).
     ///
     /// Examples
     /// --------
@@ -216,8 +218,9 @@ impl PyTensor {
     ///     If the result type cannot be cast to this tensor's dtype (an integer tensor times
     ///     a float), or `other` is not numeric.
     /// GraphError
-    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
-    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///     If grad mode is on and this tensor is a leaf that requires grad, or a view of one
+    ///     (write it under `remat.no_grad()`). A tensor a graph made is written through the
+    ///     graph (rebased onto the write, as in PyTorch).
     ///
     /// Examples
     /// --------
@@ -260,8 +263,9 @@ impl PyTensor {
     ///     If this tensor is an integer tensor (the quotient is a float), or `other` is not
     ///     numeric.
     /// GraphError
-    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
-    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///     If grad mode is on and this tensor is a leaf that requires grad, or a view of one
+    ///     (write it under `remat.no_grad()`). A tensor a graph made is written through the
+    ///     graph (rebased onto the write, as in PyTorch).
     ///
     /// Examples
     /// --------
@@ -299,8 +303,9 @@ impl PyTensor {
     /// Raises
     /// ------
     /// GraphError
-    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
-    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///     If grad mode is on and this tensor is a leaf that requires grad, or a view of one
+    ///     (write it under `remat.no_grad()`). A tensor a graph made is written through the
+    ///     graph (rebased onto the write, as in PyTorch).
     ///
     /// Examples
     /// --------
@@ -334,8 +339,9 @@ impl PyTensor {
     /// DTypeError
     ///     If `value` is not numeric (a string, None).
     /// GraphError
-    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
-    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///     If grad mode is on and this tensor is a leaf that requires grad, or a view of one
+    ///     (write it under `remat.no_grad()`). A tensor a graph made is written through the
+    ///     graph (rebased onto the write, as in PyTorch).
     ///
     /// Examples
     /// --------
@@ -376,8 +382,9 @@ impl PyTensor {
     /// DTypeError
     ///     If `src` is not numeric.
     /// GraphError
-    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
-    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///     If grad mode is on and this tensor is a leaf that requires grad, or a view of one
+    ///     (write it under `remat.no_grad()`). A tensor a graph made is written through the
+    ///     graph (rebased onto the write, as in PyTorch).
     ///
     /// Examples
     /// --------
@@ -426,8 +433,9 @@ impl PyTensor {
     /// DTypeError
     ///     If a float bound is given for an integer tensor.
     /// GraphError
-    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
-    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///     If grad mode is on and this tensor is a leaf that requires grad, or a view of one
+    ///     (write it under `remat.no_grad()`). A tensor a graph made is written through the
+    ///     graph (rebased onto the write, as in PyTorch).
     ///
     /// Examples
     /// --------
@@ -476,8 +484,9 @@ impl PyTensor {
     /// DTypeError
     ///     If a float bound is given for an integer tensor.
     /// GraphError
-    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
-    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///     If grad mode is on and this tensor is a leaf that requires grad, or a view of one
+    ///     (write it under `remat.no_grad()`). A tensor a graph made is written through the
+    ///     graph (rebased onto the write, as in PyTorch).
     ///
     /// Examples
     /// --------
@@ -512,8 +521,9 @@ impl PyTensor {
     ///     If `mask` does not broadcast to this tensor's shape, or `value` is a tensor with
     ///     one or more dimensions.
     /// GraphError
-    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
-    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///     If grad mode is on and this tensor is a leaf that requires grad, or a view of one
+    ///     (write it under `remat.no_grad()`). A tensor a graph made is written through the
+    ///     graph (rebased onto the write, as in PyTorch).
     ///
     /// Examples
     /// --------
@@ -560,8 +570,9 @@ impl PyTensor {
     /// TypeError
     ///     If `generator` is not a `remat.Generator`.
     /// GraphError
-    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
-    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///     If grad mode is on and this tensor is a leaf that requires grad, or a view of one
+    ///     (write it under `remat.no_grad()`). A tensor a graph made is written through the
+    ///     graph (rebased onto the write, as in PyTorch).
     ///
     /// Examples
     /// --------
@@ -608,8 +619,9 @@ impl PyTensor {
     /// TypeError
     ///     If `generator` is not a `remat.Generator`.
     /// GraphError
-    ///     If grad mode is on and this tensor is a leaf that requires grad or was produced by a
-    ///     recorded op (write it under `remat.no_grad()`, or use the out-of-place op).
+    ///     If grad mode is on and this tensor is a leaf that requires grad, or a view of one
+    ///     (write it under `remat.no_grad()`). A tensor a graph made is written through the
+    ///     graph (rebased onto the write, as in PyTorch).
     ///
     /// Examples
     /// --------

@@ -21,8 +21,8 @@ class SiLU(Module):
     Parameters
     ----------
     inplace : bool, optional
-        Accepted for PyTorch compatibility and stored, but ignored: the result is always a
-        new tensor and the input is left unchanged. Default: ``False``.
+        Write the result into the input and return it, as PyTorch's ``inplace=True``.
+        Default: ``False``.
 
     Raises
     ------
@@ -67,7 +67,7 @@ class SiLU(Module):
         >>> x.grad
         tensor([0.5       , 0.92767054])
         """
-        return remat.silu(x)
+        return F.silu(x, inplace=self.inplace)
 
 
 class LeakyReLU(Module):
@@ -80,8 +80,8 @@ class LeakyReLU(Module):
     negative_slope : float, optional
         The slope for negative inputs. Default: ``0.01``.
     inplace : bool, optional
-        Accepted for PyTorch compatibility and stored, but ignored: the result is always a
-        new tensor. Default: ``False``.
+        Write the result into the input and return it, as PyTorch's ``inplace=True``.
+        Default: ``False``.
 
     Raises
     ------
@@ -126,7 +126,7 @@ class LeakyReLU(Module):
         tensor([[-0.4,  1. ],
                 [ 3. , -1. ]])
         """
-        return remat.leaky_relu(x, self.negative_slope)
+        return F.leaky_relu(x, self.negative_slope, inplace=self.inplace)
 
     def extra_repr(self) -> str:
         """``"negative_slope=..."``.
@@ -146,7 +146,7 @@ class LeakyReLU(Module):
         >>> remat.nn.LeakyReLU().extra_repr()
         'negative_slope=0.01'
         """
-        return f"negative_slope={self.negative_slope}"
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
 class Softplus(Module):

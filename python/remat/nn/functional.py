@@ -1,9 +1,9 @@
 """``remat.nn.functional``: the engine's functions under ``torch.nn.functional``'s names and
 signatures, so ``import remat.nn.functional as F`` ports ``F.relu(x)``, ``F.cross_entropy(...)``
 and the rest unchanged. Each name is the same object as the top-level ``remat.X``, except a few
-thin wrappers (``softmax``, ``log_softmax``, ``dropout``, ``linear``, ``mse_loss``,
-``l1_loss``) that add the parts of ``torch.nn.functional``'s signatures and behaviour the
-engine's functions leave out (``dtype=``, ``inplace=``, a 1-d
+thin wrappers (``softmax``, ``log_softmax``, ``dropout``, ``relu``, ``leaky_relu``, ``silu``,
+``linear``, ``mse_loss``, ``l1_loss``) that add the parts of ``torch.nn.functional``'s
+signatures and behaviour the engine's functions leave out (``dtype=``, ``inplace=``, a 1-d
 linear weight, loss targets that broadcast)."""
 
 from __future__ import annotations
@@ -39,13 +39,10 @@ from .._remat import (
     embedding,
     gelu,
     layer_norm,
-    leaky_relu,
     nll_loss,
     one_hot,
-    relu,
     scaled_dot_product_attention,
     sigmoid,
-    silu,
     softplus,
     tanh,
 )
@@ -53,10 +50,176 @@ from .._remat import (
 # The engine's functions that the wrappers below extend to PyTorch's signatures.
 from .._remat import dropout as _dropout
 from .._remat import l1_loss as _l1_loss
+from .._remat import leaky_relu as _leaky_relu
 from .._remat import linear as _linear
+from .._remat import relu as _relu
+from .._remat import silu as _silu
 from .._remat import log_softmax as _log_softmax
 from .._remat import mse_loss as _mse_loss
 from .._remat import softmax as _softmax
+
+
+def _maybe_in_place(f: Any, input: Any, inplace: bool, reads_input: bool) -> Tensor:
+    """``f(input)``, or with ``inplace`` written into ``input`` (returned), as PyTorch's
+    ``inplace=True``. With grad mode on and ``input`` in a graph the write is recorded (the
+    engine rebases ``input`` onto it); an ``f`` whose backward reads its input then computes
+    from a clone, which the write does not overwrite."""
+    if not inplace or not isinstance(input, Tensor):
+        return f(input)
+    recorded = reads_input and input.requires_grad and remat.is_grad_enabled()
+    out = f(input.clone() if recorded else input)
+    if out is not input:
+        input.copy_(out)
+    return input
+
+
+def relu(input: Any, inplace: bool = False) -> Tensor:
+    """``max(x, 0)`` elementwise, as ``torch.nn.functional.relu``.
+
+    Parameters
+    ----------
+    input : Tensor
+        The input (anything ``remat.tensor`` accepts).
+    inplace : bool, optional
+        Write the result into ``input`` and return ``input`` (a tensor that is part of a
+        graph is rebased onto the write, as in PyTorch). Default: ``False``.
+
+    Returns
+    -------
+    Tensor
+        The result, of ``input``'s shape and dtype (``input`` itself with ``inplace``).
+
+    Raises
+    ------
+    remat.GraphError
+        With ``inplace``, when ``input`` is a leaf that requires grad (grad mode on).
+
+    Examples
+    --------
+    >>> import remat.nn.functional as F
+    >>> x = remat.tensor([-1.0, 2.0])
+    >>> F.relu(x, inplace=True) is x, x
+    (True, tensor([0., 2.]))
+    """
+    return _maybe_in_place(_relu, input, inplace, reads_input=False)
+
+
+def relu_(input: Tensor) -> Tensor:
+    """``relu(input, inplace=True)``: ``max(x, 0)`` written into ``input``.
+
+    Parameters
+    ----------
+    input : Tensor
+        The tensor to write.
+
+    Returns
+    -------
+    Tensor
+        ``input`` itself.
+
+    Raises
+    ------
+    remat.GraphError
+        When ``input`` is a leaf that requires grad (grad mode on).
+
+    Examples
+    --------
+    >>> import remat.nn.functional as F
+    >>> F.relu_(remat.tensor([-1.0, 2.0]))
+    tensor([0., 2.])
+    """
+    return relu(input, inplace=True)
+
+
+def leaky_relu(input: Any, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """``x`` where positive, ``negative_slope * x`` elsewhere, as
+    ``torch.nn.functional.leaky_relu``.
+
+    Parameters
+    ----------
+    input : Tensor
+        The input (anything ``remat.tensor`` accepts).
+    negative_slope : float, optional
+        The slope for negative inputs. Default: ``0.01``.
+    inplace : bool, optional
+        Write the result into ``input`` and return ``input``. Default: ``False``.
+
+    Returns
+    -------
+    Tensor
+        The result, of ``input``'s shape (``input`` itself with ``inplace``).
+
+    Raises
+    ------
+    remat.GraphError
+        With ``inplace``, when ``input`` is a leaf that requires grad (grad mode on).
+
+    Examples
+    --------
+    >>> import remat.nn.functional as F
+    >>> F.leaky_relu(remat.tensor([-1.0, 2.0]), 0.1)
+    tensor([-0.1,  2. ])
+    """
+    return _maybe_in_place(lambda x: _leaky_relu(x, negative_slope), input, inplace,
+                           reads_input=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """``leaky_relu(input, negative_slope, inplace=True)``.
+
+    Parameters
+    ----------
+    input : Tensor
+        The tensor to write.
+    negative_slope : float, optional
+        The slope for negative inputs. Default: ``0.01``.
+
+    Returns
+    -------
+    Tensor
+        ``input`` itself.
+
+    Raises
+    ------
+    remat.GraphError
+        When ``input`` is a leaf that requires grad (grad mode on).
+
+    Examples
+    --------
+    >>> import remat.nn.functional as F
+    >>> F.leaky_relu_(remat.tensor([-1.0, 2.0]), 0.5)
+    tensor([-0.5,  2. ])
+    """
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def silu(input: Any, inplace: bool = False) -> Tensor:
+    """``x * sigmoid(x)`` elementwise, as ``torch.nn.functional.silu``.
+
+    Parameters
+    ----------
+    input : Tensor
+        The input (anything ``remat.tensor`` accepts).
+    inplace : bool, optional
+        Write the result into ``input`` and return ``input``. Default: ``False``.
+
+    Returns
+    -------
+    Tensor
+        The result, of ``input``'s shape (``input`` itself with ``inplace``).
+
+    Raises
+    ------
+    remat.GraphError
+        With ``inplace``, when ``input`` is a leaf that requires grad (grad mode on).
+
+    Examples
+    --------
+    >>> import remat.nn.functional as F
+    >>> F.silu(remat.tensor([0.0, 2.0]))
+    tensor([0.      , 1.761594])
+    """
+    return _maybe_in_place(_silu, input, inplace, reads_input=True)
 
 
 def _softmax_input(input: Any, dtype: Any) -> Tensor:
@@ -166,11 +329,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     """Zero elements with probability ``p`` and scale the rest by ``1 / (1 - p)``, as
     ``torch.nn.functional.dropout`` (only when ``training``).
 
-    ``inplace=True`` writes the result into ``input`` and returns ``input`` when that is
-    allowed: when ``input`` takes no part in autograd (it does not require grad, or grad mode
-    is off). remat does not write in place into tensors of a graph, so for a tensor that
-    requires grad the result is computed out of place and returned (``input`` is left
-    unchanged): use the return value, as in ``x = F.dropout(x, inplace=True)``.
+    ``inplace=True`` writes the result into ``input`` and returns ``input``; a tensor that is
+    part of a graph is rebased onto the write, as in PyTorch.
 
     Parameters
     ----------
@@ -182,7 +342,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
         Whether to apply dropout at all (otherwise ``input`` itself comes back). Default:
         ``True``.
     inplace : bool, optional
-        Write the result into ``input`` where allowed (see above). Default: ``False``.
+        Write the result into ``input`` (see above). Default: ``False``.
 
     Returns
     -------
@@ -196,6 +356,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
         When ``p`` is outside ``[0, 1]``.
     remat.DTypeError
         When ``input`` is not floating point.
+    remat.GraphError
+        With ``inplace``, when ``input`` is a leaf that requires grad (grad mode on).
 
     Examples
     --------
@@ -205,14 +367,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     >>> F.dropout(x, 0.5, inplace=True) is x, x
     (True, tensor([0., 2., 2., 0., 0., 0.]))
     """
-    out = _dropout(input, p, training)
-    if not inplace or out is input or not isinstance(input, Tensor):
-        return out
-    if input.requires_grad and remat.is_grad_enabled():
-        return out  # no in-place writes into graph tensors: out of place (documented)
-    with remat.no_grad():
-        input.copy_(out)
-    return input
+    return _maybe_in_place(lambda x: _dropout(x, p, training), input, inplace,
+                           reads_input=False)
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -436,7 +592,8 @@ __all__ = [
     "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_avg_pool3d", "pad", "unfold", "fold", "rms_norm", "group_norm",
     "binary_cross_entropy_with_logits", "l1_loss", "nll_loss", "scaled_dot_product_attention",
-    "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "leaky_relu", "linear",
-    "log_softmax", "mse_loss", "one_hot", "relu", "sigmoid", "silu", "softmax", "softplus",
+    "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "leaky_relu", "leaky_relu_",
+    "linear", "log_softmax", "mse_loss", "one_hot", "relu", "relu_", "sigmoid", "silu",
+    "softmax", "softplus",
     "tanh",
 ]

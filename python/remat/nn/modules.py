@@ -1746,22 +1746,34 @@ class Linear(Module):
 class ReLU(Module):
     """``max(x, 0)`` elementwise.
 
-    The constructor takes no arguments (PyTorch's ``inplace`` flag is not accepted). Any
-    input shape; the output has the same shape.
+    Any input shape; the output has the same shape.
+
+    Parameters
+    ----------
+    inplace : bool, optional
+        Write the result into the input and return it, as PyTorch's ``inplace=True`` (a
+        tensor that is part of a graph is rebased onto the write). Default: ``False``.
 
     Raises
     ------
     TypeError
-        When the constructor is given any argument (e.g. ``inplace=True``).
+        When given an argument other than ``inplace``.
 
     Examples
     --------
     >>> remat.nn.ReLU()(remat.tensor([-1.0, 0.0, 2.0]))
     tensor([0., 0., 2.])
+    >>> remat.nn.ReLU(inplace=True)
+    ReLU(inplace=True)
     """
 
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
     def forward(self, x: Tensor) -> Tensor:
-        """``remat.relu(x)``: ``x`` where positive, 0 elsewhere (same shape).
+        """``F.relu(x, inplace=self.inplace)``: ``x`` where positive, 0 elsewhere (same
+        shape).
 
         Parameters
         ----------
@@ -1790,7 +1802,27 @@ class ReLU(Module):
         tensor([[0., 1.],
                 [1., 0.]])
         """
-        return remat.relu(x)
+        return remat.nn.functional.relu(x, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        """``"inplace=True"`` when set, as PyTorch's repr.
+
+        Returns
+        -------
+        str
+            The text inside ``ReLU(...)`` in the module's repr.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.ReLU().extra_repr()
+        ''
+        """
+        return "inplace=True" if self.inplace else ""
 
 
 class GELU(Module):

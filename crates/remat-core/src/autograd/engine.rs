@@ -121,6 +121,7 @@ pub fn grad_with(
             )
         })
         .collect();
+    refresh_graphs(inputs.iter())?;
     let targets = edges("grad", inputs)?;
     let captured = run(&roots, Some(&targets), opts)?;
     let mut out = Vec::with_capacity(targets.len());
@@ -236,6 +237,15 @@ fn saved_tensors(
         .collect()
 }
 
+/// Bring the graphs of views written through another view up to date before they are
+/// differentiated (`ops::inplace::recorded::refresh`; with grad mode on, since that rebuilds
+/// a graph).
+fn refresh_graphs<'a>(ts: impl Iterator<Item = &'a Tensor>) -> Result<()> {
+    let _g = enable_grad();
+    ts.into_iter()
+        .try_for_each(crate::ops::inplace::recorded::refresh)
+}
+
 fn run(
     roots: &[(Tensor, Option<Tensor>)],
     targets: Option<&[Arc<Node>]>,
@@ -246,6 +256,7 @@ fn run(
     let _span = crate::checkpoint::profiler::backward_span();
     // The outermost backward pass ending lifts a step's memory cap (`cap_until_backward`).
     let _scope = crate::dtr::BackwardScope::enter();
+    refresh_graphs(roots.iter().map(|(t, _)| t))?;
     let _mode: GradModeGuard = if create_graph {
         enable_grad()
     } else {

@@ -25,6 +25,15 @@ pub type GradHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>
 pub(crate) struct HookList(Vec<(u64, GradHook)>, Option<GradHook>);
 
 impl HookList {
+    /// Move the `retain_grad` hook of `from` (a tensor's old node) to `to` (its node after a
+    /// recorded in-place write), as PyTorch moves `retains_grad` with the tensor.
+    pub(crate) fn move_retain(from: &Mutex<HookList>, to: &Mutex<HookList>) {
+        let retain = from.lock().1.take();
+        if retain.is_some() {
+            to.lock().1 = retain;
+        }
+    }
+
     fn run(&self, mut g: Tensor) -> Result<Tensor> {
         for (_, h) in &self.0 {
             if let Some(new) = h(&g)? {
@@ -102,10 +111,10 @@ impl Tensor {
             ));
         }
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let place = match &self.0.grad_fn {
+        let place = match self.grad_fn() {
             Some(node) => {
                 node.hooks.lock().0.push((id, hook));
-                Place::Node(Arc::downgrade(node))
+                Place::Node(Arc::downgrade(&node))
             }
             None => {
                 self.0.state.lock().hooks.0.push((id, hook));
@@ -124,7 +133,7 @@ impl Tensor {
                 "can't retain_grad on Tensor that has requires_grad=False",
             ));
         }
-        if self.0.grad_fn.is_none() {
+        if self.is_leaf() {
             return Ok(());
         }
         {
@@ -146,7 +155,7 @@ impl Tensor {
             }
             Ok(None)
         });
-        if let Some(node) = &self.0.grad_fn {
+        if let Some(node) = self.grad_fn() {
             node.hooks.lock().1 = Some(hook);
         }
         Ok(())

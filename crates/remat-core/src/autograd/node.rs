@@ -218,8 +218,8 @@ impl Tensor {
         if !self.requires_grad() {
             return None;
         }
-        match &self.0.grad_fn {
-            Some(n) => Some(n.clone()),
+        match self.grad_fn() {
+            Some(n) => Some(n),
             None => Some(Node::accumulator(self)),
         }
     }
@@ -236,6 +236,7 @@ impl Tensor {
 /// backward needs ends the recompute (`Error::EarlyStop` unwinds out of the function).
 pub fn apply<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor> {
     check_dtypes(&op, inputs)?;
+    crate::ops::inplace::recorded::refresh_all(inputs)?;
     let mode = context::current();
     // A selective checkpoint's recompute takes what its forward kept for this op.
     // Under a memory limit, the forward's time is what evicting its output would cost.
@@ -259,10 +260,10 @@ pub fn apply<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor>
     let number = context::offer_output(&mode, op.name(), op.tag(), inputs, &out)?;
     // An integer or bool result (a comparison, an index) has no gradient: never recorded.
     if !recorded(inputs) || !out.dtype().is_float() {
-        return Ok(untracked(op, inputs, out));
+        return Ok(mark_view(inputs, untracked(op, inputs, out)));
     }
     let took = timer.map(|t| t.elapsed());
-    let t = record_in(op, inputs, out, saves, &mode, took);
+    let t = mark_view(inputs, record_in(op, inputs, out, saves, &mode, took));
     context::op_saved(&mode, number, saves);
     context::check_early_stop(&mode)?;
     Ok(t)
@@ -271,9 +272,25 @@ pub fn apply<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor>
 /// Record an already computed `out` as the result of `op` on `inputs`.
 pub fn record<O: Op>(op: O, inputs: &[&Tensor], out: Tensor, saves: &[Save]) -> Tensor {
     if !recorded(inputs) || !out.dtype().is_float() {
-        return untracked(op, inputs, out);
+        return mark_view(inputs, untracked(op, inputs, out));
     }
-    record_in(op, inputs, out, saves, &context::current(), None)
+    mark_view(
+        inputs,
+        record_in(op, inputs, out, saves, &context::current(), None),
+    )
+}
+
+/// Remember, on an op's output that is a view of its first input's storage, the root of
+/// that input's chain of views: an in-place write into the view is recorded on the root
+/// (`ops::inplace::recorded`).
+fn mark_view(inputs: &[&Tensor], out: Tensor) -> Tensor {
+    if let Some(x) = inputs.first() {
+        if !out.same(x) && Arc::ptr_eq(out.storage(), x.storage()) {
+            let root = crate::ops::inplace::recorded::view_root(x).unwrap_or_else(|| (*x).clone());
+            out.0.state.lock().view_base = Some(root);
+        }
+    }
+    out
 }
 
 /// Error unless `op` takes the dtypes of `inputs` (floats only, unless it says otherwise).

@@ -1,7 +1,9 @@
 //! `t[idx] = v` (Python's `__setitem__`), in two separate steps: [`destination`] resolves
 //! the index to the elements it names, and the write puts the value there with the rules of
-//! every in-place op (no leaf that requires grad and no graph tensor under grad mode; the
-//! version counter records it).
+//! every in-place op (no leaf that requires grad under grad mode; the version counter
+//! records it). With grad mode on, assigning into a graph tensor or assigning a value that
+//! requires grad is recorded in the graph (`inplace::recorded`): gradients flow to the value
+//! at the named elements and to the old tensor everywhere else.
 //!
 //! A basic index (ints, slices, `None`, `...`) names a view, written like any in-place op. An
 //! advanced one (integer tensors, bool masks) names a list of elements: the storage offset of
@@ -80,8 +82,27 @@ pub fn setitem(t: &Tensor, items: &[Index], value: Operand<'_>) -> Result<()> {
         Operand::Tensor(v) => vec![v],
         Operand::Scalar(_) => Vec::new(),
     };
-    rules::check_writable(OP, t, &operands)?;
-    let done = match destination(t, items)? {
+    let how = rules::check_writable(OP, t, &operands)?;
+    let dest = destination(t, items)?;
+    if how == rules::Write::Recorded {
+        let (offsets, shape) = match dest {
+            Destination::View(v) => {
+                let mut offsets = Vec::with_capacity(v.numel());
+                v.layout().for_each_index(|o| offsets.push(o));
+                (offsets, Dims::from(v.shape()))
+            }
+            Destination::Elements { offsets, shape } => (offsets, shape),
+        };
+        let value = match value {
+            Operand::Scalar(v) => crate::ops::full(&[], v, t.dtype(), t.device())?,
+            Operand::Tensor(v) => {
+                rules::check_broadcast(OP, &shape, v.shape())?;
+                v.clone()
+            }
+        };
+        return inplace::recorded::write_elements(OP, t, &offsets, &shape, &value);
+    }
+    let done = match dest {
         Destination::View(dst) => inplace::assign(OP, &dst, value),
         Destination::Elements { offsets, shape } => {
             if t.device() != Device::Cpu {

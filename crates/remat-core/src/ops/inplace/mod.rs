@@ -2,18 +2,22 @@
 //! `clamp_`, `masked_fill_`, `normal_`, `uniform_` (and `t[idx] = v`, in `ops::setitem`),
 //! plus the engine's own gradient accumulation (`add_inplace`).
 //!
-//! Each public op checks PyTorch's rules (`rules`: no leaf that requires grad and no graph
-//! tensor under grad mode, no overlapping destination, operands that broadcast to the
-//! destination; `dtypes`: results that fit the tensor's dtype), then runs one or more
-//! updates (`update::Update`) through `write`: a CPU walk over the destination's strides
-//! (`cpu`, no allocation) or the CUDA launches (`cuda`). Every write bumps the storage's
-//! version counter, shared by all views of it, so a graph that saved the tensor raises
-//! `Error::Graph` at backward instead of computing with the new values.
+//! Each public op checks PyTorch's rules (`rules`: no leaf that requires grad under grad
+//! mode, no overlapping destination, operands that broadcast to the destination; `dtypes`:
+//! results that fit the tensor's dtype). A write the graph must see (into a graph tensor, or
+//! from an operand that requires grad, with grad mode on) is computed out of place and
+//! recorded (`recorded`: the tensor is rebased onto the result's node, as PyTorch does).
+//! Every other write runs one or more updates (`update::Update`) through `write`: a CPU walk
+//! over the destination's strides (`cpu`, no allocation) or the CUDA launches (`cuda`).
+//! Every write bumps the storage's version counter, shared by all views of it, so a graph
+//! that saved the tensor raises `Error::Graph` at backward instead of computing with the
+//! new values.
 
 mod accumulate;
 mod cpu;
 mod cuda;
 mod dtypes;
+pub(crate) mod recorded;
 pub(crate) mod rules;
 mod update;
 
@@ -26,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::grad_mode::no_grad;
 use crate::rng;
 use crate::tensor::Tensor;
+use rules::Write;
 
 /// The operand of an in-place op: a number, or a tensor broadcast to the destination's shape
 /// (any float dtype; a 0-d tensor may live on another device, as a number).
@@ -162,6 +167,28 @@ fn scalar_value(op: &str, value: Operand<'_>) -> Result<f64> {
     }
 }
 
+/// `other` as a tensor for an out-of-place computation of a recorded write into `dst`: a
+/// number becomes a 0-d tensor of `dst`'s dtype on its device, and a 0-d tensor on another
+/// device is moved there (differentiably). An operand sharing `dst`'s storage (`y *= y`) is
+/// read through a differentiable clone: the write overwrites what a backward would read.
+fn operand_tensor(dst: &Tensor, other: Operand<'_>) -> Result<Tensor> {
+    match other {
+        Operand::Scalar(v) => crate::ops::full(&[], v, dst.dtype(), dst.device()),
+        Operand::Tensor(t) if std::sync::Arc::ptr_eq(t.storage(), dst.storage()) => {
+            crate::ops::clone(t)
+        }
+        Operand::Tensor(t) => crate::ops::to_device(t, dst.device()),
+    }
+}
+
+/// `value` over every element, linked to `old` with a zero gradient (`where` with a true
+/// condition), so the rebased tensor still requires grad as in PyTorch (`y.zero_()` keeps
+/// `y` in the graph).
+fn set_all(old: &Tensor, value: &Tensor) -> Result<Tensor> {
+    let yes = crate::ops::full(&[], 1.0, DType::Bool, old.device())?;
+    crate::ops::where_(&yes, value, old)
+}
+
 /// The mask of `masked_fill_` as the kernels read it: a bool tensor. The one place that
 /// decides which masks are accepted: bool tensors, and (more lenient than PyTorch) tensors of
 /// any other dtype, whose nonzero elements are true (cast to bool here).
@@ -191,10 +218,22 @@ pub fn sub_(dst: &Tensor, other: Operand<'_>, alpha: f64) -> Result<()> {
 }
 
 fn axpy(op: &str, dst: &Tensor, other: Operand<'_>, alpha: f64) -> Result<()> {
-    rules::check_writable(op, dst, other.tensor().as_slice())?;
+    let how = rules::check_writable(op, dst, other.tensor().as_slice())?;
     dtypes::check_result(op, dst, other, false)?;
     dtypes::check_alpha(op, dst, alpha)?;
-    match source(op, dst, other)? {
+    let src = source(op, dst, other)?;
+    if how == Write::Recorded {
+        let o = operand_tensor(dst, other)?;
+        return recorded::write_whole(op, dst, false, |old| {
+            let o = if alpha == 1.0 {
+                o
+            } else {
+                crate::ops::scale(&o, alpha)?
+            };
+            crate::ops::add(old, &o)
+        });
+    }
+    match src {
         // `alpha * other` is one number: formed once, as PyTorch does.
         Src::Scalar(v) => write(op, dst, &[(Src::Scalar(alpha * v), Update::Axpy(1.0))]),
         src => write(op, dst, &[(src, Update::Axpy(alpha))]),
@@ -203,16 +242,16 @@ fn axpy(op: &str, dst: &Tensor, other: Operand<'_>, alpha: f64) -> Result<()> {
 
 /// `dst *= other` in place (`Tensor.mul_`).
 pub fn mul_(dst: &Tensor, other: Operand<'_>) -> Result<()> {
-    rules::check_writable("mul_", dst, other.tensor().as_slice())?;
+    let how = rules::check_writable("mul_", dst, other.tensor().as_slice())?;
     dtypes::check_result("mul_", dst, other, false)?;
-    binary("mul_", dst, other, Update::Mul)
+    binary("mul_", dst, other, Update::Mul, how, crate::ops::mul)
 }
 
 /// `dst /= other` in place (`Tensor.div_`).
 pub fn div_(dst: &Tensor, other: Operand<'_>) -> Result<()> {
-    rules::check_writable("div_", dst, other.tensor().as_slice())?;
+    let how = rules::check_writable("div_", dst, other.tensor().as_slice())?;
     dtypes::check_result("div_", dst, other, true)?;
-    binary("div_", dst, other, Update::Div)
+    binary("div_", dst, other, Update::Div, how, crate::ops::div)
 }
 
 /// `dst = f(dst)` in place, for the updates without an in-place kernel (`//=`, `%=`, `**=`):
@@ -227,21 +266,31 @@ pub fn update_with_(
     others: &[&Tensor],
     f: impl FnOnce(&Tensor) -> Result<Tensor>,
 ) -> Result<()> {
-    rules::check_writable(op, dst, others)?;
+    let check = |r: &Tensor| -> Result<()> {
+        if r.dtype().category() > dst.dtype().category() {
+            return Err(Error::dtype(
+                op,
+                format!(
+                    "result type {} can't be cast to the desired output type {}",
+                    r.dtype(),
+                    dst.dtype()
+                ),
+            ));
+        }
+        Ok(())
+    };
+    if rules::check_writable(op, dst, others)? == Write::Recorded {
+        return recorded::write_whole(op, dst, true, |old| {
+            let r = f(old)?;
+            check(&r)?;
+            Ok(r)
+        });
+    }
     let r = {
         let _g = no_grad();
         f(&dst.detach())?
     };
-    if r.dtype().category() > dst.dtype().category() {
-        return Err(Error::dtype(
-            op,
-            format!(
-                "result type {} can't be cast to the desired output type {}",
-                r.dtype(),
-                dst.dtype()
-            ),
-        ));
-    }
+    check(&r)?;
     if r.shape() != dst.shape() {
         return Err(Error::shape(
             op,
@@ -255,24 +304,44 @@ pub fn update_with_(
     assign(op, dst, Operand::Tensor(&r))
 }
 
-/// `u` of `other` into `dst` (rules and dtypes checked by the caller).
-fn binary(op: &str, dst: &Tensor, other: Operand<'_>, u: Update) -> Result<()> {
+/// `u` of `other` into `dst` (rules and dtypes checked by the caller), or, for a recorded
+/// write, `dst = out_of_place(dst, other)` computed from a clone of `dst` (the product's and
+/// quotient's backward read it).
+fn binary(
+    op: &str,
+    dst: &Tensor,
+    other: Operand<'_>,
+    u: Update,
+    how: Write,
+    out_of_place: fn(&Tensor, &Tensor) -> Result<Tensor>,
+) -> Result<()> {
     let src = source(op, dst, other)?;
+    if how == Write::Recorded {
+        let o = operand_tensor(dst, other)?;
+        return recorded::write_whole(op, dst, true, |old| out_of_place(old, &o));
+    }
     write(op, dst, &[(src, u)])
 }
 
 /// Every element of `dst` set to `value` (a number or a 0-d tensor), in place.
 pub fn fill_(dst: &Tensor, value: Operand<'_>) -> Result<()> {
     const OP: &str = "fill_";
-    rules::check_writable(OP, dst, value.tensor().as_slice())?;
+    let how = rules::check_writable(OP, dst, value.tensor().as_slice())?;
     let v = scalar_value(OP, value)?;
+    if how == Write::Recorded {
+        let value = operand_tensor(dst, value)?;
+        return recorded::write_whole(OP, dst, false, |old| set_all(old, &value));
+    }
     write(OP, dst, &[(Src::Scalar(v), Update::Set)])
 }
 
 /// Every element of `dst` set to zero, in place.
 pub fn zero_(dst: &Tensor) -> Result<()> {
     const OP: &str = "zero_";
-    rules::check_writable(OP, dst, &[])?;
+    if rules::check_writable(OP, dst, &[])? == Write::Recorded {
+        let zero = crate::ops::full(&[], 0.0, dst.dtype(), dst.device())?;
+        return recorded::write_whole(OP, dst, false, |old| set_all(old, &zero));
+    }
     write(OP, dst, &[(Src::Scalar(0.0), Update::Set)])
 }
 
@@ -280,7 +349,11 @@ pub fn zero_(dst: &Tensor) -> Result<()> {
 /// and moved from another device when `src` lives elsewhere.
 pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
     const OP: &str = "copy_";
-    rules::check_writable(OP, dst, &[src])?;
+    if rules::check_writable(OP, dst, &[src])? == Write::Recorded {
+        rules::check_broadcast(OP, dst.shape(), src.shape())?;
+        let value = crate::ops::to_device(src, dst.device())?;
+        return recorded::write_whole(OP, dst, false, |old| set_all(old, &value));
+    }
     assign(OP, dst, Operand::Tensor(src))
 }
 
@@ -325,9 +398,23 @@ pub fn clamp_by_(dst: &Tensor, min: Option<Bound<'_>>, max: Option<Bound<'_>>) -
         .flatten()
         .filter_map(Operand::tensor)
         .collect();
-    rules::check_writable(OP, dst, &tensors)?;
+    let how = rules::check_writable(OP, dst, &tensors)?;
     for b in [lo, hi].into_iter().flatten() {
         dtypes::check_result(OP, dst, b, false)?;
+    }
+    if how == Write::Recorded {
+        for b in [lo, hi].into_iter().flatten() {
+            source(OP, dst, b)?;
+        }
+        let lo_t = lo.map(|b| operand_tensor(dst, b)).transpose()?;
+        let hi_t = hi.map(|b| operand_tensor(dst, b)).transpose()?;
+        return recorded::write_whole(OP, dst, true, |old| {
+            crate::ops::clamp_by(
+                old,
+                lo_t.as_ref().map(Bound::Tensor),
+                hi_t.as_ref().map(Bound::Tensor),
+            )
+        });
     }
     let mut steps = Vec::with_capacity(2);
     if let Some(lo) = lo {
@@ -345,10 +432,16 @@ pub fn masked_fill_(dst: &Tensor, mask: &Tensor, value: Operand<'_>) -> Result<(
     const OP: &str = "masked_fill_";
     let mut operands = vec![mask];
     operands.extend(value.tensor());
-    rules::check_writable(OP, dst, &operands)?;
+    let how = rules::check_writable(OP, dst, &operands)?;
     let v = scalar_value(OP, value)?;
     let mask = mask_values(OP, mask, dst)?;
     rules::check_broadcast(OP, dst.shape(), mask.shape())?;
+    if how == Write::Recorded {
+        let value = operand_tensor(dst, value)?;
+        return recorded::write_whole(OP, dst, false, |old| {
+            crate::ops::masked_fill(old, &mask, &value)
+        });
+    }
     write(OP, dst, &[(Src::Tensor(&mask), Update::MaskedFill(v))])
 }
 
@@ -363,10 +456,10 @@ pub fn normal_(dst: &Tensor, mean: f64, std: f64) -> Result<()> {
             format!("expects a finite mean and a finite std >= 0.0, got mean={mean}, std={std}"),
         ));
     }
-    rules::check_writable(OP, dst, &[])?;
+    let how = rules::check_writable(OP, dst, &[])?;
     dtypes::check_float(OP, dst)?;
     let key = rng::reserve(dst.numel() as u64);
-    write(OP, dst, &[(Src::None, Update::Normal { mean, std, key })])
+    random(OP, dst, how, Update::Normal { mean, std, key })
 }
 
 /// `dst` filled with uniform samples in `[low, high)`, in place, from the engine's generator
@@ -379,10 +472,21 @@ pub fn uniform_(dst: &Tensor, low: f64, high: f64) -> Result<()> {
             format!("expects to return a [from, to) range, but found from={low} > to={high}"),
         ));
     }
-    rules::check_writable(OP, dst, &[])?;
+    let how = rules::check_writable(OP, dst, &[])?;
     dtypes::check_float(OP, dst)?;
     let key = rng::reserve(dst.numel() as u64);
-    write(OP, dst, &[(Src::None, Update::Uniform { low, high, key })])
+    random(OP, dst, how, Update::Uniform { low, high, key })
+}
+
+/// A random fill `u` of `dst`; a recorded one draws the same values into a fresh tensor and
+/// writes them with a zero gradient to the old ones.
+fn random(op: &str, dst: &Tensor, how: Write, u: Update) -> Result<()> {
+    if how == Write::Plain {
+        return write(op, dst, &[(Src::None, u)]);
+    }
+    let fresh = crate::ops::zeros(dst.shape(), dst.dtype(), dst.device())?;
+    write(op, &fresh, &[(Src::None, u)])?;
+    recorded::write_whole(op, dst, false, |old| set_all(old, &fresh))
 }
 
 impl Tensor {

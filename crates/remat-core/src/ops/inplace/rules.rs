@@ -1,57 +1,60 @@
 //! When a tensor may be written in place, and how an operand must fit it (PyTorch's rules):
 //!
-//! - with grad mode on, a leaf that requires grad may not be written (its graph edge would
-//!   hand out gradients for values it no longer holds); under `no_grad` it may
-//!   (initialisation, optimizer updates);
-//! - with grad mode on, a tensor that is part of a graph may not be written, nor may a tensor
-//!   be written from an operand that requires grad: the write would have to be recorded in
-//!   the graph, and the engine does not record in-place ops. Refusing is the correct
-//!   alternative: a gradient computed without the write would be wrong;
+//! - with grad mode on, a leaf that requires grad may not be written, nor may a view of one
+//!   (its graph edge would hand out gradients for values it no longer holds); under
+//!   `no_grad` it may (initialisation, optimizer updates);
+//! - with grad mode on, a write into a tensor that is part of a graph (or a view of one), or
+//!   from an operand that requires grad, is recorded in the graph (`recorded`); every other
+//!   write is a plain one;
 //! - a destination whose elements overlap (an `expand`ed view) is refused: one write would
 //!   land on several elements;
 //! - an operand must broadcast to the destination's shape (the destination never grows).
 //!
-//! Everything else (a tensor some graph saved, written under `no_grad` or through a view that
+//! A plain write into a tensor some graph saved (under `no_grad`, or through a view that
 //! needs no grad) is allowed and caught later by the version counter, as in PyTorch.
 
+use super::recorded;
 use crate::error::{Error, Result};
 use crate::grad_mode::is_grad_enabled;
 use crate::layout::{broadcast_shapes, fmt_shape};
 use crate::tensor::Tensor;
 
-/// Error unless `dst` may be written in place by `op` with `operands` (see the module doc).
-pub(crate) fn check_writable(op: &str, dst: &Tensor, operands: &[&Tensor]) -> Result<()> {
+/// How an allowed in-place write happens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Write {
+    /// Into the storage only (no graph involved, or grad mode off).
+    Plain,
+    /// Recorded in the graph: the tensor is rebased onto the write's node.
+    Recorded,
+}
+
+/// Error unless `dst` may be written in place by `op` with `operands` (see the module doc);
+/// otherwise how the write happens.
+pub(crate) fn check_writable(op: &str, dst: &Tensor, operands: &[&Tensor]) -> Result<Write> {
     if is_grad_enabled() {
-        if dst.requires_grad() {
-            return Err(match dst.grad_fn() {
-                None => Error::graph(
-                    op,
-                    "a leaf Variable that requires grad is being used in an in-place \
-                     operation; write it under `with remat.no_grad():` (initialisation, \
-                     optimizer updates) or use the out-of-place op",
-                ),
-                Some(node) => Error::graph(
-                    op,
-                    format!(
-                        "in-place operations on a tensor that is part of a graph (made by {}) \
-                         are not supported: use the out-of-place op (`x = x + y` instead of \
-                         `x += y`), or write it under `with remat.no_grad():` if no gradient \
-                         should flow through the write",
-                        node.name()
-                    ),
-                ),
-            });
-        }
-        if operands.iter().any(|t| t.requires_grad()) {
+        let leaf = |t: &Tensor| t.requires_grad() && t.is_leaf();
+        if leaf(dst) {
             return Err(Error::graph(
                 op,
-                "an operand requires grad, so the in-place result would have to be recorded \
-                 in the graph, which in-place operations are not: use the out-of-place op, or \
-                 write under `with remat.no_grad():` if no gradient should flow through it",
+                "a leaf Variable that requires grad is being used in an in-place operation; \
+                 write it under `with remat.no_grad():` (initialisation, optimizer updates) \
+                 or use the out-of-place op",
+            ));
+        }
+        if recorded::view_root(dst).is_some_and(|r| leaf(&r)) {
+            return Err(Error::graph(
+                op,
+                "a view of a leaf Variable that requires grad is being used in an in-place \
+                 operation; write it under `with remat.no_grad():` or clone() the leaf first",
             ));
         }
     }
-    check_no_overlap(op, dst)
+    check_no_overlap(op, dst)?;
+    Ok(if recorded::must_record(dst, operands) {
+        Write::Recorded
+    } else {
+        Write::Plain
+    })
 }
 
 /// Error when two elements of `dst` share one memory location (a broadcast view).
