@@ -1018,6 +1018,48 @@ SETITEM_EXAMPLES = (Case(((3, 4), (4,)), {"index": 1}),
                     Case(((2, 3), ()), {"index": (slice(None), 0)}))
 
 
+def np_sorted(x, dim=-1, descending=False):
+    out = np.sort(x, axis=dim, kind="stable")
+    return np.flip(out, axis=dim) if descending else out
+
+
+def np_argsorted(x, dim=-1, descending=False):
+    return np.argsort(-x if descending else x, axis=dim, kind="stable")
+
+
+def np_topk(x, k, dim=-1, largest=True):
+    return np.take(np_sorted(x, dim, largest), np.arange(k), axis=dim)
+
+
+@st.composite
+def sort_cases(draw, topk=False):
+    """A shape of 1 to 3 axes, an axis of it (either sign) and a direction (for topk a k)."""
+    s = draw(shapes(min_dims=1, max_dims=3))
+    d = draw(st.integers(-len(s), len(s) - 1))
+    if topk:
+        return Case((s,), {"k": draw(st.integers(0, s[d])), "dim": d,
+                           "largest": draw(st.booleans())})
+    return Case((s,), {"dim": d, "descending": draw(st.booleans())})
+
+
+def ordering_rows() -> list[Op]:
+    """sort (values), argsort and topk (values): distinct inputs, so the order is unique."""
+    return [
+        Op("sort", remat.sort, ("sort",), np_sorted, DISTINCT, sort_cases(),
+           (Case(((3, 4),), {"dim": 1, "descending": False}),
+            Case(((4, 3),), {"dim": 0, "descending": True})),
+           call=lambda f, ins, p: f(ins[0], **p).values,
+           errors=(Bad("dim", ((2, 3),), S, {"dim": 2}),)),
+        Op("argsort", remat.argsort, ("argsort",), np_argsorted, DISTINCT, sort_cases(),
+           (Case(((3, 4),), {"dim": -1, "descending": True}),), diff=(), out_dtype=np.int64),
+        Op("topk", remat.topk, ("topk",), np_topk, DISTINCT, sort_cases(topk=True),
+           (Case(((3, 5),), {"k": 2, "dim": 1, "largest": True}),
+            Case(((4, 2),), {"k": 3, "dim": 0, "largest": False})),
+           call=lambda f, ins, p: f(ins[0], **p).values,
+           errors=(Bad("k", ((2, 3),), ValueError, {"k": 4, "dim": 1, "largest": True}),)),
+    ]
+
+
 def inplace_rows() -> list[Op]:
     """The in-place methods and operators, and assignment, as registry rows."""
     bad = (Bad("shape", ((2, 3), (4,)), S),)
@@ -1771,10 +1813,12 @@ OPS: list[Op] = [
        (Case(((2, 3), (4,)), {"dim": 1}), Case(((2, 3, 2), (2,)), {"dim": 1})), op="index",
        call=lambda f, ins, p: f(ins[0], (slice(None), list(map(int, ins[1])))),
        dtypes=(np.float32, np.float64)),
+    *ordering_rows(),
     *inplace_rows(),
 ]
 
 BY_NAME = {op.name: op for op in OPS}
+INPLACE = {op.name for op in inplace_rows()}  # rows writing into their first input
 assert len(BY_NAME) == len(OPS), "row names must be unique"
 
 DIFFERENTIABLE = [op for op in OPS if op.differentiable]

@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from op_registry import OPS, Raw, arrays_for, reference, tensors_for
+from op_registry import INPLACE, OPS, Raw, arrays_for, reference, tensors_for
 
 import remat
 
@@ -283,9 +283,30 @@ def test_registry_bad_call_raises(op, bad):
 
 
 MIXED = [op for op in OPS if len(op.diff_inputs(op.examples[0])) >= 2]
+MIXED_OUT_OF_PLACE = [op for op in MIXED if op.name not in INPLACE]
+MIXED_IN_PLACE = [op for op in MIXED if op.name in INPLACE]
 
 
-@pytest.mark.parametrize("op", MIXED, ids=[op.name for op in MIXED])
+@pytest.mark.parametrize("op", MIXED_IN_PLACE, ids=[op.name for op in MIXED_IN_PLACE])
+def test_in_place_writes_keep_the_destination_dtype(op):
+    """An in-place write computes in the promoted dtype and rounds into the tensor written,
+    whose dtype never changes (PyTorch's rule)."""
+    case = op.examples[0]
+    arrays = arrays_for(op, case, np.float64, seed=0)
+    tensor_inputs = op.diff_inputs(case)
+    for first in (np.float32, np.float64):
+        second = np.float64 if first == np.float32 else np.float32
+        mixed = list(arrays)
+        for n, i in enumerate(tensor_inputs):
+            mixed[i] = arrays[i].astype(first if n == 0 else second)
+        got = op(*tensors_for(op, mixed), **case.params)
+        assert got.dtype == remat.float32 if first == np.float32 else remat.float64, op.name
+        want = reference(op, [a.astype(np.float64) for a in mixed], case).astype(first)
+        np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-6, atol=1e-7)
+    engine_still_works()
+
+
+@pytest.mark.parametrize("op", MIXED_OUT_OF_PLACE, ids=[op.name for op in MIXED_OUT_OF_PLACE])
 def test_mixed_dtypes_promote_or_raise(op):
     """float32 with float64 inputs either promotes to float64 (NumPy/PyTorch) with the right
     values or raises DTypeError naming the op; never a wrong dtype or a crash."""

@@ -256,15 +256,17 @@ def test_function_and_method_come_from_one_row(name):
             "baddbmm": (x[None], x.T[None]), "outer": (x[1],),
             "index_select": (1, remat.tensor([1, 0])),
             "gather": (1, remat.tensor([[1, 0], [0, 0]])),
-            "scatter_add": (1, remat.tensor([[1, 0], [0, 0]]), x)}
+            "scatter_add": (1, remat.tensor([[1, 0], [0, 0]]), x), "topk": (1,)}
     args["masked_fill"] = (x > 1, 0.0)
     binary = [p[0] for p in f_params[:2]] == ["a", "b"]
     extra = args.get(name, (x.T,) if binary else ())
     # The tensor the op is called on, where a 2-D one does not fit.
     x = {"bmm": x[None], "outer": x[0]}.get(name, x)
     a, b = fn(x, *extra), getattr(x, name)(*extra)
-    assert a.shape == b.shape and a.dtype == b.dtype
-    assert a.numpy().tolist() == b.numpy().tolist()
+    assert type(a) is type(b)
+    for u, v in zip(a, b) if isinstance(a, tuple) else [(a, b)]:  # (values, indices) results
+        assert u.shape == v.shape and u.dtype == v.dtype
+        assert u.numpy().tolist() == v.numpy().tolist()
 
 
 # ---------------------------------------------------------------- generated regions

@@ -109,6 +109,9 @@ from ._remat import (
     amin,
     argmax,
     argmin,
+    argsort,
+    sort,
+    topk,
     all as all,
     any as any,
     prod,
@@ -519,6 +522,8 @@ __all__ = [
     "addmm", "baddbmm", "bmm", "einsum", "mm", "outer",
     # reductions
     "amax", "amin", "argmax", "argmin", "cumsum", "logsumexp", "norm", "prod", "std", "var",
+    # ordering
+    "argsort", "sort", "topk",
     # comparisons, logical/bitwise, masking, floor division
     "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",
     "greater_equal", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",

@@ -18,6 +18,8 @@ from remat._device import device as _device
 
 from .return_types import max as _MaxResult
 from .return_types import min as _MinResult
+from .return_types import sort as _SortResult
+from .return_types import topk as _TopkResult
 
 __version__: str
 # The parameterless unary ops in the core table's order (not in `__all__`); the generated
@@ -38,6 +40,7 @@ __all__ = [
     "broadcast_to", "cat", "chunk", "clone", "concatenate", "expand", "expand_as", "flatten",
     "flip", "movedim", "narrow", "repeat", "split", "squeeze", "unflatten", "unsqueeze",
     "amax", "amin", "argmax", "argmin", "all", "any", "cumsum", "logsumexp",
+    "argsort", "sort", "topk",
     "min", "norm", "prod", "std", "var",
     "cross_entropy",
     "cuda_device_count", "cuda_empty_cache", "cuda_is_available", "cuda_synchronize",
@@ -384,6 +387,18 @@ class Tensor:
         keepdims: builtins.bool | None = None,
         out: None = None,
     ) -> _MinResult: ...
+    def sort(
+        self, dim: builtins.int = -1, descending: builtins.bool = False,
+        stable: builtins.bool = False
+    ) -> _SortResult: ...
+    def argsort(
+        self, dim: builtins.int = -1, descending: builtins.bool = False,
+        stable: builtins.bool = False
+    ) -> Tensor: ...
+    def topk(
+        self, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True,
+        sorted: builtins.bool = True
+    ) -> _TopkResult: ...
     def argmax(
         self,
         dim: builtins.int | None = None,
@@ -840,6 +855,15 @@ def min(
     keepdims: bool | None = None,
     out: None = None,
 ) -> _MinResult: ...
+def sort(
+    input: _ArrayLike, dim: int = -1, descending: bool = False, stable: bool = False
+) -> _SortResult: ...
+def argsort(
+    input: _ArrayLike, dim: int = -1, descending: bool = False, stable: bool = False
+) -> Tensor: ...
+def topk(
+    input: _ArrayLike, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+) -> _TopkResult: ...
 def argmax(
     x: _ArrayLike,
     dim: int | None = None,

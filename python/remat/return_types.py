@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from remat._remat import Tensor
 
-__all__ = ["max", "min"]
+__all__ = ["max", "min", "sort", "topk"]
 
 
 class max(NamedTuple):  # named after the op, as torch.return_types.max
@@ -67,6 +67,61 @@ class min(NamedTuple):
     min(values=tensor([1., 2.]), indices=tensor([0, 1]))
     >>> r.values
     tensor([1., 2.])
+    """
+
+    values: Tensor
+    indices: Tensor
+
+
+class sort(NamedTuple):
+    """``(values, indices)`` of ``remat.sort(t, dim)``.
+
+    A named tuple, as ``torch.return_types.sort``: unpackable and indexable.
+
+    Parameters
+    ----------
+    values : Tensor
+        The sorted tensor.
+    indices : Tensor
+        Where each value was along the sorted axis (int64).
+
+    Raises
+    ------
+    TypeError
+        When a field is missing.
+
+    Examples
+    --------
+    >>> values, indices = remat.sort(remat.tensor([2.0, 1.0]))
+    >>> indices
+    tensor([1, 0])
+    """
+
+    values: Tensor
+    indices: Tensor
+
+
+class topk(NamedTuple):
+    """``(values, indices)`` of ``remat.topk(t, k)``.
+
+    A named tuple, as ``torch.return_types.topk``: unpackable and indexable.
+
+    Parameters
+    ----------
+    values : Tensor
+        The ``k`` largest (or smallest) values along the axis, in order.
+    indices : Tensor
+        Where each one was along that axis (int64).
+
+    Raises
+    ------
+    TypeError
+        When a field is missing.
+
+    Examples
+    --------
+    >>> remat.topk(remat.tensor([1.0, 3.0, 2.0]), 2).indices
+    tensor([1, 2])
     """
 
     values: Tensor

@@ -28,6 +28,7 @@ pub mod optim;
 pub mod policy;
 pub mod reduce_index;
 pub mod repr;
+pub mod sorting;
 pub mod split;
 pub mod tensor;
 
@@ -55,6 +56,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     indexing::register(m)?;
     creation::register(m)?;
     reduce_index::register(m)?;
+    sorting::register(m)?;
     autograd::register(m)?;
     memory::register(m)?;
     checkpoint::register(m)?;
