@@ -64,6 +64,7 @@ from ._remat import (
     from_numpy,
     full,
     gelu,
+    round as round,
     grad,
     is_grad_enabled,
     layer_norm,
@@ -203,7 +204,6 @@ from ._remat import (
     sign,
     floor,
     ceil,
-    round as round,
     silu,
 )
 # END GENERATED: unary ops imports

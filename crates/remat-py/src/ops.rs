@@ -1417,6 +1417,52 @@ tensor_ops! {
             let tanh = gelu_mode(approximate)?;
             unary(py, x, |x| ops::gelu(x, tanh))
         }
+        /// Round to the nearest integer, or to `decimals` decimal digits; ties to even.
+        ///
+        /// Halves round to the even neighbour, as in PyTorch and NumPy (``2.5`` gives ``2``).
+        /// With ``decimals=d`` the result is PyTorch's ``round(x * 10**d) / 10**d`` (for a
+        /// negative ``d``, ``round(x / 10**-d) * 10**-d``: digits before the point), computed
+        /// in ``x``'s dtype, so a float32 result is the float32 nearest to the decimal
+        /// (``round(2.675, decimals=2)`` is ``2.68`` in float32) and a scale beyond the dtype's
+        /// range gives NaN, as in PyTorch. The result keeps the input's dtype. The gradient is
+        /// zero everywhere. `Tensor.round(*, decimals=0)` is the method form (the tensor is
+        /// `x`).
+        ///
+        /// Parameters
+        /// ----------
+        /// x : Tensor or array_like
+        ///     The input. A list, NumPy array or Python number is converted to a tensor first
+        ///     (as ``remat.tensor`` does).
+        /// decimals : int, optional
+        ///     Keyword-only. Decimal digits to keep (negative: round to tens, hundreds, ...).
+        ///     Default: ``0``.
+        ///
+        /// Returns
+        /// -------
+        /// Tensor
+        ///     The rounded values, of ``x``'s shape and dtype. Integer inputs keep their dtype
+        ///     with ``decimals=0`` (computed exactly), bool inputs give int64.
+        ///
+        /// Raises
+        /// ------
+        /// DTypeError
+        ///     When ``x`` is an integer or bool tensor and ``decimals`` is not 0, or ``x`` is
+        ///     not a tensor and holds no numbers (a string, ``None``, ...).
+        /// ShapeError
+        ///     When ``x`` is a ragged nested list.
+        ///
+        /// Examples
+        /// --------
+        /// >>> remat.round(remat.tensor([0.5, 1.5, 2.5, 1.7]))
+        /// tensor([0., 2., 2., 2.])
+        /// >>> remat.round(remat.tensor([1.25, -1.35], dtype=remat.float64), decimals=1)
+        /// tensor([ 1.2, -1.4], dtype=remat.float64)
+        /// >>> remat.tensor([1234.5, 1250.0]).round(decimals=-2)
+        /// tensor([1200., 1200.])
+        #[pyo3(signature = (*, decimals=0))]
+        fn round(py, x, decimals: i64) {
+            unary(py, x, |x| ops::round_decimals(x, decimals))
+        }
         /// Softmax along one axis: `exp(x) / sum(exp(x))`, computed without overflow.
         ///
         /// The values along `dim` are positive and sum to 1. `Tensor.softmax(dim=None)` is the

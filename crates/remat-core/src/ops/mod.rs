@@ -68,7 +68,8 @@ pub use einsum::einsum;
 pub use elementwise::unary_fns::*;
 pub use elementwise::{
     add, add_scalar, clamp, clamp_by, clamp_max, clamp_min, div, gelu, leaky_relu, lerp,
-    lerp_tensor, maximum, minimum, mul, pow, pow_number, pow_scalar, scale, softplus, sub, Bound,
+    lerp_tensor, maximum, minimum, mul, pow, pow_number, pow_scalar, round, round_decimals, scale,
+    softplus, sub, Bound,
 };
 pub use flip::flip;
 pub use gather::{
