@@ -439,8 +439,10 @@ tensor_ops! {
         ///
         /// 1-D operands are promoted to a matrix and the added axis removed afterwards (1-D @ 1-D
         /// is the dot product, a 0-d tensor); operands with more than 2 dims are stacks of matrices
-        /// whose batch axes broadcast. Float32/float64 only; mixed float dtypes promote.
-        /// `Tensor.matmul(other)` is the method form (the tensor is `a`).
+        /// whose batch axes broadcast. Mixed float dtypes promote. Two int64 (or two int32)
+        /// operands give the exact integer product of that dtype, wrapping on overflow, as
+        /// PyTorch on the CPU (no gradient). `Tensor.matmul(other)` is the method form (the
+        /// tensor is `a`).
         ///
         /// Parameters
         /// ----------
@@ -460,15 +462,18 @@ tensor_ops! {
         /// ShapeError
         ///     When an operand is 0-d, the inner extents differ or the batch axes do not broadcast.
         /// DTypeError
-        ///     When an operand is an integer or bool tensor (convert it with `.float()`).
+        ///     When an operand is a bool tensor, or an integer tensor meets a float one or an
+        ///     integer tensor of another dtype (convert it with `.float()` or `.long()`).
         /// DeviceError
-        ///     When the two tensors are on different devices.
+        ///     When the two tensors are on different devices, or integer tensors are on a GPU.
         ///
         /// Examples
         /// --------
         /// >>> m = remat.tensor([[1.0, 2.0], [3.0, 4.0]])
         /// >>> remat.matmul(m, remat.tensor([1.0, 1.0]))
         /// tensor([3., 7.])
+        /// >>> remat.tensor([[1, 2], [3, 4]]) @ remat.tensor([1, 1])
+        /// tensor([3, 7])
         /// >>> remat.matmul(remat.ones(4, 2, 3), remat.ones(3, 5)).shape
         /// (4, 2, 5)
         /// >>> m.matmul(remat.eye(2))
@@ -478,7 +483,8 @@ tensor_ops! {
         /// Matrix product of two 2-D tensors (PyTorch's `mm`).
         ///
         /// Unlike `matmul`: no broadcasting, no 1-D rules, and both operands must have the same
-        /// float dtype. `Tensor.mm(mat2)` is the method form (the tensor is `a`).
+        /// dtype: float, or int64/int32 for an exact integer product (no gradient).
+        /// `Tensor.mm(mat2)` is the method form (the tensor is `a`).
         ///
         /// Parameters
         /// ----------
@@ -497,7 +503,7 @@ tensor_ops! {
         /// ShapeError
         ///     When an operand is not 2-D or the inner extents differ.
         /// DTypeError
-        ///     When the dtypes differ, or an operand is an integer or bool tensor.
+        ///     When the dtypes differ, or the operands are bool tensors.
         /// DeviceError
         ///     When the two tensors are on different devices.
         ///
@@ -513,8 +519,8 @@ tensor_ops! {
         /// Batched matrix product of two 3-D tensors (PyTorch's `bmm`).
         ///
         /// `out[i] = a[i] @ b[i]`; the batch sizes must be equal (no broadcasting) and both
-        /// operands must have the same float dtype. `Tensor.bmm(mat2)` is the method form (the
-        /// tensor is `a`).
+        /// operands must have the same dtype (float, or int64/int32 for an exact integer
+        /// product). `Tensor.bmm(mat2)` is the method form (the tensor is `a`).
         ///
         /// Parameters
         /// ----------
@@ -533,7 +539,7 @@ tensor_ops! {
         /// ShapeError
         ///     When an operand is not 3-D, the batch sizes differ or the inner extents differ.
         /// DTypeError
-        ///     When the dtypes differ, or an operand is an integer or bool tensor.
+        ///     When the dtypes differ, or the operands are bool tensors.
         /// DeviceError
         ///     When the two tensors are on different devices.
         ///
@@ -2639,8 +2645,10 @@ tensor_ops! {
         ///
         /// `mat1` and `mat2` are 2-D; `x` broadcasts to the `(n, p)` product (a bias row, say).
         /// With `beta=0`, `x` is ignored (NaN in it does not propagate). All three must have one
-        /// float dtype. `Tensor.addmm(mat1, mat2, *, beta=1.0, alpha=1.0)` is the method form (the
-        /// tensor is `x`).
+        /// dtype: float, or int64/int32 for an exact integer result (`beta` and `alpha` are then
+        /// truncated to integers, as PyTorch does).
+        /// `Tensor.addmm(mat1, mat2, *, beta=1.0, alpha=1.0)` is the method form (the tensor is
+        /// `x`).
         ///
         /// Parameters
         /// ----------
@@ -2666,7 +2674,7 @@ tensor_ops! {
         ///     When `mat1` or `mat2` is not 2-D, their inner extents differ, or `x` does not
         ///     broadcast to the product.
         /// DTypeError
-        ///     When the dtypes differ, or the tensors are not float.
+        ///     When the dtypes differ, or the tensors are bool.
         /// DeviceError
         ///     When the tensors are on different devices.
         ///
@@ -2688,8 +2696,9 @@ tensor_ops! {
         /// `beta * x + alpha * (batch1 @ batch2)` for batches of matrices, fused.
         ///
         /// `batch1` and `batch2` are 3-D with equal batch sizes; `x` broadcasts to the `(B, n, p)`
-        /// product. With `beta=0`, `x` is ignored, as in `addmm`. All three must have one float
-        /// dtype. `Tensor.baddbmm(batch1, batch2, *, beta=1.0, alpha=1.0)` is the method form (the
+        /// product. With `beta=0`, `x` is ignored, as in `addmm`. All three must have one dtype
+        /// (float, or int64/int32 as in `addmm`).
+        /// `Tensor.baddbmm(batch1, batch2, *, beta=1.0, alpha=1.0)` is the method form (the
         /// tensor is `x`).
         ///
         /// Parameters
@@ -2716,7 +2725,7 @@ tensor_ops! {
         ///     When `batch1` or `batch2` is not 3-D, the batch sizes or inner extents differ, or
         ///     `x` does not broadcast to the product.
         /// DTypeError
-        ///     When the dtypes differ, or the tensors are not float.
+        ///     When the dtypes differ, or the tensors are bool.
         /// DeviceError
         ///     When the tensors are on different devices.
         ///

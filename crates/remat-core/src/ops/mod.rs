@@ -22,6 +22,7 @@ pub mod gather;
 pub mod group_norms;
 pub mod inplace;
 pub mod int_div;
+mod int_matmul;
 pub mod join;
 pub mod linalg;
 pub mod linear;
