@@ -3006,8 +3006,10 @@ tensor_ops! {
         }
         /// `value` where the bool `mask` is True, `x` elsewhere.
         ///
-        /// `mask` broadcasts to `x`'s shape. The result keeps `x`'s dtype (a float value on an
-        /// integer tensor is truncated). Differentiable in `x`, with a zero gradient where masked.
+        /// `mask` and `x` broadcast together: the result has their broadcast shape, which may be
+        /// larger than `x`'s (as in PyTorch; the in-place `masked_fill_` needs a mask that fits
+        /// `x`). The result keeps `x`'s dtype (a float value on an integer tensor is truncated).
+        /// Differentiable in `x`, with a zero gradient where masked.
         /// `Tensor.masked_fill(mask, value)` is the method form (the tensor is `x`).
         ///
         /// Parameters
@@ -3015,21 +3017,21 @@ tensor_ops! {
         /// x : Tensor
         ///     The input (anything `remat.tensor` accepts: a Tensor, a list, a NumPy array).
         /// mask : Tensor
-        ///     A bool tensor broadcastable to `x`'s shape.
+        ///     A bool tensor that broadcasts with `x`.
         /// value : float or Tensor
         ///     A number or a 0-d tensor.
         ///
         /// Returns
         /// -------
         /// Tensor
-        ///     A tensor of `x`'s shape and dtype.
+        ///     A tensor of `x`'s dtype and of the broadcast shape of `x` and `mask`.
         ///
         /// Raises
         /// ------
         /// DTypeError
         ///     When `mask` is not bool.
         /// ShapeError
-        ///     When `mask` does not broadcast to `x`'s shape, or `value` is a tensor that is not
+        ///     When `mask` and `x` do not broadcast together, or `value` is a tensor that is not
         ///     0-d.
         /// DeviceError
         ///     When the tensors are on different devices.
@@ -3043,6 +3045,9 @@ tensor_ops! {
         /// >>> x.masked_fill(x > 2, float("-inf"))
         /// tensor([[  1.,   2.],
         ///         [-inf, -inf]])
+        /// >>> remat.tensor([1.0, 2.0]).masked_fill(remat.tensor([[True], [False]]), 0.0)
+        /// tensor([[0., 0.],
+        ///         [1., 2.]])
         fn masked_fill(py, x, mask: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) {
             let mask = convert::extract_tensor("masked_fill", mask)?;
             let value = fill_value("masked_fill", value, x)?;
