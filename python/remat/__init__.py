@@ -19,6 +19,7 @@ from ._remat import (
     DTypeError,
     GraphError,
     IndexingError,
+    DimensionError,
     ShapeError,
     Tensor,
     add,
@@ -483,7 +484,8 @@ class set_grad_enabled:
 __all__ = [
     "AutoCheckpointPlan", "auto_checkpoint",
     "CheckpointError", "CheckpointGroup", "CheckpointProfiler", "DType", "DTypeError",
-    "DeviceError", "GraphError", "IndexingError", "ShapeError", "Tensor", "adaptive_checkpoint",
+    "DeviceError", "DimensionError", "GraphError", "IndexingError", "ShapeError", "Tensor",
+    "adaptive_checkpoint",
     "add", "backward", "checkpoint", "checkpoint_scope", "checkpoint_segment",
     "checkpoint_sequential", "clamp", "clip", "concat", "cross_entropy", "cuda", "div", "dropout",
     "enable_grad", "device", "autograd", "Generator", "initial_seed", "testing",

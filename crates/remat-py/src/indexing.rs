@@ -150,9 +150,10 @@ Tensor
 
 Raises
 ------
+DimensionError
+    If `dim` is out of range (an `IndexError` and a `ShapeError`).
 IndexingError
-    If `dim` is out of range, `index` does not fit `x`'s shape, or a position is out of
-    bounds.
+    If `index` does not fit `x`'s shape, or a position is out of bounds.
 DTypeError
     If `index` is not an integer tensor.
 
@@ -211,9 +212,10 @@ Tensor
 
 Raises
 ------
+DimensionError
+    If `dim` is out of range (an `IndexError` and a `ShapeError`).
 IndexingError
-    If `dim` is out of range, `index` does not fit `x` or `src`, or a position is out of
-    bounds.
+    If `index` does not fit `x` or `src`, or a position is out of bounds.
 DTypeError
     If `index` is not an integer tensor, or `src`'s dtype differs from `x`'s.
 

@@ -72,7 +72,7 @@ fn axis(op: &str, dim: isize, shape: &[usize]) -> Result<usize> {
     let nd = shape.len().max(1) as isize;
     let d = if dim < 0 { dim + nd } else { dim };
     if d < 0 || d >= nd || shape.is_empty() {
-        return Err(Error::shape(
+        return Err(Error::dim_out_of_range(
             op,
             format!(
                 "dim {dim} is out of range for a tensor of shape {}",
