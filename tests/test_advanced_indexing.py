@@ -100,6 +100,21 @@ def test_several_ellipses_as_pytorch():
         t[..., ..., 1]
 
 
+def test_index_select_of_a_0d_tensor_as_pytorch():
+    s = remat.tensor(2.5, requires_grad=True)
+    got = remat.index_select(s, 0, remat.tensor([0]))
+    assert got.shape == () and got.item() == 2.5
+    got.backward()
+    assert s.grad.item() == 1.0
+    assert remat.index_select(remat.tensor(2.5), -1, remat.tensor(0)).item() == 2.5
+    with pytest.raises(remat.DimensionError):
+        remat.index_select(remat.tensor(2.5), 1, remat.tensor([0]))
+    with pytest.raises(remat.ShapeError, match="exactly one position"):
+        remat.index_select(remat.tensor(2.5), 0, remat.tensor([0, 0]))
+    with pytest.raises(IndexError, match="out of bounds"):
+        remat.index_select(remat.tensor(2.5), 0, remat.tensor([1]))
+
+
 def test_gradient_accumulates_repeated_indices():
     x = remat.tensor(np.arange(5.0), requires_grad=True, dtype=remat.float64)
     y = x[[0, 0, 3, 0]]
