@@ -27,6 +27,20 @@ KEYS = [
     (slice(None), A[0] > 5),
     (1, A[1, :, 0] > 15),
     (slice(None), np.array([True, False, True])),
+    # A 0-d bool (Python's True/False) is a new axis of extent 1 or 0, an advanced index
+    # consuming no axis; several broadcast into one, and with other indices as NumPy's.
+    True,
+    False,
+    (True, 1),
+    (1, True),
+    (True, True),
+    (True, False),
+    (Ellipsis, True),
+    (None, True),
+    (True, Ellipsis, 0),
+    (slice(None), True),
+    (True, [0, 1]),
+    (False, 1, slice(1, 3)),
 ]
 
 
@@ -49,6 +63,56 @@ def test_keys_as_remat_tensors(key):
 
     k2 = tuple(conv(k) for k in key) if isinstance(key, tuple) else conv(key)
     np.testing.assert_array_equal(remat.tensor(A)[k2].detach().numpy(), A[key])
+
+
+def test_zero_d_bool_masks_on_0d_tensors_and_as_tensors():
+    s = remat.tensor(2.5)
+    assert s[True].shape == (1,) and s[True].tolist() == [2.5]
+    assert s[False].shape == (0,)
+    assert s[None, True].shape == (1, 1)
+    t = remat.tensor(A)
+    np.testing.assert_array_equal(t[remat.tensor(True)].numpy(), A[None])
+    assert t[remat.tensor(False), 1].shape == (0, 3, 4)
+    x = remat.tensor([1.0, 2.0], requires_grad=True)
+    (x[True] * remat.tensor([[3.0, 4.0]])).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0])
+
+
+def test_several_ellipses_as_pytorch():
+    # PyTorch: the first `...` stands for the axes nothing else indexes; a later one for no
+    # axis (when the first stands for none, or nothing but ellipses follows it).
+    t = remat.tensor(A)
+    for key, want in [
+        ((Ellipsis, Ellipsis), A),
+        ((Ellipsis, Ellipsis, Ellipsis), A),
+        ((Ellipsis, 1, Ellipsis), A[..., 1]),
+        ((1, Ellipsis, Ellipsis), A[1]),
+        ((Ellipsis, None, Ellipsis), A[..., None]),
+        ((0, Ellipsis, 1, Ellipsis), A[0, ..., 1]),
+        ((0, Ellipsis, 1, Ellipsis, 2), A[0, 1, 2]),
+        ((Ellipsis, [1, 0], Ellipsis), A[..., [1, 0]]),
+    ]:
+        got = t[key]
+        assert got.shape == want.shape, key
+        np.testing.assert_array_equal(got.numpy(), want)
+    # A later ellipsis standing for axes past the last one: PyTorch's IndexError too.
+    with pytest.raises(IndexError, match="ellipsis"):
+        t[..., ..., 1]
+
+
+def test_index_select_of_a_0d_tensor_as_pytorch():
+    s = remat.tensor(2.5, requires_grad=True)
+    got = remat.index_select(s, 0, remat.tensor([0]))
+    assert got.shape == () and got.item() == 2.5
+    got.backward()
+    assert s.grad.item() == 1.0
+    assert remat.index_select(remat.tensor(2.5), -1, remat.tensor(0)).item() == 2.5
+    with pytest.raises(remat.DimensionError):
+        remat.index_select(remat.tensor(2.5), 1, remat.tensor([0]))
+    with pytest.raises(remat.ShapeError, match="exactly one position"):
+        remat.index_select(remat.tensor(2.5), 0, remat.tensor([0, 0]))
+    with pytest.raises(IndexError, match="out of bounds"):
+        remat.index_select(remat.tensor(2.5), 0, remat.tensor([1]))
 
 
 def test_gradient_accumulates_repeated_indices():

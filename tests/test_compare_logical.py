@@ -268,10 +268,28 @@ def test_masked_fill_errors():
         x.masked_fill(remat.tensor([1, 0, 1]), 0.0)
     with pytest.raises(remat.ShapeError, match=r"masked_fill.*\(4,\).*\(2, 3\)"):
         x.masked_fill(remat.tensor([True, False, True, True]), 0.0)
-    with pytest.raises(remat.ShapeError, match=r"masked_fill.*\(2, 2, 3\).*\(2, 3\)"):
-        x.masked_fill(remat.ones(2, 2, 3) > 0, 0.0)  # a mask may not grow the input
+    with pytest.raises(remat.ShapeError, match=r"masked_fill.*\(2, 2, 2\).*\(2, 3\)"):
+        x.masked_fill(remat.ones(2, 2, 2) > 0, 0.0)
     with pytest.raises(remat.ShapeError, match="masked_fill"):
         x.masked_fill(x > 0, remat.ones(2))
+
+
+def test_masked_fill_mask_may_broadcast_beyond_the_input():
+    # As PyTorch's out-of-place masked_fill: the result has the broadcast shape.
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((3, 4))
+    m = rng.random((2, 3, 4)) < 0.5
+    x = remat.tensor(a, requires_grad=True)
+    y = x.masked_fill(remat.tensor(m), 0.0)
+    assert y.shape == (2, 3, 4)
+    np.testing.assert_array_equal(y.detach().numpy(), np.where(m, 0.0, a))
+    y.sum().backward()  # x's gradient sums the unmasked copies of each element
+    np.testing.assert_array_equal(x.grad.numpy(), (~m).sum(axis=0).astype(np.float64))
+    col = remat.zeros(3, 1).masked_fill(remat.tensor(np.ones((1, 4), bool)), remat.tensor(2.0))
+    np.testing.assert_array_equal(col.numpy(), np.full((3, 4), 2.0, np.float32))
+    got = remat.tensor([1, 2, 3]).masked_fill(remat.tensor(m[:, 0, :3]), 9)
+    assert got.dtype == remat.int64
+    np.testing.assert_array_equal(got.numpy(), np.where(m[:, 0, :3], 9, [1, 2, 3]))
 
 
 def test_masked_fill_gradient_matches_finite_differences():

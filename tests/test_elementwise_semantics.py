@@ -40,6 +40,44 @@ def test_round_halves_to_even(dtype):
     assert math.copysign(1.0, got[2]) == -1.0  # round(-0.5) is -0.0, as in PyTorch
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("decimals", [1, 2, 3, -1, -2, -3])
+def test_round_decimals_is_the_scaled_round_in_the_elements_dtype(dtype, decimals):
+    # PyTorch's formula, in the element's dtype: rint(x * 10**d) / 10**d, or for a negative d
+    # rint(x / 10**-d) * 10**-d, the scale being float(10**|d|).
+    x = np.array([1.25, 1.35, -1.25, 2.675, 0.5, 1234.5, 1250.0, -0.04, 3e37, nan, inf, -inf],
+                 dtype=dtype)
+    s = dtype(10.0 ** abs(decimals))
+    with np.errstate(all="ignore"):
+        want = np.rint(x * s) / s if decimals > 0 else np.rint(x / s) * s
+    got = remat.round(remat.tensor(x), decimals=decimals).numpy()
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(remat.tensor(x).round(decimals=decimals).numpy(), want)
+
+
+def test_round_decimals_values_dtypes_and_gradient():
+    x32 = remat.tensor([1.25, 1.35, -1.25, 2.675])
+    np.testing.assert_array_equal(remat.round(x32, decimals=1).numpy(),
+                                  np.array([1.2, 1.4, -1.2, 2.7], dtype=np.float32))
+    np.testing.assert_array_equal(remat.round(remat.tensor([1234.5, 1250.0]), decimals=-2).numpy(),
+                                  [1200.0, 1200.0])
+    # A scale beyond the dtype's range gives NaN everywhere (x * inf / inf), as in PyTorch.
+    assert np.isnan(remat.round(x32, decimals=40).numpy()).all()
+    assert np.isnan(remat.round(x32, decimals=-40).numpy()).all()
+    assert np.isfinite(remat.round(x32.double(), decimals=40).numpy()).all()
+    # decimals=0 is plain round, integers included; integers take no other decimals.
+    ints = remat.tensor([15, -25])
+    assert remat.round(ints, decimals=0).tolist() == [15, -25]
+    with pytest.raises(remat.DTypeError, match=r"^round: decimals=1 .*int64.*\(2,\)"):
+        remat.round(ints, decimals=1)
+    with pytest.raises(TypeError):
+        remat.round(x32, 1)  # keyword-only, as in PyTorch
+    value, (g,) = grads(lambda t: remat.round(t, decimals=1), [1.25, 2.26, -0.05])
+    same(value, [1.2, 2.3, -0.0])
+    same(g, [0.0, 0.0, 0.0])
+
+
 def test_sign_of_nan_and_zeros_is_zero():
     got = remat.sign(t64([nan, -0.0, 0.0, -3.0, 2.0])).detach().numpy()
     same(got, [0.0, 0.0, 0.0, -1.0, 1.0])

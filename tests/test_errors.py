@@ -47,6 +47,54 @@ def test_exception_hierarchy():
                 remat.CheckpointError}) == 5
 
 
+def test_dimension_error_is_a_shape_error_and_an_index_error():
+    assert issubclass(remat.DimensionError, remat.ShapeError)
+    assert issubclass(remat.DimensionError, IndexError)
+    assert remat.DimensionError.__module__ == "remat"
+    assert remat.DimensionError is not remat.IndexingError
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.sum(2),
+    lambda t: remat.sum(t, -3),
+    lambda t: t.mean(dim=(0, 5)),
+    lambda t: t.max(dim=2),
+    lambda t: t.argmax(dim=-3),
+    lambda t: t.prod(2),
+    lambda t: t.cumsum(2),
+    lambda t: t.var(dim=2),
+    lambda t: remat.logsumexp(t, dim=2),
+    lambda t: remat.softmax(t, dim=2),
+    lambda t: t.transpose(0, 2),
+    lambda t: t.unsqueeze(3),
+    lambda t: t.squeeze(-3),
+    lambda t: t.flip(2),
+    lambda t: t.movedim(0, 2),
+    lambda t: remat.cat([t, t], dim=2),
+    lambda t: remat.stack([t, t], dim=-4),
+    lambda t: remat.index_select(t, 2, remat.tensor([0])),
+    lambda t: remat.gather(t, 2, remat.tensor([[0]])),
+    lambda t: t.norm(dim=2),
+    lambda t: t.narrow(2, 0, 1),
+    lambda t: remat.tensor(1.0).prod(1),
+])
+def test_axis_out_of_range_raises_dimension_error(call):
+    # PyTorch raises IndexError ("Dimension out of range"); remat's is also a ShapeError.
+    t = remat.ones(2, 3)
+    with pytest.raises(remat.DimensionError) as info:
+        call(t)
+    assert isinstance(info.value, IndexError) and isinstance(info.value, remat.ShapeError)
+    assert "out of" in str(info.value)
+
+
+def test_other_shape_errors_stay_plain_shape_errors():
+    for call in (lambda: remat.ones(2, 3) + remat.ones(4), lambda: remat.ones(6).view(4, 2),
+                 lambda: remat.ones(2, 3).sum((0, 0))):
+        with pytest.raises(remat.ShapeError) as info:
+            call()
+        assert type(info.value) is remat.ShapeError
+
+
 # (id, callable, exception class, names: substrings one of which the message must contain)
 S, D, G = remat.ShapeError, remat.DTypeError, remat.GraphError
 

@@ -287,9 +287,68 @@ def test_addmm_scalings_and_methods():
     assert np.array_equal(remat.mm(t64(a), t64(b)).numpy(), (t64(a) @ t64(b)).numpy())
 
 
-def test_integer_products_are_refused_under_their_own_name():
-    a = remat.tensor([[1, 2]])
-    with pytest.raises(remat.DTypeError, match=r"^mm: expected float32 or float64"):
-        remat.mm(a, remat.tensor([[1], [2]]))
-    with pytest.raises(remat.DTypeError, match=r"^bmm: expected float32 or float64"):
-        remat.bmm(a[None], remat.tensor([[[1], [2]]]))
+def _int_matmul(a, b):
+    """NumPy's integer matmul in int64, wrapping (as PyTorch's CPU kernels), in ``a``'s dtype."""
+    return np.matmul(np.asarray(a, np.int64), np.asarray(b, np.int64)).astype(np.asarray(a).dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_integer_products_are_exact_and_keep_the_dtype(dtype):
+    rng = np.random.default_rng(3)
+    a = rng.integers(-50, 50, (2, 3, 4)).astype(dtype)
+    b = rng.integers(-50, 50, (2, 4, 5)).astype(dtype)
+    ta, tb = remat.tensor(a), remat.tensor(b)
+    for got, want in [
+        (ta @ tb, _int_matmul(a, b)),
+        (remat.matmul(ta[0], tb[1]), _int_matmul(a[0], b[1])),
+        (remat.mm(ta[0], tb[0]), _int_matmul(a[0], b[0])),
+        (ta[1].mm(tb[1]), _int_matmul(a[1], b[1])),
+        (remat.bmm(ta, tb), _int_matmul(a, b)),
+        (ta @ tb[0], _int_matmul(a, b[0])),               # broadcast batch
+        (ta[0] @ tb[0, :, 0], _int_matmul(a[0], b[0, :, 0])),  # matrix @ vector
+        (ta[0, 0] @ ta[1, 0], _int_matmul(a[0, 0], a[1, 0])),  # dot product: 0-d
+        (ta[0].mT @ ta[1], _int_matmul(a[0].T, a[1])),    # strided operand
+        (remat.einsum("bij,bjk->bik", ta, tb), np.einsum("bij,bjk->bik", a, b)),
+        (remat.einsum("ij,kj->ik", ta[0], ta[1]), np.einsum("ij,kj->ik", a[0], a[1])),
+        (remat.outer(ta[0, 0], tb[0, 0]), np.outer(a[0, 0], b[0, 0])),
+        (remat.addmm(tb[0, 0], ta[0], tb[0], beta=2, alpha=-3),
+         2 * b[0, 0] - 3 * _int_matmul(a[0], b[0])),
+        (remat.baddbmm(tb[:, :1], ta, tb, beta=0), _int_matmul(a, b)),
+    ]:
+        assert got.dtype == dtype, (got.dtype, dtype)
+        np.testing.assert_array_equal(got.numpy(), want)
+        assert got.grad_fn is None and not got.requires_grad
+
+
+def test_integer_products_are_exact_beyond_float_precision_and_wrap():
+    big = 2**53 + 1
+    got = remat.tensor([[big, 1]]) @ remat.tensor([[3], [1]])
+    assert got.tolist() == [[3 * big + 1]]  # a float64 detour would lose the last digit
+    assert (remat.tensor([[2**62]]) @ remat.tensor([[4]])).tolist() == [[0]]  # wraps: 2**64
+    i32 = remat.tensor([[2**30]], dtype=remat.int32)
+    five = remat.tensor([[5]], dtype=remat.int32)
+    assert (i32 @ five).tolist() == [[2**30]]  # 5 * 2**30 mod 2**32
+    # addmm takes beta and alpha as integers (truncated), as PyTorch does.
+    m = remat.tensor([[1, 2], [3, 4]])
+    assert remat.addmm(m, m, m, beta=0.5, alpha=1.5).tolist() == [[7, 10], [15, 22]]
+
+
+def test_integer_products_follow_pytorchs_dtype_rules():
+    i, i32 = remat.tensor([[1, 2]]), remat.tensor([[1], [2]], dtype=remat.int32)
+    f = remat.tensor([[1.0], [2.0]])
+    cases = [
+        (lambda: i @ f, "matmul", "int64 and float32"),
+        (lambda: f.mT @ i.mT, "matmul", "float32 and int64"),
+        (lambda: i @ i32, "matmul", "int64 and int32"),
+        (lambda: remat.mm(i, f), "mm", "int64 and float32"),
+        (lambda: remat.bmm(i[None], i32[None]), "bmm", "int64 and int32"),
+        (lambda: remat.einsum("ij,jk->ik", i, f), "einsum", "int64 and float32"),
+        (lambda: remat.addmm(f[:1], i, i.mT), "addmm", "float32 and int64"),
+        (lambda: (i > 0) @ (i.mT > 0), "matmul", "bool"),
+        (lambda: remat.mm(i > 0, i.mT > 0), "mm", "bool"),
+    ]
+    for fn, op, words in cases:
+        with pytest.raises(remat.DTypeError) as info:
+            fn()
+        msg = str(info.value)
+        assert msg.startswith(op + ":") and words in msg, msg

@@ -252,6 +252,78 @@ def test_state_dict_round_trip():
     np.testing.assert_array_equal(_np(p), _np(q))
 
 
+@pytest.mark.parametrize("make,buffers", [
+    (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), {"momentum_buffer"}),
+    (lambda ps: optim.Adam(ps, lr=0.01, amsgrad=True),
+     {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}),
+    (lambda ps: optim.AdamW(ps, lr=0.01), {"step", "exp_avg", "exp_avg_sq"}),
+    (lambda ps: optim.RMSprop(ps, lr=0.01, centered=True, momentum=0.5),
+     {"step", "square_avg", "momentum_buffer", "grad_avg"}),
+    (lambda ps: optim.Adagrad(ps, lr=0.1), {"step", "sum"}),
+])
+def test_state_dict_holds_tensor_copies_and_a_float32_step_as_pytorch(make, buffers, tmp_path):
+    p, q = make_param(P0), make_param(P0[0])
+    opt = make([p, q])
+    for g in GRADS[:2]:
+        set_grad(p, g)
+        set_grad(q, g[0])
+        opt.step()
+    sd = opt.state_dict()
+    assert set(sd["state"]) == {0, 1} and set(sd["state"][0]) == buffers
+    for i, param in ((0, p), (1, q)):
+        for name, v in sd["state"][i].items():
+            assert isinstance(v, remat.Tensor) and not v.requires_grad, name
+            if name == "step":  # PyTorch's 0-d float32 step count
+                assert (v.dtype, v.shape, v.item()) == (remat.float32, (), 2.0)
+            else:
+                live = opt.state[param][name]
+                assert v.dtype == param.dtype and v.shape == param.shape
+                np.testing.assert_array_equal(_np(v), _np(live))
+    # Copies: a further step leaves the state dict as it was.
+    name = sorted(buffers - {"step"})[0]
+    before = _np(sd["state"][0][name]).copy()
+    set_grad(p, GRADS[2])
+    set_grad(q, GRADS[2][0])
+    opt.step()
+    np.testing.assert_array_equal(_np(sd["state"][0][name]), before)
+    assert not np.array_equal(_np(opt.state[p][name]), before)
+    # Round trips: directly, through remat.save/load, and from NumPy arrays (older dicts);
+    # each restored optimizer then steps exactly as the original.
+    sd = opt.state_dict()
+    remat.save(sd, tmp_path / "opt.pt")
+    legacy = {"param_groups": sd["param_groups"], "state": {
+        i: {k: int(v.item()) if k == "step" else _np(v) for k, v in st.items()}
+        for i, st in sd["state"].items()}}
+    copies = []
+    for saved in (sd, remat.load(tmp_path / "opt.pt"), legacy):
+        p2, q2 = make_param(_np(p)), make_param(_np(q))
+        opt2 = make([p2, q2])
+        opt2.load_state_dict(saved)
+        if "step" in buffers:
+            assert opt2.state[p2]["step"] == 3 and isinstance(opt2.state[p2]["step"], int)
+        copies.append((opt2, p2, q2))
+    set_grad(p, GRADS[3])
+    set_grad(q, GRADS[3][0])
+    opt.step()
+    for opt2, p2, q2 in copies:
+        set_grad(p2, GRADS[3])
+        set_grad(q2, GRADS[3][0])
+        opt2.step()
+        np.testing.assert_array_equal(_np(p2), _np(p))
+        np.testing.assert_array_equal(_np(q2), _np(q))
+
+
+def test_load_state_dict_casts_tensor_state_to_the_parameters_dtype():
+    p, opt = run_steps(optim.Adam, P0, GRADS[:2], lr=0.01)
+    sd = opt.state_dict()
+    q = remat.tensor(_np(p).astype(np.float32), requires_grad=True)
+    opt2 = optim.Adam([q], lr=0.01)
+    opt2.load_state_dict(sd)
+    state = opt2.state[q]
+    assert state["exp_avg"].dtype == remat.float32 and state["step"] == 2
+    np.testing.assert_allclose(_np(state["exp_avg"]), _np(sd["state"][0]["exp_avg"]), rtol=1e-6)
+
+
 def test_bad_arguments():
     p = make_param([1.0])
     with pytest.raises(ValueError):

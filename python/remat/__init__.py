@@ -19,6 +19,7 @@ from ._remat import (
     DTypeError,
     GraphError,
     IndexingError,
+    DimensionError,
     ShapeError,
     Tensor,
     add,
@@ -64,6 +65,7 @@ from ._remat import (
     from_numpy,
     full,
     gelu,
+    round as round,
     grad,
     is_grad_enabled,
     layer_norm,
@@ -206,7 +208,6 @@ from ._remat import (
     sign,
     floor,
     ceil,
-    round as round,
     silu,
 )
 # END GENERATED: unary ops imports
@@ -486,7 +487,8 @@ class set_grad_enabled:
 __all__ = [
     "AutoCheckpointPlan", "auto_checkpoint",
     "CheckpointError", "CheckpointGroup", "CheckpointProfiler", "DType", "DTypeError",
-    "DeviceError", "GraphError", "IndexingError", "ShapeError", "Tensor", "adaptive_checkpoint",
+    "DeviceError", "DimensionError", "GraphError", "IndexingError", "ShapeError", "Tensor",
+    "adaptive_checkpoint",
     "add", "backward", "checkpoint", "checkpoint_scope", "checkpoint_segment",
     "checkpoint_sequential", "clamp", "clip", "concat", "cross_entropy", "cuda", "div", "dropout",
     "enable_grad", "device", "autograd", "Generator", "initial_seed", "testing",

@@ -6,8 +6,13 @@ use std::fmt;
 /// What went wrong, with the op and the offending shapes/dtypes/devices in the message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Error {
-    /// Shapes (or axes, indices) that do not fit the op. Python: `remat.ShapeError`.
-    Shape { op: String, message: String },
+    /// Shapes (or axes, indices) that do not fit the op. Python: `remat.ShapeError`, or for
+    /// [`ShapeKind::DimOutOfRange`] its subclass `remat.DimensionError`.
+    Shape {
+        op: String,
+        message: String,
+        kind: ShapeKind,
+    },
     /// A dtype the op does not accept. Python: `remat.DTypeError`.
     DType { op: String, message: String },
     /// A device that is missing or mixed within one op. Python: `remat.DeviceError`.
@@ -40,6 +45,20 @@ pub enum Error {
     EarlyStop,
 }
 
+/// Which kind of [`Error::Shape`]: a refinement, so code matching `Error::Shape { .. }`
+/// sees every shape error (as Python's `except ShapeError` does) and the binding layer can
+/// still raise the more specific class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ShapeKind {
+    /// Shapes that do not fit together (`remat.ShapeError`).
+    #[default]
+    Mismatch,
+    /// A dimension (axis) argument outside `[-ndim, ndim)`. PyTorch raises `IndexError`
+    /// ("Dimension out of range") there, so Python gets `remat.DimensionError`, both a
+    /// `ShapeError` and an `IndexError`.
+    DimOutOfRange,
+}
+
 /// Result alias used across the engine.
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -49,7 +68,29 @@ impl Error {
         Error::Shape {
             op: op.to_string(),
             message: message.into(),
+            kind: ShapeKind::Mismatch,
         }
+    }
+    /// A shape error for `op` about a dimension (axis) argument out of range for the tensor's
+    /// rank ([`ShapeKind::DimOutOfRange`]; Python: `remat.DimensionError`). Every axis
+    /// normaliser makes its errors with this (`layout::normalize_axis`, the `dim` wrapping of
+    /// the PyTorch-style ops), so each op that takes an axis reports it alike.
+    pub fn dim_out_of_range(op: &str, message: impl Into<String>) -> Self {
+        Error::Shape {
+            op: op.to_string(),
+            message: message.into(),
+            kind: ShapeKind::DimOutOfRange,
+        }
+    }
+    /// Whether this is a dimension-out-of-range shape error.
+    pub fn is_dim_out_of_range(&self) -> bool {
+        matches!(
+            self,
+            Error::Shape {
+                kind: ShapeKind::DimOutOfRange,
+                ..
+            }
+        )
     }
     /// A dtype error for `op`.
     pub fn dtype(op: &str, message: impl Into<String>) -> Self {
@@ -91,7 +132,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Shape { op, message }
+            Error::Shape { op, message, .. }
             | Error::DType { op, message }
             | Error::Device { op, message }
             | Error::Graph { op, message }

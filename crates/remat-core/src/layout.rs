@@ -159,7 +159,7 @@ pub fn normalize_axis(op: &str, axis: isize, ndim: usize) -> Result<usize> {
     let n = ndim as isize;
     let a = if axis < 0 { axis + n } else { axis };
     if a < 0 || a >= n {
-        return Err(Error::shape(
+        return Err(Error::dim_out_of_range(
             op,
             format!("axis {axis} is out of bounds for a tensor of {ndim} dimensions"),
         ));

@@ -51,7 +51,7 @@ mod tensor_methods;
 pub use device::Device;
 pub use dtr::{get_memory_limit, memory_limit, memory_stats, set_memory_limit, MemoryStats};
 pub use dtype::DType;
-pub use error::{Error, Result};
+pub use error::{Error, Result, ShapeKind};
 pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, set_grad_enabled};
 pub use memory::{max_memory_allocated, memory_allocated, reset_peak_memory_stats};
 pub use parallel::{num_threads as get_num_threads, set_num_threads};

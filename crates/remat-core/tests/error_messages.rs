@@ -72,3 +72,43 @@ fn matmul_errors_show_the_callers_shapes() {
         &[5, 3, 2]
     );
 }
+
+#[test]
+fn every_axis_out_of_range_is_a_dimension_error() {
+    // PyTorch raises IndexError ("Dimension out of range") for all of these; the engine marks
+    // them `ShapeKind::DimOutOfRange` (Python: DimensionError), still `Error::Shape`.
+    let x = ops::ones(&[2, 3], DType::F32, Device::Cpu).unwrap();
+    let idx = remat_core::Tensor::from_vec(vec![0i64], &[1]).unwrap();
+    let results = [
+        ("sum", ops::sum(&x, Some(&[2]), false).unwrap_err()),
+        ("softmax", ops::softmax(&x, -3).unwrap_err()),
+        ("transpose", ops::transpose(&x, 0, 2).unwrap_err()),
+        ("unsqueeze", ops::unsqueeze(&x, 3).unwrap_err()),
+        (
+            "concat",
+            ops::concat(&[x.clone(), x.clone()], 2).unwrap_err(),
+        ),
+        (
+            "stack",
+            ops::stack(std::slice::from_ref(&x), -4).unwrap_err(),
+        ),
+        ("index_select", ops::index_select(&x, 2, &idx).unwrap_err()),
+        ("cumsum", ops::cumsum(&x, 2).unwrap_err()),
+        ("argmax", ops::argmax(&x, Some(-3), false).unwrap_err()),
+        ("prod", ops::prod(&x, Some(2), false).unwrap_err()),
+        ("flip", ops::flip(&x, &[2]).unwrap_err()),
+    ];
+    for (op, e) in results {
+        assert!(e.is_dim_out_of_range(), "{op}: {e:?}");
+        assert!(matches!(e, Error::Shape { .. }), "{e}");
+        assert!(e.to_string().starts_with(&format!("{op}:")), "{e}");
+    }
+    // Other shape errors keep the plain kind.
+    let e = ops::sum(&x, Some(&[0, 0]), false).unwrap_err();
+    assert!(
+        matches!(e, Error::Shape { .. }) && !e.is_dim_out_of_range(),
+        "{e}"
+    );
+    let e = ops::add(&x, &ops::ones(&[4], DType::F32, Device::Cpu).unwrap()).unwrap_err();
+    assert!(!e.is_dim_out_of_range(), "{e}");
+}

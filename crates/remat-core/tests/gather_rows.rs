@@ -1,6 +1,6 @@
 //! `index_select` and its backward (`index_add`) on tensors large enough to run on the pool:
 //! the rows and the sums of repeated indices equal a plain loop's, bit for bit, at any
-//! number of threads, along a leading and an inner axis.
+//! number of threads, along a leading and an inner axis; and PyTorch's rule for a 0-d input.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -72,4 +72,30 @@ fn large_selections_and_their_gradients_match_plain_loops_at_any_thread_count() 
             assert_eq!(dx, want_dx, "index_add ({a}, {n}, {c}), {threads} threads");
         }
     }
+}
+
+#[test]
+fn a_0d_input_takes_dim_0_and_one_position_as_pytorch() {
+    let x = Tensor::from_vec(vec![2.5f64], &[]).unwrap();
+    for (dim, idx) in [(0, vec![0i64]), (-1, vec![0])] {
+        let idx = Tensor::from_vec(idx, &[1]).unwrap();
+        let g = Tensor::from_vec(vec![3.0f64], &[]).unwrap();
+        let (y, dx) = select_and_grad(&x, dim, &idx, &g);
+        assert_eq!((y, dx), (vec![2.5], vec![3.0]));
+    }
+    let zero = Tensor::from_vec(vec![0i64], &[]).unwrap();
+    assert_eq!(
+        ops::index_select(&x, 0, &zero).unwrap().shape(),
+        &[] as &[usize]
+    );
+    let e = ops::index_select(&x, 1, &zero).unwrap_err();
+    assert!(
+        e.is_dim_out_of_range() && e.to_string().contains("[-1, 0]"),
+        "{e}"
+    );
+    let two = Tensor::from_vec(vec![0i64, 0], &[2]).unwrap();
+    let e = ops::index_select(&x, 0, &two).unwrap_err();
+    assert!(e.to_string().contains("exactly one position"), "{e}");
+    let one = Tensor::from_vec(vec![1i64], &[1]).unwrap();
+    assert!(ops::index_select(&x, 0, &one).is_err());
 }

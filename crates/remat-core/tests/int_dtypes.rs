@@ -65,7 +65,118 @@ fn float_only_ops_refuse_integers_with_a_dtype_error() {
         msg.contains("softmax") && msg.contains("int64") && msg.contains("(3,)"),
         "{msg}"
     );
-    assert!(ops::matmul(&a, &a).is_err());
+    // Integer products are PyTorch's (exact), but not with a float or another integer dtype.
+    let f = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
+    let e = ops::matmul(&a, &f).unwrap_err();
+    assert!(matches!(e, Error::DType { .. }), "{e}");
+    let a32 = ops::cast(&a, DType::I32).unwrap();
+    let e = ops::mm(
+        &ops::unsqueeze(&a, 0).unwrap(),
+        &ops::unsqueeze(&a32, 1).unwrap(),
+    );
+    assert!(matches!(e, Err(Error::DType { .. })));
+    let bools = ops::cast(&a, DType::Bool).unwrap();
+    let msg = ops::matmul(&bools, &bools).unwrap_err().to_string();
+    assert!(msg.starts_with("matmul:") && msg.contains("bool"), "{msg}");
+}
+
+/// `a @ b` over int64 values by the definition, wrapping as two's complement.
+fn int_product(a: &[i64], b: &[i64], (m, k, n): (usize, usize, usize)) -> Vec<i64> {
+    let mut out = vec![0i64; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            for p in 0..k {
+                out[i * n + j] =
+                    out[i * n + j].wrapping_add(a[i * k + p].wrapping_mul(b[p * n + j]));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn integer_matrix_products_are_exact_and_keep_the_dtype() {
+    let big = (1i64 << 53) + 1;
+    let av: Vec<i64> = vec![big, -3, 7, 2, 0, -5];
+    let bv: Vec<i64> = vec![1, 2, 3, -4, 5, 6, 7, 8, 9, 10, -11, 12];
+    let (a, b) = (ints(&av, &[2, 3]), ints(&bv, &[3, 4]));
+    let want = int_product(&av, &bv, (2, 3, 4));
+    for got in [
+        ops::matmul(&a, &b).unwrap(),
+        ops::mm(&a, &b).unwrap(),
+        ops::einsum("ij,jk->ik", &[a.clone(), b.clone()]).unwrap(),
+    ] {
+        assert_eq!((got.dtype(), got.shape()), (DType::I64, &[2, 4][..]));
+        assert_eq!(got.to_vec::<i64>(), want);
+        assert!(got.grad_fn().is_none());
+    }
+    // A transposed (strided) right operand, a broadcast batch and 1-D operands.
+    let bt = ops::transpose(&ints(&bv, &[4, 3]), 0, 1).unwrap();
+    let want_t = int_product(
+        &av,
+        &ops::contiguous(&bt).unwrap().to_vec::<i64>(),
+        (2, 3, 4),
+    );
+    assert_eq!(ops::matmul(&a, &bt).unwrap().to_vec::<i64>(), want_t);
+    let stack = ops::stack(&[b.clone(), ops::neg(&b).unwrap()], 0).unwrap();
+    let batched = ops::matmul(&a, &stack).unwrap();
+    assert_eq!(batched.shape(), &[2, 2, 4]);
+    let neg: Vec<i64> = want.iter().map(|v| -v).collect();
+    assert_eq!(batched.to_vec::<i64>(), [want.clone(), neg].concat());
+    let v = ints(&[1, 2, 3], &[3]);
+    let dot = ops::matmul(&v, &v).unwrap();
+    assert_eq!((dot.shape(), dot.to_vec::<i64>()), (&[][..], vec![14]));
+    assert_eq!(
+        ops::matmul(&a, &v).unwrap().to_vec::<i64>(),
+        vec![big - 6 + 21, 2 - 15]
+    );
+    // bmm, and int32 staying int32 and wrapping at 32 bits.
+    let got = ops::bmm(
+        &ops::unsqueeze(&a, 0).unwrap(),
+        &ops::unsqueeze(&b, 0).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(got.to_vec::<i64>(), want);
+    let x = ops::cast(&ints(&[1 << 30, 3], &[1, 2]), DType::I32).unwrap();
+    let y = ops::cast(&ints(&[4, 5], &[2, 1]), DType::I32).unwrap();
+    let got = ops::matmul(&x, &y).unwrap();
+    assert_eq!((got.dtype(), got.to_vec::<i64>()), (DType::I32, vec![15]));
+    // int64 wraps too (2^62 * 4 = 2^64 = 0), as PyTorch's CPU kernel.
+    let got = ops::matmul(&ints(&[1 << 62], &[1, 1]), &ints(&[4], &[1, 1])).unwrap();
+    assert_eq!(got.to_vec::<i64>(), vec![0]);
+    // An empty inner extent gives zeros.
+    let got = ops::matmul(&ints(&[], &[2, 0]), &ints(&[], &[0, 3])).unwrap();
+    assert_eq!(got.to_vec::<i64>(), vec![0; 6]);
+}
+
+#[test]
+fn integer_addmm_truncates_its_scalings_as_pytorch() {
+    let a = ints(&[1, 2, 3, 4], &[2, 2]);
+    let input = ints(&[10, 20], &[2]);
+    let prod = int_product(&[1, 2, 3, 4], &[1, 2, 3, 4], (2, 2, 2));
+    let got = ops::addmm(&input, &a, &a, 2.0, 3.0).unwrap();
+    let want: Vec<i64> = prod
+        .iter()
+        .zip([10, 20, 10, 20])
+        .map(|(p, i)| 3 * p + 2 * i)
+        .collect();
+    assert_eq!((got.dtype(), got.to_vec::<i64>()), (DType::I64, want));
+    // beta 0.5 is 0 (input ignored), alpha 1.5 is 1.
+    let got = ops::addmm(&input, &a, &a, 0.5, 1.5).unwrap();
+    assert_eq!(got.to_vec::<i64>(), prod);
+    let b3 = ops::unsqueeze(&a, 0).unwrap();
+    let got = ops::baddbmm(&ops::unsqueeze(&input, 0).unwrap(), &b3, &b3, 1.0, -1.0).unwrap();
+    let want: Vec<i64> = prod
+        .iter()
+        .zip([10, 20, 10, 20])
+        .map(|(p, i)| i - p)
+        .collect();
+    assert_eq!((got.shape(), got.to_vec::<i64>()), (&[1, 2, 2][..], want));
+    let f = ops::cast(&a, DType::F32).unwrap();
+    assert!(matches!(
+        ops::addmm(&f, &a, &a, 1.0, 1.0),
+        Err(Error::DType { .. })
+    ));
 }
 
 #[test]

@@ -459,3 +459,63 @@ fn tensor_methods_call_the_ops() {
     same(x.gelu(false).unwrap(), ops::gelu(&x, false).unwrap());
     same(x.pow(&x).unwrap(), ops::pow(&x, &x).unwrap());
 }
+
+#[test]
+fn round_decimals_is_pytorchs_scaled_round_in_the_elements_dtype() {
+    let v = [1.25, 1.35, -1.25, 2.675, 0.5, 1234.5, 1250.0, -0.04];
+    // PyTorch: rint(x * 10^d) / 10^d, or rint(x / 10^-d) * 10^-d, in the element's dtype.
+    let reference = |x: f64, d: i32, f32: bool| {
+        if f32 {
+            let (x, s) = (x as f32, 10f64.powi(d.abs()) as f32);
+            (if d > 0 {
+                (x * s).round_ties_even() / s
+            } else {
+                (x / s).round_ties_even() * s
+            }) as f64
+        } else {
+            let s = 10f64.powi(d.abs());
+            if d > 0 {
+                (x * s).round_ties_even() / s
+            } else {
+                (x / s).round_ties_even() * s
+            }
+        }
+    };
+    for d in [1i64, 2, 3, -1, -2, -3] {
+        let x64 = Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap();
+        let got = ops::round_decimals(&x64, d).unwrap();
+        let want: Vec<f64> = v.iter().map(|&x| reference(x, d as i32, false)).collect();
+        assert_eq!(got.to_vec::<f64>(), want, "float64, decimals {d}");
+        let got = ops::round_decimals(&f32_of(&x64), d).unwrap();
+        assert_eq!(got.dtype(), DType::F32);
+        let want: Vec<f64> = v.iter().map(|&x| reference(x, d as i32, true)).collect();
+        assert_eq!(got.to_vec::<f64>(), want, "float32, decimals {d}");
+    }
+    // decimals 0 is round; a scale beyond float32's range is NaN, as in PyTorch.
+    let x = Tensor::from_vec(vec![2.5f32, -0.5, 1.7], &[3]).unwrap();
+    assert_eq!(
+        ops::round_decimals(&x, 0).unwrap().to_vec::<f32>(),
+        vec![2.0, -0.0, 2.0]
+    );
+    assert!(ops::round_decimals(&x, 40)
+        .unwrap()
+        .to_vec::<f32>()
+        .iter()
+        .all(|v| v.is_nan()));
+    // Integers keep `round` but have no decimals; the gradient is zero.
+    let i = Tensor::from_vec(vec![15i64, 25], &[2]).unwrap();
+    assert_eq!(
+        ops::round_decimals(&i, 0).unwrap().to_vec::<i64>(),
+        vec![15, 25]
+    );
+    let e = ops::round_decimals(&i, 1).unwrap_err();
+    assert!(
+        matches!(e, Error::DType { .. }) && e.to_string().contains("int64"),
+        "{e}"
+    );
+    let w = leaf(&Tensor::from_vec(vec![1.25f64, 3.0], &[2]).unwrap());
+    let y = ops::round_decimals(&w, 1).unwrap();
+    let total = ops::sum(&y, None, false).unwrap();
+    remat_core::autograd::backward(&[(total, None)], false).unwrap();
+    assert_eq!(w.grad().unwrap().to_vec::<f64>(), vec![0.0, 0.0]);
+}

@@ -12,7 +12,7 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyTuple, PyType};
-use remat_core::Error;
+use remat_core::{Error, ShapeKind};
 use std::cell::RefCell;
 
 create_exception!(
@@ -24,7 +24,8 @@ create_exception!(
 A subclass of ``ValueError``. Raised, for example, when operands do not broadcast, a ``reshape``
 changes the number of elements, an axis is out of range, the inner sizes of a matrix product
 disagree, a loss's input and target differ in shape, or nested lists are ragged.
-``IndexingError`` (a bad index in ``t[...]``) is a subclass.
+``IndexingError`` (a bad index in ``t[...]``) and ``DimensionError`` (an axis argument out of
+range) are subclasses, both also ``IndexError``s.
 
 Parameters
 ----------
@@ -192,6 +193,7 @@ create_exception!(
 );
 
 static INDEXING_ERROR: GILOnceCell<Py<PyType>> = GILOnceCell::new();
+static DIMENSION_ERROR: GILOnceCell<Py<PyType>> = GILOnceCell::new();
 
 /// The docstring of `remat.IndexingError`.
 const INDEXING_ERROR_DOC: &str = "An index that does not fit the tensor's shape in ``t[...]``.
@@ -221,36 +223,91 @@ index: index 5 is out of bounds for axis 0 with size 3
 >>> issubclass(remat.IndexingError, IndexError), issubclass(remat.IndexingError, remat.ShapeError)
 (True, True)";
 
-/// `remat.IndexingError(ShapeError, IndexError)`: a bad index in `t[...]`. It is an
-/// IndexError as Python and NumPy users expect (`for` loops over `__getitem__` stop on it),
-/// and a ShapeError like every other shape mismatch. Built with `type()` because PyO3's
-/// `create_exception!` takes a single base.
-pub fn indexing_error_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
-    INDEXING_ERROR
-        .get_or_try_init(py, || {
-            let bases = PyTuple::new(
-                py,
-                [py.get_type::<ShapeError>(), py.get_type::<PyIndexError>()],
-            )?;
-            let ns = PyDict::new(py);
-            ns.set_item("__module__", "remat")?;
-            ns.set_item("__doc__", INDEXING_ERROR_DOC)?;
-            let ty = py
-                .get_type::<PyType>()
-                .call1(("IndexingError", bases, ns))?
-                .downcast_into::<PyType>()?;
-            Ok::<_, PyErr>(ty.unbind())
-        })
-        .map(|t| t.bind(py))
+/// The docstring of `remat.DimensionError`.
+const DIMENSION_ERROR_DOC: &str = "A dimension (axis) argument out of range for the tensor.
+
+Both a ``ShapeError`` (as every other shape problem, so existing ``except remat.ShapeError``
+code keeps catching it) and an ``IndexError`` (what PyTorch raises: \"Dimension out of
+range\"). Raised by every op that takes an axis (``dim=``, ``axis=``, ``sum``, ``softmax``,
+``transpose``, ``unsqueeze``, ``cat``, ``stack``, ``index_select``, ...) when it is not in
+``[-ndim, ndim)``.
+
+Parameters
+----------
+*args : object
+    The message (and any further values), kept in ``args``; ``str(e)`` is the message.
+
+Raises
+------
+TypeError
+    When given keyword arguments, as every built-in exception.
+
+Examples
+--------
+>>> try:
+...     remat.ones(2, 3).sum(dim=2)
+... except remat.DimensionError as e:
+...     print(e)
+sum: axis 2 is out of bounds for a tensor of 2 dimensions
+>>> issubclass(remat.DimensionError, IndexError), issubclass(remat.DimensionError, remat.ShapeError)
+(True, True)";
+
+/// A Python class `name(ShapeError, IndexError)` in module `remat` with docstring `doc`,
+/// made once and kept in `cell`. Built with `type()` because PyO3's `create_exception!`
+/// takes a single base.
+fn shape_and_index_error<'py>(
+    py: Python<'py>,
+    cell: &'static GILOnceCell<Py<PyType>>,
+    name: &str,
+    doc: &str,
+) -> PyResult<&'py Bound<'py, PyType>> {
+    cell.get_or_try_init(py, || {
+        let bases = PyTuple::new(
+            py,
+            [py.get_type::<ShapeError>(), py.get_type::<PyIndexError>()],
+        )?;
+        let ns = PyDict::new(py);
+        ns.set_item("__module__", "remat")?;
+        ns.set_item("__doc__", doc)?;
+        let ty = py
+            .get_type::<PyType>()
+            .call1((name, bases, ns))?
+            .downcast_into::<PyType>()?;
+        Ok::<_, PyErr>(ty.unbind())
+    })
+    .map(|t| t.bind(py))
 }
 
-/// Like `to_pyerr`, but shape errors become `IndexingError` (for `__getitem__`).
+/// `remat.IndexingError(ShapeError, IndexError)`: a bad index in `t[...]`. It is an
+/// IndexError as Python and NumPy users expect (`for` loops over `__getitem__` stop on it),
+/// and a ShapeError like every other shape mismatch.
+pub fn indexing_error_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    shape_and_index_error(py, &INDEXING_ERROR, "IndexingError", INDEXING_ERROR_DOC)
+}
+
+/// `remat.DimensionError(ShapeError, IndexError)`: an axis argument out of range
+/// (`ShapeKind::DimOutOfRange`), an IndexError as PyTorch's "Dimension out of range" and a
+/// ShapeError as before it existed.
+pub fn dimension_error_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    shape_and_index_error(py, &DIMENSION_ERROR, "DimensionError", DIMENSION_ERROR_DOC)
+}
+
+/// A `PyErr` of the class `ty` (or the error making the class) with `msg`.
+fn raise_as(ty: PyResult<&Bound<'_, PyType>>, msg: String) -> PyErr {
+    match ty {
+        Ok(ty) => PyErr::from_type(ty.clone(), msg),
+        Err(err) => err,
+    }
+}
+
+/// Like `to_pyerr`, but shape errors become `IndexingError` (for `__getitem__` and the index
+/// ops), except an axis out of range, which stays a `DimensionError` (both are IndexErrors).
 pub fn to_index_pyerr(py: Python<'_>, e: Error) -> PyErr {
     match e {
-        Error::Shape { .. } => match indexing_error_type(py) {
-            Ok(ty) => PyErr::from_type(ty.clone(), e.to_string()),
-            Err(err) => err,
-        },
+        Error::Shape {
+            kind: ShapeKind::Mismatch,
+            ..
+        } => raise_as(indexing_error_type(py), e.to_string()),
         other => to_pyerr(other),
     }
 }
@@ -283,6 +340,10 @@ pub fn callback_error(err: PyErr) -> Error {
 pub fn to_pyerr(e: Error) -> PyErr {
     let msg = e.to_string();
     match e {
+        Error::Shape {
+            kind: ShapeKind::DimOutOfRange,
+            ..
+        } => Python::with_gil(|py| raise_as(dimension_error_type(py), msg)),
         Error::Shape { .. } => ShapeError::new_err(msg),
         Error::DType { .. } => DTypeError::new_err(msg),
         Error::Device { .. } => DeviceError::new_err(msg),
@@ -323,5 +384,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GraphError", py.get_type::<GraphError>())?;
     m.add("CheckpointError", py.get_type::<CheckpointError>())?;
     m.add("IndexingError", indexing_error_type(py)?)?;
+    m.add("DimensionError", dimension_error_type(py)?)?;
     Ok(())
 }

@@ -71,7 +71,8 @@ macro_rules! index_select_doc {
         r#"Select the slices of `x` at the positions `index` along axis `dim`.
 
 The result has `x`'s shape with axis `dim` replaced by the number of indices; it is a
-copy, differentiable with respect to `x`.
+copy, differentiable with respect to `x`. As in PyTorch, a 0-d `x` takes `dim` 0 (or -1)
+and exactly one position, 0, and gives a 0-d result.
 
 Parameters
 ----------
@@ -90,9 +91,11 @@ Tensor
 
 Raises
 ------
+DimensionError
+    If `dim` is out of range (an `IndexError` and a `ShapeError`).
 IndexingError
-    If `dim` is out of range, `index` has more than one dimension or a position is out
-    of bounds (an `IndexError` and a `ShapeError`).
+    If `index` has more than one dimension (or, for a 0-d `x`, not exactly one position)
+    or a position is out of bounds (an `IndexError` and a `ShapeError`).
 DTypeError
     If `index` is not an integer tensor.
 
@@ -150,9 +153,10 @@ Tensor
 
 Raises
 ------
+DimensionError
+    If `dim` is out of range (an `IndexError` and a `ShapeError`).
 IndexingError
-    If `dim` is out of range, `index` does not fit `x`'s shape, or a position is out of
-    bounds.
+    If `index` does not fit `x`'s shape, or a position is out of bounds.
 DTypeError
     If `index` is not an integer tensor.
 
@@ -211,9 +215,10 @@ Tensor
 
 Raises
 ------
+DimensionError
+    If `dim` is out of range (an `IndexError` and a `ShapeError`).
 IndexingError
-    If `dim` is out of range, `index` does not fit `x` or `src`, or a position is out of
-    bounds.
+    If `index` does not fit `x` or `src`, or a position is out of bounds.
 DTypeError
     If `index` is not an integer tensor, or `src`'s dtype differs from `x`'s.
 

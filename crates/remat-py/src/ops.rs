@@ -439,8 +439,10 @@ tensor_ops! {
         ///
         /// 1-D operands are promoted to a matrix and the added axis removed afterwards (1-D @ 1-D
         /// is the dot product, a 0-d tensor); operands with more than 2 dims are stacks of matrices
-        /// whose batch axes broadcast. Float32/float64 only; mixed float dtypes promote.
-        /// `Tensor.matmul(other)` is the method form (the tensor is `a`).
+        /// whose batch axes broadcast. Mixed float dtypes promote. Two int64 (or two int32)
+        /// operands give the exact integer product of that dtype, wrapping on overflow, as
+        /// PyTorch on the CPU (no gradient). `Tensor.matmul(other)` is the method form (the
+        /// tensor is `a`).
         ///
         /// Parameters
         /// ----------
@@ -460,15 +462,18 @@ tensor_ops! {
         /// ShapeError
         ///     When an operand is 0-d, the inner extents differ or the batch axes do not broadcast.
         /// DTypeError
-        ///     When an operand is an integer or bool tensor (convert it with `.float()`).
+        ///     When an operand is a bool tensor, or an integer tensor meets a float one or an
+        ///     integer tensor of another dtype (convert it with `.float()` or `.long()`).
         /// DeviceError
-        ///     When the two tensors are on different devices.
+        ///     When the two tensors are on different devices, or integer tensors are on a GPU.
         ///
         /// Examples
         /// --------
         /// >>> m = remat.tensor([[1.0, 2.0], [3.0, 4.0]])
         /// >>> remat.matmul(m, remat.tensor([1.0, 1.0]))
         /// tensor([3., 7.])
+        /// >>> remat.tensor([[1, 2], [3, 4]]) @ remat.tensor([1, 1])
+        /// tensor([3, 7])
         /// >>> remat.matmul(remat.ones(4, 2, 3), remat.ones(3, 5)).shape
         /// (4, 2, 5)
         /// >>> m.matmul(remat.eye(2))
@@ -478,7 +483,8 @@ tensor_ops! {
         /// Matrix product of two 2-D tensors (PyTorch's `mm`).
         ///
         /// Unlike `matmul`: no broadcasting, no 1-D rules, and both operands must have the same
-        /// float dtype. `Tensor.mm(mat2)` is the method form (the tensor is `a`).
+        /// dtype: float, or int64/int32 for an exact integer product (no gradient).
+        /// `Tensor.mm(mat2)` is the method form (the tensor is `a`).
         ///
         /// Parameters
         /// ----------
@@ -497,7 +503,7 @@ tensor_ops! {
         /// ShapeError
         ///     When an operand is not 2-D or the inner extents differ.
         /// DTypeError
-        ///     When the dtypes differ, or an operand is an integer or bool tensor.
+        ///     When the dtypes differ, or the operands are bool tensors.
         /// DeviceError
         ///     When the two tensors are on different devices.
         ///
@@ -513,8 +519,8 @@ tensor_ops! {
         /// Batched matrix product of two 3-D tensors (PyTorch's `bmm`).
         ///
         /// `out[i] = a[i] @ b[i]`; the batch sizes must be equal (no broadcasting) and both
-        /// operands must have the same float dtype. `Tensor.bmm(mat2)` is the method form (the
-        /// tensor is `a`).
+        /// operands must have the same dtype (float, or int64/int32 for an exact integer
+        /// product). `Tensor.bmm(mat2)` is the method form (the tensor is `a`).
         ///
         /// Parameters
         /// ----------
@@ -533,7 +539,7 @@ tensor_ops! {
         /// ShapeError
         ///     When an operand is not 3-D, the batch sizes differ or the inner extents differ.
         /// DTypeError
-        ///     When the dtypes differ, or an operand is an integer or bool tensor.
+        ///     When the dtypes differ, or the operands are bool tensors.
         /// DeviceError
         ///     When the two tensors are on different devices.
         ///
@@ -1416,6 +1422,52 @@ tensor_ops! {
         fn gelu(py, x, approximate: &str) {
             let tanh = gelu_mode(approximate)?;
             unary(py, x, |x| ops::gelu(x, tanh))
+        }
+        /// Round to the nearest integer, or to `decimals` decimal digits; ties to even.
+        ///
+        /// Halves round to the even neighbour, as in PyTorch and NumPy (``2.5`` gives ``2``).
+        /// With ``decimals=d`` the result is PyTorch's ``round(x * 10**d) / 10**d`` (for a
+        /// negative ``d``, ``round(x / 10**-d) * 10**-d``: digits before the point), computed
+        /// in ``x``'s dtype, so a float32 result is the float32 nearest to the decimal
+        /// (``round(2.675, decimals=2)`` is ``2.68`` in float32) and a scale beyond the dtype's
+        /// range gives NaN, as in PyTorch. The result keeps the input's dtype. The gradient is
+        /// zero everywhere. `Tensor.round(*, decimals=0)` is the method form (the tensor is
+        /// `x`).
+        ///
+        /// Parameters
+        /// ----------
+        /// x : Tensor or array_like
+        ///     The input. A list, NumPy array or Python number is converted to a tensor first
+        ///     (as ``remat.tensor`` does).
+        /// decimals : int, optional
+        ///     Keyword-only. Decimal digits to keep (negative: round to tens, hundreds, ...).
+        ///     Default: ``0``.
+        ///
+        /// Returns
+        /// -------
+        /// Tensor
+        ///     The rounded values, of ``x``'s shape and dtype. Integer inputs keep their dtype
+        ///     with ``decimals=0`` (computed exactly), bool inputs give int64.
+        ///
+        /// Raises
+        /// ------
+        /// DTypeError
+        ///     When ``x`` is an integer or bool tensor and ``decimals`` is not 0, or ``x`` is
+        ///     not a tensor and holds no numbers (a string, ``None``, ...).
+        /// ShapeError
+        ///     When ``x`` is a ragged nested list.
+        ///
+        /// Examples
+        /// --------
+        /// >>> remat.round(remat.tensor([0.5, 1.5, 2.5, 1.7]))
+        /// tensor([0., 2., 2., 2.])
+        /// >>> remat.round(remat.tensor([1.25, -1.35], dtype=remat.float64), decimals=1)
+        /// tensor([ 1.2, -1.4], dtype=remat.float64)
+        /// >>> remat.tensor([1234.5, 1250.0]).round(decimals=-2)
+        /// tensor([1200., 1200.])
+        #[pyo3(signature = (*, decimals=0))]
+        fn round(py, x, decimals: i64) {
+            unary(py, x, |x| ops::round_decimals(x, decimals))
         }
         /// Softmax along one axis: `exp(x) / sum(exp(x))`, computed without overflow.
         ///
@@ -2593,8 +2645,10 @@ tensor_ops! {
         ///
         /// `mat1` and `mat2` are 2-D; `x` broadcasts to the `(n, p)` product (a bias row, say).
         /// With `beta=0`, `x` is ignored (NaN in it does not propagate). All three must have one
-        /// float dtype. `Tensor.addmm(mat1, mat2, *, beta=1.0, alpha=1.0)` is the method form (the
-        /// tensor is `x`).
+        /// dtype: float, or int64/int32 for an exact integer result (`beta` and `alpha` are then
+        /// truncated to integers, as PyTorch does).
+        /// `Tensor.addmm(mat1, mat2, *, beta=1.0, alpha=1.0)` is the method form (the tensor is
+        /// `x`).
         ///
         /// Parameters
         /// ----------
@@ -2620,7 +2674,7 @@ tensor_ops! {
         ///     When `mat1` or `mat2` is not 2-D, their inner extents differ, or `x` does not
         ///     broadcast to the product.
         /// DTypeError
-        ///     When the dtypes differ, or the tensors are not float.
+        ///     When the dtypes differ, or the tensors are bool.
         /// DeviceError
         ///     When the tensors are on different devices.
         ///
@@ -2642,8 +2696,9 @@ tensor_ops! {
         /// `beta * x + alpha * (batch1 @ batch2)` for batches of matrices, fused.
         ///
         /// `batch1` and `batch2` are 3-D with equal batch sizes; `x` broadcasts to the `(B, n, p)`
-        /// product. With `beta=0`, `x` is ignored, as in `addmm`. All three must have one float
-        /// dtype. `Tensor.baddbmm(batch1, batch2, *, beta=1.0, alpha=1.0)` is the method form (the
+        /// product. With `beta=0`, `x` is ignored, as in `addmm`. All three must have one dtype
+        /// (float, or int64/int32 as in `addmm`).
+        /// `Tensor.baddbmm(batch1, batch2, *, beta=1.0, alpha=1.0)` is the method form (the
         /// tensor is `x`).
         ///
         /// Parameters
@@ -2670,7 +2725,7 @@ tensor_ops! {
         ///     When `batch1` or `batch2` is not 3-D, the batch sizes or inner extents differ, or
         ///     `x` does not broadcast to the product.
         /// DTypeError
-        ///     When the dtypes differ, or the tensors are not float.
+        ///     When the dtypes differ, or the tensors are bool.
         /// DeviceError
         ///     When the tensors are on different devices.
         ///
@@ -2951,8 +3006,10 @@ tensor_ops! {
         }
         /// `value` where the bool `mask` is True, `x` elsewhere.
         ///
-        /// `mask` broadcasts to `x`'s shape. The result keeps `x`'s dtype (a float value on an
-        /// integer tensor is truncated). Differentiable in `x`, with a zero gradient where masked.
+        /// `mask` and `x` broadcast together: the result has their broadcast shape, which may be
+        /// larger than `x`'s (as in PyTorch; the in-place `masked_fill_` needs a mask that fits
+        /// `x`). The result keeps `x`'s dtype (a float value on an integer tensor is truncated).
+        /// Differentiable in `x`, with a zero gradient where masked.
         /// `Tensor.masked_fill(mask, value)` is the method form (the tensor is `x`).
         ///
         /// Parameters
@@ -2960,21 +3017,21 @@ tensor_ops! {
         /// x : Tensor
         ///     The input (anything `remat.tensor` accepts: a Tensor, a list, a NumPy array).
         /// mask : Tensor
-        ///     A bool tensor broadcastable to `x`'s shape.
+        ///     A bool tensor that broadcasts with `x`.
         /// value : float or Tensor
         ///     A number or a 0-d tensor.
         ///
         /// Returns
         /// -------
         /// Tensor
-        ///     A tensor of `x`'s shape and dtype.
+        ///     A tensor of `x`'s dtype and of the broadcast shape of `x` and `mask`.
         ///
         /// Raises
         /// ------
         /// DTypeError
         ///     When `mask` is not bool.
         /// ShapeError
-        ///     When `mask` does not broadcast to `x`'s shape, or `value` is a tensor that is not
+        ///     When `mask` and `x` do not broadcast together, or `value` is a tensor that is not
         ///     0-d.
         /// DeviceError
         ///     When the tensors are on different devices.
@@ -2988,6 +3045,9 @@ tensor_ops! {
         /// >>> x.masked_fill(x > 2, float("-inf"))
         /// tensor([[  1.,   2.],
         ///         [-inf, -inf]])
+        /// >>> remat.tensor([1.0, 2.0]).masked_fill(remat.tensor([[True], [False]]), 0.0)
+        /// tensor([[0., 0.],
+        ///         [1., 2.]])
         fn masked_fill(py, x, mask: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) {
             let mask = convert::extract_tensor("masked_fill", mask)?;
             let value = fill_value("masked_fill", value, x)?;

@@ -293,7 +293,7 @@ class Softmax(Module):
         >>> remat.nn.Softmax(dim=2)(remat.ones(3))
         Traceback (most recent call last):
             ...
-        remat.ShapeError: softmax: axis 2 is out of bounds for a tensor of 1 dimensions
+        remat.DimensionError: softmax: axis 2 is out of bounds for a tensor of 1 dimensions
         """
         return F.softmax(x, self.dim, _stacklevel=5)
 

@@ -368,14 +368,19 @@ class Optimizer:
 
     def state_dict(self) -> dict:
         """``{"state": {index: {name: value}}, "param_groups": [...]}`` with parameters
-        numbered in group order and state tensors as NumPy array copies.
+        numbered in group order and the state as tensors, as PyTorch's.
+
+        Each state tensor is a copy (a later step does not change the returned dict), of the
+        buffer's dtype and device; the step count ``"step"`` is a 0-d float32 tensor, as in
+        PyTorch (the optimizer itself counts with a Python int).
 
         Returns
         -------
         dict
-            ``"state"``: per parameter index, its state (tensors as NumPy arrays, numbers
-            as they are); ``"param_groups"``: each group's hyperparameters with
-            ``"params"`` as the list of parameter indices. Saveable with ``remat.save``.
+            ``"state"``: per parameter index, its state (buffers as Tensor copies, the step
+            as a 0-d float32 Tensor, other numbers as they are); ``"param_groups"``: each
+            group's hyperparameters with ``"params"`` as the list of parameter indices.
+            Saveable with ``remat.save``.
 
         Raises
         ------
@@ -390,9 +395,13 @@ class Optimizer:
         >>> opt.step()
         >>> sd = opt.state_dict()
         >>> sd["state"]
-        {0: {'momentum_buffer': array([2.], dtype=float32)}}
+        {0: {'momentum_buffer': tensor([2.])}}
         >>> sd["param_groups"][0]["params"], sd["param_groups"][0]["lr"]
         ([0], 0.1)
+        >>> opt = remat.optim.Adam([w], lr=0.1)
+        >>> opt.step()
+        >>> opt.state_dict()["state"][0]["step"]
+        tensor(1.)
         """
         index: dict[int, int] = {}
         groups = []
@@ -405,17 +414,16 @@ class Optimizer:
         state = {}
         for pid, st in self._state.items():
             if pid in index:
-                state[index[pid]] = {
-                    k: np.array(v.detach().numpy(), copy=True) if isinstance(v, Tensor) else v
-                    for k, v in st.items()
-                }
+                state[index[pid]] = {k: _saved_state(k, v) for k, v in st.items()}
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore hyperparameters and state saved by :meth:`state_dict`.
 
-        Parameters are matched by position (group by group); state tensors are created
-        with each parameter's dtype and device. Any earlier state is replaced.
+        Parameters are matched by position (group by group); state buffers (Tensors, or
+        NumPy arrays as older state dicts hold them) are copied with each parameter's dtype
+        and device, and a ``"step"`` given as a tensor (PyTorch's form) becomes the
+        optimizer's integer count again. Any earlier state is replaced.
 
         Parameters
         ----------
@@ -466,12 +474,7 @@ class Optimizer:
         self._state, self._foreign_state = {}, {}
         for i, st in state_dict["state"].items():
             p = by_index[int(i)]
-            self._state[id(p)] = {
-                k: remat.tensor(np.asarray(v), dtype=p.dtype, device=p.device)
-                if isinstance(v, (np.ndarray, Tensor))
-                else v
-                for k, v in st.items()
-            }
+            self._state[id(p)] = {k: _loaded_state(k, v, p) for k, v in st.items()}
 
     def __repr__(self) -> str:
         lines = [type(self).__name__ + " ("]
@@ -948,3 +951,30 @@ class Adagrad(Optimizer):
             acc = state["sum"]
             acc.add_(g * g)
             p.sub_(g / (acc.sqrt() + float(group["eps"])) * clr)
+
+
+def _saved_state(name: str, value: Any) -> Any:
+    """One state entry as :meth:`Optimizer.state_dict` hands it out: a tensor copied (so later
+    steps do not write into it), the integer step count as PyTorch's 0-d float32 tensor."""
+    if isinstance(value, Tensor):
+        with remat.no_grad():
+            return value.detach().clone()
+    if name == "step" and isinstance(value, int) and not isinstance(value, bool):
+        return remat.tensor(float(value), dtype=remat.float32)
+    return value
+
+
+def _loaded_state(name: str, value: Any, p: Tensor) -> Any:
+    """One state entry from a state dict as the optimizer keeps it: the step count as a
+    Python int (from a tensor, an array or a number), buffers copied to ``p``'s dtype and
+    device (from a remat Tensor or a NumPy array), anything else as it is."""
+    if name == "step" and isinstance(value, (Tensor, np.ndarray)):
+        count = value.numel() if isinstance(value, Tensor) else value.size
+        if count == 1:
+            return int(float(value.item()))
+    if isinstance(value, Tensor):
+        with remat.no_grad():
+            return value.detach().to(dtype=p.dtype, device=p.device).clone()
+    if isinstance(value, np.ndarray):
+        return remat.tensor(np.asarray(value), dtype=p.dtype, device=p.device)
+    return value

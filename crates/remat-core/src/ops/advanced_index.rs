@@ -9,6 +9,16 @@
 //! 4. the result axes (the broadcast index shape) go where NumPy puts them: in place of the
 //!    indexed axes when these were adjacent, else first.
 //!
+//! A 0-d bool mask (Python's `True`/`False` as an index) consumes no axis: as in NumPy and
+//! PyTorch it is a new axis of extent 1 indexed by the positions `[0]` (true) or `[]`
+//! (false), an advanced index like the others, so `t[True]` has shape `(1, *t.shape)`,
+//! `t[False]` `(0, *t.shape)`, and several of them broadcast into one axis.
+//!
+//! Several `...` follow PyTorch, whose first ellipsis stands for the axes no other item
+//! indexes and every later one for that many again: a later ellipsis is dropped when that
+//! count is zero or nothing but ellipses follows it (`t[..., ...]` is `t[...]`); otherwise
+//! it would index past the last axis, and the basic pass reports it.
+//!
 //! The backward is `index_select`'s: a scatter-add of rows, never a dense mask product.
 
 use super::gather::{index_list, nonzero_flat};
@@ -33,24 +43,56 @@ pub enum Index {
 enum Item {
     Basic(IndexItem),
     Positions(Vec<i64>, Dims, Option<Dims>),
+    /// A 0-d bool mask: a new axis of extent 1 and the positions `[0]` or `[]` along it.
+    NewAxisPositions(Vec<i64>),
+}
+
+/// How many axes of the indexed tensor `items` index explicitly (not `None`, `...` or a 0-d
+/// mask; a mask of `k` axes counts `k`).
+fn indexed_axes(items: &[Index]) -> usize {
+    items
+        .iter()
+        .map(|i| match i {
+            Index::Basic(IndexItem::Int(_) | IndexItem::Slice { .. }) => 1,
+            Index::Basic(_) => 0,
+            Index::Tensor(t) if t.dtype() == crate::dtype::DType::Bool => t.ndim(),
+            Index::Tensor(_) => 1,
+        })
+        .sum()
+}
+
+/// `items` without the ellipses after the first that PyTorch treats as no-ops: every later
+/// one when the first stands for no axis, and those followed only by ellipses (see the
+/// module docs). The rest are kept for the basic pass to refuse.
+fn drop_extra_ellipses(ndim: usize, items: &[Index]) -> Vec<Index> {
+    let is_ellipsis = |i: &Index| matches!(i, Index::Basic(IndexItem::Ellipsis));
+    let span = ndim.saturating_sub(indexed_axes(items));
+    let mut seen = false;
+    let mut out = Vec::with_capacity(items.len());
+    for (k, it) in items.iter().enumerate() {
+        if is_ellipsis(it) {
+            let trailing = items[k + 1..].iter().all(is_ellipsis);
+            if seen && (span == 0 || trailing) {
+                continue;
+            }
+            seen = true;
+        }
+        out.push(it.clone());
+    }
+    out
 }
 
 /// Bool masks replaced by their coordinate lists (one per masked axis); int tensors read.
-fn expand_masks(x: &Tensor, items: &[Index]) -> Result<Vec<Item>> {
+fn expand_masks(items: &[Index]) -> Result<Vec<Item>> {
     let mut out = Vec::with_capacity(items.len());
     for it in items {
         match it {
             Index::Basic(b) => out.push(Item::Basic(*b)),
             Index::Tensor(t) if t.dtype() == crate::dtype::DType::Bool => {
                 if t.ndim() == 0 {
-                    return Err(Error::shape(
-                        "index",
-                        format!(
-                            "a 0-d bool mask is not supported as an index of a tensor of shape \
-                             {}",
-                            fmt_shape(x.shape())
-                        ),
-                    ));
+                    let keep = t.to_vec::<u8>().first().is_some_and(|&b| b != 0);
+                    out.push(Item::NewAxisPositions(if keep { vec![0] } else { vec![] }));
+                    continue;
                 }
                 let flat = nonzero_flat(t)?;
                 let strides = contiguous_strides(t.shape());
@@ -80,6 +122,7 @@ fn expand_masks(x: &Tensor, items: &[Index]) -> Result<Vec<Item>> {
 /// `x[items]` with NumPy's advanced-indexing rules (see the module docs). Without tensor
 /// items it is the basic view [`index`].
 pub fn index_advanced(x: &Tensor, items: &[Index]) -> Result<Tensor> {
+    let items = &drop_extra_ellipses(x.ndim(), items)[..];
     if items.iter().all(|i| matches!(i, Index::Basic(_))) {
         let basic: Vec<IndexItem> = items
             .iter()
@@ -90,7 +133,7 @@ pub fn index_advanced(x: &Tensor, items: &[Index]) -> Result<Tensor> {
             .collect();
         return index(x, &basic);
     }
-    let items = expand_masks(x, items)?;
+    let items = expand_masks(items)?;
     // How many axes of `x` the items consume; `...` stands for the rest.
     let consumed = items
         .iter()
@@ -141,6 +184,12 @@ pub fn index_advanced(x: &Tensor, items: &[Index]) -> Result<Tensor> {
                 out_axis += 1;
                 in_axis += 1;
                 basic.push(b);
+            }
+            Item::NewAxisPositions(v) => {
+                basic.push(IndexItem::NewAxis);
+                let n = v.len();
+                picks.push((out_axis, v, Dims::from_slice(&[n])));
+                out_axis += 1;
             }
             Item::Positions(v, shape, mask) => {
                 if let Some(m) = mask {

@@ -26,7 +26,7 @@ pub(crate) fn wrap_dim_in(op: &str, dim: isize, n: usize, shape: &[usize]) -> Re
     let ni = n as isize;
     let d = if dim < 0 { dim + ni } else { dim };
     if d < 0 || d >= ni {
-        return Err(Error::shape(
+        return Err(Error::dim_out_of_range(
             op,
             format!(
                 "dim {dim} is out of range for a tensor of shape {} (expected a dim in [{}, {}])",

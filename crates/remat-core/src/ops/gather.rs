@@ -72,7 +72,7 @@ fn axis(op: &str, dim: isize, shape: &[usize]) -> Result<usize> {
     let nd = shape.len().max(1) as isize;
     let d = if dim < 0 { dim + nd } else { dim };
     if d < 0 || d >= nd || shape.is_empty() {
-        return Err(Error::shape(
+        return Err(Error::dim_out_of_range(
             op,
             format!(
                 "dim {dim} is out of range for a tensor of shape {}",
@@ -292,9 +292,32 @@ fn index_select_named(op: &'static str, x: &Tensor, dim: isize, idx: &Tensor) ->
 
 /// PyTorch's `index_select(x, dim, index)`: the slices of `x` at positions `index` (a 0-d or
 /// 1-d int64/int32 tensor, repeats allowed) along `dim`. Differentiable in `x`; the backward
-/// adds each slice's gradient back at its position.
+/// adds each slice's gradient back at its position. A 0-d `x` is indexed as PyTorch does it:
+/// `dim` 0 or -1 and exactly one position (0), giving a 0-d result.
 pub fn index_select(x: &Tensor, dim: isize, idx: &Tensor) -> Result<Tensor> {
-    index_select_named("index_select", x, dim, idx)
+    const OP: &str = "index_select";
+    if x.ndim() > 0 {
+        return index_select_named(OP, x, dim, idx);
+    }
+    if !(-1..=0).contains(&dim) {
+        return Err(Error::dim_out_of_range(
+            OP,
+            format!(
+                "dim {dim} is out of range for a tensor of shape () (expected a dim in [-1, 0])"
+            ),
+        ));
+    }
+    if idx.ndim() > 1 || idx.numel() != 1 {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "the index of a 0-d tensor must hold exactly one position, got shape {}",
+                fmt_shape(idx.shape())
+            ),
+        ));
+    }
+    let row = index_select_named(OP, &reshape(x, &[1])?, 0, idx)?;
+    reshape(&row, &[])
 }
 
 /// PyTorch's `embedding(ids, weight)`: rows of `weight (V, D)` at the integer `ids` (any

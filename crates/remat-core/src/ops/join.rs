@@ -228,7 +228,7 @@ pub fn concat(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
         ));
     }
     let axis = normalize_axis(OP, axis, nd).map_err(|_| {
-        Error::shape(
+        Error::dim_out_of_range(
             OP,
             format!(
                 "axis {axis} is out of bounds for tensors of {nd} dimensions (shapes {})",
@@ -265,7 +265,7 @@ pub fn stack(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
     let tensors = &promoted_inputs(OP, tensors)?;
     let nd = tensors[0].ndim();
     let axis = normalize_axis(OP, axis, nd + 1).map_err(|_| {
-        Error::shape(
+        Error::dim_out_of_range(
             OP,
             format!(
                 "axis {axis} is out of bounds for stacking tensors of {nd} dimensions \

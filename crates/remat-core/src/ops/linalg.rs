@@ -9,7 +9,8 @@
 //! `sum_to`, all differentiable. `outer` is a broadcast `mul` of a column and a row.
 //!
 //! Unlike `matmul`, these ops do not promote: their operands must share a dtype (PyTorch's
-//! rule), or a `DTypeError` names the op and both dtypes.
+//! rule), or a `DTypeError` names the op and both dtypes. Integer operands (int64 or int32)
+//! give exact integer results through `int_matmul`, without gradient.
 
 use super::{check_same_device, check_same_dtype, from_vec, reduce::sum_to, view};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
@@ -116,6 +117,10 @@ impl AddmmOp {
         let mut shape = batch.clone();
         shape.push(m);
         shape.push(n);
+        if super::int_matmul::is_int(a.dtype()) {
+            let scalings = (self.beta, self.alpha);
+            return super::int_matmul::addmm(self.name, input, a, b, scalings, cuda);
+        }
         if cuda {
             return crate::cuda::launch::matmul_nd_scaled(
                 self.name,
@@ -161,6 +166,11 @@ impl AddmmOp {
 impl Op for AddmmOp {
     fn name(&self) -> &'static str {
         self.name
+    }
+    // Integer operands (one dtype, checked by `addmm_like`) are computed exactly; never
+    // recorded.
+    fn any_dtype(&self) -> bool {
+        true
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         self.run(inputs, false)
@@ -229,6 +239,7 @@ fn addmm_like(
         ));
     }
     check_same_dtype(name, &[input, a, b])?;
+    super::int_matmul::check_operands(name, a, b)?;
     apply(
         AddmmOp { name, beta, alpha },
         &[input, a, b],

@@ -1,8 +1,11 @@
-//! `masked_fill(x, mask, value)`: `value` where the bool `mask` (broadcast to `x`'s shape) is
-//! true, else `x`. It is `where_(mask, value, x)` after validation, so it inherits `where`'s
-//! backward (the gradient of `x` is zero where masked; of a float 0-d `value` tensor, the sum
-//! over the masked positions), second order included, and works for every dtype. The output
-//! keeps `x`'s dtype: `value` is converted to it, as in PyTorch.
+//! `masked_fill(x, mask, value)`: `value` where the bool `mask` is true, else `x`, with `x`
+//! and `mask` broadcast together (the out-of-place op's result has their broadcast shape, which
+//! may be larger than `x`'s, as in PyTorch; only the in-place `masked_fill_` needs the mask to
+//! fit `x`). It is `where_(mask, value, x)` after validation, so it inherits `where`'s backward
+//! (the gradient of `x` is zero where masked and summed over the axes the mask added; of a
+//! float 0-d `value` tensor, the sum over the masked positions), second order included, and
+//! works for every dtype. The output keeps `x`'s dtype: `value` is converted to it, as in
+//! PyTorch.
 
 use super::{check_same_device, full, select::where_, to_dtype};
 use crate::dtype::DType;
@@ -10,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::layout::{broadcast_shapes, fmt_shape};
 use crate::tensor::Tensor;
 
-/// Error unless `mask` is a bool tensor broadcastable to `x`'s shape.
+/// Error unless `mask` is a bool tensor that broadcasts with `x`.
 fn check_mask(x: &Tensor, mask: &Tensor) -> Result<()> {
     if mask.dtype() != DType::Bool {
         return Err(Error::dtype(
@@ -24,11 +27,11 @@ fn check_mask(x: &Tensor, mask: &Tensor) -> Result<()> {
         ));
     }
     match broadcast_shapes("masked_fill", mask.shape(), x.shape()) {
-        Ok(s) if s.as_slice() == x.shape() => Ok(()),
-        _ => Err(Error::shape(
+        Ok(_) => Ok(()),
+        Err(_) => Err(Error::shape(
             "masked_fill",
             format!(
-                "the mask of shape {} cannot be broadcast to the input's shape {}",
+                "the mask of shape {} and the input of shape {} cannot be broadcast together",
                 fmt_shape(mask.shape()),
                 fmt_shape(x.shape())
             ),
@@ -37,7 +40,7 @@ fn check_mask(x: &Tensor, mask: &Tensor) -> Result<()> {
 }
 
 /// `value` (a 0-d tensor, converted to `x`'s dtype, differentiably for floats) where `mask`
-/// is true, else `x`.
+/// is true, else `x`; the result has the broadcast shape of `x` and `mask`.
 pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
     check_mask(x, mask)?;
     if value.ndim() != 0 {

@@ -1,5 +1,7 @@
 //! `matmul` with `np.matmul` rules: batched, batch axes broadcast, 1-D operands promoted and
-//! their axis removed from the result. Backward uses transposed views (no copies).
+//! their axis removed from the result. Backward uses transposed views (no copies). Float
+//! operands run the GEMM (mixed float dtypes promote); two operands of one integer dtype
+//! take the exact integer loops of `int_matmul` (PyTorch's rule, no gradient).
 
 use super::{cast, check_same_device, from_vec, reduce::sum_to, view};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
@@ -73,6 +75,9 @@ fn matmul_nd(a: &Tensor, b: &Tensor, cuda: bool) -> Result<Tensor> {
         ));
     }
     let batch = broadcast_shapes("matmul", &la.shape[..na - 2], &lb.shape[..nb - 2])?;
+    if super::int_matmul::is_int(a.dtype()) {
+        return super::int_matmul::matmul_nd("matmul", a, b, &batch, cuda);
+    }
     if cuda {
         return crate::cuda::launch::matmul_nd("matmul", a, b, &batch, None);
     }
@@ -181,6 +186,10 @@ impl Op for MatmulOp {
     fn name(&self) -> &'static str {
         self.name
     }
+    // Integer operands are checked by `matmul_named` and computed exactly; never recorded.
+    fn any_dtype(&self) -> bool {
+        true
+    }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         matmul_forward(inputs[0], inputs[1], false)
     }
@@ -232,13 +241,17 @@ fn matrix_shape(shape: &[usize], lhs: bool) -> Dims {
     }
 }
 
-/// Matrix product with `np.matmul` semantics.
+/// Matrix product with `np.matmul` semantics. Float operands promote to the wider float;
+/// integer operands must share their dtype (int64 or int32, PyTorch's rule) and give an exact
+/// (wrapping) product of that dtype, without gradient; bool and integer/float mixes are a
+/// `DType` error.
 pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     matmul_named(a, b, "matmul")
 }
 
 /// [`matmul`] recorded under another op name (what checkpoint policies see).
 pub(crate) fn matmul_named(a: &Tensor, b: &Tensor, name: &'static str) -> Result<Tensor> {
+    super::int_matmul::check_operands(name, a, b)?;
     apply(
         MatmulOp { name },
         &[a, b],

@@ -22,6 +22,7 @@ pub mod gather;
 pub mod group_norms;
 pub mod inplace;
 pub mod int_div;
+mod int_matmul;
 pub mod join;
 pub mod linalg;
 pub mod linear;
@@ -69,7 +70,8 @@ pub use einsum::einsum;
 pub use elementwise::unary_fns::*;
 pub use elementwise::{
     add, add_scalar, clamp, clamp_by, clamp_max, clamp_min, div, gelu, leaky_relu, lerp,
-    lerp_tensor, maximum, minimum, mul, pow, pow_number, pow_scalar, scale, softplus, sub, Bound,
+    lerp_tensor, maximum, minimum, mul, pow, pow_number, pow_scalar, round, round_decimals, scale,
+    softplus, sub, Bound,
 };
 pub use flip::flip;
 pub use gather::{

@@ -18,7 +18,7 @@ pub fn prod(x: &Tensor, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
     if x.ndim() == 0 {
         // A 0-d tensor is its own product (PyTorch accepts dim 0 / -1 here).
         if let Some(d) = dim.filter(|d| !(-1..=0).contains(d)) {
-            return Err(Error::shape(
+            return Err(Error::dim_out_of_range(
                 "prod",
                 format!("dim {d} out of range for a 0-d tensor"),
             ));

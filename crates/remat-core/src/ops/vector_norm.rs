@@ -112,7 +112,11 @@ fn abs_pow_zero_grad(x: &Tensor, p: f64) -> Result<Tensor> {
 /// A shape error of the `amax`/`amin` inside `norm` reported under `norm`'s name.
 fn rename(e: Error) -> Error {
     match e {
-        Error::Shape { message, .. } => Error::shape("norm", message),
+        Error::Shape { message, kind, .. } => Error::Shape {
+            op: "norm".to_string(),
+            message,
+            kind,
+        },
         other => other,
     }
 }

@@ -661,36 +661,24 @@ unary_table! {
     /// tensor([-1.,  1.,  2.])
     Ceil fn(ceil) save(Nothing) cpu(|x, p| x.ceil()) cuda("ceil(x)")
         grad(|g, s, p| zeros_like(g));
-    /// Nearest integer to each element, ties to even.
-    ///
-    /// Halves round to the even neighbour, as in PyTorch and NumPy (``2.5`` gives ``2``). The
-    /// result keeps the input's dtype; there is no ``decimals`` argument. The gradient is zero
-    /// everywhere.
-    ///
-    /// Parameters
-    /// ----------
-    /// x : Tensor or array_like
-    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
-    ///     ``remat.tensor`` does).
-    ///
-    /// Returns
-    /// -------
-    /// Tensor
-    ///     The rounded values, of ``x``'s shape and dtype. Integer inputs keep their dtype
-    ///     (computed through float64: exact below 2^53), bool inputs give int64.
-    ///
-    /// Raises
-    /// ------
-    /// DTypeError
-    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
-    /// ShapeError
-    ///     When ``x`` is a ragged nested list.
-    ///
-    /// Examples
-    /// --------
-    /// >>> remat.round(remat.tensor([0.5, 1.5, 2.5, 1.7]))
-    /// tensor([0., 2., 2., 2.])
-    Round fn(round) save(Nothing) cpu(|x, p| round_half_even(x)) cuda("rint(x)")
+    /// Nearest integer to each element, ties to even (PyTorch's and NumPy's `round`); with
+    /// `p != 0`, rounded at a decimal scale as PyTorch's `round(decimals=d)`, in the element's
+    /// dtype: `p = 10^d` rounds `x * p` and divides back (`d > 0` digits after the point),
+    /// `p = -10^d` rounds `x / 10^d` and multiplies back (`d` digits before it). Gradient zero.
+    /// The public functions are [`round`] and [`round_decimals`] (the row has a parameter, so
+    /// the Python binding with its `decimals=` keyword is written by hand in remat-py).
+    Round "round" save(Nothing)
+        cpu(|x, p| {
+            let zero = T::from_f64(0.0);
+            if p == zero {
+                round_half_even(x)
+            } else if p > zero {
+                round_half_even(x * p) / p
+            } else {
+                round_half_even(x / -p) * -p
+            }
+        })
+        cuda("p == T(0) ? rint(x) : (p > T(0) ? rint(x * p) / p : rint(x / -p) * -p)")
         grad(|g, s, p| zeros_like(g));
     /// SiLU (swish) ``x * sigmoid(x)``, elementwise.
     ///
@@ -977,6 +965,42 @@ pub fn gelu(x: &Tensor, approximate_tanh: bool) -> Result<Tensor> {
     unary(f, x, 0.0)
 }
 
+/// Nearest integer to each element, ties to even (`2.5` gives `2`), as PyTorch's and NumPy's
+/// `round`. Integer tensors keep their dtype (and values); bool gives int64. The gradient is
+/// zero everywhere.
+pub fn round(x: &Tensor) -> Result<Tensor> {
+    unary(Unary::Round, x, 0.0)
+}
+
+/// `x` rounded to `decimals` decimal digits, ties to even, as PyTorch's
+/// `round(x, decimals=d)`: `round(x * 10^d) / 10^d`, or `round(x / 10^-d) * 10^-d` for a
+/// negative `d` (digits before the point), computed in `x`'s dtype (so float32 results are
+/// the float32 nearest to the decimal, and a scale beyond the dtype's range gives NaN, as in
+/// PyTorch). `decimals == 0` is [`round`]. The gradient is zero everywhere.
+///
+/// Errors: `DType` for an integer or bool `x` with `decimals != 0` (PyTorch has no integer
+/// kernel for it).
+pub fn round_decimals(x: &Tensor, decimals: i64) -> Result<Tensor> {
+    if decimals == 0 {
+        return round(x);
+    }
+    if !x.dtype().is_float() {
+        return Err(crate::error::Error::dtype(
+            "round",
+            format!(
+                "decimals={decimals} needs a float32 or float64 tensor, got a {} tensor of \
+                 shape {}",
+                x.dtype(),
+                crate::layout::fmt_shape(x.shape())
+            ),
+        ));
+    }
+    // std::pow(10, d) in double, as PyTorch; beyond 10^308 it is inf, as there.
+    let exponent = i32::try_from(decimals.unsigned_abs()).unwrap_or(i32::MAX);
+    let scale = 10f64.powi(exponent);
+    unary(Unary::Round, x, if decimals > 0 { scale } else { -scale })
+}
+
 /// `x^p` for a constant exponent `p` (exact fast paths for 2, 0.5, -1, integers, ...).
 pub fn pow_scalar(x: &Tensor, p: f64) -> Result<Tensor> {
     unary(Unary::PowScalar, x, p)
@@ -1018,6 +1042,14 @@ pub fn add_scalar(x: &Tensor, c: f64) -> Result<Tensor> {
 }
 
 impl Tensor {
+    /// Nearest integer to each element, ties to even; see [`round`].
+    pub fn round(&self) -> Result<Tensor> {
+        round(self)
+    }
+    /// Rounded to `decimals` decimal digits; see [`round_decimals`].
+    pub fn round_decimals(&self, decimals: i64) -> Result<Tensor> {
+        round_decimals(self, decimals)
+    }
     /// GELU (see [`gelu`]).
     pub fn gelu(&self, approximate_tanh: bool) -> Result<Tensor> {
         gelu(self, approximate_tanh)
