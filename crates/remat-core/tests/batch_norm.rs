@@ -182,6 +182,12 @@ fn an_empty_batch_leaves_the_running_statistics_alone() {
     let y = ops::batch_norm(&x, Some(&rm), Some(&rv), None, None, true, 0.1, 1e-5).unwrap();
     assert_eq!(y.shape(), &[0, 3]);
     assert_eq!((rm.to_vec::<f64>(), rv.to_vec::<f64>()), (m0, v0));
+    // Zero gradients for weight and bias (no NaN from statistics over nothing).
+    let (w, b) = (leaf(&det(&[3], 3)), leaf(&det(&[3], 4)));
+    let y = ops::batch_norm(&x, None, None, Some(&w), Some(&b), true, 0.1, 1e-5).unwrap();
+    autograd::backward(&[(ops::sum(&y, None, false).unwrap(), None)], false).unwrap();
+    assert_eq!(w.grad().unwrap().to_vec::<f64>(), vec![0.0; 3]);
+    assert_eq!(b.grad().unwrap().to_vec::<f64>(), vec![0.0; 3]);
 }
 
 #[test]
@@ -252,7 +258,8 @@ fn second_order_gradients_match_finite_differences_of_the_gradient() {
             create_graph: create,
             ..Default::default()
         };
-        let g = remat_core::autograd::grad_with(&[loss], &[x.clone()], None, opts).unwrap();
+        let g =
+            remat_core::autograd::grad_with(&[loss], std::slice::from_ref(&x), None, opts).unwrap();
         (x, g[0].clone().unwrap())
     };
     let (x, g) = grad_x(&x0, true);

@@ -24,6 +24,7 @@
 
 use super::{
     add, add_scalar, check_same_device, copy_, mean, mul, neg, reshape, rsqrt, scale, square, sub,
+    zeros,
 };
 use crate::checkpoint::context::OpForward;
 use crate::checkpoint::is_recomputing;
@@ -88,10 +89,19 @@ pub fn batch_norm(
             add(&mul(x, &scale)?, &shift)
         }
         _ => {
+            let n = x.numel() / c.max(1);
             let axes: Vec<isize> = (0..x.ndim() as isize).filter(|&a| a != 1).collect();
-            let mu = mean(x, Some(&axes), true)?;
+            // An empty batch has no statistics: zeros (not the NaN of a mean over nothing)
+            // give an empty output and zero gradients for weight and bias, as PyTorch's.
+            let mu = match n {
+                0 => zeros(&stat_shape, x.dtype(), x.device())?,
+                _ => mean(x, Some(&axes), true)?,
+            };
             let xc = sub(x, &mu)?;
-            let var = mean(&square(&xc)?, Some(&axes), true)?;
+            let var = match n {
+                0 => mu.clone(),
+                _ => mean(&square(&xc)?, Some(&axes), true)?,
+            };
             let invstd = rsqrt(&add_scalar(&var, eps)?)?;
             let scale = match &w {
                 Some(w) => mul(&invstd, w)?,
@@ -102,7 +112,6 @@ pub fn batch_norm(
                 Some(b) => add(&y, b)?,
                 None => y,
             };
-            let n = x.numel() / c.max(1);
             // An empty batch leaves the statistics alone (PyTorch's kernel updates nothing).
             if let Some(r) = running.filter(|_| n > 0 && !is_recomputing()) {
                 update(r, &mu, &var, n, momentum)?;
