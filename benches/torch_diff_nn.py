@@ -517,6 +517,57 @@ add("F.group_norm float64", lambda L, c: c.F.group_norm(c.randn(2, 4, 5, dtype=n
                                                         c.randn(4, dtype=np.float64)))
 add("F.group_norm C not divisible", lambda L, c: c.F.group_norm(c.randn(2, 6, 4), 4))
 
+
+# ---- batch_norm ------------------------------------------------------------------------------
+def _bn_stats(c, n, dtype=np.float32):
+    """Running statistics (no grad): a mean near 0 and a positive variance."""
+    return (c.t(c.arr(n, dtype=dtype), grad=False),
+            c.t(np.abs(c.arr(n, dtype=dtype)) + 0.5, grad=False))
+
+
+def _bn_f(shape, training, affine=True, stats=True, dtype=np.float32, **kw):
+    """F.batch_norm on a fresh input; returns the output and the running statistics after."""
+    def fn(L, c):
+        x = c.randn(*shape, dtype=dtype)
+        rm, rv = _bn_stats(c, shape[1], dtype) if stats else (None, None)
+        w, b = (c.randn(shape[1], dtype=dtype), c.randn(shape[1], dtype=dtype)) if affine \
+            else (None, None)
+        y = c.F.batch_norm(x, rm, rv, w, b, training=training, **kw)
+        return (y, rm, rv) if stats else y
+    return fn
+
+
+add("F.batch_norm train (4,3) running stats updated", _bn_f((4, 3), True))
+add("F.batch_norm train (2,3,4,4) momentum=0.3 eps=1e-3",
+    _bn_f((2, 3, 4, 4), True, momentum=0.3, eps=1e-3))
+add("F.batch_norm train (3,2,5) no running stats", _bn_f((3, 2, 5), True, stats=False))
+add("F.batch_norm train (2,2,2,2,3) no affine", _bn_f((2, 2, 2, 2, 3), True, affine=False))
+add("F.batch_norm train (2,3,1) two values per channel", _bn_f((2, 3, 1), True))
+add("F.batch_norm train float64", _bn_f((5, 3, 2), True, dtype=np.float64))
+add("F.batch_norm eval (2,3,4)", _bn_f((2, 3, 4), False))
+add("F.batch_norm eval (1,3) one sample", _bn_f((1, 3), False))
+add("F.batch_norm eval float64 no affine", _bn_f((3, 2, 2, 2), False, affine=False,
+                                                 dtype=np.float64))
+add("F.batch_norm eval eps=0", _bn_f((2, 3), False, eps=0.0))
+add("F.batch_norm defaults (eval)", lambda L, c: c.F.batch_norm(c.randn(3, 4), *_bn_stats(c, 4)))
+add("F.batch_norm weight only", lambda L, c: c.F.batch_norm(
+    c.randn(4, 3), *_bn_stats(c, 3), c.randn(3), training=True))
+add("F.batch_norm empty batch leaves the statistics", _bn_f((0, 3), True))
+add("F.batch_norm train one value per channel", _bn_f((1, 3), True))
+add("F.batch_norm train (1,2,1,1) one value per channel", _bn_f((1, 2, 1, 1), True))
+add("F.batch_norm running_mean size mismatch", lambda L, c: c.F.batch_norm(
+    c.randn(4, 3), *_bn_stats(c, 4), training=True))
+add("F.batch_norm weight size mismatch", lambda L, c: c.F.batch_norm(
+    c.randn(4, 3), *_bn_stats(c, 3), c.randn(4), training=True))
+add("F.batch_norm only running_mean", lambda L, c: c.F.batch_norm(
+    c.randn(4, 3), _bn_stats(c, 3)[0], None, training=True))
+add("F.batch_norm eval without running stats", lambda L, c: c.F.batch_norm(c.randn(4, 3),
+                                                                           None, None))
+add("F.batch_norm train eps=0", _bn_f((4, 3), True, eps=0.0))
+add("F.batch_norm eval eps<0", _bn_f((4, 3), False, eps=-1.0))
+add("F.batch_norm mixed dtypes", lambda L, c: c.F.batch_norm(
+    c.randn(4, 3, dtype=np.float64), *_bn_stats(c, 3), training=True))
+
 # ---- linear ----------------------------------------------------------------------------------
 add("F.linear 2-D + bias", lambda L, c: c.F.linear(c.randn(3, 4), c.randn(5, 4), c.randn(5)))
 add("F.linear 1-D input", lambda L, c: c.F.linear(c.randn(4), c.randn(5, 4), c.randn(5)))
@@ -1098,6 +1149,112 @@ add("nn.RMSNorm(5, eps=1e-3)", _mod(lambda nn: nn.RMSNorm(5, eps=1e-3), 3, 5))
 add("nn.RMSNorm((4,5), elementwise_affine=False)",
     _mod(lambda nn: nn.RMSNorm((4, 5), elementwise_affine=False), 2, 4, 5))
 add("nn.GroupNorm(2,6)", _mod(lambda nn: nn.GroupNorm(2, 6), 2, 6, 3))
+
+
+def _sd(m):
+    """A state dict as NumPy arrays in both libraries (torch's holds tensors)."""
+    return {k: npy(v) if is_tensor(v) else np.asarray(v) for k, v in m.state_dict().items()}
+
+
+def _bn_mod(build, *xshape, steps=3, then_eval=True, dtype=np.float32):
+    """A BatchNorm module trained ``steps`` batches (its weight and bias loaded from the torch
+    run, made non-trivial first), then (optionally) one eval call; returns every output and the
+    buffers, ``num_batches_tracked`` included."""
+    def fn(L, c):
+        def built(nn):
+            m = build(nn)
+            if dtype == np.float64:  # before the leaves are registered (remat replaces them)
+                m = m.double()
+            if m.weight is not None:
+                with L.no_grad():
+                    m.weight.mul_(L.tensor(1.5))
+                    if m.bias is not None:
+                        m.bias.add_(L.tensor(0.25))
+            return m
+        m = c.module(built)
+        outs = [m(c.randn(*xshape, dtype=dtype, scale=2.0)) for _ in range(steps)]
+        if then_eval:
+            m.eval()
+            outs.append(m(c.randn(*xshape, dtype=dtype)))
+        return outs, _sd(m)
+    return fn
+
+
+add("nn.BatchNorm1d(3) (4,3) train x3 + eval", _bn_mod(lambda nn: nn.BatchNorm1d(3), 4, 3))
+add("nn.BatchNorm1d(3) (4,3,5) train x3 + eval", _bn_mod(lambda nn: nn.BatchNorm1d(3), 4, 3, 5))
+add("nn.BatchNorm2d(3) train x3 + eval", _bn_mod(lambda nn: nn.BatchNorm2d(3), 2, 3, 4, 4))
+add("nn.BatchNorm2d(3) float64", _bn_mod(lambda nn: nn.BatchNorm2d(3), 2, 3, 3, 3,
+                                         dtype=np.float64))
+add("nn.BatchNorm3d(2) train x2 + eval", _bn_mod(lambda nn: nn.BatchNorm3d(2), 2, 2, 2, 3, 3,
+                                                 steps=2))
+add("nn.BatchNorm1d(3, momentum=None) cumulative average",
+    _bn_mod(lambda nn: nn.BatchNorm1d(3, momentum=None), 5, 3, steps=4))
+add("nn.BatchNorm2d(3, momentum=0.5, eps=1e-3)",
+    _bn_mod(lambda nn: nn.BatchNorm2d(3, momentum=0.5, eps=1e-3), 3, 3, 2, 2))
+add("nn.BatchNorm2d(3, affine=False)", _bn_mod(lambda nn: nn.BatchNorm2d(3, affine=False),
+                                               2, 3, 2, 2))
+add("nn.BatchNorm2d(3, bias=False)", _bn_mod(lambda nn: nn.BatchNorm2d(3, bias=False),
+                                             2, 3, 2, 2))
+add("nn.BatchNorm1d(3, track_running_stats=False) (eval uses the batch)",
+    _bn_mod(lambda nn: nn.BatchNorm1d(3, track_running_stats=False), 4, 3))
+add("nn.BatchNorm2d wrong rank", _mod(lambda nn: nn.BatchNorm2d(3), 2, 3, 4))
+add("nn.BatchNorm1d wrong rank", _mod(lambda nn: nn.BatchNorm1d(3), 2, 3, 4, 4))
+add("nn.BatchNorm3d wrong rank", _mod(lambda nn: nn.BatchNorm3d(3), 2, 3, 4, 4))
+add("nn.BatchNorm1d one value per channel", _mod(lambda nn: nn.BatchNorm1d(3), 1, 3))
+add("nn.BatchNorm1d one sample in eval", _mod(lambda nn: nn.BatchNorm1d(3), 1, 3, train=False))
+add("nn.BatchNorm2d channel mismatch", _mod(lambda nn: nn.BatchNorm2d(4), 2, 3, 2, 2))
+
+
+@case("nn.BatchNorm repr, buffers, state_dict keys and dtypes", grad=False)
+def _bn_surface(L, c):
+    ms = [L.nn.BatchNorm1d(3), L.nn.BatchNorm2d(4, eps=1e-3, momentum=None),
+          L.nn.BatchNorm3d(2, affine=False, track_running_stats=False),
+          L.nn.BatchNorm2d(2, bias=False)]
+    return [(repr(m), [n for n, _ in m.named_buffers()], [n for n, _ in m.named_parameters()],
+             [(k, str(v.dtype).replace("torch.", "").replace("remat.", ""), tuple(v.shape))
+              for k, v in m.state_dict().items()])
+            for m in ms]
+
+
+@case("nn.BatchNorm2d reset_running_stats / reset_parameters")
+def _bn_reset(L, c):
+    m = c.module(lambda nn: nn.BatchNorm2d(3))
+    m(c.randn(2, 3, 2, 2))
+    m.reset_running_stats()
+    after_stats = _sd(m)
+    with L.no_grad():
+        m.weight.mul_(L.tensor(2.0))
+    m.reset_parameters()
+    return after_stats, _sd(m)
+
+
+def _bn_cnn(nn):
+    """conv-BN-ReLU twice, float64: a conv bias before BN has a gradient of exactly 0 in
+    theory, so in float32 both libraries' values are rounding noise of differing size."""
+    return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                         nn.Conv2d(4, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU()).double()
+
+
+@case("BatchNorm2d under checkpoint: remat's checkpointed step == torch's plain step")
+def _bn_checkpointed(L, c):
+    """PyTorch updates the running statistics again when it recomputes a checkpoint; remat does
+    not. So remat's checkpointed step is compared with torch's plain one: outputs, gradients,
+    running statistics and num_batches_tracked must all agree."""
+    m = c.module(_bn_cnn)
+    x = c.randn(2, 3, 5, 5, dtype=np.float64)
+    y = m(x) if c.is_torch else L.utils.checkpoint.checkpoint(m, x, use_reentrant=False)
+    (y * y).sum().backward()
+    return y, _sd(m), [p.grad for p in m.parameters()]
+
+
+@case("BatchNorm2d under checkpoint_sequential: remat's == torch's plain step")
+def _bn_checkpointed_seq(L, c):
+    m = c.module(_bn_cnn)
+    x = c.randn(2, 3, 5, 5, dtype=np.float64)
+    y = m(x) if c.is_torch else L.utils.checkpoint.checkpoint_sequential(m, 2, x,
+                                                                          use_reentrant=False)
+    (y * y).sum().backward()
+    return y, _sd(m), [p.grad for p in m.parameters()]
 add("nn.GroupNorm(3,6,affine=False)", _mod(lambda nn: nn.GroupNorm(3, 6, affine=False),
                                            2, 6, 2, 2))
 

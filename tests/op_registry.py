@@ -802,6 +802,37 @@ def np_group_norm(x, w=None, b=None, num_groups=1, eps=1e-5):
     return y if b is None else y + b.reshape(shape)
 
 
+def _np_bn_affine(y, w, b):
+    shape = (1, y.shape[1]) + (1,) * (y.ndim - 2)
+    if w is not None:
+        y = y * w.reshape(shape)
+    return y if b is None else y + b.reshape(shape)
+
+
+def np_batch_norm(x, w=None, b=None, eps=1e-5, momentum=0.1):
+    """Training mode: each channel by the batch's mean and biased variance."""
+    axes = (0,) + tuple(range(2, x.ndim))
+    y = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + eps)
+    return _np_bn_affine(y, w, b)
+
+
+def np_batch_norm_eval(x, rm, rv, w=None, b=None, eps=1e-5):
+    """Evaluation mode: each channel by the running statistics."""
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    y = (x - rm.reshape(shape)) / np.sqrt(rv.reshape(shape) + eps)
+    return _np_bn_affine(y, w, b)
+
+
+def _bn_train(f, ins, p):
+    """``F.batch_norm`` in training mode with fresh running statistics on the input's device
+    (each call updates its own; the output does not read them)."""
+    x = ins[0]
+    c = x.shape[1] if x.ndim > 1 else 1  # a 1-d input is refused by the op
+    rm = remat.zeros(c, dtype=x.dtype).to(x.device)
+    rv = remat.ones(c, dtype=x.dtype).to(x.device)
+    return f(x, rm, rv, ins[1], ins[2], training=True, **p)
+
+
 def np_cross_entropy(logits, target):
     lp = np_log_softmax(logits, axis=-1)
     return -lp[np.arange(len(target)), np.asarray(target)].mean()
@@ -1359,6 +1390,34 @@ OPS: list[Op] = [
        errors=(Bad("groups", ((2, 4, 3), (4,), (4,)), S, {"num_groups": 3, "eps": 1e-5}),
                Bad("weight", ((2, 4, 3), (3,), (4,)), S, {"num_groups": 2, "eps": 1e-5}),
                Bad("rank", ((4,), (4,), (4,)), S, {"num_groups": 2, "eps": 1e-5}))),
+    Op("batch_norm", remat.batch_norm, (), np_batch_norm, ANY,
+       st.builds(lambda n, c, sp, eps, m: Case(((n, c) + sp, (c,), (c,)),
+                                               {"eps": eps, "momentum": m}),
+                 st.integers(2, 4), st.integers(1, 3),
+                 shapes(min_dims=0, max_dims=3, max_side=3), st.sampled_from([1e-5, 1e-2]),
+                 st.sampled_from([0.1, 0.5])),
+       (Case(((4, 3), (3,), (3,)), {"eps": 1e-5}),
+        Case(((2, 3, 2, 2), (3,), (3,)), {"eps": 1e-3, "momentum": 0.3})),
+       call=_bn_train, tol32=(1e-4, 1e-4), tol64=(1e-9, 1e-9), grad_tol=(1e-4, 1e-6),
+       errors=(Bad("one_value", ((1, 3), (3,), (3,)), ValueError, {"eps": 1e-5}),
+               Bad("one_value_spatial", ((1, 2, 1, 1), (2,), (2,)), ValueError, {"eps": 1e-5}),
+               Bad("weight", ((4, 3), (2,), (3,)), S, {"eps": 1e-5}),
+               Bad("bias", ((4, 3, 2), (3,), (5,)), S, {"eps": 1e-5}),
+               Bad("rank", ((4,), (4,), (4,)), S, {"eps": 1e-5}),
+               Bad("eps", ((4, 3), (3,), (3,)), ValueError, {"eps": 0.0}))),
+    Op("batch_norm_eval", remat.batch_norm, (), np_batch_norm_eval, (ANY, ANY, POS, ANY, ANY),
+       st.builds(lambda n, c, sp, eps: Case(((n, c) + sp, (c,), (c,), (c,), (c,)),
+                                            {"eps": eps}),
+                 st.integers(1, 3), st.integers(1, 3),
+                 shapes(min_dims=0, max_dims=3, max_side=3), st.sampled_from([1e-5, 1e-2])),
+       (Case(((3, 2), (2,), (2,), (2,), (2,)), {"eps": 1e-5}),
+        Case(((1, 3, 2, 2), (3,), (3,), (3,), (3,)), {"eps": 1e-3})),
+       diff=(0, 3, 4), op="batch_norm",
+       call=lambda f, ins, p: f(*ins, training=False, **p),
+       tol32=(1e-4, 1e-4), tol64=(1e-9, 1e-9), grad_tol=(1e-4, 1e-6),
+       errors=(Bad("running_var", ((2, 3), (3,), (2,), (3,), (3,)), S, {"eps": 1e-5}),
+               Bad("running_mean_rank", ((2, 3), (3, 1), (3,), (3,), (3,)), S, {"eps": 1e-5}),
+               Bad("eps", ((2, 3), (3,), (3,), (3,), (3,)), ValueError, {"eps": -1.0}))),
     Op("dropout", remat.dropout, (), np_dropout, NONZERO,
        one(p=st.sampled_from([0.0, 0.2, 0.5, 0.9]), training=st.booleans()),
        (Case(((4, 5),), {"p": 0.4, "training": True}), Case(((3,),), {"p": 0.5, "training": True})),

@@ -93,6 +93,7 @@ from ._remat import (
     pad,
     rms_norm,
     group_norm,
+    batch_norm,
     checkpoint_name,
     Generator,
     initial_seed,
@@ -509,7 +510,7 @@ __all__ = [
     # convolution, pooling, padding
     "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-    "adaptive_avg_pool3d", "pad", "rms_norm", "group_norm",
+    "adaptive_avg_pool3d", "pad", "rms_norm", "group_norm", "batch_norm",
     # selective checkpointing
     "checkpoint_name", "checkpoint_policies",
     # shape and join ops

@@ -30,7 +30,7 @@ __all__ = [
     # convolution, pooling, padding (issue #13)
     "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-    "adaptive_avg_pool3d", "pad", "_im2col", "_col2im", "rms_norm", "group_norm",
+    "adaptive_avg_pool3d", "pad", "_im2col", "_col2im", "rms_norm", "group_norm", "batch_norm",
     "_SavePolicy", "checkpoint_name", "_from_dlpack_capsule", "_dlpack_stream",
     "_TensorHookHandle", "_record_function", "Generator", "initial_seed",
     "l1_loss", "binary_cross_entropy_with_logits", "nll_loss", "scaled_dot_product_attention",
@@ -67,7 +67,7 @@ __all__ = [
     "scope_enter", "sequential_plan", "set_grad_enabled", "sgd_step",
     "ShapeError", "softmax", "softplus", "stack", "sub", "sum", "Tensor", "tensor",
     "transpose", "where", "zero_", "zeros", "zeros_like", "__version__", "_CheckpointGroup",
-    "_plan_cache_stats", "_set_checkpoint_early_stop", "_checkpoint_early_stop",
+    "_plan_cache_stats", "_set_checkpoint_early_stop", "_checkpoint_early_stop", "_is_recomputing",
     "_Scope", "_StorageOwner",
     # comparisons, logical/bitwise, masking, floor division (issue #12)
     "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",
@@ -1307,6 +1307,16 @@ def group_norm(
     bias: _Operand | None = None,
     eps: builtins.float = 1e-5,
 ) -> Tensor: ...
+def batch_norm(
+    input: _ArrayLike,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: _Operand | None = None,
+    bias: _Operand | None = None,
+    training: bool = False,
+    momentum: builtins.float = 0.1,
+    eps: builtins.float = 1e-5,
+) -> Tensor: ...
 @final
 class _SavePolicy:
     def __new__(cls, kind: str, names: Sequence[str] = ...) -> _SavePolicy: ...
@@ -1370,6 +1380,7 @@ def checkpoint_segment(
 ) -> list[Tensor]: ...
 def _set_checkpoint_early_stop(enable: bool) -> bool: ...
 def _checkpoint_early_stop() -> bool: ...
+def _is_recomputing() -> bool: ...
 
 @final
 class Generator:

@@ -526,8 +526,8 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
     measured step time wins and is applied (``activation_checkpointing`` and
     ``activation_checkpointing_policy`` of the chosen modules; a chosen chain runs its layers
     through the planner while gradients are enabled, re-planning for a new input shape). The
-    measuring steps leave parameters' ``.grad`` as they were; they draw random numbers
-    (dropout) from the global generator.
+    measuring steps leave parameters' ``.grad`` and the model's buffers (BatchNorm's running
+    statistics) as they were; they draw random numbers (dropout) from the global generator.
 
     Parameters
     ----------
@@ -594,6 +594,10 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
     previous = _Settings.of(by_name_all)
     params = list(model.parameters())
     original_grads = [p.grad for p in params]
+    # The measuring steps are not training steps: buffers they update (BatchNorm's running
+    # statistics and batch count) are put back as they were, so the step after planning
+    # starts from the same state as without auto_checkpoint.
+    original_buffers = [(b, b.detach().clone()) for b in model.buffers()]
 
     def set_plan(plan: _Plan) -> None:
         for n, mod in by_name_all.items():
@@ -696,6 +700,8 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
     finally:
         for p, g in zip(params, original_grads):
             p.grad = g
+        for b, saved in original_buffers:  # buffers need no grad: no no_grad() needed
+            b.copy_(saved)
     result = AutoCheckpointPlan(model, plan, peak, plain_peak, budget_bytes, measure,
                                 previous, by_name_all, seconds, plain_seconds)
     result.candidates = [(_describe(c), p, t) for t, p, c in ranked]

@@ -135,6 +135,14 @@ fn _checkpoint_early_stop() -> bool {
     checkpoint::checkpoint_early_stop()
 }
 
+/// Whether this thread is re-running code whose original forward already ran (a checkpoint's
+/// recompute, the budget planner's measuring run, a replayed recipe): once-per-step side
+/// effects (BatchNorm's ``num_batches_tracked``) skip themselves then.
+#[pyfunction]
+fn _is_recomputing() -> bool {
+    checkpoint::is_recomputing()
+}
+
 /// An open `checkpoint_scope`; closing it (or dropping it) ends the scope, from any thread:
 /// closed elsewhere, it ends for the thread that entered it.
 #[pyclass(name = "_Scope", module = "remat")]
@@ -406,6 +414,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scope_enter, m)?)?;
     m.add_function(wrap_pyfunction!(_set_checkpoint_early_stop, m)?)?;
     m.add_function(wrap_pyfunction!(_checkpoint_early_stop, m)?)?;
+    m.add_function(wrap_pyfunction!(_is_recomputing, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoint_sequential, m)?)?;
     m.add_function(wrap_pyfunction!(sequential_plan, m)?)?;
     m.add_function(wrap_pyfunction!(_plan_cache_stats, m)?)?;

@@ -26,7 +26,7 @@ from .modules import (
     Tanh,
 )
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
-from .normalization import GroupNorm, RMSNorm
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, RMSNorm
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -57,5 +57,5 @@ __all__ = [
     "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
     "AdaptiveAvgPool3d", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d",
     "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
-    "RMSNorm", "GroupNorm", "MultiheadAttention",
+    "RMSNorm", "GroupNorm", "MultiheadAttention", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
 ]

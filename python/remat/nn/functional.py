@@ -34,6 +34,7 @@ from .._remat import (
     pad,
     rms_norm,
     group_norm,
+    batch_norm,
     binary_cross_entropy_with_logits,
     cross_entropy,
     embedding,
@@ -590,7 +591,7 @@ fold = _col2im
 __all__ = [
     "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-    "adaptive_avg_pool3d", "pad", "unfold", "fold", "rms_norm", "group_norm",
+    "adaptive_avg_pool3d", "pad", "unfold", "fold", "rms_norm", "group_norm", "batch_norm",
     "binary_cross_entropy_with_logits", "l1_loss", "nll_loss", "scaled_dot_product_attention",
     "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "leaky_relu", "leaky_relu_",
     "linear", "log_softmax", "mse_loss", "one_hot", "relu", "relu_", "sigmoid", "silu",

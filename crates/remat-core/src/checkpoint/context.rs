@@ -124,6 +124,9 @@ thread_local! {
     /// are not numbered for selective policies: the recompute may skip that forward).
     static OP_DEPTH: Cell<usize> = const { Cell::new(0) };
     static THREAD_TAG: u64 = NEXT_THREAD_TAG.fetch_add(1, Ordering::Relaxed);
+    /// How many recipe replays / memory-limit rebuilds are running an op's forward again on
+    /// this thread (see [`Replay`]).
+    static REPLAY_DEPTH: Cell<usize> = const { Cell::new(0) };
 }
 
 /// A nonzero number naming the calling thread (0 while its locals are being destroyed).
@@ -154,6 +157,44 @@ pub(crate) fn current() -> SaveMode {
             .map(|e| e.mode.clone())
             .unwrap_or(SaveMode::Normal)
     })
+}
+
+/// Whether this thread is running code again whose original forward already ran: a
+/// segment's recompute or the budget planner's measuring run (a `Capture` anywhere on the
+/// stack: a nested segment runs as a segment of its own inside its outer segment's replay),
+/// or a recipe replay / rebuild under a memory limit re-running an op's forward ([`Replay`]).
+/// Side effects of a forward that must happen once per step (BatchNorm's running statistics)
+/// are skipped then.
+pub(crate) fn is_recomputing() -> bool {
+    if REPLAY_DEPTH.with(|d| d.get()) > 0 {
+        return true;
+    }
+    if DEPTH.with(|d| d.get()) == 0 {
+        return false;
+    }
+    STACK.with(|s| {
+        s.borrow()
+            .iter()
+            .any(|e| !e.is_closed() && matches!(e.mode, SaveMode::Capture(_)))
+    })
+}
+
+/// Marks an op's forward run again (a recipe's replay, a rebuild under a memory limit) on
+/// this thread until dropped: code it calls back (a Python function's forward) sees
+/// [`is_recomputing`].
+pub(crate) struct Replay;
+
+impl Replay {
+    pub(crate) fn enter() -> Replay {
+        REPLAY_DEPTH.with(|d| d.set(d.get() + 1));
+        Replay
+    }
+}
+
+impl Drop for Replay {
+    fn drop(&mut self) {
+        let _ = REPLAY_DEPTH.try_with(|d| d.set(d.get().saturating_sub(1)));
+    }
 }
 
 fn push(mode: SaveMode, closed: Option<Arc<AtomicBool>>) -> u64 {

@@ -41,6 +41,17 @@ use recipe::Recipe;
 use slot::Slot;
 use std::sync::Arc;
 
+/// Whether this thread is re-running code whose original forward already ran: a checkpoint
+/// segment's recompute (also inside a nested segment of that replay), the budget planner's
+/// measuring run of a layer (`checkpoint_sequential` with a budget, `sequential_plan`), or an
+/// op's forward replayed for a `checkpoint`/`checkpoint_scope` recipe or rebuilt under a
+/// memory limit. Side effects that must happen once per step (BatchNorm's running
+/// statistics, its `num_batches_tracked`) skip themselves then, so a checkpointed step
+/// updates them exactly as a plain one.
+pub fn is_recomputing() -> bool {
+    context::is_recomputing()
+}
+
 /// A tensor with `x`'s value whose storage is not kept for backward: consumers save a recipe
 /// that recomputes it from the inputs of the op that produced it. Leaves, tensors that need
 /// no gradient, tensors inside a segment (already checkpointed), and tensors whose producer's

@@ -186,6 +186,7 @@ impl Recipe {
         let start = Instant::now();
         let out = {
             let _g = no_grad();
+            let _r = super::context::Replay::enter();
             self.op.forward(&refs).map_err(|e| {
                 Error::checkpoint(
                     "checkpoint",

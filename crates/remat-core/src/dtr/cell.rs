@@ -311,6 +311,7 @@ impl Cell {
         let start = Instant::now();
         let out = {
             let _g = no_grad();
+            let _r = crate::checkpoint::context::Replay::enter();
             crate::cpu::catch_oom(name, || self.op.forward(&refs))?
         };
         pool::on_rematerialize(self.device, start.elapsed());

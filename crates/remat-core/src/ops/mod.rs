@@ -6,6 +6,7 @@ pub mod all_any;
 pub mod argmax;
 pub mod attention;
 pub mod axes;
+pub mod batch_norm;
 pub mod causal_softmax;
 pub mod checkpoint_name;
 pub mod compare;
@@ -59,6 +60,7 @@ pub use axes::{
     broadcast_to, expand_as, expand_sizes, flatten, matrix_transpose, movedim, squeeze, unflatten,
     unsqueeze,
 };
+pub use batch_norm::batch_norm;
 pub use checkpoint_name::checkpoint_name;
 pub use compare::{eq, ge, gt, isfinite, isinf, isnan, le, lt, ne};
 pub use conv::{conv, conv_nd, ConvPadding, CPU_CHUNK_BYTES};
