@@ -1,5 +1,5 @@
 """First-step parity with PyTorch for the ported training scripts (tests/ported/: MLP, GPT,
-CNN): each script is loaded twice, once as written (real ``torch``) and once with its imports
+CNN, ResNet with BatchNorm in training mode): each script is loaded twice, once as written (real ``torch``) and once with its imports
 pointed at remat (the only change a user makes). The PyTorch model's weights are copied into
 the remat model, both run the loss of one identical batch and backward, and the loss and
 every parameter gradient are compared (float32 tolerance: rtol 1e-4, atol 1e-5).
@@ -41,7 +41,7 @@ def batch_of(name: str, mod: types.ModuleType, lib) -> tuple:
     """The same batch for both libraries (built from NumPy / the scripts' data)."""
     if name == "mlp":
         x, y = mod.make_data(n=64)
-    elif name == "cnn":
+    elif name in ("cnn", "resnet"):
         x, y = mod.make_data()
         x, y = x[:64], y[:64]
     else:
@@ -66,8 +66,9 @@ def compare(name: str) -> list[tuple[str, float, bool]]:
     tmod, rmod = load(name, False), load(name, True)
     torch.manual_seed(0)
     tmodel, rmodel = model_of(name, tmod), model_of(name, rmod)
-    tmodel.eval()  # no dropout: the two libraries' random streams differ
-    rmodel.eval()
+    if name != "resnet":  # resnet: BatchNorm in training mode (batch statistics), no dropout
+        tmodel.eval()  # no dropout: the two libraries' random streams differ
+        rmodel.eval()
     state = {k: v.detach().numpy().copy() for k, v in tmodel.state_dict().items()}
     rmodel.load_state_dict(state)
     tloss = tmod.loss_fn(tmodel, batch_of(name, tmod, torch))
@@ -93,7 +94,7 @@ def main() -> int:
         return 0
     print(f"machine: {machine_line()}; torch {torch.__version__}")
     ok = True
-    for name in ("mlp", "gpt", "cnn"):
+    for name in ("mlp", "gpt", "cnn", "resnet"):
         try:
             rows = compare(name)
         except AttributeError as e:  # a module or function remat does not have yet

@@ -1,5 +1,5 @@
-"""Plain PyTorch training scripts (tests/ported/: an MLP, a small GPT, a small CNN) run
-unchanged except for their imports: each `torch` module in an import statement becomes the
+"""Plain PyTorch training scripts (tests/ported/: an MLP, a small GPT, a small CNN, a small
+ResNet) run unchanged except for their imports: each `torch` module in an import statement becomes the
 `remat` one (`import remat as torch`, `import remat.nn as nn`, ...). Their losses must fall,
 and the GPT's per-block checkpointing must give bit-identical losses to the plain run. No
 test here imports torch (benches/torch_parity.py compares with PyTorch where installed)."""
@@ -58,3 +58,17 @@ def test_cnn_script_trains():
     pytest.importorskip("sklearn")
     losses, acc = load("cnn").train(steps=40)
     assert losses[-1] < losses[0] and acc > 0.2
+
+
+def test_resnet_script_trains_and_checkpointing_changes_nothing():
+    """BatchNorm2d, ReLU(inplace=True) and the in-place residual `out += identity`, plain and
+    with every block checkpointed: identical losses, accuracy and running statistics (the
+    recompute does not update BatchNorm's statistics a second time)."""
+    pytest.importorskip("sklearn")
+    resnet = load("resnet")
+    losses, acc, running = resnet.train(steps=30)
+    ck_losses, ck_acc, ck_running = resnet.train(steps=30, checkpointing=True)
+    assert all(math.isfinite(v) for v in losses)
+    assert losses[-1] < 0.5 * losses[0] and acc > 0.5
+    assert ck_losses == losses and ck_acc == acc  # bit for bit
+    assert (ck_running == running).all()
