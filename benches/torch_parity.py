@@ -1,8 +1,9 @@
 """First-step parity with PyTorch for the ported training scripts (tests/ported/: MLP, GPT,
-CNN, ResNet with BatchNorm in training mode): each script is loaded twice, once as written (real ``torch``) and once with its imports
-pointed at remat (the only change a user makes). The PyTorch model's weights are copied into
-the remat model, both run the loss of one identical batch and backward, and the loss and
-every parameter gradient are compared (float32 tolerance: rtol 1e-4, atol 1e-5).
+CNN, ResNet with BatchNorm in training mode): each script is loaded twice, once as written
+(real ``torch``) and once with its imports pointed at remat (the only change a user makes).
+The PyTorch model's weights are copied into the remat model, both run the loss of one
+identical batch and backward, and the loss and every parameter gradient are compared
+(float32 tolerance: rtol 1e-4, atol 1e-5).
 
     python benches/torch_parity.py
 

@@ -1,8 +1,9 @@
 """Plain PyTorch training scripts (tests/ported/: an MLP, a small GPT, a small CNN, a small
-ResNet) run unchanged except for their imports: each `torch` module in an import statement becomes the
-`remat` one (`import remat as torch`, `import remat.nn as nn`, ...). Their losses must fall,
-and the GPT's per-block checkpointing must give bit-identical losses to the plain run. No
-test here imports torch (benches/torch_parity.py compares with PyTorch where installed)."""
+ResNet) run unchanged except for their imports: each `torch` module in an import statement
+becomes the `remat` one (`import remat as torch`, `import remat.nn as nn`, ...). Their losses
+must fall, and the GPT's and the ResNet's per-block checkpointing must give bit-identical
+losses to the plain run. No test here imports torch (benches/torch_parity.py compares with
+PyTorch where installed)."""
 
 import math
 import re
