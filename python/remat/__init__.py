@@ -209,6 +209,20 @@ from ._remat import (
     sign,
     floor,
     ceil,
+    asin,
+    acos,
+    atan,
+    sinh,
+    cosh,
+    asinh,
+    acosh,
+    atanh,
+    log2,
+    log10,
+    exp2,
+    trunc,
+    frac,
+    reciprocal,
     silu,
 )
 # END GENERATED: unary ops imports
@@ -534,7 +548,8 @@ __all__ = [
     "isfinite", "masked_fill",
     # BEGIN GENERATED: unary ops __all__ (tools/gen_bindings.py)
     "neg", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "erf", "rsqrt",
-    "square", "log1p", "expm1", "sign", "floor", "ceil", "silu",
+    "square", "log1p", "expm1", "sign", "floor", "ceil", "asin", "acos", "atan", "sinh", "cosh",
+    "asinh", "acosh", "atanh", "log2", "log10", "exp2", "trunc", "frac", "reciprocal", "silu",
     # END GENERATED: unary ops __all__
 ]
 
