@@ -1208,6 +1208,8 @@ OPS: list[Op] = [
        BINARY_EXAMPLES, call=lambda f, ins, p: f(ins[0], max=ins[1]), op="clamp"),
     binary("maximum", remat.maximum, ("maximum",), np.maximum),
     binary("minimum", remat.minimum, ("minimum",), np.minimum),
+    # Nonzero operands: away from the origin and the branch cut (b < 0, a = 0).
+    binary("atan2", remat.atan2, ("atan2",), np.arctan2, (NONZERO, NONZERO)),
     Op("lerp", remat.lerp, ("lerp",), np_lerp, ANY, lerp_cases(),
        tuple(Case(c.shapes, {"weight": w}) for c, w in zip(BINARY_EXAMPLES, (0.3, 0.8, 1.0))),
        call=lambda f, ins, p: f(ins[0], ins[1], p["weight"]),

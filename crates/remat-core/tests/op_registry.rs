@@ -437,6 +437,13 @@ fn rows() -> Vec<Row> {
             |t| t[0].minimum(&t[1]),
             |a| r::zip(&a[0], &a[1], f64::min),
         ),
+        row(
+            "atan2",
+            // Nonzero: away from the origin and the branch cut (b < 0, a = 0).
+            &[(&[2, 3], NonZero), (&[3], NonZero)],
+            |t| t[0].atan2(&t[1]),
+            |a| r::zip(&a[0], &a[1], f64::atan2),
+        ),
         // ---- interpolation
         row(
             "lerp",

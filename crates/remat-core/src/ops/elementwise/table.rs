@@ -1212,6 +1212,11 @@ binary_table! {
         cuda("pow_fast_grad(a, b, p)")
         da(|g, a, b, p| binary(Binary::PowScalarBackward, g, b, p))
         db(|g, a, b, p| scale(&binary(Binary::PowScalarBackward, &mul(g, a)?, b, p - 1.0)?, p));
+    /// `atan2(a, b)`: the angle of the point `(b, a)` in radians, in `[-pi, pi]`; gradients
+    /// `b / (a^2 + b^2)` and `-a / (a^2 + b^2)`, as PyTorch (NaN at the origin)
+    Atan2 "atan2" save(Both) cpu(|a, b, p| a.atan2(b)) cuda("atan2(a, b)")
+        da(|g, a, b, p| mul(g, &div(b, &sum_of_squares(a, b)?)?))
+        db(|g, a, b, p| neg(&mul(g, &div(a, &sum_of_squares(a, b)?)?)?));
     /// `1` where `a == b` (NaN matches NaN), else `0`; a mask, not differentiable
     Equal "eq" save(Nothing)
         cpu(|a, b, p| if a == b || (a.is_nan() && b.is_nan()) { T::from_f64(1.0) } else { T::from_f64(0.0) })
@@ -1310,6 +1315,11 @@ fn one_minus_square(x: &Tensor) -> Result<Tensor> {
     add_scalar(&neg(&mul(x, x)?)?, 1.0)
 }
 
+/// `a^2 + b^2` (broadcast), from differentiable ops (`atan2`'s derivatives).
+fn sum_of_squares(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    add(&mul(a, a)?, &mul(b, b)?)
+}
+
 /// SiLU's second derivative `s (1 - s) (2 + x (1 - 2 s))`, `s = sigmoid(x)`, from
 /// differentiable ops.
 fn silu_second(x: &Tensor) -> Result<Tensor> {
@@ -1366,6 +1376,8 @@ binary_fns! {
     maximum => Maximum;
     /// Elementwise minimum with broadcasting; NaN propagates; ties split the gradient.
     minimum => Minimum;
+    /// Elementwise `atan2(a, b)`, the angle of `(b, a)` in `[-pi, pi]`, with broadcasting.
+    atan2 => Atan2;
 }
 
 /// GELU: exact `x Phi(x)` (erf form), or PyTorch's tanh approximation when
