@@ -106,6 +106,8 @@ def _ids(rng, shape, case):
 ANY = Domain("any", _uniform(-2.0, 2.0))
 POS = Domain("pos", _uniform(0.2, 2.0))  # log, sqrt, pow bases
 ABOVE_M1 = Domain("above_m1", _uniform(-0.8, 2.0))  # log1p: above its pole at -1
+UNIT = Domain("unit", _uniform(-0.9, 0.9))  # asin, acos, atanh: inside (-1, 1)
+ABOVE_1 = Domain("above_1", _uniform(1.1, 3.0))  # acosh: above its branch point at 1
 NONZERO = Domain("nonzero", _nonzero)  # relu's kink, divisors
 DISTINCT = Domain("distinct", _distinct)  # max: away from ties
 MASK = Domain("mask", _mask)  # where's condition (0.0 / 1.0 float tensor)
@@ -1144,10 +1146,25 @@ OPS: list[Op] = [
     unary("square", remat.square, ("square",), np.square),
     unary("log1p", remat.log1p, ("log1p",), np.log1p, ABOVE_M1),
     unary("expm1", remat.expm1, ("expm1",), np.expm1),
+    unary("asin", remat.asin, ("asin",), np.arcsin, UNIT),
+    unary("acos", remat.acos, ("acos",), np.arccos, UNIT),
+    unary("atan", remat.atan, ("atan",), np.arctan),
+    unary("sinh", remat.sinh, ("sinh",), np.sinh),
+    unary("cosh", remat.cosh, ("cosh",), np.cosh),
+    unary("asinh", remat.asinh, ("asinh",), np.arcsinh),
+    unary("acosh", remat.acosh, ("acosh",), np.arccosh, ABOVE_1),
+    unary("atanh", remat.atanh, ("atanh",), np.arctanh, UNIT),
+    unary("log2", remat.log2, ("log2",), np.log2, POS),
+    unary("log10", remat.log10, ("log10",), np.log10, POS),
+    unary("exp2", remat.exp2, ("exp2",), np.exp2),
+    unary("reciprocal", remat.reciprocal, ("reciprocal",), np.reciprocal, NONZERO),
     # Piecewise constant (zero gradients; finite differences agree away from the jumps).
     unary("sign", remat.sign, ("sign",), np.sign, NONZERO),
     unary("floor", remat.floor, ("floor",), np.floor),
     unary("ceil", remat.ceil, ("ceil",), np.ceil),
+    unary("trunc", remat.trunc, ("trunc",), np.trunc),
+    # Gradient 1 everywhere (finite differences agree away from the jumps at the integers).
+    unary("frac", remat.frac, ("frac",), lambda x: x - np.trunc(x)),
     unary("round", remat.round, ("round",), np.round),  # both round half to even
     # ---- activations
     unary("tanh", remat.tanh, ("tanh",), np.tanh),
@@ -1191,6 +1208,8 @@ OPS: list[Op] = [
        BINARY_EXAMPLES, call=lambda f, ins, p: f(ins[0], max=ins[1]), op="clamp"),
     binary("maximum", remat.maximum, ("maximum",), np.maximum),
     binary("minimum", remat.minimum, ("minimum",), np.minimum),
+    # Nonzero operands: away from the origin and the branch cut (b < 0, a = 0).
+    binary("atan2", remat.atan2, ("atan2",), np.arctan2, (NONZERO, NONZERO)),
     Op("lerp", remat.lerp, ("lerp",), np_lerp, ANY, lerp_cases(),
        tuple(Case(c.shapes, {"weight": w}) for c, w in zip(BINARY_EXAMPLES, (0.3, 0.8, 1.0))),
        call=lambda f, ins, p: f(ins[0], ins[1], p["weight"]),

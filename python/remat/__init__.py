@@ -129,6 +129,7 @@ from ._remat import (
     memory_allocated,
     movedim,
     minimum,
+    atan2,
     mse_loss,
     mul,
     narrow,
@@ -209,6 +210,20 @@ from ._remat import (
     sign,
     floor,
     ceil,
+    asin,
+    acos,
+    atan,
+    sinh,
+    cosh,
+    asinh,
+    acosh,
+    atanh,
+    log2,
+    log10,
+    exp2,
+    trunc,
+    frac,
+    reciprocal,
     silu,
 )
 # END GENERATED: unary ops imports
@@ -501,7 +516,7 @@ __all__ = [
     "leaky_relu", "lerp", "linear", "live_checkpoint_state", "sequential_plan",
     "load", "log_softmax", "manual_seed", "matmul", "max_memory_allocated", "maximum", "mean",
     "set_memory_limit", "get_memory_limit", "memory_limit", "memory_stats",
-    "memory_allocated", "minimum", "mse_loss", "mul", "nn", "no_grad", "ones", "ones_like",
+    "memory_allocated", "minimum", "atan2", "mse_loss", "mul", "nn", "no_grad", "ones", "ones_like",
     "optim", "permute", "return_types", "rand", "randn", "reset_peak_memory_stats", "reshape",
     "save",
     "set_checkpoint_early_stop", "set_grad_enabled", "set_num_threads",
@@ -534,7 +549,8 @@ __all__ = [
     "isfinite", "masked_fill",
     # BEGIN GENERATED: unary ops __all__ (tools/gen_bindings.py)
     "neg", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "erf", "rsqrt",
-    "square", "log1p", "expm1", "sign", "floor", "ceil", "silu",
+    "square", "log1p", "expm1", "sign", "floor", "ceil", "asin", "acos", "atan", "sinh", "cosh",
+    "asinh", "acosh", "atanh", "log2", "log10", "exp2", "trunc", "frac", "reciprocal", "silu",
     # END GENERATED: unary ops __all__
 ]
 

@@ -194,6 +194,78 @@ fn rows() -> Vec<Row> {
             |t| ops::expm1(&t[0]),
             |a| r::map(&a[0], f64::exp_m1),
         ),
+        row(
+            "asin",
+            &[(&[2, 3], Any)],
+            |t| ops::asin(&ops::scale(&t[0], 0.45)?), // [-0.9, 0.9): inside (-1, 1)
+            |a| r::map(&a[0], |v| (0.45 * v).asin()),
+        ),
+        row(
+            "acos",
+            &[(&[2, 3], Any)],
+            |t| ops::acos(&ops::scale(&t[0], 0.45)?), // [-0.9, 0.9)
+            |a| r::map(&a[0], |v| (0.45 * v).acos()),
+        ),
+        row(
+            "atan",
+            &[(&[2, 3], Any)],
+            |t| ops::atan(&t[0]),
+            |a| r::map(&a[0], f64::atan),
+        ),
+        row(
+            "sinh",
+            &[(&[2, 3], Any)],
+            |t| ops::sinh(&t[0]),
+            |a| r::map(&a[0], f64::sinh),
+        ),
+        row(
+            "cosh",
+            &[(&[2, 3], Any)],
+            |t| ops::cosh(&t[0]),
+            |a| r::map(&a[0], f64::cosh),
+        ),
+        row(
+            "asinh",
+            &[(&[2, 3], Any)],
+            |t| ops::asinh(&t[0]),
+            |a| r::map(&a[0], f64::asinh),
+        ),
+        row(
+            "acosh",
+            &[(&[2, 3], Pos)],
+            |t| ops::acosh(&ops::add_scalar(&t[0], 0.9)?), // [1.1, 3.1): above 1
+            |a| r::map(&a[0], |v| (v + 0.9).acosh()),
+        ),
+        row(
+            "atanh",
+            &[(&[2, 3], Any)],
+            |t| ops::atanh(&ops::scale(&t[0], 0.45)?), // [-0.9, 0.9)
+            |a| r::map(&a[0], |v| (0.45 * v).atanh()),
+        ),
+        row(
+            "log2",
+            &[(&[2, 3], Pos)],
+            |t| ops::log2(&t[0]),
+            |a| r::map(&a[0], f64::log2),
+        ),
+        row(
+            "log10",
+            &[(&[2, 3], Pos)],
+            |t| ops::log10(&t[0]),
+            |a| r::map(&a[0], f64::log10),
+        ),
+        row(
+            "exp2",
+            &[(&[2, 3], Any)],
+            |t| ops::exp2(&t[0]),
+            |a| r::map(&a[0], f64::exp2),
+        ),
+        row(
+            "reciprocal",
+            &[(&[2, 3], NonZero)],
+            |t| ops::reciprocal(&t[0]),
+            |a| r::map(&a[0], |v| 1.0 / v),
+        ),
         // Piecewise constant: zero gradients (finite differences agree away from the jumps).
         row(
             "sign",
@@ -212,6 +284,18 @@ fn rows() -> Vec<Row> {
             &[(&[2, 3], Any)],
             |t| ops::ceil(&t[0]),
             |a| r::map(&a[0], f64::ceil),
+        ),
+        row(
+            "trunc",
+            &[(&[2, 3], Any)],
+            |t| ops::trunc(&t[0]),
+            |a| r::map(&a[0], f64::trunc),
+        ),
+        row(
+            "frac",
+            &[(&[2, 3], Any)],
+            |t| ops::frac(&t[0]), // gradient 1
+            |a| r::map(&a[0], |v| v - v.trunc()),
         ),
         row(
             "round",
@@ -352,6 +436,13 @@ fn rows() -> Vec<Row> {
             &[(&[2, 1, 3], Any), (&[4, 1], Any)],
             |t| t[0].minimum(&t[1]),
             |a| r::zip(&a[0], &a[1], f64::min),
+        ),
+        row(
+            "atan2",
+            // Nonzero: away from the origin and the branch cut (b < 0, a = 0).
+            &[(&[2, 3], NonZero), (&[3], NonZero)],
+            |t| t[0].atan2(&t[1]),
+            |a| r::zip(&a[0], &a[1], f64::atan2),
         ),
         // ---- interpolation
         row(

@@ -706,6 +706,43 @@ tensor_ops! {
         /// >>> remat.tensor([1, 5]).minimum(3)
         /// tensor([1, 3])
         minimum(other) => ops::minimum;
+        /// Elementwise arctangent of `a / b`, choosing the quadrant from both signs.
+        ///
+        /// The angle of the point ``(b, a)`` in radians, in ``[-pi, pi]``, as PyTorch's
+        /// ``atan2`` and NumPy's ``arctan2``. Either operand may be a Python scalar (it becomes a
+        /// 0-d tensor of the other operand's dtype) or anything `remat.tensor` accepts (lists,
+        /// NumPy arrays). Integer and bool operands give float32. The gradients are
+        /// ``b / (a^2 + b^2)`` and ``-a / (a^2 + b^2)`` (NaN at the origin, as in PyTorch).
+        /// `Tensor.atan2(other)` is the method form (the tensor is `a`).
+        ///
+        /// Parameters
+        /// ----------
+        /// a : Tensor or scalar
+        ///     The y coordinate (the numerator).
+        /// b : Tensor or scalar
+        ///     The x coordinate (the denominator; `other` in the method form).
+        ///
+        /// Returns
+        /// -------
+        /// Tensor
+        ///     The angles, of the broadcast shape and the promoted float dtype.
+        ///
+        /// Raises
+        /// ------
+        /// ShapeError
+        ///     When the shapes do not broadcast.
+        /// DTypeError
+        ///     When an operand cannot be made a tensor (e.g. a string).
+        /// DeviceError
+        ///     When the two tensors are on different devices.
+        ///
+        /// Examples
+        /// --------
+        /// >>> remat.atan2(remat.tensor([1.0, 1.0, -1.0]), remat.tensor([1.0, -1.0, 0.0]))
+        /// tensor([ 0.7853982,  2.3561945, -1.5707964])
+        /// >>> remat.tensor([0.0]).atan2(-1.0)
+        /// tensor([3.1415927])
+        atan2(other) => ops::atan2;
         /// Elementwise `a == b`, with broadcasting.
         ///
         /// Either operand may be a Python scalar (it becomes a 0-d tensor of the other operand's

@@ -71,7 +71,7 @@ pub use dropout::dropout;
 pub use einsum::einsum;
 pub use elementwise::unary_fns::*;
 pub use elementwise::{
-    add, add_scalar, clamp, clamp_by, clamp_max, clamp_min, div, gelu, leaky_relu, lerp,
+    add, add_scalar, atan2, clamp, clamp_by, clamp_max, clamp_min, div, gelu, leaky_relu, lerp,
     lerp_tensor, maximum, minimum, mul, pow, pow_number, pow_scalar, round, round_decimals, scale,
     softplus, sub, Bound,
 };

@@ -1,6 +1,6 @@
 //! Elementwise rows on integer and bool tensors, with PyTorch's result dtypes:
-//! - the rows that keep integers (`neg`, `abs`, `relu`, `floor`, `round`, `clamp`, integral
-//!   `x * c`, ...) compute exactly and return the input's integer dtype;
+//! - the rows that keep integers (`neg`, `abs`, `relu`, `floor`, `trunc`, `round`, `clamp`,
+//!   integral `x * c`, ...) compute exactly and return the input's integer dtype;
 //! - `add`, `sub`, `mul`, `maximum`, `minimum` on two integer (or bool) operands run an
 //!   exact, wrapping int64 kernel and return the promoted dtype (`int32 + int64` is int64,
 //!   `bool + bool` is bool, i.e. logical or, as in PyTorch);
@@ -22,7 +22,9 @@ use crate::tensor::Tensor;
 fn unary_keeps_int(f: Unary, p: f64) -> bool {
     use Unary::*;
     match f {
-        Neg | Abs | Square | Sign | Floor | Ceil | Round | Relu | ClampMin | ClampMax => true,
+        Neg | Abs | Square | Sign | Floor | Ceil | Trunc | Round | Relu | ClampMin | ClampMax => {
+            true
+        }
         // An integral constant keeps integers (`ints * 2`, `ints + 1`, `ints ** 2`).
         Scale | AddScalar => p.fract() == 0.0,
         PowScalar => p.fract() == 0.0 && p >= 0.0,
@@ -45,6 +47,18 @@ pub(super) fn unary_int(f: Unary, x: &Tensor, p: f64) -> Result<Tensor> {
     if x.dtype() == DType::Bool && matches!(f, Unary::Sign) {
         // PyTorch: the sign of a bool tensor is itself.
         return crate::ops::clone(x);
+    }
+    if matches!(f, Unary::Frac) {
+        // PyTorch has no integer kernel for frac ("frac_cpu" not implemented for 'Long').
+        return Err(Error::dtype(
+            "frac",
+            format!(
+                "frac of a {} tensor of shape {} is not supported (PyTorch has none either); \
+                 convert it to a float dtype",
+                x.dtype(),
+                fmt_shape(x.shape())
+            ),
+        ));
     }
     if !unary_keeps_int(f, p) {
         return unary(f, &cast(x, DType::F32)?, p);
@@ -80,7 +94,7 @@ fn unary_exact(f: Unary, x: &Tensor, p: f64) -> Result<Option<Tensor>> {
             (Abs, _) => Some(map(|v, _| v.wrapping_abs(), 0)),
             (Square, _) => Some(map(|v, _| v.wrapping_mul(v), 0)),
             (Sign, _) => Some(map(|v, _| v.signum(), 0)),
-            (Floor | Ceil | Round, _) => Some(map(|v, _| v, 0)),
+            (Floor | Ceil | Trunc | Round, _) => Some(map(|v, _| v, 0)),
             (Relu, _) => Some(map(|v, _| v.max(0), 0)),
             (Scale, Some(c)) => Some(map(i64::wrapping_mul, c)),
             (AddScalar, Some(c)) => Some(map(i64::wrapping_add, c)),

@@ -9,7 +9,9 @@
 //! it is `clamp_bounds`' op), and `softplus` with `beta != 1` runs the
 //! `beta = 1` row on `beta x` and scales the result by `1 / beta`.
 
-use super::{add, binary, clamp_bounds, maximum, minimum, mul, scale, sub, unary, Binary, Unary};
+use super::{
+    add, atan2, binary, clamp_bounds, maximum, minimum, mul, scale, sub, unary, Binary, Unary,
+};
 use crate::error::{Error, Result};
 use crate::layout::{broadcast_shapes, Dims};
 use crate::ops::check_same_device;
@@ -132,6 +134,10 @@ impl Tensor {
     /// Elementwise maximum with `other` (see [`maximum`]).
     pub fn maximum(&self, other: &Tensor) -> Result<Tensor> {
         maximum(self, other)
+    }
+    /// Elementwise `atan2(self, other)` (see [`atan2`]).
+    pub fn atan2(&self, other: &Tensor) -> Result<Tensor> {
+        atan2(self, other)
     }
     /// Elementwise minimum with `other` (see [`minimum`]).
     pub fn minimum(&self, other: &Tensor) -> Result<Tensor> {

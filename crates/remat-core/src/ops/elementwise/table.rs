@@ -661,6 +661,415 @@ unary_table! {
     /// tensor([-1.,  1.,  2.])
     Ceil fn(ceil) save(Nothing) cpu(|x, p| x.ceil()) cuda("ceil(x)")
         grad(|g, s, p| zeros_like(g));
+    /// Inverse sine (arcsine, in radians), elementwise.
+    ///
+    /// NaN outside ``[-1, 1]`` (no error). The gradient is ``1 / sqrt(1 - x^2)``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``asin(x)``, in ``[-pi/2, pi/2]``, of ``x``'s shape. Float inputs keep their dtype;
+    ///     integer and bool inputs give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.asin(remat.tensor([0.0, 0.5, 1.0]))
+    /// tensor([0.       , 0.5235988, 1.5707964])
+    Asin fn(asin) save(Input) cpu(|x, p| x.asin()) cuda("asin(x)")
+        grad(|g, x, p| div(g, &sqrt(&one_minus_square(x)?)?));
+    /// Inverse cosine (arccosine, in radians), elementwise.
+    ///
+    /// NaN outside ``[-1, 1]`` (no error). The gradient is ``-1 / sqrt(1 - x^2)``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``acos(x)``, in ``[0, pi]``, of ``x``'s shape. Float inputs keep their dtype; integer
+    ///     and bool inputs give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.acos(remat.tensor([0.0, 0.5, 1.0]))
+    /// tensor([1.5707964, 1.0471976, 0.       ])
+    Acos fn(acos) save(Input) cpu(|x, p| x.acos()) cuda("acos(x)")
+        grad(|g, x, p| neg(&div(g, &sqrt(&one_minus_square(x)?)?)?));
+    /// Inverse tangent (arctangent, in radians), elementwise.
+    ///
+    /// The gradient is ``1 / (1 + x^2)``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``atan(x)``, in ``(-pi/2, pi/2)``, of ``x``'s shape. Float inputs keep their dtype;
+    ///     integer and bool inputs give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.atan(remat.tensor([0.0, 1.0, -2.0]))
+    /// tensor([ 0.       ,  0.7853982, -1.1071488])
+    Atan fn(atan) save(Input) cpu(|x, p| x.atan()) cuda("atan(x)")
+        grad(|g, x, p| div(g, &add_scalar(&mul(x, x)?, 1.0)?));
+    /// Hyperbolic sine, elementwise.
+    ///
+    /// The gradient is ``cosh(x)``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``sinh(x)``, of ``x``'s shape. Float inputs keep their dtype; integer and bool inputs
+    ///     give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.sinh(remat.tensor([0.0, 1.0, -1.0]))
+    /// tensor([ 0.       ,  1.1752012, -1.1752012])
+    Sinh fn(sinh) save(Input) cpu(|x, p| x.sinh()) cuda("sinh(x)")
+        grad(|g, x, p| mul(g, &cosh(x)?));
+    /// Hyperbolic cosine, elementwise.
+    ///
+    /// The gradient is ``sinh(x)``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``cosh(x)``, at least 1, of ``x``'s shape. Float inputs keep their dtype; integer and
+    ///     bool inputs give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.cosh(remat.tensor([0.0, 1.0, -1.0]))
+    /// tensor([1.       , 1.5430806, 1.5430806])
+    Cosh fn(cosh) save(Input) cpu(|x, p| x.cosh()) cuda("cosh(x)")
+        grad(|g, x, p| mul(g, &sinh(x)?));
+    /// Inverse hyperbolic sine, elementwise.
+    ///
+    /// The gradient is ``1 / sqrt(x^2 + 1)``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``asinh(x)``, of ``x``'s shape. Float inputs keep their dtype; integer and bool inputs
+    ///     give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.asinh(remat.tensor([0.0, 1.0, -2.0]))
+    /// tensor([ 0.       ,  0.8813736, -1.4436355])
+    Asinh fn(asinh) save(Input) cpu(|x, p| x.asinh()) cuda("asinh(x)")
+        grad(|g, x, p| div(g, &sqrt(&add_scalar(&mul(x, x)?, 1.0)?)?));
+    /// Inverse hyperbolic cosine, elementwise.
+    ///
+    /// NaN below 1 (no error). The gradient is ``1 / sqrt((x - 1) (x + 1))``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``acosh(x)``, at least 0, of ``x``'s shape. Float inputs keep their dtype; integer and
+    ///     bool inputs give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.acosh(remat.tensor([1.0, 2.0, 0.5]))
+    /// tensor([0.      , 1.316958,      nan])
+    Acosh fn(acosh) save(Input) cpu(|x, p| x.acosh()) cuda("acosh(x)")
+        grad(|g, x, p| div(g, &sqrt(&mul(&add_scalar(x, -1.0)?, &add_scalar(x, 1.0)?)?)?));
+    /// Inverse hyperbolic tangent, elementwise.
+    ///
+    /// ``inf`` at 1, ``-inf`` at -1 and NaN beyond (no error). The gradient is ``1 / (1 - x^2)``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``atanh(x)``, of ``x``'s shape. Float inputs keep their dtype; integer and bool inputs
+    ///     give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.atanh(remat.tensor([0.0, 0.5, 1.0]))
+    /// tensor([0.        , 0.54930615,        inf])
+    Atanh fn(atanh) save(Input) cpu(|x, p| x.atanh()) cuda("atanh(x)")
+        grad(|g, x, p| div(g, &one_minus_square(x)?));
+    /// Base-2 logarithm, elementwise.
+    ///
+    /// NaN below 0, ``-inf`` at 0 (no error). The gradient is ``1 / (x ln 2)``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``log2(x)``, of ``x``'s shape. Float inputs keep their dtype; integer and bool inputs
+    ///     give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.log2(remat.tensor([1.0, 8.0, 0.5]))
+    /// tensor([ 0.,  3., -1.])
+    Log2 fn(log2) save(Input) cpu(|x, p| x.log2()) cuda("log2(x)")
+        grad(|g, x, p| div(g, &scale(x, std::f64::consts::LN_2)?));
+    /// Base-10 logarithm, elementwise.
+    ///
+    /// NaN below 0, ``-inf`` at 0 (no error). The gradient is ``1 / (x ln 10)``.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``log10(x)``, of ``x``'s shape. Float inputs keep their dtype; integer and bool inputs
+    ///     give float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.log10(remat.tensor([1.0, 100.0, 0.5]))
+    /// tensor([ 0.     ,  2.     , -0.30103])
+    Log10 fn(log10) save(Input) cpu(|x, p| x.log10()) cuda("log10(x)")
+        grad(|g, x, p| div(g, &scale(x, std::f64::consts::LN_10)?));
+    /// ``2^x``, elementwise.
+    ///
+    /// The gradient ``y ln 2`` is computed from the output ``y``, which the op saves.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``2^x``, of ``x``'s shape. Float inputs keep their dtype; integer and bool inputs give
+    ///     float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.exp2(remat.tensor([0.0, 3.0, -1.0]))
+    /// tensor([1. , 8. , 0.5])
+    Exp2 fn(exp2) save(Output) cpu(|x, p| x.exp2()) cuda("exp2(x)")
+        grad(|g, y, p| scale(&mul(g, y)?, std::f64::consts::LN_2));
+    /// Integer part of each element (rounds towards 0).
+    ///
+    /// The result keeps the input's dtype (a float tensor stays float). The gradient is zero
+    /// everywhere.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``trunc(x)``, of ``x``'s shape and dtype. Integer inputs keep their dtype (computed
+    ///     through float64: exact below 2^53), bool inputs give int64.
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.trunc(remat.tensor([-1.5, 0.5, 2.0]))
+    /// tensor([-1.,  0.,  2.])
+    Trunc fn(trunc) save(Nothing) cpu(|x, p| x.trunc()) cuda("trunc(x)")
+        grad(|g, s, p| zeros_like(g));
+    /// Fractional part ``x - trunc(x)`` of each element.
+    ///
+    /// The result has the sign of ``x`` (``frac(-1.5)`` is ``-0.5``), as in PyTorch. The gradient
+    /// is 1 everywhere.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``x - trunc(x)``, of ``x``'s shape and dtype.
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is an integer or bool tensor (PyTorch has no integer ``frac`` either), or is
+    ///     not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.frac(remat.tensor([-1.5, 0.25, 2.0]))
+    /// tensor([-0.5 ,  0.25,  0.  ])
+    Frac fn(frac) save(Nothing) cpu(|x, p| x - x.trunc()) cuda("x - trunc(x)")
+        grad(|g, s, p| Ok(g.clone()));
+    /// Reciprocal ``1 / x``, elementwise.
+    ///
+    /// ``inf`` at 0 (no error). The gradient ``-y^2`` is computed from the output ``y``, which the
+    /// op saves.
+    ///
+    /// Parameters
+    /// ----------
+    /// x : Tensor or array_like
+    ///     The input. A list, NumPy array or Python number is converted to a tensor first (as
+    ///     ``remat.tensor`` does).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     ``1 / x``, of ``x``'s shape. Float inputs keep their dtype; integer and bool inputs give
+    ///     float32 (PyTorch's default float).
+    ///
+    /// Raises
+    /// ------
+    /// DTypeError
+    ///     When ``x`` is not a tensor and holds no numbers (a string, ``None``, ...).
+    /// ShapeError
+    ///     When ``x`` is a ragged nested list.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.reciprocal(remat.tensor([2.0, -0.5, 4.0]))
+    /// tensor([ 0.5 , -2.  ,  0.25])
+    Reciprocal fn(reciprocal) save(Output) cpu(|x, p| T::from_f64(1.0) / x) cuda("T(1) / x")
+        grad(|g, y, p| neg(&mul(g, &mul(y, y)?)?));
     /// Nearest integer to each element, ties to even (PyTorch's and NumPy's `round`); with
     /// `p != 0`, rounded at a decimal scale as PyTorch's `round(decimals=d)`, in the element's
     /// dtype: `p = 10^d` rounds `x * p` and divides back (`d > 0` digits after the point),
@@ -803,6 +1212,11 @@ binary_table! {
         cuda("pow_fast_grad(a, b, p)")
         da(|g, a, b, p| binary(Binary::PowScalarBackward, g, b, p))
         db(|g, a, b, p| scale(&binary(Binary::PowScalarBackward, &mul(g, a)?, b, p - 1.0)?, p));
+    /// `atan2(a, b)`: the angle of the point `(b, a)` in radians, in `[-pi, pi]`; gradients
+    /// `b / (a^2 + b^2)` and `-a / (a^2 + b^2)`, as PyTorch (NaN at the origin)
+    Atan2 "atan2" save(Both) cpu(|a, b, p| a.atan2(b)) cuda("atan2(a, b)")
+        da(|g, a, b, p| mul(g, &div(b, &sum_of_squares(a, b)?)?))
+        db(|g, a, b, p| neg(&mul(g, &div(a, &sum_of_squares(a, b)?)?)?));
     /// `1` where `a == b` (NaN matches NaN), else `0`; a mask, not differentiable
     Equal "eq" save(Nothing)
         cpu(|a, b, p| if a == b || (a.is_nan() && b.is_nan()) { T::from_f64(1.0) } else { T::from_f64(0.0) })
@@ -890,10 +1304,20 @@ binary_table! {
 }
 
 /// Zeros of `t`'s shape, dtype and device: the gradient of the piecewise-constant rows
-/// (`sign`, `floor`, `ceil`, `round`), as PyTorch's `zeros_like(grad)`; unlike `0 * g` it
+/// (`sign`, `floor`, `ceil`, `trunc`, `round`), as PyTorch's `zeros_like(grad)`; unlike `0 * g` it
 /// stays 0 where `g` is infinite or NaN.
 fn zeros_like(t: &Tensor) -> Result<Tensor> {
     crate::ops::zeros(t.shape(), t.dtype(), t.device())
+}
+
+/// `1 - x^2`, from differentiable ops (the derivatives of `asin`, `acos`, `atanh`).
+fn one_minus_square(x: &Tensor) -> Result<Tensor> {
+    add_scalar(&neg(&mul(x, x)?)?, 1.0)
+}
+
+/// `a^2 + b^2` (broadcast), from differentiable ops (`atan2`'s derivatives).
+fn sum_of_squares(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    add(&mul(a, a)?, &mul(b, b)?)
 }
 
 /// SiLU's second derivative `s (1 - s) (2 + x (1 - 2 s))`, `s = sigmoid(x)`, from
@@ -952,6 +1376,8 @@ binary_fns! {
     maximum => Maximum;
     /// Elementwise minimum with broadcasting; NaN propagates; ties split the gradient.
     minimum => Minimum;
+    /// Elementwise `atan2(a, b)`, the angle of `(b, a)` in `[-pi, pi]`, with broadcasting.
+    atan2 => Atan2;
 }
 
 /// GELU: exact `x Phi(x)` (erf form), or PyTorch's tanh approximation when
