@@ -14,10 +14,13 @@
 # Environment knobs: OUT, PYTHON (interpreter, default python then python3), DIST_DIR (where
 # the wheels are, default dist), REMAT_SITE (install target, default /tmp/site),
 # GPU_SESSION_BUDGET_S, GPU_BENCH_RESERVE_S (most seconds for the benchmark, default 240),
+# GPU_CUDA_TESTS_CAP (most seconds for the CUDA test cases, default 150),
 # GPU_PYTEST_EXTRA (extra pytest arguments, e.g. "-n 12 --timeout 120" where pytest-xdist and
 # pytest-timeout are installed), GPU_COMPARE_ARGS (extra arguments for benches/gpu_compare.py, e.g.
 # "--runs 5"), GPU_EXTRA_CMD (a shell command run after the benchmarks, e.g. a diagnostic
-# script), REMAT_SESSION_NO_HYPOTHESIS=1 (act as if hypothesis were missing; to test the
+# script), GPU_SKIP_BENCH=1 (leave out the benchmarks and the kernel profile), GPU_SKIP_SUITE=1
+# (leave out the whole-suite run), GPU_SKIP_PROFILE=1 (leave out the Nsight Compute profile),
+# REMAT_SESSION_NO_HYPOTHESIS=1 (act as if hypothesis were missing; to test the
 # fallback). Wheels in DIST_DIR other than remat's (numpy, pytest, hypothesis, ...) are
 # installed into REMAT_SITE too.
 
@@ -230,12 +233,13 @@ EOF
     # The CUDA cases first (every test whose id names cuda, and the CUDA/checkpoint files),
     # all failures listed (no -x), then the benchmark, then the whole suite with what is left.
     # shellcheck disable=SC2086  # GPU_PYTEST_EXTRA is split on purpose
-    run_step "pytest CUDA cases" 150 $((BENCH_RESERVE_S + 60)) pytest_cuda.log \
+    run_step "pytest CUDA cases" "${GPU_CUDA_TESTS_CAP:-150}" $((BENCH_RESERVE_S + 60)) pytest_cuda.log \
         "$PY" -m pytest "${PYTEST_FLAGS[@]}" --maxfail=60 ${GPU_PYTEST_EXTRA:-} \
         ${IGNORE[@]+"${IGNORE[@]}"} -k "cuda or gpu" "${ALL_TESTS[@]}"
 fi
 
 # -- (e) the benchmarks ----------------------------------------------------------------------------
+if [ "${GPU_SKIP_BENCH:-0}" != 1 ]; then
 BENCH_T=$(( $(left) - 60 ))
 [ "$BENCH_T" -gt "$BENCH_RESERVE_S" ] && BENCH_T=$BENCH_RESERVE_S
 # shellcheck disable=SC2086  # GPU_COMPARE_ARGS is split on purpose
@@ -251,7 +255,9 @@ if [ -n "${GPU_EXTRA_CMD:-}" ]; then
 fi
 
 # -- (e2) a kernel profile of a short run of each library (Nsight Compute, where installed) ------
-if command -v ncu >/dev/null 2>&1; then
+if [ "${GPU_SKIP_PROFILE:-0}" = 1 ]; then
+    echo "GPU_SKIP_PROFILE=1: no kernel profile"
+elif command -v ncu >/dev/null 2>&1; then
     for lib in remat torch; do
         run_step "ncu profile ($lib, 8 layers)" 60 60 "ncu_$lib.log" \
             ncu --clock-control none --metrics gpu__time_duration.sum --csv \
@@ -262,9 +268,10 @@ if command -v ncu >/dev/null 2>&1; then
 else
     echo "ncu not found: no kernel profile"
 fi
+fi  # GPU_SKIP_BENCH
 
 # -- (f) the whole suite with the time that is left ----------------------------------------------
-if has pytest && has numpy; then
+if has pytest && has numpy && [ "${GPU_SKIP_SUITE:-0}" != 1 ]; then
     # shellcheck disable=SC2086
     run_step "pytest (whole suite)" 400 5 pytest_all.log \
         "$PY" -m pytest "${PYTEST_FLAGS[@]}" --durations=10 ${GPU_PYTEST_EXTRA:-} \

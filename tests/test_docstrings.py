@@ -29,7 +29,10 @@ def _doc(obj):
     return inspect.cleandoc(getattr(target, "__doc__", None) or "")
 
 
-WITH_EXAMPLES = [(qual, obj) for qual, obj, _ in PUBLIC if ">>>" in _doc(obj)]
+# Sorted by name, so every pytest-xdist worker collects the same list (attribute order of
+# the extension's classes is not stable between processes).
+WITH_EXAMPLES = sorted(((qual, obj) for qual, obj, _ in PUBLIC if ">>>" in _doc(obj)),
+                       key=lambda e: e[0])
 
 
 def test_every_public_name_has_a_complete_docstring():

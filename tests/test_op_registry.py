@@ -208,7 +208,8 @@ def test_cuda_matches_cpu(op, k, dtype):
     assert str(ys["cuda"].device).startswith("cuda")
     assert ys["cuda"].dtype == ys["cpu"].dtype
     if ys["cpu"].dtype.is_floating_point:
-        np.testing.assert_allclose(ys["cuda"].numpy(), ys["cpu"].numpy(), rtol=rtol, atol=atol)
+        np.testing.assert_allclose(ys["cuda"].detach().numpy(), ys["cpu"].detach().numpy(),
+                                   rtol=rtol, atol=atol)
     else:
         np.testing.assert_array_equal(ys["cuda"].cpu().numpy(), ys["cpu"].numpy())
     if not di:

@@ -510,7 +510,9 @@ TRAIN_KERNELS(double, f64)
 "#;
 
 /// Sliding windows (`ops/window.rs`): im2col writes each output element once (one thread per
-/// column element); col2im gathers, per image element, the column elements that land on it,
+/// column element); `pool_argmax` finds each max-pooling window's arg-max (a flat index into
+/// its plane, NaN winning, as `ops::pool`'s CPU loop; 0 for a window wholly in the padding,
+/// which the caller masks); col2im gathers, per image element, the column elements that land on it,
 /// in kernel order (no atomics: deterministic, and bit-identical to the CPU's order of
 /// additions). The geometry is lifted to three spatial axes: `in`/`out`/`k`/`s`/`p`/`d`.
 pub const WINDOW: &str = r#"
@@ -559,6 +561,35 @@ extern "C" __global__ void col2im_##S(long long total, const T* cols, T* x, \
         } \
         x[idx] = acc; \
     } \
+} \
+extern "C" __global__ void pool_argmax_##S(long long total, const T* x, long long* out, \
+        long long i0, long long i1, long long i2, long long o0, long long o1, long long o2, \
+        long long k0, long long k1, long long k2, long long s0, long long s1, long long s2, \
+        long long p0, long long p1, long long p2, long long d0, long long d1, long long d2) { \
+    long long L = o0 * o1 * o2, P = i0 * i1 * i2; \
+    GRID_LOOP(idx, total) { \
+        long long l = idx % L, plane = idx / L; \
+        long long c = l % o2, b = (l / o2) % o1, a = l / (o2 * o1); \
+        const T* px = x + plane * P; \
+        long long best = -1; \
+        T m = T(0); \
+        for (long long ka = 0; ka < k0; ++ka) { \
+            long long ia = a * s0 + ka * d0 - p0; \
+            if (ia < 0 || ia >= i0) continue; \
+            for (long long kb = 0; kb < k1; ++kb) { \
+                long long ib = b * s1 + kb * d1 - p1; \
+                if (ib < 0 || ib >= i1) continue; \
+                for (long long kc = 0; kc < k2; ++kc) { \
+                    long long ic = c * s2 + kc * d2 - p2; \
+                    if (ic < 0 || ic >= i2) continue; \
+                    long long i = (ia * i1 + ib) * i2 + ic; \
+                    T v = px[i]; \
+                    if (best < 0 || v > m || v != v) { best = i; m = v; } \
+                } \
+            } \
+        } \
+        out[idx] = best < 0 ? 0 : best; \
+    } \
 }
 
 WINDOW_KERNELS(float, f32)
@@ -596,6 +627,11 @@ pub const MODULES: &[KernelModule] = &[
         functions: super::typed_kernels::FUNCTIONS,
     },
     KernelModule {
+        name: "arith",
+        source: || super::arith_kernels::SOURCE.to_string(),
+        functions: super::arith_kernels::FUNCTIONS,
+    },
+    KernelModule {
         name: "reduce",
         source: || REDUCE.to_string(),
         functions: &["sum_chunks_f32", "sum_chunks_f64"],
@@ -619,7 +655,14 @@ pub const MODULES: &[KernelModule] = &[
     KernelModule {
         name: "window",
         source: || WINDOW.to_string(),
-        functions: &["im2col_f32", "im2col_f64", "col2im_f32", "col2im_f64"],
+        functions: &[
+            "im2col_f32",
+            "im2col_f64",
+            "col2im_f32",
+            "col2im_f64",
+            "pool_argmax_f32",
+            "pool_argmax_f64",
+        ],
     },
     KernelModule {
         name: "random",

@@ -5,7 +5,8 @@
 //! with the reason instead of failing in any other way.
 //!
 //! Pieces: `probe` (library search), `context` (per-device context, stream, kernels, cuBLAS
-//! handle), `kernels` (CUDA C sources; `typed_kernels` for those of every dtype), `compile` (NVRTC: machine code for the GPU, PTX as
+//! handle), `kernels` (CUDA C sources; `typed_kernels` for those of every dtype, `arith_kernels`
+//! for logic, classification, integer-aware division and prefix sums), `compile` (NVRTC: machine code for the GPU, PTX as
 //! fallback, cached), `storage` (device buffers),
 //! `launch` (kernel launches that make tensors), `blas` (GEMM), `offload` (pinned host copies
 //! of checkpoint inputs, copy stream, prefetch).
@@ -13,6 +14,8 @@
 use crate::device::Device;
 use crate::error::{Error, Result};
 
+#[cfg(feature = "cuda")]
+pub mod arith_kernels;
 #[cfg(feature = "cuda")]
 pub mod blas;
 #[cfg(feature = "cuda")]
@@ -158,6 +161,30 @@ pub mod launch {
         _: usize,
         _: &[usize],
     ) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn pool_argmax(op: &str, _: &Tensor, _: &WindowGeometry, _: usize) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn logic(op: &str, _: i32, _: &Tensor, _: &Tensor, _: &[usize]) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn logic_not(op: &str, _: &Tensor) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn classify(op: &str, _: i32, _: &Tensor) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn divmod(op: &str, _: i32, _: &Tensor, _: &Tensor, _: &[usize]) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
+    pub fn cumsum(op: &str, _: &Tensor, _: usize) -> Result<Tensor> {
         none(op)
     }
     /// See the CUDA build.

@@ -118,19 +118,13 @@ fn arg_kernel<T: Scalar>(pick: Pick, c: &[T], outer: usize, n: usize, inner: usi
     out
 }
 
-/// The axis (None: the flattened tensor) of an index reduction, refusing CUDA tensors and
-/// an empty reduction; returns `(outer, n, inner)` and the normalised axis.
+/// The axis (None: the flattened tensor) of an index reduction, refusing an empty
+/// reduction; returns `(outer, n, inner)` and the normalised axis.
 fn arg_geometry(
     op: &str,
     x: &Tensor,
     dim: Option<isize>,
 ) -> Result<(usize, usize, usize, Option<usize>)> {
-    if x.device() != Device::Cpu {
-        return Err(Error::device(
-            op,
-            "max/min with indices are not supported on CUDA yet (argmax/argmin are)",
-        ));
-    }
     let shape = x.shape();
     let (geom, axis) = match dim {
         None => ((1, x.numel(), 1), None),
@@ -213,12 +207,12 @@ pub fn argmin(x: &Tensor, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
 }
 
 /// A one-hot bool mask of `shape`: true at `idx` (int64, `shape` with `axis` of extent 1)
-/// along `axis`.
+/// along `axis`; built on the host, on `idx`'s device.
 fn one_hot(idx: &Tensor, shape: &[usize], axis: usize) -> Result<Tensor> {
     let outer: usize = shape[..axis].iter().product();
     let n = shape[axis];
     let inner: usize = shape[axis + 1..].iter().product();
-    let ix = cpu::gather::<i64>(idx.data());
+    let ix = idx.try_to_vec::<i64>()?;
     let mut m = cpu::filled(outer * n * inner, 0u8);
     for o in 0..outer {
         for i in 0..inner {
@@ -226,7 +220,11 @@ fn one_hot(idx: &Tensor, shape: &[usize], axis: usize) -> Result<Tensor> {
             m[(o * n + k) * inner + i] = 1;
         }
     }
-    Ok(from_vec(m, shape))
+    let m = from_vec(m, shape);
+    match idx.device() {
+        Device::Cpu => Ok(m),
+        d => crate::cuda::launch::transfer("max", &m, d),
+    }
 }
 
 /// The elements of `x` at `idx` (int64, `x`'s shape with `axis` of extent 1) along `axis`.
@@ -266,6 +264,24 @@ impl Op for TakeOp {
             from_vec(v, &out_shape)
         }))
     }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        // A gather at the indices (valid by construction: they come from the arg-max),
+        // shaped as the keepdim result, then viewed without the axis if asked.
+        let x = inputs[0];
+        let ids: Vec<usize> = self
+            .idx
+            .try_to_vec::<i64>()?
+            .into_iter()
+            .map(|k| k as usize)
+            .collect();
+        let kept = arg_shape(x.shape(), Some(self.axis), true);
+        let y = crate::cuda::launch::gather(self.name(), x, self.axis, &kept, &ids)?;
+        let out_shape = arg_shape(x.shape(), Some(self.axis), self.keepdim);
+        Ok(Tensor::from_data(crate::tensor::TensorData {
+            storage: y.storage().clone(),
+            layout: crate::layout::Layout::contiguous(&out_shape),
+        }))
+    }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         if !ctx.needs_grad(0) {
             return Ok(vec![None]);
@@ -283,7 +299,8 @@ fn extreme_dim(pick: Pick, x: &Tensor, dim: isize, keepdim: bool) -> Result<(Ten
     let (_, _, _, axis) = arg_geometry(op, x, Some(dim))?;
     let Some(axis) = axis else {
         // A 0-d tensor: the value itself and index 0.
-        return Ok((super::clone(x)?, Tensor::scalar_i64(0, DType::I64)));
+        let zero = super::full_int(&[], 0, DType::I64, x.device())?;
+        return Ok((super::clone(x)?, zero));
     };
     let idx = arg_reduce(pick, x, Some(dim), true)?;
     let values = apply(

@@ -6,12 +6,13 @@
 //! `classify_table!`. Comparisons broadcast and promote like arithmetic (`int64 < 2.5`
 //! compares in float32, `int32 == int64` in int64, as in PyTorch); NaN compares unequal to
 //! everything, itself included. Comparisons run on CUDA too (`compare_*` kernels, every
-//! dtype); the classifications are CPU-only so far.
+//! dtype); so do the classifications (`classify_*` kernels for floats; integers and bools
+//! are constant).
 
 use super::{cast, check_same_device, from_vec};
 use crate::autograd::node::{apply, BackwardCtx, Op};
 use crate::cpu;
-use crate::dtype::Scalar;
+use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::layout::broadcast_shapes;
 use crate::tensor::Tensor;
@@ -188,6 +189,21 @@ impl Op for ClassifyOp {
         let x = inputs[0];
         let v = crate::dispatch_any!(x.dtype(), T => self.0.kernel::<T>(x));
         Ok(from_vec(v, x.shape()))
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let x = inputs[0];
+        if !x.dtype().is_float() {
+            // Integers and bools are never NaN or infinite.
+            let finite = self.0 == Classify::IsFinite;
+            return super::full(
+                x.shape(),
+                f64::from(u8::from(finite)),
+                DType::Bool,
+                x.device(),
+            );
+        }
+        let code = Classify::ALL.iter().position(|c| *c == self.0).unwrap_or(0) as i32;
+        crate::cuda::launch::classify(self.0.name(), code, x)
     }
     fn backward(&self, _ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![None])

@@ -2,8 +2,9 @@
 //! `[outer, n, inner]` of the contiguous input (a running row of `inner` sums, so the last
 //! axis is a plain per-row scan), slabs in parallel on the engine's pool. The backward is
 //! the reversed cumulative sum of the gradient (`flip`, `cumsum`, `flip`), differentiable
-//! again. Integer and bool inputs sum exactly in int64, unrecorded. No CUDA kernel yet: a
-//! float GPU tensor raises `DeviceError` (`Op::cuda`'s default); integers go through the host.
+//! again. Integer and bool inputs sum exactly in int64, unrecorded. On CUDA floats scan in
+//! the `cumsum_*` kernel (one thread per line, the CPU's order of additions: bit-identical);
+//! integers go through the host.
 
 use super::{flip, from_vec};
 use crate::autograd::node::{apply, BackwardCtx, Op};
@@ -75,6 +76,9 @@ impl Op for CumsumOp {
             cumsum_in_place(&mut v, x.shape(), self.axis, |a: T, b: T| a + b);
             from_vec(v, x.shape())
         }))
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        crate::cuda::launch::cumsum("cumsum", inputs[0], self.axis)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         if !ctx.needs_grad(0) {

@@ -11,8 +11,8 @@
 //! - `remainder` is differentiable: `d/da = 1`, `d/db = -floor_divide(a, b)`. `floor_divide`
 //!   is not (its gradient is zero almost everywhere): never recorded, as in PyTorch.
 //!
-//! Integer and bool tensors are CPU-only in this build; the float kernels too (a
-//! `DeviceError` on CUDA).
+//! On CUDA one `divmod_*` kernel per dtype ports both rows (`cuda::arith_kernels`); an
+//! integer divisor is checked for zeros on the device first (one flag read back).
 
 use super::{cast, check_same_device, from_vec, sum_to, to_dtype};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::layout::{broadcast_shapes, fmt_shape};
 use crate::tensor::Tensor;
 
-/// Floor division or remainder.
+/// Floor division or remainder (the discriminants are the CUDA kernel's mode numbers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DivMode {
     /// `a // b`, rounded toward -inf.
@@ -121,17 +121,27 @@ impl Op for DivOp {
         }
         let (a, b) = (cast(a, DType::I64)?, cast(b, DType::I64)?);
         if crate::layout::numel(&shape) > 0 && cpu::gather::<i64>(b.data()).contains(&0) {
-            return Err(Error::value(
-                op,
-                format!(
-                    "integer division by zero (a divisor of shape {} holds 0)",
-                    fmt_shape(b.shape())
-                ),
-            ));
+            return Err(zero_divisor(op, &b));
         }
         let f = self.0;
         let v = cpu::zip::<i64, i64, _>(a.data(), b.data(), &shape, |x, y| f.int(x, y));
         cast(&from_vec(v, &shape), dt)
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let op = self.0.name();
+        let shape = broadcast_shapes(op, inputs[0].shape(), inputs[1].shape())?;
+        let dt = crate::ops::result_dtype(inputs[0], inputs[1]);
+        // int32 results equal int64 ones truncated (the CPU's route), so each integer dtype
+        // divides in its own width.
+        let (a, b) = (cast(inputs[0], dt)?, cast(inputs[1], dt)?);
+        if !dt.is_float() && crate::layout::numel(&shape) > 0 {
+            let zero = super::full(&[], 0.0, dt, b.device())?;
+            let eq = super::eq(&b, &zero)?;
+            if super::any(&eq, None, false)?.item()? != 0.0 {
+                return Err(zero_divisor(op, &b));
+            }
+        }
+        crate::cuda::launch::divmod(op, self.0 as i32, &a, &b, &shape)
     }
     fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         // Only `remainder` on floats is recorded.
@@ -156,6 +166,17 @@ impl Op for DivOp {
         };
         Ok(vec![ga, gb])
     }
+}
+
+/// The error for an integer divisor holding 0.
+fn zero_divisor(op: &str, b: &Tensor) -> Error {
+    Error::value(
+        op,
+        format!(
+            "integer division by zero (a divisor of shape {} holds 0)",
+            fmt_shape(b.shape())
+        ),
+    )
 }
 
 /// Validation shared by both rows: one device, broadcastable, not two bools.

@@ -5,8 +5,9 @@
 //!   tensors only, with PyTorch's promotion (`bool & int64` is int64); bitwise on integers,
 //!   logical on bools; a float operand is a `DTypeError` naming the op, as in PyTorch.
 //!
-//! Nothing here is recorded for autograd (the outputs are integers or bools). Integer and
-//! bool tensors are CPU-only in this build, so on CUDA these ops return a `DeviceError`.
+//! Nothing here is recorded for autograd (the outputs are integers or bools). On CUDA the
+//! operands are cast to the result dtype (bool for the logical form) and one `logic_*`
+//! kernel applies the row (`cuda::arith_kernels`).
 
 use super::{cast, check_same_device, from_vec};
 use crate::autograd::node::{apply, BackwardCtx, Op};
@@ -142,6 +143,18 @@ impl Op for LogicOp {
         let (a, b) = (cast(a, DType::I64)?, cast(b, DType::I64)?);
         cast(&from_vec(self.f.kernel_i64(&a, &b, &shape), &shape), dt)
     }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (a, b) = (inputs[0], inputs[1]);
+        let shape = broadcast_shapes(self.name(), a.shape(), b.shape())?;
+        let dt = if self.bitwise {
+            crate::ops::result_dtype(a, b)
+        } else {
+            DType::Bool
+        };
+        let (a, b) = (cast(a, dt)?, cast(b, dt)?);
+        let code = Logic::ALL.iter().position(|f| *f == self.f).unwrap_or(0) as i32;
+        crate::cuda::launch::logic(self.name(), code, &a, &b, &shape)
+    }
     fn backward(&self, _ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![None, None])
     }
@@ -189,6 +202,15 @@ impl Op for NotOp {
         let v = cpu::gather::<i64>(i.data());
         let out = from_vec(cpu::collect_exact(v.into_iter().map(|e| !e)), x.shape());
         cast(&out, x.dtype())
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let x = inputs[0];
+        let x = if self.bitwise {
+            x.clone()
+        } else {
+            cast(x, DType::Bool)?
+        };
+        crate::cuda::launch::logic_not(self.name(), &x)
     }
     fn backward(&self, _ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![None])

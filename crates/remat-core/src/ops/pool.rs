@@ -1,7 +1,8 @@
 //! Pooling over 1 to 3 spatial axes, PyTorch's semantics and index conventions.
 //!
 //! - `max_pool`: one kernel finds each window's arg-max (a flat index into its plane, as
-//!   PyTorch's `return_indices` gives, NaN winning as in PyTorch); the values are a `gather`
+//!   PyTorch's `return_indices` gives, NaN winning as in PyTorch; a CPU loop or the CUDA
+//!   `pool_argmax_*` kernel); the values are a `gather`
 //!   of those indices, so the graph keeps only the int64 indices (the output's size), and the
 //!   gradient (a scatter-add) and its own gradient come from `gather`.
 //! - `avg_pool`: `unfold` then a sum over each window and a division by PyTorch's divisor
@@ -113,15 +114,21 @@ pub fn max_pool(x: &Tensor, win: &Window) -> Result<(Tensor, Tensor)> {
             format!("expected a float tensor, got {}", x.dtype()),
         ));
     }
-    if x.device() != crate::Device::Cpu {
-        return Err(Error::device(
-            op,
-            format!("{op} is not implemented on {} yet", x.device()),
-        ));
-    }
     let out = win.output_size(op, &spatial)?;
     let plane = Plane::new(win, &spatial, &out);
     let (p_in, l) = (plane.input_len(), plane.out_len());
+    let shape = pooled_shape(x.shape(), win.rank(), &out);
+    if x.device() != crate::Device::Cpu {
+        // The arg-max kernel (0 for windows wholly in the padding), then the same gather;
+        // the empty windows follow from the geometry alone (the same in every plane).
+        let idx = crate::cuda::launch::pool_argmax(op, x, &plane.geometry(), planes)?;
+        let mut values = gather(&reshape(x, &[planes, p_in])?, 1, &idx)?;
+        if let Some(empty) = empty_windows(&plane) {
+            let mask = crate::cuda::launch::transfer(op, &from_vec(empty, &[1, l]), x.device())?;
+            values = super::masked_fill_scalar(&values, &mask, f64::NEG_INFINITY)?;
+        }
+        return Ok((reshape(&values, &shape)?, reshape(&idx, &shape)?));
+    }
     let mut idx = crate::cpu::alloc::<i64>(planes * l);
     crate::dispatch!(x.dtype(), T => {
         let xs = c_order::<T>(x.data());
@@ -142,8 +149,32 @@ pub fn max_pool(x: &Tensor, win: &Window) -> Result<(Tensor, Tensor)> {
         let mask = from_vec(empty, &[planes, l]);
         values = super::masked_fill_scalar(&values, &mask, f64::NEG_INFINITY)?;
     }
-    let shape = pooled_shape(x.shape(), win.rank(), &out);
     Ok((reshape(&values, &shape)?, reshape(&idx, &shape)?))
+}
+
+/// Which output windows of `plane` hold no input element (1) and which do (0), in C order,
+/// or None when every window holds one: a window is empty when some axis has no kernel tap
+/// inside the input.
+fn empty_windows(plane: &Plane) -> Option<Vec<u8>> {
+    let inside: Vec<Vec<bool>> = (0..3)
+        .map(|a| {
+            (0..plane.out[a])
+                .map(|o| (0..plane.kernel[a]).any(|k| plane.coord(a, o, k).is_some()))
+                .collect()
+        })
+        .collect();
+    if inside.iter().all(|v| v.iter().all(|&b| b)) {
+        return None;
+    }
+    let mut m = Vec::with_capacity(plane.out_len());
+    for a in 0..plane.out[0] {
+        for b in 0..plane.out[1] {
+            for c in 0..plane.out[2] {
+                m.push(u8::from(!(inside[0][a] && inside[1][b] && inside[2][c])));
+            }
+        }
+    }
+    Some(m)
 }
 
 /// PyTorch's divisor for each output position: the window's size clipped to the padded
@@ -266,5 +297,47 @@ pub fn adaptive_avg_pool(x: &Tensor, output_size: &[usize]) -> Result<Tensor> {
     } else {
         // A fresh tensor, as PyTorch returns (never the input itself).
         super::clone(&y)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The geometric empty-window mask (the CUDA path's) marks exactly the windows the CPU
+    /// arg-max loop finds no input element in.
+    #[test]
+    fn empty_windows_match_the_cpu_loop() {
+        // (input, kernel, stride, padding, dilation)
+        type Geometry<'a> = (
+            &'a [usize],
+            &'a [usize],
+            &'a [usize],
+            &'a [usize],
+            &'a [usize],
+        );
+        let cases: &[Geometry] = &[
+            (&[2], &[2], &[1], &[2], &[4]),
+            (&[2, 6], &[2, 2], &[1, 1], &[2, 1], &[4, 1]),
+            (&[9], &[3], &[2], &[1], &[1]),
+            (&[3, 5], &[2, 3], &[1, 2], &[1, 1], &[3, 2]),
+        ];
+        for &(input, kernel, stride, padding, dilation) in cases {
+            let mut win = Window::new(kernel, stride, padding, dilation);
+            win.ceil_mode = true;
+            let out = win.output_size("t", input).unwrap();
+            let plane = Plane::new(&win, input, &out);
+            let x = vec![0.5f32; plane.input_len()];
+            let mut idx = vec![0i64; plane.out_len()];
+            argmax_windows(&plane, &x, &mut idx);
+            let want: Vec<u8> = idx.iter().map(|&i| u8::from(i < 0)).collect();
+            let got = empty_windows(&plane);
+            assert_eq!(
+                got.clone().unwrap_or_else(|| vec![0; want.len()]),
+                want,
+                "{input:?} {kernel:?} {padding:?} {dilation:?}"
+            );
+            assert_eq!(got.is_some(), want.contains(&1));
+        }
     }
 }

@@ -171,7 +171,7 @@ impl Plane {
     }
 
     /// The geometry as the CUDA kernels take it.
-    fn geometry(&self) -> crate::cuda::launch::WindowGeometry {
+    pub(crate) fn geometry(&self) -> crate::cuda::launch::WindowGeometry {
         [
             self.input,
             self.out,

@@ -107,6 +107,8 @@ pub(super) fn kernel_name(base: &str, dtype: DType) -> &'static str {
     match (base, dtype) {
         ("im2col", DType::F32) => "im2col_f32",
         ("im2col", DType::F64) => "im2col_f64",
+        ("pool_argmax", DType::F32) => "pool_argmax_f32",
+        ("pool_argmax", DType::F64) => "pool_argmax_f64",
         ("col2im", DType::F32) => "col2im_f32",
         ("col2im", DType::F64) => "col2im_f64",
         ("unary", DType::F32) => "unary_f32",
