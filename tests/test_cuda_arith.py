@@ -1,6 +1,6 @@
 """CUDA paths of the integer-aware ops and the index-returning ops, bit for bit against the
 CPU (NaN payloads aside) on the inputs the registry's random draws rarely hit: every dtype
-pair of the logical and bitwise ops, NaN and infinities, integer floor division and
+pair of the logical, bitwise and exact integer ops, NaN and infinities, integer floor division and
 remainder with negative operands, `MIN // -1` and zero divisors, cumsum's -0.0, max(dim)
 ties and NaN, max pooling with NaN and with windows wholly in the padding. Skips where no
 GPU is usable."""
@@ -62,6 +62,21 @@ def test_bitwise_ops_integer_and_bool(da, db):
     same(ga | gb, ca | cb)
     same(ga ^ gb, ca ^ cb)
     same(~ga, ~ca)
+
+
+@pytest.mark.parametrize("da", INTS + (np.bool_,))
+@pytest.mark.parametrize("db", INTS + (np.bool_,))
+def test_integer_add_sub_mul_max_min_exact_and_wrapping(da, db):
+    a, b = sample(da, (3, 4), 9), sample(db, (4,), 10)
+    if da is np.int64:
+        a[0, :2] = [2**62, -(2**63)]  # wraps on + and *, as on the CPU
+    (ca, ga), (cb, gb) = both(a), both(b)
+    same(ga + gb, ca + cb)
+    same(ga * gb, ca * cb)
+    same(remat.maximum(ga, gb), remat.maximum(ca, cb))
+    same(remat.minimum(ga, gb), remat.minimum(ca, cb))
+    if not (da is np.bool_ and db is np.bool_):
+        same(ga - gb, ca - cb)
 
 
 def test_logical_ops_treat_nan_as_true():

@@ -8,6 +8,8 @@
 //!   remainder and truncating division with Python's sign rules (floats through `fmod` as
 //!   PyTorch's kernels; integers exact, the divisor checked nonzero on the host first,
 //!   `MIN / -1` wrapping as Rust's `wrapping_div`);
+//! - `int_zip_i64`: the elementwise rows that keep integers exact (add, sub, mul, maximum,
+//!   minimum) in wrapping int64 arithmetic, as `ops::elementwise::int_rules` on the CPU;
 //! - `cumsum_S` (float32, float64): `ops::cumsum`'s prefix sums along one axis of a
 //!   contiguous `(outer, n, inner)` tensor, one thread per line adding in order (the CPU's
 //!   order, so results are bit-identical to it).
@@ -108,6 +110,26 @@ DIVMOD_KERNEL(double, f64, divmod_float)
 DIVMOD_KERNEL(long long, i64, divmod_int)
 DIVMOD_KERNEL(int, i32, divmod_int)
 
+// Integer rows of the elementwise table, exact in int64 and wrapping as Rust's wrapping_*
+// (through unsigned arithmetic: signed overflow is undefined in C): 0 add, 1 sub, 2 mul,
+// 3 maximum, 4 minimum.
+extern "C" __global__ void int_zip_i64(int op, long long n, const long long* a, Lay la,
+                                       const long long* b, Lay lb, long long* y) {
+    GRID_LOOP(i, n) {
+        long long u = a[loff(la, i)], v = b[loff(lb, i)];
+        unsigned long long uu = (unsigned long long)u, uv = (unsigned long long)v;
+        long long r;
+        switch (op) {
+            case 0: r = (long long)(uu + uv); break;
+            case 1: r = (long long)(uu - uv); break;
+            case 2: r = (long long)(uu * uv); break;
+            case 3: r = u > v ? u : v; break;
+            default: r = u < v ? u : v;
+        }
+        y[i] = r;
+    }
+}
+
 // Inclusive prefix sums along the middle axis of a contiguous (outer, n, inner) tensor: one
 // thread per line, the first element copied (so -0.0 stays -0.0, as on the CPU).
 #define CUMSUM_KERNEL(T, S) \
@@ -142,6 +164,7 @@ pub const FUNCTIONS: &[&str] = &[
     "divmod_i32",
     "cumsum_f32",
     "cumsum_f64",
+    "int_zip_i64",
 ];
 
 /// The kernel of family `base` (`logic`, `classify`, `divmod`, `cumsum`) for `dtype`, or
@@ -163,7 +186,7 @@ mod tests {
 
     #[test]
     fn every_kernel_is_defined_once_and_found_by_name() {
-        for f in FUNCTIONS {
+        for f in FUNCTIONS.iter().filter(|f| !f.starts_with("int_zip")) {
             let (base, sfx) = f.rsplit_once('_').unwrap();
             let instance = SOURCE
                 .lines()
@@ -176,5 +199,7 @@ mod tests {
         assert_eq!(name("divmod", DType::I32), Some("divmod_i32"));
         assert_eq!(name("cumsum", DType::I64), None);
         assert_eq!(name("classify", DType::F64), Some("classify_f64"));
+        assert_eq!(name("int_zip", DType::I64), Some("int_zip_i64"));
+        assert!(SOURCE.contains("void int_zip_i64("));
     }
 }

@@ -184,6 +184,10 @@ pub mod launch {
         none(op)
     }
     /// See the CUDA build.
+    pub fn int_zip(op: &str, _: i32, _: &Tensor, _: &Tensor, _: &[usize]) -> Result<Tensor> {
+        none(op)
+    }
+    /// See the CUDA build.
     pub fn cumsum(op: &str, _: &Tensor, _: usize) -> Result<Tensor> {
         none(op)
     }

@@ -1,5 +1,6 @@
 //! Launches of the `arith_kernels` module: logic and bitwise rows, float classification,
-//! floor division / remainder / truncating division, and prefix sums along an axis. Each
+//! floor division / remainder / truncating division, exact integer add/sub/mul/max/min, and
+//! prefix sums along an axis. Each
 //! returns a fresh contiguous tensor on the operands' device.
 
 use super::common::{buffer, contig, grid, launch, plan, tensor};
@@ -55,7 +56,7 @@ fn zip(
         let f = ctx.function(op, kernel(op, base, a.dtype())?)?;
         let (nn, k0, k1) = (n as i64, kl[0], kl[1]);
         let (ap, bp, yp) = (ab.ptr_at(la.offset), bb.ptr_at(lb.offset), out.ptr());
-        // `logic_*` / `divmod_*`: read both broadcast views, write n elements.
+        // `logic_*` / `divmod_*` / `int_zip_i64`: read both broadcast views, write n elements.
         launch!(op, ctx, f, grid(n), code, nn, ap, k0, bp, k1, yp)?;
     }
     Ok(tensor(out, shape))
@@ -93,6 +94,12 @@ pub fn classify(op: &str, code: i32, x: &Tensor) -> Result<Tensor> {
 /// numeric dtype; integer divisors already checked nonzero) broadcast to `shape`.
 pub fn divmod(op: &str, mode: i32, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor> {
     zip(op, "divmod", mode, a, b, shape, a.dtype())
+}
+
+/// Row `code` of the exact integer rows (0 add, 1 sub, 2 mul, 3 maximum, 4 minimum) over
+/// int64 `a` and `b` broadcast to `shape`, wrapping on overflow.
+pub fn int_zip(op: &str, code: i32, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    zip(op, "int_zip", code, a, b, shape, DType::I64)
 }
 
 /// Inclusive prefix sums of a float tensor along `axis`, in the CPU's order of additions.

@@ -21,7 +21,7 @@ mod reduce;
 mod transfer;
 mod window;
 
-pub use arith::{classify, cumsum, divmod, logic, logic_not};
+pub use arith::{classify, cumsum, divmod, int_zip, logic, logic_not};
 pub use common::{buffer, plan, tensor};
 pub use elementwise::{
     axpy_inplace, binary, cast, copy, copy_into, empty, fill_inplace, flip, full, unary, where_,

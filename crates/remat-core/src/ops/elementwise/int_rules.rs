@@ -126,15 +126,16 @@ pub(super) fn binary_int(f: Binary, a: &Tensor, b: &Tensor, p: f64) -> Result<Te
         return binary(f, &cast(a, dt)?, &cast(b, dt)?, p);
     }
     let op = f.name();
-    let exact: Option<fn(i64, i64) -> i64> = match f {
-        Binary::Add => Some(i64::wrapping_add),
-        Binary::Sub => Some(i64::wrapping_sub),
-        Binary::Mul => Some(i64::wrapping_mul),
-        Binary::Maximum => Some(std::cmp::max),
-        Binary::Minimum => Some(std::cmp::min),
+    // The CPU closure and the CUDA kernel's row (`int_zip_i64`).
+    let exact: Option<(fn(i64, i64) -> i64, i32)> = match f {
+        Binary::Add => Some((i64::wrapping_add, 0)),
+        Binary::Sub => Some((i64::wrapping_sub, 1)),
+        Binary::Mul => Some((i64::wrapping_mul, 2)),
+        Binary::Maximum => Some((std::cmp::max, 3)),
+        Binary::Minimum => Some((std::cmp::min, 4)),
         _ => None,
     };
-    let Some(k) = exact else {
+    let Some((k, code)) = exact else {
         if f == Binary::Pow {
             return pow_int(a, b, dt);
         }
@@ -155,10 +156,8 @@ pub(super) fn binary_int(f: Binary, a: &Tensor, b: &Tensor, p: f64) -> Result<Te
     check_same_device(op, &[a, b])?;
     let shape = broadcast_shapes(op, a.shape(), b.shape())?;
     if a.device() != crate::device::Device::Cpu {
-        return Err(Error::device(
-            op,
-            format!("{dt} arithmetic is not supported on CUDA yet"),
-        ));
+        let (a, b) = (cast(a, DType::I64)?, cast(b, DType::I64)?);
+        return cast(&crate::cuda::launch::int_zip(op, code, &a, &b, &shape)?, dt);
     }
     let out = crate::cpu::catch_oom(op, || {
         let (a, b) = (cast(a, DType::I64)?, cast(b, DType::I64)?);
