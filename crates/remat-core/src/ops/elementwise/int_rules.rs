@@ -127,7 +127,8 @@ pub(super) fn binary_int(f: Binary, a: &Tensor, b: &Tensor, p: f64) -> Result<Te
     }
     let op = f.name();
     // The CPU closure and the CUDA kernel's row (`int_zip_i64`).
-    let exact: Option<(fn(i64, i64) -> i64, i32)> = match f {
+    type ExactRow = (fn(i64, i64) -> i64, i32);
+    let exact: Option<ExactRow> = match f {
         Binary::Add => Some((i64::wrapping_add, 0)),
         Binary::Sub => Some((i64::wrapping_sub, 1)),
         Binary::Mul => Some((i64::wrapping_mul, 2)),
