@@ -453,6 +453,66 @@ def repeats(draw):
 
 
 @st.composite
+def unbinds(draw):
+    shape = draw(shapes(min_dims=1, max_dims=3))
+    dim = draw(st.integers(-len(shape), len(shape) - 1))
+    return Case((shape,), {"dim": dim, "k": draw(st.integers(0, shape[dim] - 1))})
+
+
+@st.composite
+def rolls(draw):
+    shape = draw(shapes(min_dims=1, max_dims=3))
+    if draw(st.booleans()):
+        return Case((shape,), {"shifts": draw(st.integers(-7, 7)), "dims": None})
+    dims = draw(st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape),
+                         unique=True))
+    return Case((shape,), {"shifts": tuple(draw(st.integers(-7, 7)) for _ in dims),
+                           "dims": tuple(dims)})
+
+
+@st.composite
+def tiles(draw):
+    shape = draw(shapes(max_dims=3, max_side=3))
+    k = draw(st.integers(0, len(shape) + 1))
+    return Case((shape,), {"dims": tuple(draw(st.integers(0, 3)) for _ in range(k))})
+
+
+@st.composite
+def interleaves(draw):
+    shape = draw(shapes(max_dims=3, max_side=3))
+    nd = len(shape)
+    dim = None if nd == 0 or draw(st.booleans()) else draw(st.integers(-nd, nd - 1))
+    n = int(np.prod(shape)) if dim is None else shape[dim]
+    if n == 0 or draw(st.booleans()):
+        return Case((shape,), {"repeats": draw(st.integers(0, 3)), "dim": dim})
+    return Case((shape,), {"repeats": tuple(draw(st.integers(0, 3)) for _ in range(n)),
+                           "dim": dim})
+
+
+@st.composite
+def meshgrids(draw):
+    n = draw(st.integers(1, 3))
+    lens = [draw(st.integers(1, 4)) for _ in range(n)]
+    return Case(tuple((m,) for m in lens), {"indexing": draw(st.sampled_from(["ij", "xy"]))})
+
+
+@st.composite
+def diagonals(draw):
+    shape = draw(shapes(min_dims=2, max_dims=4, max_side=4))
+    nd = len(shape)
+    d1, d2 = draw(st.lists(st.integers(0, nd - 1), min_size=2, max_size=2, unique=True))
+    return Case((shape,), {"offset": draw(st.integers(-4, 4)),
+                           "dim1": d1 - nd if draw(st.booleans()) else d1,
+                           "dim2": d2 - nd if draw(st.booleans()) else d2})
+
+
+@st.composite
+def diags(draw):
+    shape = draw(shapes(min_dims=1, max_dims=2, max_side=4))
+    return Case((shape,), {"diagonal": draw(st.integers(-3, 3))})
+
+
+@st.composite
 def expands(draw):
     shape = draw(shapes(max_dims=3, min_side=1, max_side=3).map(
         lambda s: tuple(1 if d == 2 else d for d in s)))
@@ -1682,6 +1742,61 @@ OPS: list[Op] = [
        call=lambda f, ins, p: f(ins[0], *p["sizes"]),
        errors=(Bad("few", ((2, 3),), S, {"sizes": (2,)}),
                Bad("neg", ((2, 3),), S, {"sizes": (2, -1)}))),
+    # ---- rearranging ops composed of views, copies and joins (core ops/rearrange.rs)
+    Op("unbind", remat.unbind, ("unbind",), lambda x, dim, k: np.take(x, k, axis=dim), ANY,
+       unbinds(), (Case(((3, 2),), {"dim": 0, "k": 2}), Case(((2, 4, 3),), {"dim": -2, "k": 1})),
+       call=lambda f, ins, p: f(ins[0], p["dim"])[p["k"]],
+       errors=(Bad("dim", ((2, 3),), S, {"dim": 2, "k": 0}),
+               Bad("scalar", ((),), S, {"dim": 0, "k": 0}))),
+    Op("roll", remat.roll, ("roll",), lambda x, shifts, dims: np.roll(x, shifts, axis=dims),
+       ANY, rolls(),
+       (Case(((3, 4),), {"shifts": (1, -2), "dims": (0, 1)}),
+        Case(((2, 3),), {"shifts": 4, "dims": None})),
+       errors=(Bad("align", ((2, 3),), S, {"shifts": (1, 2), "dims": (0,)}),
+               Bad("dim", ((2, 3),), S, {"shifts": 1, "dims": 2}))),
+    Op("tile", remat.tile, ("tile",), lambda x, dims: np.tile(x, dims), ANY, tiles(),
+       (Case(((2, 3),), {"dims": (2,)}), Case(((3,),), {"dims": (2, 1, 2)})),
+       call=lambda f, ins, p: f(ins[0], p["dims"])),
+    Op("repeat_interleave", remat.repeat_interleave, ("repeat_interleave",),
+       lambda x, repeats, dim: np.repeat(x, repeats, axis=dim), ANY, interleaves(),
+       (Case(((2, 3),), {"repeats": 2, "dim": 0}),
+        Case(((2, 3),), {"repeats": (1, 0, 2), "dim": 1}),
+        Case(((2, 2),), {"repeats": 3, "dim": None})),
+       call=lambda f, ins, p: f(ins[0], list(p["repeats"]) if isinstance(p["repeats"], tuple)
+                                else p["repeats"], dim=p["dim"]),
+       errors=(Bad("neg", ((2, 3),), ValueError, {"repeats": -1, "dim": 0}),
+               Bad("counts", ((2, 3),), S, {"repeats": (1, 2), "dim": 1}),
+               Bad("dim", ((2, 3),), S, {"repeats": 2, "dim": 2}))),
+    # All outputs stacked, so every input has a gradient.
+    Op("meshgrid", remat.meshgrid, (),
+       lambda *xs, indexing: np.stack(np.meshgrid(*xs, indexing=indexing)), ANY, meshgrids(),
+       (Case(((2,), (3,)), {"indexing": "ij"}), Case(((2,), (3,), (2,)), {"indexing": "xy"})),
+       call=lambda f, ins, p: remat.stack(f(*ins, indexing=p["indexing"]), 0),
+       errors=(Bad("indexing", ((2,), (3,)), ValueError, {"indexing": "yx"}),
+               Bad("matrix", ((2, 2), (3,)), S, {"indexing": "ij"}))),
+    Op("diagonal", remat.diagonal, ("diagonal",),
+       lambda x, offset, dim1, dim2: np.diagonal(x, offset, dim1, dim2), ANY, diagonals(),
+       (Case(((3, 4),), {"offset": 0, "dim1": 0, "dim2": 1}),
+        Case(((3, 2, 4),), {"offset": 1, "dim1": 0, "dim2": -1}),
+        Case(((2, 3, 3),), {"offset": -1, "dim1": 2, "dim2": 1})),
+       errors=(Bad("same", ((3, 3),), S, {"offset": 0, "dim1": 1, "dim2": -1}),
+               Bad("vector", ((3,),), S, {"offset": 0, "dim1": 0, "dim2": 1}))),
+    Op("diag", remat.diag, ("diag",), lambda x, diagonal: np.diag(x, diagonal), ANY, diags(),
+       (Case(((3,),), {"diagonal": 0}), Case(((3,),), {"diagonal": -2}),
+        Case(((3, 4),), {"diagonal": 1})),
+       errors=(Bad("rank", ((2, 2, 2),), S, {"diagonal": 0}),)),
+    Op("trace", remat.trace, ("trace",), lambda x: np.asarray(np.trace(x)), ANY,
+       one(shapes(min_dims=2, max_dims=2)), (Case(((3, 4),)), Case(((2, 2),))),
+       errors=(Bad("rank", ((3,),), S),)),
+    Op("swapaxes", remat.swapaxes, ("swapaxes",),
+       lambda x, axis0, axis1: np.swapaxes(x, axis0, axis1), ANY,
+       one(shapes(min_dims=2, max_dims=3), axis0=st.just(0), axis1=st.just(-1)),
+       (Case(((2, 3, 4),), {"axis0": 0, "axis1": 2}),),
+       errors=(Bad("axis", ((2, 3),), S, {"axis0": 0, "axis1": 2}),)),
+    Op("swapdims", remat.swapdims, ("swapdims",),
+       lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1), ANY,
+       one(shapes(min_dims=2, max_dims=3), dim0=st.just(-1), dim1=st.just(0)),
+       (Case(((2, 3),), {"dim0": 1, "dim1": 0}),)),
     Op("expand", remat.expand, ("expand",), np_expand, ANY, expands(),
        (Case(((3, 1),), {"sizes": (2, -1, 4)}), Case(((1,),), {"sizes": (3,)})),
        call=lambda f, ins, p: f(ins[0], *p["sizes"]),

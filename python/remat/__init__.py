@@ -115,6 +115,16 @@ from ._remat import (
     argsort,
     sort,
     topk,
+    unbind,
+    roll,
+    tile,
+    repeat_interleave,
+    meshgrid,
+    diagonal,
+    diag,
+    trace,
+    swapaxes,
+    swapdims,
     all as all,
     any as any,
     prod,
@@ -542,6 +552,9 @@ __all__ = [
     "amax", "amin", "argmax", "argmin", "cumsum", "logsumexp", "norm", "prod", "std", "var",
     # ordering
     "argsort", "sort", "topk",
+    # rearranging
+    "unbind", "roll", "tile", "repeat_interleave", "meshgrid", "diagonal", "diag", "trace",
+    "swapaxes", "swapdims",
     # comparisons, logical/bitwise, masking, floor division
     "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",
     "greater_equal", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",

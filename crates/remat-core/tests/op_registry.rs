@@ -973,6 +973,81 @@ fn rows() -> Vec<Row> {
                 r::concat(&[tiled.clone(), tiled], 0)
             },
         ),
+        // ---- rearranging ops composed of the ops above (ops/rearrange.rs)
+        row(
+            "unbind",
+            &[(&[2, 4, 3], Any)],
+            |t| Ok(ops::unbind(&t[0], 1)?.swap_remove(2)),
+            |a| r::take(&a[0], &[&[0, 1], &[2], &[0, 1, 2]], &[2, 3]),
+        ),
+        row(
+            "roll",
+            &[(&[3, 4], Any)],
+            |t| ops::roll(&t[0], &[1, -2], &[0, 1]),
+            |a| r::take(&a[0], &[&[2, 0, 1], &[2, 3, 0, 1]], &[3, 4]),
+        ),
+        row(
+            "roll_flat",
+            &[(&[2, 3], Any)],
+            |t| ops::roll(&t[0], &[2], &[]),
+            |a| r::take(&r::reshape(&a[0], &[6]), &[&[4, 5, 0, 1, 2, 3]], &[2, 3]),
+        ),
+        row(
+            "tile",
+            &[(&[2, 3], Any)],
+            |t| ops::tile(&t[0], &[2]),
+            |a| r::take(&a[0], &[&[0, 1], &[0, 1, 2, 0, 1, 2]], &[2, 6]),
+        ),
+        row(
+            "repeat_interleave",
+            &[(&[2, 3], Any)],
+            |t| ops::repeat_interleave(&t[0], 2, Some(0)),
+            |a| r::take(&a[0], &[&[0, 0, 1, 1], &[0, 1, 2]], &[4, 3]),
+        ),
+        row(
+            "repeat_interleave_counts",
+            &[(&[2, 3], Any)],
+            |t| ops::repeat_interleave_counts(&t[0], &[1, 0, 2], Some(1)),
+            |a| r::take(&a[0], &[&[0, 1], &[0, 2, 2]], &[2, 3]),
+        ),
+        row(
+            "diagonal",
+            &[(&[3, 2, 4], Any)],
+            |t| ops::diagonal(&t[0], 1, 0, 2),
+            // out[b][i] = x[i][b][i + 1]
+            |a| {
+                let at = |i: usize, b: usize, k: usize| a[0].data[(i * 2 + b) * 4 + k];
+                let data = (0..2)
+                    .flat_map(|b| (0..3).map(move |i| (b, i)))
+                    .map(|(b, i)| at(i, b, i + 1))
+                    .collect();
+                Arr::new(&[2, 3], data)
+            },
+        ),
+        row(
+            "diag_matrix",
+            &[(&[3], Any)],
+            |t| ops::diag(&t[0], -1),
+            |a| {
+                let mut data = vec![0.0; 16];
+                for i in 0..3 {
+                    data[(i + 1) * 4 + i] = a[0].data[i];
+                }
+                Arr::new(&[4, 4], data)
+            },
+        ),
+        row(
+            "trace",
+            &[(&[3, 4], Any)],
+            |t| ops::trace(&t[0]),
+            |a| Arr::new(&[], vec![a[0].data[0] + a[0].data[5] + a[0].data[10]]),
+        ),
+        row(
+            "meshgrid_xy",
+            &[(&[2], Any), (&[3], Any)],
+            |t| Ok(ops::meshgrid(&[t[0].clone(), t[1].clone()], "xy")?.swap_remove(0)),
+            |a| r::take(&a[0], &[&[0, 1, 0, 1, 0, 1]], &[3, 2]),
+        ),
         row(
             "expand_sizes",
             &[(&[3, 1], Any)],

@@ -26,6 +26,7 @@ pub mod numpy_bridge;
 pub mod ops;
 pub mod optim;
 pub mod policy;
+pub mod rearrange;
 pub mod reduce_index;
 pub mod repr;
 pub mod sorting;
@@ -57,6 +58,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     creation::register(m)?;
     reduce_index::register(m)?;
     sorting::register(m)?;
+    rearrange::register(m)?;
     autograd::register(m)?;
     memory::register(m)?;
     checkpoint::register(m)?;

@@ -39,6 +39,7 @@ pub mod pad;
 pub mod pool;
 pub mod prod;
 pub mod ranges;
+pub mod rearrange;
 pub mod reduce;
 pub mod reduce_ext;
 pub mod repeat;
@@ -107,6 +108,10 @@ pub use pad::{pad, PadMode};
 pub use pool::{adaptive_avg_pool, avg_pool, max_pool};
 pub use prod::prod;
 pub use ranges::{arange, eye, linspace, randint, tril, triu};
+pub use rearrange::{
+    diag, diagonal, meshgrid, repeat_interleave, repeat_interleave_counts, roll, tile, trace,
+    unbind,
+};
 pub use reduce::{sum, sum_to};
 pub use reduce_ext::{amax, amin, max, mean, min};
 pub use repeat::repeat;
