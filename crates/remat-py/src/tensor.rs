@@ -634,8 +634,8 @@ impl PyTensor {
             .py()?;
         Ok(PyList::new(py, items)?.try_iter()?.into_any())
     }
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        crate::repr::repr(py, &self.inner)
+    fn __repr__(&self) -> PyResult<String> {
+        crate::repr::repr(&self.inner)
     }
     /// A leaf copy (value, requires_grad and grad copied), as `copy.deepcopy` expects.
     fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
