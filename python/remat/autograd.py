@@ -396,7 +396,7 @@ class Function:
         >>> x = remat.tensor([0.0, 1.0], requires_grad=True)
         >>> Exp.apply(x).sum().backward()
         >>> x.grad
-        tensor([1.       , 2.7182817])
+        tensor([1.0000, 2.7183])
         """
         raise NotImplementedError("You must implement the backward function for custom Function")
 

@@ -207,7 +207,7 @@ def save(obj: Any, path: FileLike, metadata: dict[str, str] | None = None) -> No
     >>> sd = {"w": remat.tensor([[1.0, 2.0]]), "b": remat.tensor([0.5])}
     >>> remat.save(sd, "model.npz")
     >>> dict(remat.load("model.npz"))  # an OrderedDict, in the saved order
-    {'w': tensor([[1., 2.]]), 'b': tensor([0.5])}
+    {'w': tensor([[1., 2.]]), 'b': tensor([0.5000])}
     >>> sorted(np.load("model.npz").files)  # plain NumPy reads it too
     ['b', 'w']
     >>> import io

@@ -286,7 +286,7 @@ conv_fn! {
     /// --------
     /// >>> w = remat.ones(1, 1, 2, 2, 2)
     /// >>> remat.conv3d(remat.ones(1, 1, 2, 2, 2), w, bias=remat.tensor([0.5]))
-    /// tensor([[[[[8.5]]]]])
+    /// tensor([[[[[8.5000]]]]])
     /// >>> remat.conv3d(remat.ones(1, 2, 4, 4, 4), remat.ones(3, 2, 2, 2, 2), stride=2).shape
     /// (1, 3, 2, 2, 2)
     conv3d, 3
@@ -627,11 +627,11 @@ avg_pool_fn! {
     /// --------
     /// >>> x = remat.tensor([[[1.0, 3.0, 2.0, 5.0]]])
     /// >>> remat.avg_pool1d(x, 2)
-    /// tensor([[[2. , 3.5]]])
+    /// tensor([[[2.0000, 3.5000]]])
     /// >>> remat.avg_pool1d(x, 2, padding=1)
-    /// tensor([[[0.5, 2.5, 2.5]]])
+    /// tensor([[[0.5000, 2.5000, 2.5000]]])
     /// >>> remat.avg_pool1d(x, 2, padding=1, count_include_pad=False)
-    /// tensor([[[1. , 2.5, 5. ]]])
+    /// tensor([[[1.0000, 2.5000, 5.0000]]])
     avg_pool1d, 1
 }
 
@@ -681,8 +681,8 @@ avg_pool_fn! {
     /// Examples
     /// --------
     /// >>> remat.avg_pool2d(remat.arange(16.0).reshape(1, 1, 4, 4), 2)
-    /// tensor([[[[ 2.5,  4.5],
-    ///           [10.5, 12.5]]]])
+    /// tensor([[[[ 2.5000,  4.5000],
+    ///           [10.5000, 12.5000]]]])
     /// >>> remat.avg_pool2d(remat.ones(2, 3, 8, 8), 3, stride=2, padding=1).shape
     /// (2, 3, 4, 4)
     avg_pool2d, 2
@@ -734,7 +734,7 @@ avg_pool_fn! {
     /// Examples
     /// --------
     /// >>> remat.avg_pool3d(remat.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
-    /// tensor([[[[[3.5]]]]])
+    /// tensor([[[[[3.5000]]]]])
     /// >>> remat.avg_pool3d(remat.ones(1, 2, 4, 4, 4), 2, divisor_override=1)[0, 0, 0, 0, 0].item()
     /// 8.0
     avg_pool3d, 3
@@ -826,9 +826,9 @@ adaptive_avg_pool_fn! {
     /// --------
     /// >>> x = remat.arange(6.0).reshape(1, 1, 6)
     /// >>> remat.adaptive_avg_pool1d(x, 3)
-    /// tensor([[[0.5, 2.5, 4.5]]])
+    /// tensor([[[0.5000, 2.5000, 4.5000]]])
     /// >>> remat.adaptive_avg_pool1d(x, 4)
-    /// tensor([[[0.5, 1.5, 3.5, 4.5]]])
+    /// tensor([[[0.5000, 1.5000, 3.5000, 4.5000]]])
     adaptive_avg_pool1d, 1
 }
 
@@ -867,7 +867,7 @@ adaptive_avg_pool_fn! {
     /// Examples
     /// --------
     /// >>> remat.adaptive_avg_pool2d(remat.arange(16.0).reshape(1, 1, 4, 4), 1)
-    /// tensor([[[[7.5]]]])
+    /// tensor([[[[7.5000]]]])
     /// >>> remat.adaptive_avg_pool2d(remat.ones(2, 3, 7, 9), (2, None)).shape
     /// (2, 3, 2, 9)
     adaptive_avg_pool2d, 2
@@ -908,7 +908,7 @@ adaptive_avg_pool_fn! {
     /// Examples
     /// --------
     /// >>> remat.adaptive_avg_pool3d(remat.arange(8.0).reshape(1, 1, 2, 2, 2), 1)
-    /// tensor([[[[[3.5]]]]])
+    /// tensor([[[[[3.5000]]]]])
     /// >>> remat.adaptive_avg_pool3d(remat.ones(1, 2, 4, 4, 4), (2, 1, 2)).shape
     /// (1, 2, 2, 1, 2)
     adaptive_avg_pool3d, 3

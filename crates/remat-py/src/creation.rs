@@ -88,7 +88,7 @@ fn number(op: &str, obj: &Bound<'_, PyAny>) -> PyResult<f64> {
 /// >>> remat.arange(1, 4)
 /// tensor([1, 2, 3])
 /// >>> remat.arange(0, 1, 0.25)
-/// tensor([0.  , 0.25, 0.5 , 0.75])
+/// tensor([0.0000, 0.2500, 0.5000, 0.7500])
 /// >>> remat.arange(5, 0, -2)
 /// tensor([5, 3, 1])
 /// >>> remat.arange(3, dtype=remat.float64)
@@ -194,7 +194,7 @@ fn arange(
 /// Examples
 /// --------
 /// >>> remat.linspace(0, 1, 5)
-/// tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
+/// tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
 /// >>> remat.linspace(0, 10, 3, dtype=remat.int64)
 /// tensor([ 0,  5, 10])
 #[pyfunction]

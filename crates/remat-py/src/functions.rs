@@ -77,7 +77,7 @@ fn creation_device(op: &str, device: Option<&Bound<'_, PyAny>>) -> PyResult<Devi
 /// tensor([[1, 2],
 ///         [3, 4]])
 /// >>> remat.tensor([1.5, 2.0], dtype=remat.float64)
-/// tensor([1.5, 2. ], dtype=remat.float64)
+/// tensor([1.5000, 2.0000], dtype=remat.float64)
 /// >>> remat.tensor(np.array([1, 2], dtype=np.int32))
 /// tensor([1, 2], dtype=remat.int32)
 /// >>> x = remat.tensor([1.0, 2.0], requires_grad=True)
@@ -258,7 +258,7 @@ fn zeros(
 /// tensor([[1., 1.],
 ///         [1., 1.]])
 /// >>> remat.ones(3, dtype=remat.bool)
-/// tensor([ True,  True,  True])
+/// tensor([True, True, True])
 #[pyfunction]
 #[pyo3(signature = (*shape, dtype=None, requires_grad=false, device=None))]
 fn ones(
@@ -434,7 +434,7 @@ fn rand(
 /// tensor([[7, 7],
 ///         [7, 7]])
 /// >>> remat.full(3, 1.5)
-/// tensor([1.5, 1.5, 1.5])
+/// tensor([1.5000, 1.5000, 1.5000])
 /// >>> remat.full((2,), 7, dtype=remat.float64)
 /// tensor([7., 7.], dtype=remat.float64)
 #[pyfunction]
@@ -1112,9 +1112,9 @@ fn dropout(py: Python<'_>, x: &Bound<'_, PyAny>, p: f64, training: bool) -> PyRe
 /// Examples
 /// --------
 /// >>> remat.softplus(remat.tensor([-1.0, 0.0, 1.0, 30.0]))
-/// tensor([ 0.3132617,  0.6931472,  1.3132616, 30.       ])
+/// tensor([ 0.3133,  0.6931,  1.3133, 30.0000])
 /// >>> remat.softplus(remat.tensor([-1.0, 0.0, 1.0]), threshold=0.5)
-/// tensor([0.3132617, 0.6931472, 1.       ])
+/// tensor([0.3133, 0.6931, 1.0000])
 #[pyfunction]
 #[pyo3(signature = (x, beta=1.0, threshold=20.0))]
 fn softplus(py: Python<'_>, x: &Bound<'_, PyAny>, beta: f64, threshold: f64) -> PyResult<PyTensor> {
@@ -1146,11 +1146,11 @@ fn softplus(py: Python<'_>, x: &Bound<'_, PyAny>, beta: f64, threshold: f64) -> 
 /// Examples
 /// --------
 /// >>> remat.leaky_relu(remat.tensor([-2.0, 0.0, 3.0]))
-/// tensor([-0.02,  0.  ,  3.  ])
+/// tensor([-0.0200,  0.0000,  3.0000])
 /// >>> x = remat.tensor([-2.0, 3.0], requires_grad=True)
 /// >>> remat.leaky_relu(x, 0.5).sum().backward()
 /// >>> x.grad
-/// tensor([0.5, 1. ])
+/// tensor([0.5000, 1.0000])
 #[pyfunction]
 #[pyo3(signature = (x, negative_slope=0.01))]
 fn leaky_relu(py: Python<'_>, x: &Bound<'_, PyAny>, negative_slope: f64) -> PyResult<PyTensor> {
@@ -1198,13 +1198,13 @@ fn leaky_relu(py: Python<'_>, x: &Bound<'_, PyAny>, negative_slope: f64) -> PyRe
 /// --------
 /// >>> x = remat.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0]])
 /// >>> remat.layer_norm(x)
-/// tensor([[-1.2247356,  0.       ,  1.2247356],
-///         [-1.2247427,  0.       ,  1.2247427]])
+/// tensor([[-1.2247,  0.0000,  1.2247],
+///         [-1.2247,  0.0000,  1.2247]])
 /// >>> w = remat.tensor([1.0, 2.0, 3.0])
 /// >>> b = remat.tensor([0.0, 0.0, 1.0])
 /// >>> remat.layer_norm(x, (3,), weight=w, bias=b)
-/// tensor([[-1.2247356,  0.       ,  4.6742067],
-///         [-1.2247427,  0.       ,  4.6742277]])
+/// tensor([[-1.2247,  0.0000,  4.6742],
+///         [-1.2247,  0.0000,  4.6742]])
 /// >>> remat.layer_norm(x, (2, 3)).shape
 /// (2, 3)
 #[pyfunction]

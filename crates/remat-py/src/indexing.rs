@@ -299,10 +299,10 @@ fn scatter_add_fn(
 ///         [2., 2.]])
 /// >>> table = remat.tensor([[3.0, 4.0], [0.3, 0.4]])
 /// >>> remat.embedding(remat.tensor([0]), table, max_norm=1.0)
-/// tensor([[0.6, 0.8]])
+/// tensor([[0.6000, 0.8000]])
 /// >>> table
-/// tensor([[0.6, 0.8],
-///         [0.3, 0.4]])
+/// tensor([[0.6000, 0.8000],
+///         [0.3000, 0.4000]])
 #[pyfunction]
 #[pyo3(signature = (
     input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=false,

@@ -185,7 +185,7 @@ impl PyTensor {
     /// >>> x.sub_(1)
     /// tensor([0., 1., 2.])
     /// >>> x.sub_(remat.tensor([1.0, 1.0, 1.0]), alpha=0.5)
-    /// tensor([-0.5,  0.5,  1.5])
+    /// tensor([-0.5000,  0.5000,  1.5000])
     #[pyo3(signature = (other, alpha=1.0))]
     fn sub_<'py>(
         slf: Bound<'py, Self>,
@@ -271,7 +271,7 @@ impl PyTensor {
     /// --------
     /// >>> x = remat.tensor([1.0, 2.0, 3.0])
     /// >>> x.div_(remat.tensor([2.0, 4.0, 8.0]))
-    /// tensor([0.5  , 0.5  , 0.375])
+    /// tensor([0.5000, 0.5000, 0.3750])
     /// >>> x.div_(0)
     /// tensor([inf, inf, inf])
     /// >>> remat.tensor([-7, 7]).div_(2, rounding_mode="floor")
@@ -350,8 +350,8 @@ impl PyTensor {
     /// tensor([[7., 7.],
     ///         [7., 7.]])
     /// >>> x.fill_(remat.tensor(2.5))
-    /// tensor([[2.5, 2.5],
-    ///         [2.5, 2.5]])
+    /// tensor([[2.5000, 2.5000],
+    ///         [2.5000, 2.5000]])
     fn fill_<'py>(slf: Bound<'py, Self>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
         let v = PyOperand::from_py("fill_", value)?;
         in_place(slf, |t| ops::fill_(t, v.core()))
@@ -441,7 +441,7 @@ impl PyTensor {
     /// --------
     /// >>> x = remat.tensor([-2.0, 0.5, 3.0])
     /// >>> x.clamp_(-1, 1)
-    /// tensor([-1. ,  0.5,  1. ])
+    /// tensor([-1.0000,  0.5000,  1.0000])
     /// >>> remat.tensor([-2.0, 0.5, 3.0]).clamp_(min=remat.tensor([0.0, 1.0, 2.0]))
     /// tensor([0., 1., 3.])
     #[pyo3(signature = (min=None, max=None))]
@@ -491,7 +491,7 @@ impl PyTensor {
     /// Examples
     /// --------
     /// >>> remat.tensor([-2.0, 0.5, 3.0]).clip_(max=1)
-    /// tensor([-2. ,  0.5,  1. ])
+    /// tensor([-2.0000,  0.5000,  1.0000])
     #[pyo3(signature = (min=None, max=None))]
     fn clip_<'py>(
         slf: Bound<'py, Self>,

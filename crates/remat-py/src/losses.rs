@@ -85,7 +85,7 @@ pub(crate) fn optional(
 /// >>> a = remat.tensor([1.0, 2.0, 3.0])
 /// >>> b = remat.tensor([1.0, 0.0, 5.0])
 /// >>> remat.mse_loss(a, b)
-/// tensor(2.6666667)
+/// tensor(2.6667)
 /// >>> remat.mse_loss(a, b, reduction="none")
 /// tensor([0., 4., 4.])
 /// >>> x = remat.tensor([1.0, 2.0], requires_grad=True)
@@ -149,7 +149,7 @@ fn mse_loss(
 /// >>> a = remat.tensor([1.0, 2.0, 3.0])
 /// >>> b = remat.tensor([1.0, 0.0, 5.0])
 /// >>> remat.l1_loss(a, b)
-/// tensor(1.3333334)
+/// tensor(1.3333)
 /// >>> remat.l1_loss(a, b, reduction="sum")
 /// tensor(4.)
 #[pyfunction]
@@ -216,10 +216,10 @@ fn l1_loss(
 /// >>> x = remat.tensor([0.0, 2.0, -1.0])
 /// >>> t = remat.tensor([1.0, 1.0, 0.0])
 /// >>> remat.binary_cross_entropy_with_logits(x, t, reduction="none")
-/// tensor([0.6931472 , 0.126928  , 0.31326175])
+/// tensor([0.6931, 0.1269, 0.3133])
 /// >>> pw = remat.tensor([2.0])
 /// >>> remat.binary_cross_entropy_with_logits(x, t, pos_weight=pw, reduction="none")
-/// tensor([1.3862944 , 0.253856  , 0.31326175])
+/// tensor([1.3863, 0.2539, 0.3133])
 /// >>> remat.binary_cross_entropy_with_logits(remat.tensor([100.0]), remat.tensor([0.0]))
 /// tensor(100.)
 #[pyfunction]
@@ -304,9 +304,9 @@ fn target_tensor(op: &str, target: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 /// --------
 /// >>> logp = remat.log(remat.tensor([[0.5, 0.25, 0.25], [0.1, 0.8, 0.1]]))
 /// >>> remat.nll_loss(logp, remat.tensor([0, 1]), reduction="none")
-/// tensor([0.6931472 , 0.22314353])
+/// tensor([0.6931, 0.2231])
 /// >>> remat.nll_loss(logp, remat.tensor([0, -100]))
-/// tensor(0.6931472)
+/// tensor(0.6931)
 #[pyfunction]
 #[pyo3(
     signature = (input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"),
@@ -427,17 +427,17 @@ fn class_indices(target: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
 /// --------
 /// >>> logits = remat.tensor([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]])
 /// >>> remat.cross_entropy(logits, remat.tensor([0, 1]))
-/// tensor(0.31853974)
+/// tensor(0.3185)
 /// >>> remat.cross_entropy(logits, [0, 1], reduction="none")
-/// tensor([0.41702995, 0.22004953])
+/// tensor([0.4170, 0.2200])
 /// >>> probs = remat.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
 /// >>> remat.cross_entropy(logits, probs)
-/// tensor(0.31853974)
+/// tensor(0.3185)
 /// >>> x = remat.zeros(2, 2, requires_grad=True)
 /// >>> remat.cross_entropy(x, remat.tensor([0, 1])).backward()
 /// >>> x.grad
-/// tensor([[-0.25,  0.25],
-///         [ 0.25, -0.25]])
+/// tensor([[-0.2500,  0.2500],
+///         [ 0.2500, -0.2500]])
 #[pyfunction]
 #[pyo3(
     signature = (input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0),

@@ -46,11 +46,11 @@ use remat_core::{ops, Tensor};
 /// --------
 /// >>> x = remat.tensor([[3.0, 4.0], [1.0, 1.0]])
 /// >>> remat.rms_norm(x, (2,))
-/// tensor([[0.84852815, 1.1313709 ],
-///         [1.        , 1.        ]])
+/// tensor([[0.8485, 1.1314],
+///         [1.0000, 1.0000]])
 /// >>> remat.rms_norm(x, 2, weight=remat.tensor([1.0, 2.0]))
-/// tensor([[0.84852815, 2.2627418 ],
-///         [1.        , 2.        ]])
+/// tensor([[0.8485, 2.2627],
+///         [1.0000, 2.0000]])
 #[pyfunction]
 #[pyo3(signature = (input, normalized_shape, weight=None, eps=None))]
 fn rms_norm(
@@ -225,13 +225,13 @@ fn running_stat(what: &str, o: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Ten
 /// >>> x = remat.tensor([[1.0, 10.0], [3.0, 20.0]])
 /// >>> rm, rv = remat.zeros(2), remat.ones(2)
 /// >>> remat.batch_norm(x, rm, rv, training=True, eps=1e-3)
-/// tensor([[-0.9995004, -0.99998  ],
-///         [ 0.9995004,  0.99998  ]])
+/// tensor([[-0.9995, -1.0000],
+///         [ 0.9995,  1.0000]])
 /// >>> rm, rv
-/// (tensor([0.2, 1.5]), tensor([1.1, 5.9]))
+/// (tensor([0.2000, 1.5000]), tensor([1.1000, 5.9000]))
 /// >>> remat.batch_norm(x, rm, rv, weight=remat.tensor([1.0, 2.0]))
-/// tensor([[ 0.76276666,  6.9987836 ],
-///         [ 2.6696832 , 15.232646  ]])
+/// tensor([[ 0.7628,  6.9988],
+///         [ 2.6697, 15.2326]])
 /// >>> remat.batch_norm(remat.ones(1, 3), None, None, training=True)
 /// Traceback (most recent call last):
 ///     ...

@@ -386,7 +386,7 @@ tensor_ops! {
         /// tensor([[ 1.,  2.],
         ///         [10., 20.]])
         /// >>> remat.mul(remat.tensor([1, 2]), 2.5)
-        /// tensor([2.5, 5. ])
+        /// tensor([2.5000, 5.0000])
         /// >>> x = remat.tensor([1.0, 2.0], requires_grad=True)
         /// >>> remat.mul(x, 3).sum().backward()
         /// >>> x.grad
@@ -429,9 +429,9 @@ tensor_ops! {
         /// Examples
         /// --------
         /// >>> remat.div(remat.tensor([1.0, 3.0]), 2)
-        /// tensor([0.5, 1.5])
+        /// tensor([0.5000, 1.5000])
         /// >>> remat.div(remat.tensor([1, 3]), remat.tensor([2, 2]))
-        /// tensor([0.5, 1.5])
+        /// tensor([0.5000, 1.5000])
         /// >>> remat.div(remat.tensor([-7, 7]), 2, rounding_mode="trunc")
         /// tensor([-3,  3])
         div(other; rounding_mode => div_rounded) => ops::div;
@@ -664,11 +664,11 @@ tensor_ops! {
         /// Examples
         /// --------
         /// >>> remat.maximum(remat.tensor([1.0, 5.0, float("nan")]), remat.tensor([3.0, 2.0, 0.0]))
-        /// tensor([ 3.,  5., nan])
+        /// tensor([3., 5., nan])
         /// >>> a = remat.tensor([1.0, 2.0], requires_grad=True)
         /// >>> remat.maximum(a, remat.tensor([1.0, 0.0])).sum().backward()
         /// >>> a.grad
-        /// tensor([0.5, 1. ])
+        /// tensor([0.5000, 1.0000])
         maximum(other) => ops::maximum;
         /// Elementwise minimum of `a` and `b`, with broadcasting.
         ///
@@ -739,9 +739,9 @@ tensor_ops! {
         /// Examples
         /// --------
         /// >>> remat.atan2(remat.tensor([1.0, 1.0, -1.0]), remat.tensor([1.0, -1.0, 0.0]))
-        /// tensor([ 0.7853982,  2.3561945, -1.5707964])
+        /// tensor([ 0.7854,  2.3562, -1.5708])
         /// >>> remat.tensor([0.0]).atan2(-1.0)
-        /// tensor([3.1415927])
+        /// tensor([3.1416])
         atan2(other) => ops::atan2;
         /// Elementwise `a == b`, with broadcasting.
         ///
@@ -1058,7 +1058,7 @@ tensor_ops! {
         /// Examples
         /// --------
         /// >>> remat.less_equal(remat.tensor([1, 2]), 2)
-        /// tensor([ True,  True])
+        /// tensor([True, True])
         less_equal(other) => ops::le;
         /// Alias of `gt`: elementwise `a > b`, with broadcasting.
         ///
@@ -1411,7 +1411,7 @@ tensor_ops! {
         /// >>> remat.remainder(remat.tensor([7, -7]), 3)
         /// tensor([1, 2])
         /// >>> remat.remainder(remat.tensor([7.5, -7.5]), 2)
-        /// tensor([1.5, 0.5])
+        /// tensor([1.5000, 0.5000])
         /// >>> remat.tensor([7, 7]).remainder(-3)
         /// tensor([-2, -2])
         remainder(other) => ops::remainder;
@@ -1499,7 +1499,7 @@ tensor_ops! {
         /// >>> remat.round(remat.tensor([0.5, 1.5, 2.5, 1.7]))
         /// tensor([0., 2., 2., 2.])
         /// >>> remat.round(remat.tensor([1.25, -1.35], dtype=remat.float64), decimals=1)
-        /// tensor([ 1.2, -1.4], dtype=remat.float64)
+        /// tensor([ 1.2000, -1.4000], dtype=remat.float64)
         /// >>> remat.tensor([1234.5, 1250.0]).round(decimals=-2)
         /// tensor([1200., 1200.])
         #[pyo3(signature = (*, decimals=0))]
@@ -1537,7 +1537,7 @@ tensor_ops! {
         /// Examples
         /// --------
         /// >>> remat.softmax(remat.tensor([0.0, 0.0]))
-        /// tensor([0.5, 0.5])
+        /// tensor([0.5000, 0.5000])
         /// >>> p = remat.softmax(remat.tensor([[1.0, 2.0, 3.0]]), dim=1)
         /// >>> [round(v, 4) for v in p[0].tolist()]
         /// [0.09, 0.2447, 0.6652]
@@ -1703,11 +1703,11 @@ tensor_ops! {
         /// --------
         /// >>> x = remat.tensor([[1.0, 2.0], [3.0, 4.0]])
         /// >>> remat.mean(x)
-        /// tensor(2.5)
+        /// tensor(2.5000)
         /// >>> remat.mean(x, dim=0)
         /// tensor([2., 3.])
         /// >>> remat.mean(remat.tensor([1, 2]), dtype=remat.float64)
-        /// tensor(1.5, dtype=remat.float64)
+        /// tensor(1.5000, dtype=remat.float64)
         #[pyo3(signature = (
             dim=None, keepdim=false, *, axis=None, keepdims=None, dtype=None, out=None
         ))]
@@ -1975,7 +1975,7 @@ tensor_ops! {
         /// >>> y = remat.tensor([1.0, 3.0, 3.0], requires_grad=True)
         /// >>> remat.amax(y).backward()
         /// >>> y.grad
-        /// tensor([0. , 0.5, 0.5])
+        /// tensor([0.0000, 0.5000, 0.5000])
         #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
         fn amax(
             py, x, dim: Option<&Bound<'_, PyAny>>, keepdim: bool,
@@ -2145,13 +2145,13 @@ tensor_ops! {
         /// --------
         /// >>> x = remat.tensor([1.0, 2.0, 3.0, 4.0])
         /// >>> remat.var(x)
-        /// tensor(1.6666667)
+        /// tensor(1.6667)
         /// >>> remat.var(x, correction=0)
-        /// tensor(1.25)
+        /// tensor(1.2500)
         /// >>> remat.var(x, unbiased=False)
-        /// tensor(1.25)
+        /// tensor(1.2500)
         /// >>> remat.tensor([[1.0, 2.0], [3.0, 5.0]]).var(dim=1)
-        /// tensor([0.5, 2. ])
+        /// tensor([0.5000, 2.0000])
         #[pyo3(signature = (
             dim=None, unbiased=None, keepdim=false, *, correction=None, axis=None, keepdims=None
         ))]
@@ -2208,11 +2208,11 @@ tensor_ops! {
         /// --------
         /// >>> x = remat.tensor([1.0, 2.0, 3.0, 4.0])
         /// >>> remat.std(x)
-        /// tensor(1.2909945)
+        /// tensor(1.2910)
         /// >>> remat.std(x, correction=0)
-        /// tensor(1.118034)
+        /// tensor(1.1180)
         /// >>> remat.std(remat.tensor([[1.0, 3.0], [2.0, 2.0]]), dim=1)
-        /// tensor([1.4142135, 0.       ])
+        /// tensor([1.4142, 0.0000])
         #[pyo3(signature = (
             dim=None, unbiased=None, keepdim=false, *, correction=None, axis=None, keepdims=None
         ))]
@@ -2722,8 +2722,8 @@ tensor_ops! {
         /// tensor([[2., 3.],
         ///         [4., 5.]])
         /// >>> remat.tensor([1.0, 1.0]).addmm(m, remat.eye(2), beta=0.5, alpha=2)
-        /// tensor([[2.5, 4.5],
-        ///         [6.5, 8.5]])
+        /// tensor([[2.5000, 4.5000],
+        ///         [6.5000, 8.5000]])
         #[pyo3(signature = (mat1, mat2, *, beta=1.0, alpha=1.0))]
         fn addmm(py, x, mat1: &Bound<'_, PyAny>, mat2: &Bound<'_, PyAny>, beta: f64, alpha: f64) {
             let m1 = convert::extract_tensor("addmm", mat1)?;
@@ -2851,7 +2851,7 @@ tensor_ops! {
         /// --------
         /// >>> x = remat.tensor([-2.0, 0.5, 3.0])
         /// >>> remat.clamp(x, min=0.0, max=1.0)
-        /// tensor([0. , 0.5, 1. ])
+        /// tensor([0.0000, 0.5000, 1.0000])
         /// >>> remat.clamp(x, max=0)
         /// tensor([-2.,  0.,  0.])
         /// >>> remat.clamp(x, min=remat.tensor([0.0, 1.0, 2.0]))
@@ -2897,7 +2897,7 @@ tensor_ops! {
         /// Examples
         /// --------
         /// >>> remat.clip(remat.tensor([-2.0, 0.5, 3.0]), 0, 1)
-        /// tensor([0. , 0.5, 1. ])
+        /// tensor([0.0000, 0.5000, 1.0000])
         #[pyo3(signature = (min=None, max=None))]
         fn clip(py, x, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) {
             clamp_args(py, "clip", x, min, max)
@@ -3080,7 +3080,7 @@ tensor_ops! {
         /// tensor([[-1.,  2.],
         ///         [-1.,  4.]])
         /// >>> x.masked_fill(x > 2, float("-inf"))
-        /// tensor([[  1.,   2.],
+        /// tensor([[1., 2.],
         ///         [-inf, -inf]])
         /// >>> remat.tensor([1.0, 2.0]).masked_fill(remat.tensor([[True], [False]]), 0.0)
         /// tensor([[0., 0.],

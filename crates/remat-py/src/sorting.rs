@@ -173,8 +173,8 @@ Examples
 --------
 >>> x = remat.tensor([[0.1, 0.7, 0.2], [0.5, 0.3, 0.9]])
 >>> remat.topk(x, 2)
-topk(values=tensor([[0.7, 0.2],
-        [0.9, 0.5]]), indices=tensor([[1, 2],
+topk(values=tensor([[0.7000, 0.2000],
+        [0.9000, 0.5000]]), indices=tensor([[1, 2],
         [2, 0]]))
 >>> remat.topk(x, 1, dim=0, largest=False).indices
 tensor([[0, 1, 0]])"#

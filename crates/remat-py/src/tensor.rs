@@ -48,7 +48,7 @@ use remat_core::{ops, DType, Device, Tensor};
 /// tensor([[1., 2.],
 ///         [3., 4.]])
 /// >>> remat.Tensor([1.5, 2.0], dtype=remat.float64)
-/// tensor([1.5, 2. ], dtype=remat.float64)
+/// tensor([1.5000, 2.0000], dtype=remat.float64)
 /// >>> w = remat.Tensor([1.0, 2.0], requires_grad=True)
 /// >>> (w * w).sum().backward()
 /// >>> w.grad
@@ -634,8 +634,8 @@ impl PyTensor {
             .py()?;
         Ok(PyList::new(py, items)?.try_iter()?.into_any())
     }
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        crate::repr::repr(py, &self.inner)
+    fn __repr__(&self) -> PyResult<String> {
+        crate::repr::repr(&self.inner)
     }
     /// A leaf copy (value, requires_grad and grad copied), as `copy.deepcopy` expects.
     fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
@@ -705,7 +705,7 @@ impl PyTensor {
     /// tensor([2., 4.])
     /// >>> (w * 3).backward(remat.tensor([1.0, 0.5]))
     /// >>> w.grad
-    /// tensor([5. , 5.5])
+    /// tensor([5.0000, 5.5000])
     #[pyo3(signature = (gradient=None, retain_graph=None, create_graph=false, inputs=None))]
     fn backward(
         &self,
@@ -863,7 +863,7 @@ impl PyTensor {
     /// --------
     /// >>> x = remat.tensor([1.5, -2.5, 0.0])
     /// >>> x.to(remat.float64)
-    /// tensor([ 1.5, -2.5,  0. ], dtype=remat.float64)
+    /// tensor([ 1.5000, -2.5000,  0.0000], dtype=remat.float64)
     /// >>> x.to("cpu") is x
     /// True
     /// >>> x.to(remat.tensor([1]))
@@ -1018,7 +1018,7 @@ impl PyTensor {
     /// Examples
     /// --------
     /// >>> remat.tensor([1.5, 2.0]).double()
-    /// tensor([1.5, 2. ], dtype=remat.float64)
+    /// tensor([1.5000, 2.0000], dtype=remat.float64)
     fn double(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
         cast_to(slf, DType::F64)
     }

@@ -32,7 +32,7 @@ class SiLU(Module):
     Examples
     --------
     >>> remat.nn.SiLU()(remat.tensor([-1.0, 0.0, 2.0]))
-    tensor([-0.26894143,  0.        ,  1.761594  ])
+    tensor([-0.2689,  0.0000,  1.7616])
     """
 
     def __init__(self, inplace: bool = False) -> None:
@@ -65,7 +65,7 @@ class SiLU(Module):
         (2,)
         >>> y.sum().backward()
         >>> x.grad
-        tensor([0.5       , 0.92767054])
+        tensor([0.5000, 0.9277])
         """
         return F.silu(x, inplace=self.inplace)
 
@@ -94,7 +94,7 @@ class LeakyReLU(Module):
     >>> act
     LeakyReLU(negative_slope=0.1)
     >>> act(remat.tensor([-1.0, 0.0, 2.0]))
-    tensor([-0.1,  0. ,  2. ])
+    tensor([-0.1000,  0.0000,  2.0000])
     """
 
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
@@ -123,8 +123,8 @@ class LeakyReLU(Module):
         Examples
         --------
         >>> remat.nn.LeakyReLU(0.2)(remat.tensor([[-2.0, 1.0], [3.0, -5.0]]))
-        tensor([[-0.4,  1. ],
-                [ 3. , -1. ]])
+        tensor([[-0.4000,  1.0000],
+                [ 3.0000, -1.0000]])
         """
         return F.leaky_relu(x, self.negative_slope, inplace=self.inplace)
 
@@ -172,9 +172,9 @@ class Softplus(Module):
     Examples
     --------
     >>> remat.nn.Softplus()(remat.tensor([-1.0, 0.0, 2.0]))
-    tensor([0.3132617, 0.6931472, 2.126928 ])
+    tensor([0.3133, 0.6931, 2.1269])
     >>> remat.nn.Softplus(beta=2.0, threshold=1.0)(remat.tensor([-1.0, 0.0, 2.0]))
-    tensor([0.063464 , 0.3465736, 2.       ])
+    tensor([0.0635, 0.3466, 2.0000])
     """
 
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
@@ -204,7 +204,7 @@ class Softplus(Module):
         Examples
         --------
         >>> remat.nn.Softplus()(remat.tensor([0.0, 30.0]))  # 30 > threshold: identity
-        tensor([ 0.6931472, 30.       ])
+        tensor([ 0.6931, 30.0000])
         """
         return remat.softplus(x, beta=self.beta, threshold=self.threshold)
 
@@ -253,8 +253,8 @@ class Softmax(Module):
     >>> sm
     Softmax(dim=1)
     >>> sm(remat.tensor([[1.0, 2.0], [0.0, 0.0]]))
-    tensor([[0.26894143, 0.7310586 ],
-            [0.5       , 0.5       ]])
+    tensor([[0.2689, 0.7311],
+            [0.5000, 0.5000]])
     """
 
     def __init__(self, dim: int | None = None) -> None:
@@ -288,8 +288,8 @@ class Softmax(Module):
         Examples
         --------
         >>> remat.nn.Softmax()(remat.zeros(2, 4))  # dim=None: the last axis
-        tensor([[0.25, 0.25, 0.25, 0.25],
-                [0.25, 0.25, 0.25, 0.25]])
+        tensor([[0.2500, 0.2500, 0.2500, 0.2500],
+                [0.2500, 0.2500, 0.2500, 0.2500]])
         >>> remat.nn.Softmax(dim=2)(remat.ones(3))
         Traceback (most recent call last):
             ...
@@ -341,7 +341,7 @@ class LogSoftmax(Module):
     Examples
     --------
     >>> remat.nn.LogSoftmax(dim=-1)(remat.tensor([[0.0, 0.0]]))
-    tensor([[-0.6931472, -0.6931472]])
+    tensor([[-0.6931, -0.6931]])
     """
 
     def __init__(self, dim: int | None = None) -> None:
@@ -374,8 +374,8 @@ class LogSoftmax(Module):
         Examples
         --------
         >>> remat.nn.LogSoftmax(dim=0)(remat.tensor([[0.0, 1.0], [0.0, 1.0]]))
-        tensor([[-0.6931472, -0.6931472],
-                [-0.6931472, -0.6931472]])
+        tensor([[-0.6931, -0.6931],
+                [-0.6931, -0.6931]])
         """
         return F.log_softmax(x, self.dim, _stacklevel=5)
 

@@ -159,7 +159,7 @@ def leaky_relu(input: Any, negative_slope: float = 0.01, inplace: bool = False) 
     --------
     >>> import remat.nn.functional as F
     >>> F.leaky_relu(remat.tensor([-1.0, 2.0]), 0.1)
-    tensor([-0.1,  2. ])
+    tensor([-0.1000,  2.0000])
     """
     return _maybe_in_place(lambda x: _leaky_relu(x, negative_slope), input, inplace,
                            reads_input=True)
@@ -189,7 +189,7 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     --------
     >>> import remat.nn.functional as F
     >>> F.leaky_relu_(remat.tensor([-1.0, 2.0]), 0.5)
-    tensor([-0.5,  2. ])
+    tensor([-0.5000,  2.0000])
     """
     return leaky_relu(input, negative_slope, inplace=True)
 
@@ -218,7 +218,7 @@ def silu(input: Any, inplace: bool = False) -> Tensor:
     --------
     >>> import remat.nn.functional as F
     >>> F.silu(remat.tensor([0.0, 2.0]))
-    tensor([0.      , 1.761594])
+    tensor([0.0000, 1.7616])
     """
     return _maybe_in_place(_silu, input, inplace, reads_input=True)
 
@@ -269,7 +269,7 @@ def softmax(input: Any, dim: int | None = None, _stacklevel: int = 3, dtype: Any
     --------
     >>> import remat.nn.functional as F
     >>> F.softmax(remat.tensor([[0.0, 0.0]]), dim=1, dtype=remat.float64)
-    tensor([[0.5, 0.5]], dtype=remat.float64)
+    tensor([[0.5000, 0.5000]], dtype=remat.float64)
     """
     x = _softmax_input(input, dtype)
     if dim is None and axis is None:
@@ -406,7 +406,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> import remat.nn.functional as F
     >>> x = remat.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0]])
     >>> F.linear(x, remat.tensor([1.0, 0.0, 1.0]), remat.tensor(0.5))
-    tensor([4.5, 8.5])
+    tensor([4.5000, 8.5000])
     """
     if isinstance(weight, Tensor) and weight.ndim == 1:
         out = remat.matmul(input, weight)

@@ -213,7 +213,7 @@ def constant_(tensor: Tensor, val: float) -> Tensor:
     --------
     >>> lin = remat.nn.Linear(4, 2)
     >>> remat.nn.init.constant_(lin.bias, 0.1)
-    tensor([0.1, 0.1], requires_grad=True)
+    tensor([0.1000, 0.1000], requires_grad=True)
     """
     with remat.no_grad():
         return _tensor("constant_", tensor).fill_(val)

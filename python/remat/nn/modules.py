@@ -1461,7 +1461,7 @@ class Module:
         >>> dst.load_state_dict({"bias": [0.5]}, strict=False)
         _IncompatibleKeys(missing_keys=['weight'], unexpected_keys=[])
         >>> dst.bias
-        tensor([0.5], requires_grad=True)
+        tensor([0.5000], requires_grad=True)
         >>> dst.load_state_dict({"weight": np.zeros((2, 2)), "bias": [0.0]})
         Traceback (most recent call last):
             ...
@@ -1713,8 +1713,8 @@ class Linear(Module):
         ...     _ = lin.weight.copy_(remat.tensor([[1.0, 2.0]]))
         ...     _ = lin.bias.fill_(0.5)
         >>> lin(remat.tensor([[1.0, 1.0], [0.0, 3.0]]))
-        tensor([[3.5],
-                [6.5]], grad_fn=<linear>)
+        tensor([[3.5000],
+                [6.5000]], grad_fn=<linear>)
         """
         return remat.linear(x, self.weight, self.bias)
 
@@ -1844,7 +1844,7 @@ class GELU(Module):
     Examples
     --------
     >>> remat.nn.GELU()(remat.tensor([-1.0, 0.0, 1.0]))
-    tensor([-0.15865526,  0.        ,  0.8413447 ])
+    tensor([-0.1587,  0.0000,  0.8413])
     >>> remat.nn.GELU(approximate="tanh")
     GELU(approximate='tanh')
     """
@@ -1876,7 +1876,7 @@ class GELU(Module):
         Examples
         --------
         >>> remat.nn.GELU(approximate="tanh")(remat.tensor([-1.0, 0.0, 1.0]))
-        tensor([-0.158808,  0.      ,  0.841192])
+        tensor([-0.1588,  0.0000,  0.8412])
         >>> remat.nn.GELU()(remat.ones(2, 3)).shape
         (2, 3)
         """
@@ -1916,7 +1916,7 @@ class Tanh(Module):
     Examples
     --------
     >>> remat.nn.Tanh()(remat.tensor([-1.0, 0.0, 1.0]))
-    tensor([-0.7615942,  0.       ,  0.7615942])
+    tensor([-0.7616,  0.0000,  0.7616])
     """
 
     def forward(self, x: Tensor) -> Tensor:
@@ -1942,7 +1942,7 @@ class Tanh(Module):
         >>> x = remat.tensor([0.0, 1.0], requires_grad=True)
         >>> remat.nn.Tanh()(x).sum().backward()
         >>> x.grad  # 1 - tanh(x)**2
-        tensor([1.        , 0.41997433])
+        tensor([1.0000, 0.4200])
         """
         return remat.tanh(x)
 
@@ -1960,7 +1960,7 @@ class Sigmoid(Module):
     Examples
     --------
     >>> remat.nn.Sigmoid()(remat.tensor([-1.0, 0.0, 1.0]))
-    tensor([0.26894143, 0.5       , 0.7310586 ])
+    tensor([0.2689, 0.5000, 0.7311])
     """
 
     def forward(self, x: Tensor) -> Tensor:
@@ -1984,8 +1984,8 @@ class Sigmoid(Module):
         Examples
         --------
         >>> remat.nn.Sigmoid()(remat.tensor([[0.0], [2.0]]))
-        tensor([[0.5     ],
-                [0.880797]])
+        tensor([[0.5000],
+                [0.8808]])
         """
         return remat.sigmoid(x)
 
@@ -2169,7 +2169,7 @@ class LayerNorm(Module):
     >>> ln
     LayerNorm((3,), eps=1e-05, elementwise_affine=True)
     >>> ln(remat.tensor([[1.0, 2.0, 3.0]]))
-    tensor([[-1.2247356,  0.       ,  1.2247356]], grad_fn=<layer_norm>)
+    tensor([[-1.2247,  0.0000,  1.2247]], grad_fn=<layer_norm>)
     >>> remat.nn.LayerNorm((2, 3))(remat.ones(4, 2, 3)).shape
     (4, 2, 3)
     """

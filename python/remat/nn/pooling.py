@@ -326,7 +326,7 @@ class AvgPool1d(_AvgPoolNd):
     --------
     >>> x = remat.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0, 0.0]]])
     >>> remat.nn.AvgPool1d(2)(x)
-    tensor([[[2. , 3.5, 2. ]]])
+    tensor([[[2.0000, 3.5000, 2.0000]]])
     """
 
     _fn = "avg_pool1d"
@@ -372,11 +372,11 @@ class AvgPool2d(_AvgPoolNd):
     Examples
     --------
     >>> remat.nn.AvgPool2d(2)(remat.arange(16.0).reshape(1, 1, 4, 4))
-    tensor([[[[ 2.5,  4.5],
-              [10.5, 12.5]]]])
+    tensor([[[[ 2.5000,  4.5000],
+              [10.5000, 12.5000]]]])
     >>> pool = remat.nn.AvgPool2d(3, stride=1, padding=1)
     >>> pool(remat.ones(1, 1, 3, 3))[0, 0, 0]
-    tensor([0.44444445, 0.6666667 , 0.44444445])
+    tensor([0.4444, 0.6667, 0.4444])
     >>> pool.count_include_pad = False
     >>> pool(remat.ones(1, 1, 3, 3))[0, 0, 0]
     tensor([1., 1., 1.])
@@ -685,9 +685,9 @@ class ConstantPad2d(ConstantPad1d):
     >>> pad
     ConstantPad2d((1, 1, 1, 1), value=0.5)
     >>> pad(remat.ones(1, 1, 1))
-    tensor([[[0.5, 0.5, 0.5],
-             [0.5, 1. , 0.5],
-             [0.5, 0.5, 0.5]]])
+    tensor([[[0.5000, 0.5000, 0.5000],
+             [0.5000, 1.0000, 0.5000],
+             [0.5000, 0.5000, 0.5000]]])
     """
 
     _rank = 2

@@ -219,7 +219,7 @@ class Embedding(Module):
         >>> table = remat.tensor([[3.0, 4.0], [0.6, 0.8]])
         >>> emb = remat.nn.Embedding.from_pretrained(table, max_norm=1.0)
         >>> emb(remat.tensor([0]))
-        tensor([[0.6, 0.8]])
+        tensor([[0.6000, 0.8000]])
         >>> emb(remat.tensor([2]))
         Traceback (most recent call last):
             ...

@@ -244,7 +244,7 @@ def clip_grad_value_(
     >>> w.grad = remat.tensor([3.0, -0.5])
     >>> remat.nn.utils.clip_grad_value_(w, 1.0)
     >>> w.grad
-    tensor([ 1. , -0.5])
+    tensor([ 1.0000, -0.5000])
     """
     clip_value = float(clip_value)
     with remat.no_grad():

@@ -131,7 +131,7 @@ class Optimizer:
     >>> (w * w).sum().backward()
     >>> opt.step()
     >>> w
-    tensor([0.8, 1.6], requires_grad=True)
+    tensor([0.8000, 1.6000], requires_grad=True)
     >>> remat.optim.SGD([])
     Traceback (most recent call last):
         ...
@@ -335,7 +335,7 @@ class Optimizer:
         >>> opt.step(closure)
         tensor(5., grad_fn=<sum>)
         >>> w
-        tensor([0.8, 1.6], requires_grad=True)
+        tensor([0.8000, 1.6000], requires_grad=True)
         """
         loss = None
         if closure is not None:
@@ -534,7 +534,7 @@ class SGD(Optimizer):
     ...     (w * w).sum().backward()
     ...     opt.step()
     >>> w
-    tensor([ 0.46, -0.92], requires_grad=True)
+    tensor([ 0.4600, -0.9200], requires_grad=True)
     >>> remat.optim.SGD([w], lr=0.1, nesterov=True)
     Traceback (most recent call last):
         ...
@@ -639,7 +639,7 @@ class Adam(Optimizer):
     >>> (w * w).sum().backward()
     >>> opt.step()  # the first step moves each entry by about lr
     >>> w
-    tensor([ 0.90000004, -1.9       ], requires_grad=True)
+    tensor([ 0.9000, -1.9000], requires_grad=True)
     >>> remat.optim.Adam([w], betas=(1.0, 0.999))
     Traceback (most recent call last):
         ...
@@ -740,7 +740,7 @@ class AdamW(Adam):
     >>> (w * w).sum().backward()
     >>> opt.step()  # w * (1 - 0.1 * 0.5), then the Adam step
     >>> w
-    tensor([ 0.85, -1.8 ], requires_grad=True)
+    tensor([ 0.8500, -1.8000], requires_grad=True)
     """
 
     _decoupled = True
@@ -804,7 +804,7 @@ class RMSprop(Optimizer):
     >>> (w * w).sum().backward()
     >>> opt.step()
     >>> w
-    tensor([ 0.90000004, -1.9       ], requires_grad=True)
+    tensor([ 0.9000, -1.9000], requires_grad=True)
     >>> sorted(opt.state[w])
     ['square_avg', 'step']
     """
@@ -902,7 +902,7 @@ class Adagrad(Optimizer):
     >>> (w * w).sum().backward()
     >>> opt.step()
     >>> w
-    tensor([ 0.9, -1.9], requires_grad=True)
+    tensor([ 0.9000, -1.9000], requires_grad=True)
     >>> opt.state[w]["sum"]
     tensor([ 4., 16.])
     """

@@ -81,7 +81,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.neg(remat.tensor([1.0, -2.0, 0.5]))
-    /// tensor([-1. ,  2. , -0.5])
+    /// tensor([-1.0000,  2.0000, -0.5000])
     /// >>> remat.neg(remat.tensor([3, -4]))
     /// tensor([-3,  4])
     Neg fn(neg) save(Nothing) cpu(|x, p| -x) cuda("-x") grad(|g, s, p| neg(g));
@@ -111,11 +111,11 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.exp(remat.tensor([0.0, 1.0]))
-    /// tensor([1.       , 2.7182817])
+    /// tensor([1.0000, 2.7183])
     /// >>> x = remat.tensor([1.0, 2.0], requires_grad=True)
     /// >>> remat.exp(x).sum().backward()
     /// >>> x.grad
-    /// tensor([2.7182817, 7.389056 ])
+    /// tensor([2.7183, 7.3891])
     Exp fn(exp) save(Output) cpu(|x, p| x.fast_exp()) cuda("exp(x)") grad(|g, y, p| mul(g, y));
     /// Natural logarithm, elementwise.
     ///
@@ -144,7 +144,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.log(remat.tensor([1.0, 2.0, 0.0, -1.0]))
-    /// tensor([0.       , 0.6931472,      -inf,       nan])
+    /// tensor([0.0000, 0.6931,   -inf,    nan])
     Log fn(log) save(Input) cpu(|x, p| x.ln()) cuda("log(x)") grad(|g, x, p| div(g, x));
     /// Square root, elementwise.
     ///
@@ -172,11 +172,11 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.sqrt(remat.tensor([4.0, 2.0, -1.0]))
-    /// tensor([2.       , 1.4142135,       nan])
+    /// tensor([2.0000, 1.4142,    nan])
     /// >>> x = remat.tensor([4.0, 9.0], requires_grad=True)
     /// >>> remat.sqrt(x).sum().backward()
     /// >>> x.grad
-    /// tensor([0.25      , 0.16666667])
+    /// tensor([0.2500, 0.1667])
     Sqrt fn(sqrt) save(Output) cpu(|x, p| x.sqrt()) cuda("sqrt(x)")
         grad(|g, y, p| binary(Binary::SqrtBackward, g, y, 0.0));
     /// Sine (of radians), elementwise.
@@ -203,7 +203,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.sin(remat.tensor([0.0, 1.0]))
-    /// tensor([0.        , 0.84147096])
+    /// tensor([0.0000, 0.8415])
     Sin fn(sin) save(Input) cpu(|x, p| x.sin()) cuda("sin(x)") grad(|g, x, p| mul(g, &cos(x)?));
     /// Cosine (of radians), elementwise.
     ///
@@ -229,7 +229,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.cos(remat.tensor([0.0, 1.0]))
-    /// tensor([1.       , 0.5403023])
+    /// tensor([1.0000, 0.5403])
     Cos fn(cos) save(Input) cpu(|x, p| x.cos()) cuda("cos(x)")
         grad(|g, x, p| neg(&mul(g, &sin(x)?)?));
     /// Tangent (of radians), elementwise.
@@ -258,7 +258,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.tan(remat.tensor([0.0, 1.0]))
-    /// tensor([0.       , 1.5574077])
+    /// tensor([0.0000, 1.5574])
     Tan fn(tan) save(Input) cpu(|x, p| x.tan()) cuda("tan(x)")
         grad(|g, x, p| div(g, &mul(&cos(x)?, &cos(x)?)?));
     /// Hyperbolic tangent, elementwise.
@@ -287,7 +287,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.tanh(remat.tensor([0.0, 1.0, -1.0]))
-    /// tensor([ 0.       ,  0.7615942, -0.7615942])
+    /// tensor([ 0.0000,  0.7616, -0.7616])
     Tanh fn(tanh) save(Output) cpu(|x, p| x.fast_tanh()) cuda("tanh(x)")
         grad(|g, y, p| binary(Binary::TanhBackward, g, y, 0.0));
     /// Logistic sigmoid ``1 / (1 + e^-x)``, elementwise.
@@ -317,7 +317,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.sigmoid(remat.tensor([0.0, 2.0]))
-    /// tensor([0.5     , 0.880797])
+    /// tensor([0.5000, 0.8808])
     /// >>> remat.sigmoid(remat.tensor([-100.0, 100.0]))
     /// tensor([0., 1.])
     // This form saturates cleanly at both ends.
@@ -404,7 +404,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.abs(remat.tensor([-1.5, 0.0, 2.0]))
-    /// tensor([1.5, 0. , 2. ])
+    /// tensor([1.5000, 0.0000, 2.0000])
     /// >>> remat.abs(remat.tensor([-3, 4]))
     /// tensor([3, 4])
     Abs fn(abs) save(Input) cpu(|x, p| x.abs()) cuda("fabs(x)")
@@ -435,7 +435,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.erf(remat.tensor([0.0, 1.0, -1.0]))
-    /// tensor([ 0.       ,  0.8427008, -0.8427008])
+    /// tensor([ 0.0000,  0.8427, -0.8427])
     Erf fn(erf) save(Input) cpu(|x, p| <T as crate::dtype::Element>::erf(x)) cuda("erf(x)")
         grad(|g, x, p| binary(Binary::ErfBackward, g, x, 0.0));
     /// Reciprocal square root ``1 / sqrt(x)``, elementwise.
@@ -464,7 +464,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.rsqrt(remat.tensor([4.0, 0.25]))
-    /// tensor([0.5, 2. ])
+    /// tensor([0.5000, 2.0000])
     /// >>> remat.rsqrt(remat.tensor([0.0, -1.0]))
     /// tensor([inf, nan])
     Rsqrt fn(rsqrt) save(Output) cpu(|x, p| T::from_f64(1.0) / x.sqrt()) cuda("T(1) / sqrt(x)")
@@ -495,7 +495,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.square(remat.tensor([1.5, -2.0]))
-    /// tensor([2.25, 4.  ])
+    /// tensor([2.2500, 4.0000])
     /// >>> remat.square(remat.tensor([3, -4]))
     /// tensor([ 9, 16])
     Square fn(square) save(Input) cpu(|x, p| x * x) cuda("x * x")
@@ -527,7 +527,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.log1p(remat.tensor([0.0, 1.0, -1.0]))
-    /// tensor([0.       , 0.6931472,      -inf])
+    /// tensor([0.0000, 0.6931,   -inf])
     /// >>> small = remat.tensor([1e-10])
     /// >>> remat.log(1 + small).item()
     /// 0.0
@@ -562,7 +562,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.expm1(remat.tensor([0.0, 1.0]))
-    /// tensor([0.       , 1.7182817])
+    /// tensor([0.0000, 1.7183])
     /// >>> small = remat.tensor([1e-10])
     /// >>> (remat.exp(small) - 1).item()
     /// 0.0
@@ -687,7 +687,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.asin(remat.tensor([0.0, 0.5, 1.0]))
-    /// tensor([0.       , 0.5235988, 1.5707964])
+    /// tensor([0.0000, 0.5236, 1.5708])
     Asin fn(asin) save(Input) cpu(|x, p| x.asin()) cuda("asin(x)")
         grad(|g, x, p| div(g, &sqrt(&one_minus_square(x)?)?));
     /// Inverse cosine (arccosine, in radians), elementwise.
@@ -716,7 +716,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.acos(remat.tensor([0.0, 0.5, 1.0]))
-    /// tensor([1.5707964, 1.0471976, 0.       ])
+    /// tensor([1.5708, 1.0472, 0.0000])
     Acos fn(acos) save(Input) cpu(|x, p| x.acos()) cuda("acos(x)")
         grad(|g, x, p| neg(&div(g, &sqrt(&one_minus_square(x)?)?)?));
     /// Inverse tangent (arctangent, in radians), elementwise.
@@ -745,7 +745,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.atan(remat.tensor([0.0, 1.0, -2.0]))
-    /// tensor([ 0.       ,  0.7853982, -1.1071488])
+    /// tensor([ 0.0000,  0.7854, -1.1071])
     Atan fn(atan) save(Input) cpu(|x, p| x.atan()) cuda("atan(x)")
         grad(|g, x, p| div(g, &add_scalar(&mul(x, x)?, 1.0)?));
     /// Hyperbolic sine, elementwise.
@@ -774,7 +774,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.sinh(remat.tensor([0.0, 1.0, -1.0]))
-    /// tensor([ 0.       ,  1.1752012, -1.1752012])
+    /// tensor([ 0.0000,  1.1752, -1.1752])
     Sinh fn(sinh) save(Input) cpu(|x, p| x.sinh()) cuda("sinh(x)")
         grad(|g, x, p| mul(g, &cosh(x)?));
     /// Hyperbolic cosine, elementwise.
@@ -803,7 +803,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.cosh(remat.tensor([0.0, 1.0, -1.0]))
-    /// tensor([1.       , 1.5430806, 1.5430806])
+    /// tensor([1.0000, 1.5431, 1.5431])
     Cosh fn(cosh) save(Input) cpu(|x, p| x.cosh()) cuda("cosh(x)")
         grad(|g, x, p| mul(g, &sinh(x)?));
     /// Inverse hyperbolic sine, elementwise.
@@ -832,7 +832,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.asinh(remat.tensor([0.0, 1.0, -2.0]))
-    /// tensor([ 0.       ,  0.8813736, -1.4436355])
+    /// tensor([ 0.0000,  0.8814, -1.4436])
     Asinh fn(asinh) save(Input) cpu(|x, p| x.asinh()) cuda("asinh(x)")
         grad(|g, x, p| div(g, &sqrt(&add_scalar(&mul(x, x)?, 1.0)?)?));
     /// Inverse hyperbolic cosine, elementwise.
@@ -861,7 +861,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.acosh(remat.tensor([1.0, 2.0, 0.5]))
-    /// tensor([0.      , 1.316958,      nan])
+    /// tensor([0.0000, 1.3170,    nan])
     Acosh fn(acosh) save(Input) cpu(|x, p| x.acosh()) cuda("acosh(x)")
         grad(|g, x, p| div(g, &sqrt(&mul(&add_scalar(x, -1.0)?, &add_scalar(x, 1.0)?)?)?));
     /// Inverse hyperbolic tangent, elementwise.
@@ -890,7 +890,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.atanh(remat.tensor([0.0, 0.5, 1.0]))
-    /// tensor([0.        , 0.54930615,        inf])
+    /// tensor([0.0000, 0.5493,    inf])
     Atanh fn(atanh) save(Input) cpu(|x, p| x.atanh()) cuda("atanh(x)")
         grad(|g, x, p| div(g, &one_minus_square(x)?));
     /// Base-2 logarithm, elementwise.
@@ -948,7 +948,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.log10(remat.tensor([1.0, 100.0, 0.5]))
-    /// tensor([ 0.     ,  2.     , -0.30103])
+    /// tensor([ 0.0000,  2.0000, -0.3010])
     Log10 fn(log10) save(Input) cpu(|x, p| x.log10()) cuda("log10(x)")
         grad(|g, x, p| div(g, &scale(x, std::f64::consts::LN_10)?));
     /// ``2^x``, elementwise.
@@ -977,7 +977,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.exp2(remat.tensor([0.0, 3.0, -1.0]))
-    /// tensor([1. , 8. , 0.5])
+    /// tensor([1.0000, 8.0000, 0.5000])
     Exp2 fn(exp2) save(Output) cpu(|x, p| x.exp2()) cuda("exp2(x)")
         grad(|g, y, p| scale(&mul(g, y)?, std::f64::consts::LN_2));
     /// Integer part of each element (rounds towards 0).
@@ -1037,7 +1037,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.frac(remat.tensor([-1.5, 0.25, 2.0]))
-    /// tensor([-0.5 ,  0.25,  0.  ])
+    /// tensor([-0.5000,  0.2500,  0.0000])
     Frac fn(frac) save(Nothing) cpu(|x, p| x - x.trunc()) cuda("x - trunc(x)")
         grad(|g, s, p| Ok(g.clone()));
     /// Reciprocal ``1 / x``, elementwise.
@@ -1067,7 +1067,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.reciprocal(remat.tensor([2.0, -0.5, 4.0]))
-    /// tensor([ 0.5 , -2.  ,  0.25])
+    /// tensor([ 0.5000, -2.0000,  0.2500])
     Reciprocal fn(reciprocal) save(Output) cpu(|x, p| T::from_f64(1.0) / x) cuda("T(1) / x")
         grad(|g, y, p| neg(&mul(g, &mul(y, y)?)?));
     /// Nearest integer to each element, ties to even (PyTorch's and NumPy's `round`); with
@@ -1113,7 +1113,7 @@ unary_table! {
     /// Examples
     /// --------
     /// >>> remat.silu(remat.tensor([0.0, 1.0, -1.0]))
-    /// tensor([ 0.        ,  0.7310586 , -0.26894143])
+    /// tensor([ 0.0000,  0.7311, -0.2689])
     Silu fn(silu) save(Input)
         cpu(|x, p| x / (T::from_f64(1.0) + (-x).fast_exp()))
         cuda("x / (T(1) + exp(-x))")
