@@ -929,6 +929,17 @@ def gather_cases():
                      st.integers(1, 4))
 
 
+def take_cases():
+    """take_along_dim: an index of the input's rank, each other axis the input's or 1."""
+    def build(s, d, k, ones):
+        d = d % len(s)
+        ishape = tuple(k if i == d else (1 if one else n) for i, (n, one) in
+                       enumerate(zip(s, ones)))
+        return Case((s, ishape), {"dim": d})
+    return st.builds(build, shapes(min_dims=1, max_dims=3), st.integers(0, 2),
+                     st.integers(1, 4), st.lists(st.booleans(), min_size=3, max_size=3))
+
+
 def np_dropout(x, p, training=True):
     """Inverted dropout with the engine's mask for seed SEED (the mask is a function of
     (seed, element index) only, the same for every dtype and device)."""
@@ -1797,6 +1808,60 @@ OPS: list[Op] = [
        lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1), ANY,
        one(shapes(min_dims=2, max_dims=3), dim0=st.just(-1), dim1=st.just(0)),
        (Case(((2, 3),), {"dim0": 1, "dim1": 0}),)),
+    # ---- small composites (core ops/composites.rs)
+    Op("take_along_dim", remat.take_along_dim, ("take_along_dim",),
+       lambda x, i, dim: np.take_along_axis(x, i, axis=dim), (ANY, POSITIONS), take_cases(),
+       (Case(((3, 4), (3, 2)), {"dim": 1}), Case(((4, 3), (2, 1)), {"dim": 0})),
+       call=lambda f, ins, p: f(ins[0], ins[1], p["dim"]),
+       errors=(Bad("rank", ((2, 3), Raw(np.array([0]))), S, {"dim": 1}),)),
+    Op("masked_select", remat.masked_select, ("masked_select",),
+       lambda x, m: np.broadcast_arrays(x, m)[0][np.broadcast_arrays(x, m)[1] != 0],
+       (ANY, MASK), broadcast(2, max_dims=3),
+       (Case(((2, 3), (2, 3))), Case(((2, 3), (3,))), Case(((3, 1), (1, 2)))),
+       diff=(0,), call=lambda f, ins, p: f(ins[0], ins[1] != 0),
+       errors=(Bad("float_mask", ((2, 3), (2, 3)), TypeError),)),
+    Op("count_nonzero", remat.count_nonzero, ("count_nonzero",),
+       lambda x, dim: np.asarray(np.count_nonzero(x, axis=_np_dim(dim)), dtype=np.int64), MASK,
+       torch_reductions().map(lambda c: Case(c.shapes, {"dim": c.params["dim"]})),
+       (Case(((3, 4),), {"dim": 1}), Case(((2, 3),), {"dim": None})),
+       diff=(), out_dtype=np.int64, errors=(Bad("dim", ((2, 3),), S, {"dim": 2}),)),
+    Op("nan_to_num", remat.nan_to_num, ("nan_to_num",),
+       lambda x, nan, posinf: np.nan_to_num(x, nan=nan, posinf=posinf), ANY,
+       one(nan=st.just(0.0), posinf=st.just(5.0)),
+       (Case(((2, 3),), {"nan": 1.0, "posinf": 3.0}),)),
+    Op("addcmul", remat.addcmul, ("addcmul",), lambda a, b, c, value: a + value * b * c, ANY,
+       broadcast(3, max_dims=3).map(lambda c: Case(c.shapes, {"value": 0.5})),
+       (Case(((2, 3), (2, 3), (3,)), {"value": 1.0}),
+        Case(((3,), (2, 1), (1, 3)), {"value": -2.0})),
+       call=lambda f, ins, p: f(ins[0], ins[1], ins[2], value=p["value"]),
+       errors=(Bad("shape", ((2, 3), (4,), (3,)), S, {"value": 1.0}),)),
+    Op("addcdiv", remat.addcdiv, ("addcdiv",), lambda a, b, c, value: a + value * b / c,
+       (ANY, ANY, NONZERO),
+       broadcast(3, max_dims=3).map(lambda c: Case(c.shapes, {"value": 0.5})),
+       (Case(((2, 3), (2, 3), (3,)), {"value": 1.0}),
+        Case(((3,), (2, 1), (1, 3)), {"value": 3.0})),
+       call=lambda f, ins, p: f(ins[0], ins[1], ins[2], value=p["value"]),
+       errors=(Bad("shape", ((2, 3), (4,), (3,)), S, {"value": 1.0}),)),
+    Op("var_mean", remat.var_mean, (),
+       lambda x, dim, keepdim, correction: np.stack(
+           [np_var(x, dim=dim, keepdim=keepdim, correction=correction),
+            x.mean(axis=_np_dim(dim), keepdims=keepdim)]),
+       ANY, torch_reductions(correction=st.sampled_from([0, 1])),
+       (Case(((3, 4),), {"dim": 1, "keepdim": False, "correction": 1}),
+        Case(((2, 3),), {"dim": None, "keepdim": True, "correction": 0})),
+       call=lambda f, ins, p: remat.stack(f(ins[0], p["dim"], keepdim=p["keepdim"],
+                                           correction=p["correction"]), 0),
+       tol32=(1e-4, 1e-5), errors=(Bad("dim", ((2, 3),), S, {"dim": 3, "keepdim": False,
+                                                              "correction": 1}),)),
+    Op("std_mean", remat.std_mean, (),
+       lambda x, dim, keepdim, correction: np.stack(
+           [np.sqrt(np_var(x, dim=dim, keepdim=keepdim, correction=correction)),
+            x.mean(axis=_np_dim(dim), keepdims=keepdim)]),
+       ANY, torch_reductions(correction=st.sampled_from([0, 1])),
+       (Case(((3, 4),), {"dim": 0, "keepdim": True, "correction": 1}),),
+       call=lambda f, ins, p: remat.stack(f(ins[0], p["dim"], keepdim=p["keepdim"],
+                                           correction=p["correction"]), 0),
+       tol32=(1e-4, 1e-5), grad_tol=(1e-4, 1e-6)),
     Op("expand", remat.expand, ("expand",), np_expand, ANY, expands(),
        (Case(((3, 1),), {"sizes": (2, -1, 4)}), Case(((1,),), {"sizes": (3,)})),
        call=lambda f, ins, p: f(ins[0], *p["sizes"]),

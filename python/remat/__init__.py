@@ -125,6 +125,14 @@ from ._remat import (
     trace,
     swapaxes,
     swapdims,
+    take_along_dim,
+    masked_select,
+    count_nonzero,
+    nan_to_num,
+    addcmul,
+    addcdiv,
+    var_mean,
+    std_mean,
     all as all,
     any as any,
     prod,
@@ -555,6 +563,9 @@ __all__ = [
     # rearranging
     "unbind", "roll", "tile", "repeat_interleave", "meshgrid", "diagonal", "diag", "trace",
     "swapaxes", "swapdims",
+    # composites
+    "take_along_dim", "masked_select", "count_nonzero", "nan_to_num", "addcmul", "addcdiv",
+    "var_mean", "std_mean",
     # comparisons, logical/bitwise, masking, floor division
     "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",
     "greater_equal", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",

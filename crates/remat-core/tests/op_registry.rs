@@ -1048,6 +1048,44 @@ fn rows() -> Vec<Row> {
             |t| Ok(ops::meshgrid(&[t[0].clone(), t[1].clone()], "xy")?.swap_remove(0)),
             |a| r::take(&a[0], &[&[0, 1, 0, 1, 0, 1]], &[3, 2]),
         ),
+        // ---- small composites (ops/composites.rs)
+        row(
+            "addcmul",
+            &[(&[2, 3], Any), (&[2, 3], Any), (&[3], Any)],
+            |t| ops::addcmul(&t[0], &t[1], &t[2], 0.5),
+            |a| {
+                let p = r::zip(&a[1], &a[2], |x, y| x * y);
+                r::zip(&a[0], &p, |x, y| x + 0.5 * y)
+            },
+        ),
+        row(
+            "addcdiv",
+            &[(&[2, 3], Any), (&[2, 3], Any), (&[2, 3], NonZero)],
+            |t| ops::addcdiv(&t[0], &t[1], &t[2], -2.0),
+            |a| {
+                let q = r::zip(&a[1], &a[2], |x, y| x / y);
+                r::zip(&a[0], &q, |x, y| x - 2.0 * y)
+            },
+        ),
+        row(
+            "take_along_dim",
+            &[(&[2, 3], Any)],
+            |t| {
+                let idx = Tensor::from_vec(vec![2i64, 0], &[1, 2])?;
+                ops::take_along_dim(&t[0], &idx, Some(1))
+            },
+            |a| r::take(&a[0], &[&[0, 1], &[2, 0]], &[2, 2]),
+        ),
+        row(
+            "masked_select",
+            &[(&[2, 3], Any)],
+            |t| {
+                let mask = Tensor::from_vec(vec![1u8, 0, 1], &[3])?;
+                let mask = ops::cast(&mask, DType::Bool)?;
+                ops::masked_select(&t[0], &mask)
+            },
+            |a| r::take(&r::reshape(&a[0], &[6]), &[&[0, 2, 3, 5]], &[4]),
+        ),
         row(
             "expand_sizes",
             &[(&[3, 1], Any)],

@@ -7,6 +7,7 @@ pub mod args;
 pub mod autograd;
 pub mod call;
 pub mod checkpoint;
+pub mod composites;
 pub mod conv;
 pub mod convert;
 pub mod creation;
@@ -59,6 +60,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     reduce_index::register(m)?;
     sorting::register(m)?;
     rearrange::register(m)?;
+    composites::register(m)?;
     autograd::register(m)?;
     memory::register(m)?;
     checkpoint::register(m)?;

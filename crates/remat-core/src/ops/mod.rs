@@ -10,6 +10,7 @@ pub mod batch_norm;
 pub mod causal_softmax;
 pub mod checkpoint_name;
 pub mod compare;
+pub mod composites;
 pub mod conv;
 mod conv_cpu;
 pub mod convert;
@@ -64,6 +65,9 @@ pub use axes::{
 pub use batch_norm::batch_norm;
 pub use checkpoint_name::checkpoint_name;
 pub use compare::{eq, ge, gt, isfinite, isinf, isnan, le, lt, ne};
+pub use composites::{
+    addcdiv, addcmul, count_nonzero, masked_select, nan_to_num, std_mean, take_along_dim, var_mean,
+};
 pub use conv::{conv, conv_nd, ConvPadding, CPU_CHUNK_BYTES};
 pub use convert::{to_device, to_dtype};
 pub use creation::{full, full_int, ones, rand, randn, zeros};
