@@ -940,6 +940,21 @@ def take_cases():
                      st.integers(1, 4), st.lists(st.booleans(), min_size=3, max_size=3))
 
 
+def index_add_cases():
+    """index_add: k positions along ``dim`` and a source of the input's shape with k there."""
+    def build(s, d, k):
+        d = d % len(s)
+        return Case((s, (k,), tuple(k if i == d else n for i, n in enumerate(s))), {"dim": d})
+    return st.builds(build, shapes(min_dims=1, max_dims=3), st.integers(0, 2),
+                     st.integers(0, 4))
+
+
+def np_index_add(x, idx, src, dim, alpha=1.0):
+    out = x.copy()
+    np.add.at(np.moveaxis(out, dim, 0), idx, alpha * np.moveaxis(src, dim, 0))
+    return out
+
+
 def np_dropout(x, p, training=True):
     """Inverted dropout with the engine's mask for seed SEED (the mask is a function of
     (seed, element index) only, the same for every dtype and device)."""
@@ -2046,6 +2061,13 @@ OPS: list[Op] = [
        call=lambda f, ins, p: f(ins[0], p["dim"], ins[1]),
        errors=(Bad("range", ((2, 3), Raw(np.array([[3], [0]]))), IndexError, {"dim": 1}),
                Bad("rank", ((2, 3), Raw(np.array([0]))), S, {"dim": 1}))),
+    Op("index_add", remat.index_add, ("index_add",), np_index_add, (ANY, POSITIONS, ANY),
+       index_add_cases(),
+       (Case(((3, 4), (5,), (5, 4)), {"dim": 0}), Case(((2, 3), (2,), (2, 2)), {"dim": 1}),
+        Case(((4,), (3,), (3,)), {"dim": 0, "alpha": -0.5})),
+       call=lambda f, ins, p: f(ins[0], p["dim"], ins[1], ins[2], alpha=p.get("alpha", 1.0)),
+       errors=(Bad("source", ((2, 3), Raw(np.array([0, 1])), (2, 2)), S, {"dim": 0}),
+               Bad("range", ((2, 3), Raw(np.array([2])), (1, 3)), IndexError, {"dim": 0}))),
     Op("scatter_add", remat.scatter_add, ("scatter_add",), np_scatter_add,
        (ANY, POSITIONS, ANY), gather_cases().map(
            lambda c: Case((c.shapes[0], c.shapes[1], c.shapes[1]), c.params)),

@@ -62,3 +62,17 @@ def test_var_mean_and_std_mean_return_pairs():
     s, m2 = remat.std_mean(remat.tensor(a), correction=0, keepdim=True)
     assert s.shape == m2.shape == (1, 1)
     np.testing.assert_allclose(s.numpy(), [[a.std()]], rtol=1e-6)
+
+
+def test_index_add_in_place_returns_self_and_accumulates_repeats():
+    x = remat.zeros(3)
+    y = x.index_add_(0, remat.tensor([0, 2, 0]), remat.tensor([1.0, 2.0, 3.0]), alpha=2)
+    assert y is x and x.tolist() == [8.0, 0.0, 4.0]
+    w = remat.ones(3, requires_grad=True)
+    h = w * 1.0
+    h.index_add_(0, remat.tensor([1]), remat.tensor([5.0]))
+    assert h.tolist() == [1.0, 6.0, 1.0]
+    h.sum().backward()
+    assert w.grad.tolist() == [1.0, 1.0, 1.0]
+    with pytest.raises((IndexError, remat.ShapeError), match="index_add"):
+        remat.zeros(2).index_add(0, remat.tensor([2]), remat.tensor([1.0]))

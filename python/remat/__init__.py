@@ -126,6 +126,7 @@ from ._remat import (
     swapaxes,
     swapdims,
     take_along_dim,
+    index_add,
     masked_select,
     count_nonzero,
     nan_to_num,
@@ -564,7 +565,8 @@ __all__ = [
     "unbind", "roll", "tile", "repeat_interleave", "meshgrid", "diagonal", "diag", "trace",
     "swapaxes", "swapdims",
     # composites
-    "take_along_dim", "masked_select", "count_nonzero", "nan_to_num", "addcmul", "addcdiv",
+    "take_along_dim", "index_add", "masked_select", "count_nonzero", "nan_to_num", "addcmul",
+    "addcdiv",
     "var_mean", "std_mean",
     # comparisons, logical/bitwise, masking, floor division
     "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",

@@ -1077,6 +1077,23 @@ fn rows() -> Vec<Row> {
             |a| r::take(&a[0], &[&[0, 1], &[2, 0]], &[2, 2]),
         ),
         row(
+            "index_add",
+            &[(&[3, 2], Any), (&[3, 2], Any)],
+            |t| {
+                let idx = Tensor::from_vec(vec![2i64, 0, 2], &[3])?;
+                ops::index_add(&t[0], 0, &idx, &t[1], 0.5)
+            },
+            |a| {
+                let mut out = a[0].clone();
+                for (j, &p) in [2usize, 0, 2].iter().enumerate() {
+                    for c in 0..2 {
+                        out.data[p * 2 + c] += 0.5 * a[1].data[j * 2 + c];
+                    }
+                }
+                out
+            },
+        ),
+        row(
             "masked_select",
             &[(&[2, 3], Any)],
             |t| {

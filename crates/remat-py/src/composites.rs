@@ -1,6 +1,7 @@
 //! Functions and `Tensor` methods over remat-core's `ops::composites`: `take_along_dim`,
 //! `masked_select`, `count_nonzero`, `nan_to_num`, `addcmul`, `addcdiv` (each a function and
-//! a method sharing one docstring) and the functions `var_mean` / `std_mean`.
+//! a method sharing one docstring) and the functions `var_mean` / `std_mean`; and
+//! `index_add` (`ops::index_add`) with its in-place `Tensor.index_add_`.
 
 use crate::args;
 use crate::convert;
@@ -389,8 +390,147 @@ fn std_mean<'py>(
     moments(py, "std_mean", input, dim, correction, keepdim)
 }
 
+macro_rules! index_add_doc {
+    () => {
+        r#"A copy of the input with ``alpha * source``'s slices added at positions along an axis.
+
+As PyTorch's ``index_add``: slice ``j`` of ``source`` along ``dim`` is added at position
+``index[j]``; repeated positions accumulate (in order, deterministic on CPU and CUDA).
+Differentiable in ``input`` and ``source``. ``Tensor.index_add(dim, index, source, alpha=1)``
+is the method form and ``Tensor.index_add_(...)`` the in-place one (returns the tensor).
+
+Parameters
+----------
+input : Tensor or array_like
+    The tensor added to.
+dim : int
+    The axis.
+index : Tensor
+    A 1-d int64/int32 tensor of positions along ``dim`` (``source.shape[dim]`` of them).
+source : Tensor or array_like
+    The input's shape except along ``dim``.
+alpha : float, optional
+    The scale of ``source``. Default: ``1``.
+
+Returns
+-------
+Tensor
+    A tensor of the input's shape.
+
+Raises
+------
+ShapeError
+    When ``dim`` is out of range or ``source`` does not fit.
+IndexError
+    When a position is out of range.
+DTypeError
+    When ``index`` is not an integer tensor.
+
+Examples
+--------
+>>> x = remat.zeros(3, 2, dtype=remat.int64)
+>>> remat.index_add(x, 0, remat.tensor([0, 2, 0]), remat.tensor([[1, 1], [2, 2], [3, 3]]))
+tensor([[4, 4],
+        [0, 0],
+        [2, 2]])
+>>> remat.ones(2).index_add(0, remat.tensor([1]), remat.tensor([5.0]), alpha=2)
+tensor([ 1., 11.])"#
+    };
+}
+
+/// `index_add`'s index and source as tensors.
+fn index_add_operands(
+    index: &Bound<'_, PyAny>,
+    source: &Bound<'_, PyAny>,
+) -> PyResult<(Tensor, Tensor)> {
+    Ok((
+        convert::extract_tensor("index_add", index)?,
+        convert::extract_tensor("index_add", source)?,
+    ))
+}
+
+#[doc = index_add_doc!()]
+#[pyfunction]
+#[pyo3(signature = (input, dim, index, source, *, alpha=1.0))]
+fn index_add(
+    input: &Bound<'_, PyAny>,
+    dim: isize,
+    index: &Bound<'_, PyAny>,
+    source: &Bound<'_, PyAny>,
+    alpha: f64,
+) -> PyResult<PyTensor> {
+    let x = convert::extract_tensor("index_add", input)?;
+    let (i, s) = index_add_operands(index, source)?;
+    ops::index_add(&x, dim, &i, &s, alpha)
+        .map(wrap)
+        .map_err(to_pyerr)
+}
+
 #[pymethods]
 impl PyTensor {
+    #[doc = index_add_doc!()]
+    #[pyo3(name = "index_add", signature = (dim, index, source, *, alpha=1.0))]
+    fn index_add_method(
+        &self,
+        dim: isize,
+        index: &Bound<'_, PyAny>,
+        source: &Bound<'_, PyAny>,
+        alpha: f64,
+    ) -> PyResult<PyTensor> {
+        let (i, s) = index_add_operands(index, source)?;
+        ops::index_add(&self.inner, dim, &i, &s, alpha)
+            .map(wrap)
+            .map_err(to_pyerr)
+    }
+    /// ``alpha * source``'s slices added in place at positions along an axis (``index_add``'s
+    /// in-place form); returns this tensor.
+    ///
+    /// Repeated positions accumulate. On a tensor a graph made, the write is recorded (as
+    /// PyTorch's), so gradients flow to the old values and to ``source``.
+    ///
+    /// Parameters
+    /// ----------
+    /// dim : int
+    ///     The axis.
+    /// index : Tensor
+    ///     A 1-d int64/int32 tensor of positions along ``dim``.
+    /// source : Tensor or array_like
+    ///     This tensor's shape except ``index``'s length along ``dim``.
+    /// alpha : float, optional
+    ///     The scale of ``source``. Default: ``1``.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     This tensor.
+    ///
+    /// Raises
+    /// ------
+    /// ShapeError
+    ///     When ``dim`` or a position is out of range or ``source`` does not fit.
+    /// GraphError
+    ///     When this tensor is a leaf that requires grad (under grad mode).
+    ///
+    /// Examples
+    /// --------
+    /// >>> x = remat.zeros(3, dtype=remat.int64)
+    /// >>> x.index_add_(0, remat.tensor([2, 2]), remat.tensor([1, 4]))
+    /// tensor([0, 0, 5])
+    #[pyo3(name = "index_add_", signature = (dim, index, source, *, alpha=1.0))]
+    fn index_add_inplace<'py>(
+        slf: Bound<'py, Self>,
+        dim: isize,
+        index: &Bound<'py, PyAny>,
+        source: &Bound<'py, PyAny>,
+        alpha: f64,
+    ) -> PyResult<Bound<'py, Self>> {
+        let (i, s) = index_add_operands(index, source)?;
+        crate::inplace::in_place(slf, |t| {
+            ops::update_with_("index_add_", t, &[&i, &s], |old| {
+                ops::index_add(old, dim, &i, &s, alpha)
+            })
+        })
+    }
     #[doc = take_along_dim_doc!()]
     #[pyo3(name = "take_along_dim", signature = (indices, dim=None))]
     fn take_along_dim_method(
@@ -452,6 +592,7 @@ impl PyTensor {
 
 /// Add the composite functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(index_add, m)?)?;
     m.add_function(wrap_pyfunction!(take_along_dim, m)?)?;
     m.add_function(wrap_pyfunction!(masked_select, m)?)?;
     m.add_function(wrap_pyfunction!(count_nonzero, m)?)?;

@@ -55,7 +55,7 @@ impl PyOperand {
 
 /// Run the in-place op `f` on `slf`'s tensor (GIL released for large tensors) and return
 /// `slf` itself.
-fn in_place<'py>(
+pub(crate) fn in_place<'py>(
     slf: Bound<'py, PyTensor>,
     f: impl FnOnce(&Tensor) -> remat_core::Result<()> + Send,
 ) -> PyResult<Bound<'py, PyTensor>> {

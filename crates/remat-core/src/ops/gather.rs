@@ -587,6 +587,56 @@ pub fn gather(x: &Tensor, dim: isize, idx: &Tensor) -> Result<Tensor> {
     apply(GatherOp { dim }, &[x, idx], &[Save::Input(1)])
 }
 
+/// PyTorch's `index_add(x, dim, index, source, alpha)`: a copy of `x` with `alpha · source`'s
+/// slice `j` along `dim` added at position `index[j]` (a 1-d int64/int32 tensor; repeated
+/// positions accumulate, in order). `source` has `x`'s shape except along `dim`, where its
+/// extent is `index`'s length. Differentiable in `x` and `source` (whose gradient is
+/// `alpha · index_select(grad)`).
+pub fn index_add(x: &Tensor, dim: isize, idx: &Tensor, src: &Tensor, alpha: f64) -> Result<Tensor> {
+    const OP: &str = "index_add";
+    let d = axis(OP, dim, x.shape())?;
+    if idx.ndim() > 1 {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "index must be 0-d or 1-d, got shape {}",
+                fmt_shape(idx.shape())
+            ),
+        ));
+    }
+    let fits = src.ndim() == x.ndim()
+        && src.shape()[d] == idx.numel()
+        && (0..x.ndim()).all(|i| i == d || src.shape()[i] == x.shape()[i]);
+    if !fits {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "source of shape {} does not fit input {} along dim {d} with {} indices \
+                 (source must have the input's shape except {} along dim)",
+                fmt_shape(src.shape()),
+                fmt_shape(x.shape()),
+                idx.numel(),
+                idx.numel()
+            ),
+        ));
+    }
+    let idx = reshape(idx, &[idx.numel()])?;
+    let added = apply(
+        IndexAddOp {
+            dim: d,
+            n: x.shape()[d],
+        },
+        &[src, &idx],
+        &[Save::Input(1)],
+    )?;
+    let added = if alpha == 1.0 {
+        added
+    } else {
+        super::scale(&added, alpha)?
+    };
+    super::add(x, &added)
+}
+
 /// PyTorch's `scatter_add(x, dim, index, src)`: a copy of `x` with each `src[i][j][k]` added
 /// at `[i][index[i][j][k]][k]` (for `dim = 1`; repeated positions accumulate).
 /// Differentiable in `x` and `src`. `index` may be smaller than `src` on any axis: only

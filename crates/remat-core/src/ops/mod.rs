@@ -82,8 +82,8 @@ pub use elementwise::{
 };
 pub use flip::flip;
 pub use gather::{
-    embedding, embedding_padded, embedding_renorm_, gather, index_select, nonzero, one_hot,
-    scatter_add,
+    embedding, embedding_padded, embedding_renorm_, gather, index_add, index_select, nonzero,
+    one_hot, scatter_add,
 };
 pub use group_norms::{group_norm, rms_norm};
 pub use inplace::{
