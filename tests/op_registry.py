@@ -1834,7 +1834,7 @@ OPS: list[Op] = [
        (ANY, MASK), broadcast(2, max_dims=3),
        (Case(((2, 3), (2, 3))), Case(((2, 3), (3,))), Case(((3, 1), (1, 2)))),
        diff=(0,), call=lambda f, ins, p: f(ins[0], ins[1] != 0),
-       errors=(Bad("float_mask", ((2, 3), (2, 3)), TypeError),)),
+       errors=(Bad("shape", ((2, 3), (4,)), S),)),
     Op("count_nonzero", remat.count_nonzero, ("count_nonzero",),
        lambda x, dim: np.asarray(np.count_nonzero(x, axis=_np_dim(dim)), dtype=np.int64), MASK,
        torch_reductions().map(lambda c: Case(c.shapes, {"dim": c.params["dim"]})),
@@ -2067,7 +2067,7 @@ OPS: list[Op] = [
         Case(((4,), (3,), (3,)), {"dim": 0, "alpha": -0.5})),
        call=lambda f, ins, p: f(ins[0], p["dim"], ins[1], ins[2], alpha=p.get("alpha", 1.0)),
        errors=(Bad("source", ((2, 3), Raw(np.array([0, 1])), (2, 2)), S, {"dim": 0}),
-               Bad("range", ((2, 3), Raw(np.array([2])), (1, 3)), IndexError, {"dim": 0}))),
+               Bad("range", ((2, 3), Raw(np.array([2])), (1, 3)), (IndexError, S), {"dim": 0}))),
     Op("scatter_add", remat.scatter_add, ("scatter_add",), np_scatter_add,
        (ANY, POSITIONS, ANY), gather_cases().map(
            lambda c: Case((c.shapes[0], c.shapes[1], c.shapes[1]), c.params)),

@@ -202,8 +202,9 @@ def test_dunder_all_lists_existing_names_once():
 # (`WRAPPED`: no grad-mode rules, `copy_` of one shape), the methods PyTorch's in-place ops
 # (crates/remat-py/src/inplace.rs).
 # `where`: the method is PyTorch's `Tensor.where(condition, other)` (self is the values, not the
-# condition), so it cannot share the function's row.
-NOT_FROM_TABLE = {"backward", "split", "chunk", "zero_", "copy_", "where"}
+# condition), so it cannot share the function's row. `tile`: PyTorch's function takes
+# `dims` (one sequence), its method `*dims` (rearrange.rs).
+NOT_FROM_TABLE = {"backward", "split", "chunk", "zero_", "copy_", "where", "tile"}
 
 
 def _op_table_names() -> list[str]:
@@ -257,7 +258,11 @@ def test_function_and_method_come_from_one_row(name):
             "baddbmm": (x[None], x.T[None]), "outer": (x[1],),
             "index_select": (1, remat.tensor([1, 0])),
             "gather": (1, remat.tensor([[1, 0], [0, 0]])),
-            "scatter_add": (1, remat.tensor([[1, 0], [0, 0]]), x), "topk": (1,)}
+            "scatter_add": (1, remat.tensor([[1, 0], [0, 0]]), x), "topk": (1,),
+            "roll": (1,), "repeat_interleave": (2,), "swapaxes": (0, 1), "swapdims": (0, 1),
+            "take_along_dim": (remat.tensor([[1, 0], [0, 0]]), 1), "addcmul": (x, x),
+            "addcdiv": (x, x), "index_add": (0, remat.tensor([1]), x[:1])}
+    args["masked_select"] = (x > 1,)
     args["masked_fill"] = (x > 1, 0.0)
     binary = [p[0] for p in f_params[:2]] == ["a", "b"]
     extra = args.get(name, (x.T,) if binary else ())

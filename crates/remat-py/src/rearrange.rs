@@ -544,7 +544,15 @@ tensor([[1],
 #[pyo3(signature = (input, axis0, axis1))]
 fn swapaxes(input: &Bound<'_, PyAny>, axis0: isize, axis1: isize) -> PyResult<PyTensor> {
     let x = convert::extract_tensor("swapaxes", input)?;
-    ops::transpose(&x, axis0, axis1).map(wrap).map_err(to_pyerr)
+    swap("swapaxes", &x, axis0, axis1)
+}
+
+/// `transpose` with axis errors naming `op`.
+fn swap(op: &str, x: &Tensor, a: isize, b: isize) -> PyResult<PyTensor> {
+    let nd = x.ndim().max(1);
+    remat_core::layout::normalize_axis(op, a, nd).map_err(to_pyerr)?;
+    remat_core::layout::normalize_axis(op, b, nd).map_err(to_pyerr)?;
+    ops::transpose(x, a, b).map(wrap).map_err(to_pyerr)
 }
 
 #[doc = swap_doc!("dim0", "dim1", "swapdims")]
@@ -552,7 +560,7 @@ fn swapaxes(input: &Bound<'_, PyAny>, axis0: isize, axis1: isize) -> PyResult<Py
 #[pyo3(signature = (input, dim0, dim1))]
 fn swapdims(input: &Bound<'_, PyAny>, dim0: isize, dim1: isize) -> PyResult<PyTensor> {
     let x = convert::extract_tensor("swapdims", input)?;
-    ops::transpose(&x, dim0, dim1).map(wrap).map_err(to_pyerr)
+    swap("swapdims", &x, dim0, dim1)
 }
 
 #[pymethods]
@@ -608,16 +616,12 @@ impl PyTensor {
     #[doc = swap_doc!("axis0", "axis1", "swapaxes")]
     #[pyo3(name = "swapaxes")]
     fn swapaxes_method(&self, axis0: isize, axis1: isize) -> PyResult<PyTensor> {
-        ops::transpose(&self.inner, axis0, axis1)
-            .map(wrap)
-            .map_err(to_pyerr)
+        swap("swapaxes", &self.inner, axis0, axis1)
     }
     #[doc = swap_doc!("dim0", "dim1", "swapdims")]
     #[pyo3(name = "swapdims")]
     fn swapdims_method(&self, dim0: isize, dim1: isize) -> PyResult<PyTensor> {
-        ops::transpose(&self.inner, dim0, dim1)
-            .map(wrap)
-            .map_err(to_pyerr)
+        swap("swapdims", &self.inner, dim0, dim1)
     }
 }
 

@@ -80,6 +80,7 @@ pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
 
 /// How many elements of `x` are nonzero (NaN counts), over `dims` (None: all), as int64.
 pub fn count_nonzero(x: &Tensor, dims: Option<&[isize]>) -> Result<Tensor> {
+    super::reduce::resolve_axes("count_nonzero", dims, x.ndim())?;
     let zero = full(&[], 0.0, x.dtype(), x.device())?;
     sum(&ne(x, &zero)?, dims, false)
 }
@@ -113,6 +114,7 @@ pub fn nan_to_num(
 
 /// `input + value · t1 · t2` with broadcasting (PyTorch's `addcmul`).
 pub fn addcmul(input: &Tensor, t1: &Tensor, t2: &Tensor, value: f64) -> Result<Tensor> {
+    check_three("addcmul", input, t1, t2)?;
     let p = mul(t1, t2)?;
     add(input, &if value == 1.0 { p } else { scale(&p, value)? })
 }
@@ -131,8 +133,17 @@ pub fn addcdiv(input: &Tensor, t1: &Tensor, t2: &Tensor, value: f64) -> Result<T
             ),
         ));
     }
+    check_three("addcdiv", input, t1, t2)?;
     let q = div(t1, t2)?;
     add(input, &if value == 1.0 { q } else { scale(&q, value)? })
+}
+
+/// The three operands of `addcmul`/`addcdiv` broadcast together (the error names `op`).
+fn check_three(op: &str, a: &Tensor, b: &Tensor, c: &Tensor) -> Result<()> {
+    super::check_same_device(op, &[a, b, c])?;
+    let bc = broadcast_shapes(op, b.shape(), c.shape())?;
+    broadcast_shapes(op, a.shape(), &bc)?;
+    Ok(())
 }
 
 /// `(var, mean)` over `dims` (None: all), with Bessel's `correction` (PyTorch's `var_mean`).
@@ -142,6 +153,7 @@ pub fn var_mean(
     correction: f64,
     keepdim: bool,
 ) -> Result<(Tensor, Tensor)> {
+    super::reduce::resolve_axes("var_mean", dims, x.ndim())?;
     Ok((var(x, dims, correction, keepdim)?, mean(x, dims, keepdim)?))
 }
 
@@ -152,5 +164,6 @@ pub fn std_mean(
     correction: f64,
     keepdim: bool,
 ) -> Result<(Tensor, Tensor)> {
+    super::reduce::resolve_axes("std_mean", dims, x.ndim())?;
     Ok((std(x, dims, correction, keepdim)?, mean(x, dims, keepdim)?))
 }
