@@ -257,6 +257,18 @@ Examples
     };
 }
 
+/// The docstrings of `addcmul` and `addcdiv` (function and method).
+macro_rules! addcmul_doc {
+    () => {
+        addc_doc!("addcmul", "tensor1 * tensor2", ">>> remat.addcmul(remat.tensor([1.0, 1.0]), remat.tensor([2.0, 3.0]), remat.tensor([4.0, 5.0]), value=0.5)\ntensor([5.0000, 8.5000])\n>>> remat.tensor([0, 1]).addcmul(remat.tensor([2, 2]), remat.tensor([3, 4]))\ntensor([6, 9])")
+    };
+}
+macro_rules! addcdiv_doc {
+    () => {
+        addc_doc!("addcdiv", "tensor1 / tensor2", ">>> remat.addcdiv(remat.tensor([1.0, 1.0]), remat.tensor([2.0, 3.0]), remat.tensor([4.0, 2.0]))\ntensor([1.5000, 2.5000])\n>>> remat.tensor([0.0]).addcdiv(remat.tensor([1.0]), remat.tensor([4.0]), value=2)\ntensor([0.5000])")
+    };
+}
+
 fn addc(
     name: &str,
     input: &Tensor,
@@ -274,7 +286,7 @@ fn addc(
     .map_err(to_pyerr)
 }
 
-#[doc = addc_doc!("addcmul", "tensor1 * tensor2", ">>> remat.addcmul(remat.tensor([1.0, 1.0]), remat.tensor([2.0, 3.0]), remat.tensor([4.0, 5.0]), value=0.5)\ntensor([5.0000, 8.5000])\n>>> remat.tensor([0, 1]).addcmul(remat.tensor([2, 2]), remat.tensor([3, 4]))\ntensor([6, 9])")]
+#[doc = addcmul_doc!()]
 #[pyfunction]
 #[pyo3(signature = (input, tensor1, tensor2, *, value=1.0))]
 fn addcmul(
@@ -287,7 +299,7 @@ fn addcmul(
     addc("addcmul", &x, tensor1, tensor2, value).map(wrap)
 }
 
-#[doc = addc_doc!("addcdiv", "tensor1 / tensor2", ">>> remat.addcdiv(remat.tensor([1.0, 1.0]), remat.tensor([2.0, 3.0]), remat.tensor([4.0, 2.0]))\ntensor([1.5000, 2.5000])\n>>> remat.tensor([0.0]).addcdiv(remat.tensor([1.0]), remat.tensor([4.0]), value=2)\ntensor([0.5000])")]
+#[doc = addcdiv_doc!()]
 #[pyfunction]
 #[pyo3(signature = (input, tensor1, tensor2, *, value=1.0))]
 fn addcdiv(
@@ -568,7 +580,7 @@ impl PyTensor {
             .map(wrap)
             .map_err(to_pyerr)
     }
-    #[doc = addc_doc!("addcmul", "tensor1 * tensor2", ">>> remat.addcmul(remat.tensor([1.0, 1.0]), remat.tensor([2.0, 3.0]), remat.tensor([4.0, 5.0]), value=0.5)\ntensor([5.0000, 8.5000])\n>>> remat.tensor([0, 1]).addcmul(remat.tensor([2, 2]), remat.tensor([3, 4]))\ntensor([6, 9])")]
+    #[doc = addcmul_doc!()]
     #[pyo3(name = "addcmul", signature = (tensor1, tensor2, *, value=1.0))]
     fn addcmul_method(
         &self,
@@ -578,7 +590,7 @@ impl PyTensor {
     ) -> PyResult<PyTensor> {
         addc("addcmul", &self.inner, tensor1, tensor2, value).map(wrap)
     }
-    #[doc = addc_doc!("addcdiv", "tensor1 / tensor2", ">>> remat.addcdiv(remat.tensor([1.0, 1.0]), remat.tensor([2.0, 3.0]), remat.tensor([4.0, 2.0]))\ntensor([1.5000, 2.5000])\n>>> remat.tensor([0.0]).addcdiv(remat.tensor([1.0]), remat.tensor([4.0]), value=2)\ntensor([0.5000])")]
+    #[doc = addcdiv_doc!()]
     #[pyo3(name = "addcdiv", signature = (tensor1, tensor2, *, value=1.0))]
     fn addcdiv_method(
         &self,
