@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -191,6 +192,44 @@ def test_recompute_replays_its_dropout_while_another_thread_draws():
         t.join()
     # The recompute never rewound the global generator: no draw of the other thread repeats.
     assert len(drawn) == len(set(drawn))
+
+
+def test_a_forward_that_sleeps_before_its_dropout_is_replayed_while_another_thread_draws():
+    # The user's reproducer: the forward pauses before drawing, so the other thread always
+    # draws between the region's start and its dropout.
+    stop = threading.Event()
+    bad = []
+    w = remat.ones(256, 1, requires_grad=True)
+
+    def drawer():
+        while not stop.is_set():
+            remat.rand(8)
+
+    def trainer():
+        try:
+            for i in range(50):
+                x = remat.ones(8, 256)
+                store = {}
+
+                def f(t, store=store):
+                    time.sleep(0.002)
+                    d = remat.dropout(t, 0.5)
+                    store.setdefault("d", d.detach().numpy().copy())
+                    return d @ w
+
+                w.grad = None
+                remat.checkpoint_segment(f, x).sum().backward()
+                if not np.array_equal(w.grad.numpy(), store["d"].sum(axis=0)[:, None]):
+                    bad.append(i)
+        finally:
+            stop.set()
+
+    threads = [threading.Thread(target=drawer), threading.Thread(target=trainer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert bad == []
 
 
 def test_global_generator_advances_exactly_as_in_the_plain_run():

@@ -119,14 +119,14 @@ def _model():
 
 
 def _snapshot(m):
-    return {k: v.copy() for k, v in m.state_dict().items()}
+    return {k: v.numpy().copy() for k, v in m.state_dict().items()}
 
 
 @pytest.mark.parametrize("bad", ["dtype", "shape", "ragged", "object"])
 def test_load_state_dict_bad_entry_changes_nothing_and_names_key(bad):
     m = _model()
     before = _snapshot(m)
-    sd = {k: np.full_like(v, 7.0) for k, v in m.state_dict().items()}
+    sd = {k: np.full_like(v.numpy(), 7.0) for k, v in m.state_dict().items()}
     key = "2.weight"  # after 0.weight and 0.bias in the apply order
     if bad == "dtype":
         sd[key] = sd[key].astype(np.complex64)

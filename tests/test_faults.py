@@ -494,6 +494,41 @@ CASES = [
         del x, y, h, c
     """, "ok"),
 
+    # ---- threads ----------------------------------------------------------------------------
+    # A checkpointed dropout whose forward pauses before drawing, while another thread draws
+    # from the global generator: the recompute must replay the forward's mask every time.
+    Case("dropout_recompute_while_another_thread_draws", """
+        import time
+        stop = threading.Event()
+        bad = []
+        w = remat.ones(256, 1, requires_grad=True)
+        def drawer():
+            while not stop.is_set():
+                remat.rand(8)
+        def trainer():
+            try:
+                for i in range(50):
+                    x = remat.ones(8, 256)
+                    store = {}
+                    def f(t):
+                        time.sleep(0.002)
+                        d = remat.dropout(t, 0.5)
+                        store.setdefault("d", d.detach().numpy().copy())
+                        return d @ w
+                    w.grad = None
+                    remat.checkpoint_segment(f, x).sum().backward()
+                    if not np.array_equal(w.grad.numpy(), store["d"].sum(axis=0)[:, None]):
+                        bad.append(i)
+            finally:
+                stop.set()
+        threads = [threading.Thread(target=drawer), threading.Thread(target=trainer)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert bad == [], f"{len(bad)} of 50 steps used another mask in backward"
+    """, "ok"),
+
     # ---- gradient assignment -------------------------------------------------------------
     Case("grad_assigned_itself", """
         x = remat.ones(2, requires_grad=True)

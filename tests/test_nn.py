@@ -5,6 +5,8 @@ activation_checkpointing."""
 import math
 from collections import OrderedDict
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -401,10 +403,13 @@ def test_state_dict_round_trip_through_save_load(tmp_path):
     # PyTorch's order: the module's own parameters (none here), its own buffers, then each
     # child's entries
     assert list(sd) == ["running"] + [n for n, _ in net.named_parameters()]
-    assert all(isinstance(v, np.ndarray) for v in sd.values())
-    # a copy: changing it does not touch the model
-    sd["inp.weight"][...] = 7
-    assert not np.any(_np(net.inp.weight) == 7)
+    # As PyTorch's: detached Tensors sharing storage with the parameters and buffers.
+    assert all(isinstance(v, remat.Tensor) and not v.requires_grad for v in sd.values())
+    snapshot = copy.deepcopy(sd)
+    sd["inp.weight"].fill_(7)
+    assert np.all(_np(net.inp.weight) == 7)
+    assert not np.any(snapshot["inp.weight"].numpy() == 7)
+    net.load_state_dict(snapshot)
     sd = net.state_dict()
     path = tmp_path / "net.npz"
     remat.save(sd, path)

@@ -130,6 +130,9 @@ from ._remat import (
     masked_select,
     count_nonzero,
     nan_to_num,
+    isclose,
+    allclose,
+    equal,
     addcmul,
     addcdiv,
     var_mean,
@@ -517,6 +520,58 @@ class set_grad_enabled:
         return (enable_grad() if self._mode else no_grad())(fn)
 
 
+def is_tensor(obj: object) -> bool:
+    """Whether ``obj`` is a remat Tensor (PyTorch's ``is_tensor``).
+
+    Parameters
+    ----------
+    obj : object
+        Anything.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    None
+        Nothing is raised.
+
+    Examples
+    --------
+    >>> remat.is_tensor(remat.ones(2)), remat.is_tensor([1.0])
+    (True, False)
+    """
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    """The number of elements of a tensor (PyTorch's ``numel``; ``input.numel()``).
+
+    Parameters
+    ----------
+    input : Tensor
+        The tensor.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        When ``input`` is not a Tensor.
+
+    Examples
+    --------
+    >>> remat.numel(remat.zeros(2, 3))
+    6
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"numel(): argument 'input' must be Tensor, not {type(input).__name__}")
+    return input.numel()
+
+
 # `max`, `min`, `all`, `any`, `sum` and `pow` stay out of `__all__` so `from remat import *`
 # does not shadow the builtins; they are still `remat.max` etc.
 __all__ = [
@@ -568,6 +623,8 @@ __all__ = [
     "take_along_dim", "index_add", "masked_select", "count_nonzero", "nan_to_num", "addcmul",
     "addcdiv",
     "var_mean", "std_mean",
+    # closeness and tensor predicates
+    "isclose", "allclose", "equal", "is_tensor", "numel",
     # comparisons, logical/bitwise, masking, floor division
     "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",
     "greater_equal", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",

@@ -46,6 +46,7 @@ __all__ = [
     "take_along_dim", "index_add", "masked_select", "count_nonzero", "nan_to_num", "addcmul",
     "addcdiv",
     "var_mean", "std_mean",
+    "isclose", "allclose", "equal",
     "min", "norm", "prod", "std", "var",
     "cross_entropy",
     "cuda_device_count", "cuda_empty_cache", "cuda_is_available", "cuda_synchronize",
@@ -452,6 +453,15 @@ class Tensor:
     ) -> Tensor: ...
     def masked_select(self, mask: _ArrayLike) -> Tensor: ...
     def count_nonzero(self, dim: _Axis = None) -> Tensor: ...
+    def isclose(
+        self, other: _ArrayLike, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+        equal_nan: builtins.bool = False
+    ) -> Tensor: ...
+    def allclose(
+        self, other: _ArrayLike, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+        equal_nan: builtins.bool = False
+    ) -> builtins.bool: ...
+    def equal(self, other: _ArrayLike) -> builtins.bool: ...
     def nan_to_num(
         self, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
         neginf: builtins.float | None = None
@@ -963,6 +973,15 @@ def index_add(
 ) -> Tensor: ...
 def masked_select(input: _ArrayLike, mask: _ArrayLike) -> Tensor: ...
 def count_nonzero(input: _ArrayLike, dim: _Axis = None) -> Tensor: ...
+def isclose(
+    input: _ArrayLike, other: _ArrayLike, rtol: builtins.float = 1e-05,
+    atol: builtins.float = 1e-08, equal_nan: builtins.bool = False
+) -> Tensor: ...
+def allclose(
+    input: _ArrayLike, other: _ArrayLike, rtol: builtins.float = 1e-05,
+    atol: builtins.float = 1e-08, equal_nan: builtins.bool = False
+) -> builtins.bool: ...
+def equal(input: _ArrayLike, other: _ArrayLike) -> builtins.bool: ...
 def nan_to_num(
     input: _ArrayLike, nan: float = 0.0, posinf: float | None = None,
     neginf: float | None = None

@@ -2,13 +2,16 @@
 //! recompute that restores the counter replays exactly the same numbers, and kernels can fill
 //! large buffers in parallel.
 //!
-//! A checkpoint's recompute replays its draws from its own stream: a thread-local override
-//! of the generator state, active only while that thread recomputes. The global generator is
-//! never rewound, so draws made meanwhile by other threads neither shift a replayed mask nor
-//! repeat numbers already handed out.
+//! A checkpoint's forward draws from the global generator exactly as the plain run does, and
+//! records the key of every draw in its [`DrawLog`]. Its recompute plays that log back: each
+//! draw gets the key the forward got, whatever other threads drew from the global generator
+//! in between (they interleave with the forward's draws, so the forward's keys need not be
+//! contiguous). The global generator is never rewound, so draws in other threads are never
+//! repeated, and it advances by exactly what the plain run draws.
 
 use parking_lot::Mutex;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
 
 /// A position in the random stream: the seed and the next unused counter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,8 +28,99 @@ static GLOBAL: Mutex<RngState> = Mutex::new(RngState {
 });
 
 thread_local! {
-    /// This thread's replay stream, while it recomputes a checkpoint.
+    /// This thread's private stream: while it recomputes a checkpoint (draws past the end of
+    /// the played-back log, `manual_seed` inside the function), a generator's `run`, or a
+    /// measuring run.
     static REPLAY: Cell<Option<RngState>> = const { Cell::new(None) };
+    /// The logs of the checkpoint forwards running on this thread, innermost last: every draw
+    /// is recorded in each (an outer region's recompute re-runs the inner one's forward).
+    static RECORDING: RefCell<Vec<Arc<DrawLog>>> = const { RefCell::new(Vec::new()) };
+    /// The log being played back by this thread's recompute, and the next entry to hand out.
+    static PLAYBACK: RefCell<Option<(Arc<DrawLog>, usize)>> = const { RefCell::new(None) };
+}
+
+/// The keys of the draws one checkpoint region's forward made, in order, so that its
+/// recompute draws exactly the same numbers (see [`record`] and [`playback`]).
+#[derive(Debug, Default)]
+pub struct DrawLog {
+    keys: Mutex<Vec<RngState>>,
+}
+
+impl DrawLog {
+    /// An empty log.
+    pub fn new() -> Arc<DrawLog> {
+        Arc::new(DrawLog::default())
+    }
+
+    /// How many draws the forward made.
+    pub fn len(&self) -> usize {
+        self.keys.lock().len()
+    }
+
+    /// Whether the forward drew nothing.
+    pub fn is_empty(&self) -> bool {
+        self.keys.lock().is_empty()
+    }
+}
+
+/// Until the guard drops, every draw this thread makes is also recorded in `log`. Nests.
+pub fn record(log: Arc<DrawLog>) -> RecordGuard {
+    RECORDING.with_borrow_mut(|r| r.push(log));
+    RecordGuard(())
+}
+
+/// Ends a [`record`] when dropped.
+pub struct RecordGuard(());
+
+impl Drop for RecordGuard {
+    fn drop(&mut self) {
+        RECORDING.with_borrow_mut(|r| r.pop());
+    }
+}
+
+/// Until the guard drops, this thread's draws get the keys of `log` in order, and once they
+/// run out (a function that draws more when re-run) continue from `state` on a private
+/// stream; `manual_seed` inside also seeds that private stream. The global generator is left
+/// alone. Nests (the previous playback comes back on drop).
+pub fn playback(log: Arc<DrawLog>, state: RngState) -> PlaybackGuard {
+    let replay = replay(state);
+    let previous = PLAYBACK.with_borrow_mut(|p| p.replace((log, 0)));
+    PlaybackGuard {
+        previous,
+        _replay: replay,
+    }
+}
+
+/// Ends a [`playback`] when dropped.
+pub struct PlaybackGuard {
+    previous: Option<(Arc<DrawLog>, usize)>,
+    _replay: ReplayGuard,
+}
+
+impl Drop for PlaybackGuard {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        PLAYBACK.with_borrow_mut(|p| *p = previous);
+    }
+}
+
+/// The next key of the log being played back, if any is left.
+fn next_played() -> Option<RngState> {
+    PLAYBACK.with_borrow_mut(|p| {
+        let (log, at) = p.as_mut()?;
+        let key = *log.keys.lock().get(*at)?;
+        *at += 1;
+        Some(key)
+    })
+}
+
+/// Record a key this thread drew in the logs of the forwards running on it.
+fn note_drawn(key: RngState) {
+    RECORDING.with_borrow(|r| {
+        for log in r {
+            log.keys.lock().push(key);
+        }
+    });
 }
 
 /// Seed every random source (randn, rand, dropout, initialisation). During a replay (a
@@ -50,8 +144,15 @@ pub fn set_state(state: RngState) {
     }
 }
 
-/// Reserve `n` counters of this thread's stream and return the key of the first.
+/// Reserve `n` counters of this thread's stream and return the key of the first. During a
+/// recompute, the key the forward got for the same draw.
 pub fn reserve(n: u64) -> RngState {
+    let key = next_played().unwrap_or_else(|| draw(n));
+    note_drawn(key);
+    key
+}
+
+fn draw(n: u64) -> RngState {
     if let Some(key) = REPLAY.get() {
         REPLAY.set(Some(RngState {
             offset: key.offset.wrapping_add(n),
@@ -143,6 +244,41 @@ mod tests {
             assert_eq!(get_state().offset, 48);
         }
         assert!(REPLAY.get().is_none());
+    }
+
+    #[test]
+    fn a_playback_hands_out_the_recorded_keys_then_continues_privately() {
+        // The "generator" the forward draws from: a private stream, so that tests running in
+        // parallel on the global one are not disturbed.
+        let _source = replay(RngState { seed: 5, offset: 0 });
+        let log = DrawLog::new();
+        let recorded: Vec<RngState> = {
+            let _r = record(log.clone());
+            let a = reserve(4);
+            // Another thread's draws between the two: the forward's keys are not contiguous.
+            set_state(RngState {
+                offset: a.offset + 100,
+                ..a
+            });
+            vec![a, reserve(2)]
+        };
+        assert_eq!(log.len(), 2);
+        assert_eq!(recorded[1].offset, recorded[0].offset + 100);
+        let source = get_state();
+        let fallback = RngState {
+            seed: 99,
+            offset: 0,
+        };
+        {
+            let _p = playback(log.clone(), fallback);
+            assert_eq!(reserve(4), recorded[0]);
+            assert_eq!(reserve(2), recorded[1]);
+            // Past the log: the private fallback stream.
+            assert_eq!(reserve(3), fallback);
+            assert_eq!(reserve(1).offset, 3);
+        }
+        assert_eq!(get_state(), source);
+        assert!(PLAYBACK.with_borrow(|p| p.is_none()));
     }
 }
 

@@ -7,6 +7,7 @@ pub mod args;
 pub mod autograd;
 pub mod call;
 pub mod checkpoint;
+pub mod closeness;
 pub mod composites;
 pub mod conv;
 pub mod convert;
@@ -61,6 +62,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sorting::register(m)?;
     rearrange::register(m)?;
     composites::register(m)?;
+    closeness::register(m)?;
     autograd::register(m)?;
     memory::register(m)?;
     checkpoint::register(m)?;

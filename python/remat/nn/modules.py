@@ -1372,46 +1372,70 @@ class Module:
                 items += m._state_items(prefix + name + ".")
         return items
 
-    def state_dict(self, prefix: str = "") -> OrderedDict:
-        """An ``OrderedDict`` of dotted name → NumPy array (a copy) for every parameter and
-        persistent buffer, in PyTorch's order: a module's own parameters, then its own
-        buffers, then its children's entries, depth first.
+    def state_dict(
+        self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False
+    ) -> OrderedDict:
+        """An ``OrderedDict`` of dotted name → Tensor for every parameter and persistent
+        buffer, in PyTorch's order: a module's own parameters, then its own buffers, then its
+        children's entries, depth first.
 
-        A module or parameter shared by several parents appears under each of its names (as
-        in PyTorch; :meth:`named_parameters` lists it once). Buffers registered with
-        ``persistent=False`` are left out. The arrays are copies, so later training does not
-        change a saved state dict. ``remat.save`` writes one to a file;
-        :meth:`load_state_dict` reads it back.
+        As in PyTorch, each value is the parameter or buffer detached: a Tensor that shares
+        its storage (``sd[k].detach().cpu().numpy()``, ``sd[k].clone()``, ``sd[k].shape`` and
+        ``copy.deepcopy(sd)`` work; training the model changes the values of a state dict
+        taken earlier, so ``clone()`` or ``copy.deepcopy`` it to keep a snapshot). A module or
+        parameter shared by several parents appears under each of its names (as in PyTorch;
+        :meth:`named_parameters` lists it once). Buffers registered with ``persistent=False``
+        are left out. ``remat.save`` writes one to a file; :meth:`load_state_dict` reads it
+        back.
 
         Parameters
         ----------
+        *args : object
+            PyTorch's deprecated positional form ``(destination, prefix, keep_vars)``.
+        destination : mapping, optional
+            Filled and returned instead of a new ``OrderedDict``. Default: ``None``.
         prefix : str, optional
             Prepended to every key. Default: ``""``.
+        keep_vars : bool, optional
+            Give the parameters and buffers themselves, not detached tensors.
+            Default: ``False``.
 
         Returns
         -------
         collections.OrderedDict
-            ``{name: numpy.ndarray}``.
+            ``{name: Tensor}``.
 
         Raises
         ------
-        None
-            Nothing is raised.
+        TypeError
+            When more than three positional arguments are given.
 
         Examples
         --------
         >>> lin = remat.nn.Linear(2, 1)
         >>> sd = lin.state_dict()
-        >>> [(name, value.shape, value.dtype.name) for name, value in sd.items()]
-        [('weight', (1, 2), 'float32'), ('bias', (1,), 'float32')]
+        >>> [(name, value.shape, value.requires_grad) for name, value in sd.items()]
+        [('weight', (1, 2), False), ('bias', (1,), False)]
+        >>> sd["weight"].detach().cpu().numpy().dtype.name
+        'float32'
         >>> list(lin.state_dict(prefix="head."))
         ['head.weight', 'head.bias']
         >>> list(remat.nn.Sequential(lin, remat.nn.ReLU(), lin).state_dict())
         ['0.weight', '0.bias', '2.weight', '2.bias']
         """
-        out: OrderedDict = OrderedDict()
+        if len(args) > 3:
+            raise TypeError(
+                f"state_dict() takes at most 3 positional arguments ({len(args)} given)"
+            )
+        if args:
+            destination = args[0]
+            if len(args) > 1:
+                prefix = args[1]
+            if len(args) > 2:
+                keep_vars = args[2]
+        out: Any = OrderedDict() if destination is None else destination
         for name, t in self._state_items():
-            out[prefix + name] = np.array(t.detach().numpy(), copy=True)
+            out[prefix + name] = t if keep_vars else t.detach()
         return out
 
     def load_state_dict(self, state_dict: Any, strict: bool = True) -> _IncompatibleKeys:
@@ -1485,8 +1509,12 @@ class Module:
             raise KeyError(f"load_state_dict for {type(self).__name__}: " + "; ".join(parts))
         # Every entry is checked and converted before the first one is copied, so an error
         # leaves the model as it was.
+        buffers = {id(b) for m in self.modules() for b in m._buffers.values() if b is not None}
         updates = [
-            (t, _state_source(name, state_dict[name], t)) for name, t in own if name in state_dict
+            (t, _state_source(name, state_dict[name], t,
+                              "buffer" if id(t) in buffers else "parameter"))
+            for name, t in own
+            if name in state_dict
         ]
         for t, src in updates:
             _remat.copy_(t, src)
@@ -1560,24 +1588,27 @@ def _module_to_targets(args: tuple, kwargs: dict) -> tuple[Any, Any]:
     return device, dtype
 
 
-def _state_source(name: str, value: Any, t: Tensor) -> Tensor:
+def _state_source(name: str, value: Any, t: Tensor, kind: str = "parameter") -> Tensor:
     """``value`` (a Tensor, NumPy array or nested list) as a tensor to copy into the parameter
-    or buffer ``t``: checked for shape and converted to ``t``'s dtype and device; errors name
-    the key."""
+    or buffer ``t`` (``kind``): checked for shape and converted to ``t``'s dtype and device;
+    errors name the key and the kind."""
     if isinstance(value, Tensor):
         src = value.detach()
     else:
         try:
             src = remat.tensor(np.asarray(value), dtype=t.dtype)
         except (TypeError, ValueError) as e:
-            kind = remat.DTypeError if isinstance(e, TypeError) else remat.ShapeError
-            raise kind(
-                f"load_state_dict: cannot load '{name}' into a parameter of dtype {t.dtype}: {e}"
+            error = remat.DTypeError if isinstance(e, TypeError) else remat.ShapeError
+            raise error(
+                f"load_state_dict: cannot load '{name}' into a {kind} of dtype {t.dtype}: {e}"
             ) from e
+    if tuple(src.shape) == (1,) and tuple(t.shape) == ():
+        # PyTorch's legacy form of a 0-d buffer (`num_batches_tracked` saved as shape (1,)).
+        src = src.reshape(())
     if tuple(src.shape) != tuple(t.shape):
         raise remat.ShapeError(
             f"load_state_dict: size mismatch for '{name}': the state dict has shape "
-            f"{_fmt_shape(src.shape)} but the model's parameter has shape {_fmt_shape(t.shape)}"
+            f"{_fmt_shape(src.shape)} but the model's {kind} has shape {_fmt_shape(t.shape)}"
         )
     if src.dtype != t.dtype:
         src = src.to(t.dtype)

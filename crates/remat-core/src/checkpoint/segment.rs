@@ -3,6 +3,10 @@
 //! from a private replay of the forward's random stream) and each recomputed tensor is freed
 //! as soon as its one reader has used it.
 //!
+//! The forward draws from the global generator as the plain run does and logs every key it
+//! got; the recompute plays the log back, so other threads drawing in between never change a
+//! replayed mask.
+//!
 //! Until the forward returns, the saved tensors stay with the segment, so the function may
 //! differentiate its own graph (`grad` inside a checkpoint). The recompute builds its graph as
 //! a plain run does, for the same reason. With early stop the recompute ends as soon as every
@@ -21,7 +25,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::grad_mode::{enable_grad, is_grad_enabled};
 use crate::layout::{fmt_shape, Dims, Layout};
-use crate::rng::{self, RngState};
+use crate::rng::{self, DrawLog, RngState};
 use crate::tensor::{Tensor, TensorData};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -130,7 +134,9 @@ pub(crate) struct Segment {
     func: SegmentFn,
     inputs: Vec<Slot>,
     input_requires_grad: Vec<bool>,
-    rng: Option<RngState>,
+    /// The stream at the forward's start and the keys of the forward's draws (None without
+    /// `preserve_rng_state`: the recompute draws fresh numbers, as PyTorch's does).
+    rng: Option<(RngState, Arc<DrawLog>)>,
     determinism_check: bool,
     early_stop: bool,
     meta: Mutex<Vec<SavedMeta>>,
@@ -279,10 +285,14 @@ impl Segment {
             touched::segment(self);
             // A nested segment's inputs are entries of its outer segment's recompute, read
             // only here: free them now, not when the outer's backward ends (multi-level
-            // schedules would otherwise keep one input per level until then).
+            // schedules would otherwise keep one input per level until then). While the
+            // outer's forward still runs they are its own saved tensors, which a later
+            // `grad` of that forward (create_graph) may need to recompute us again.
             for s in &self.inputs {
-                if let Slot::Segment(..) = s {
-                    s.release();
+                if let Slot::Segment(outer, _) = s {
+                    if !outer.forward_running() {
+                        s.release();
+                    }
                 }
             }
         }
@@ -291,6 +301,11 @@ impl Segment {
             .and_then(|c| c.get(i))
             .and_then(|e| e.clone())
             .ok_or_else(freed)
+    }
+
+    /// Whether the forward is still running (its saved tensors are held, not recomputed).
+    fn forward_running(&self) -> bool {
+        self.pending.lock().is_some()
     }
 
     /// The reader of entry `i` is done with it: free it now.
@@ -336,9 +351,12 @@ impl Segment {
         );
         let start = Instant::now();
         let result = {
-            // The forward's draws, replayed from a private stream: the global generator (and
-            // any other thread drawing from it) is left alone.
-            let _rng = self.rng.map(rng::replay);
+            // The forward's draws, played back from its log: the global generator (and any
+            // other thread drawing from it) is left alone.
+            let _rng = self
+                .rng
+                .as_ref()
+                .map(|(start, log)| rng::playback(log.clone(), *start));
             let _g = enable_grad();
             let _c = context::enter(SaveMode::Capture(capture.clone()));
             (self.func)(&inputs).map(drop)
@@ -455,7 +473,9 @@ pub fn checkpoint_segment_with(
         func: f.clone(),
         inputs: input_slots,
         input_requires_grad: inputs.iter().map(|t| t.requires_grad()).collect(),
-        rng: opts.preserve_rng_state.then(rng::get_state),
+        rng: opts
+            .preserve_rng_state
+            .then(|| (rng::get_state(), DrawLog::new())),
         determinism_check: opts.determinism_check,
         early_stop: opts.early_stop,
         meta: Mutex::new(Vec::new()),
@@ -475,6 +495,7 @@ pub fn checkpoint_segment_with(
     });
     let outputs = {
         let _c = context::enter(SaveMode::Segment(seg.clone()));
+        let _rng = seg.rng.as_ref().map(|(_, log)| rng::record(log.clone()));
         f(inputs)
     };
     // The forward is over: from now on the saved tensors are recomputed when needed.

@@ -9,6 +9,7 @@ pub mod axes;
 pub mod batch_norm;
 pub mod causal_softmax;
 pub mod checkpoint_name;
+pub mod closeness;
 pub mod compare;
 pub mod composites;
 pub mod conv;
@@ -64,6 +65,7 @@ pub use axes::{
 };
 pub use batch_norm::batch_norm;
 pub use checkpoint_name::checkpoint_name;
+pub use closeness::{allclose, equal, isclose};
 pub use compare::{eq, ge, gt, isfinite, isinf, isnan, le, lt, ne};
 pub use composites::{
     addcdiv, addcmul, count_nonzero, masked_select, nan_to_num, std_mean, take_along_dim, var_mean,
