@@ -494,6 +494,26 @@ CASES = [
         del x, y, h, c
     """, "ok"),
 
+    # ---- data loading: samplers are iterated lazily -----------------------------------------
+    # PyTorch's RandomSampler(ds, replacement=True, num_samples=10**10), and a plain sampler
+    # object of that length: a list of it would need terabytes, a batch needs two indices.
+    Case("dataloader_sampler_of_1e10_draws", f"""
+        import itertools
+        from remat.utils.data import DataLoader, RandomSampler, TensorDataset
+        ds = TensorDataset(remat.arange(20.0).reshape(10, 2))
+        class Draws:
+            def __len__(self):
+                return 10**10
+            def __iter__(self):
+                return (i % 10 for i in range(10**10))
+        limit_headroom(256 * {MB})
+        for s in (RandomSampler(ds, replacement=True, num_samples=10**10), Draws()):
+            loader = DataLoader(ds, batch_size=2, sampler=s)
+            assert len(loader) == 5 * 10**9
+            batches = list(itertools.islice(iter(loader), 3))
+            assert [tuple(b.shape) for (b,) in batches] == [(2, 2)] * 3
+    """, "ok"),
+
     # ---- threads ----------------------------------------------------------------------------
     # A checkpointed dropout whose forward pauses before drawing, while another thread draws
     # from the global generator: the recompute must replay the forward's mask every time.
@@ -561,6 +581,9 @@ def test_fault(case: Case) -> None:
     if isinstance(outcome, list) and outcome[0] == "Skip":
         pytest.skip(detail)
     got = ("ok",) if outcome == "ok" else tuple(outcome)
+    if "MemoryError" in got:
+        # Never an empty MemoryError(): it names the allocation that failed.
+        assert "allocat" in detail, f"{case.name}: MemoryError without its size: {detail!r}"
     want = _expected(case.expect)
     assert any(w in got for w in want), (
         f"{case.name}: expected {' or '.join(want)}, got {detail or 'no exception'}"

@@ -5,9 +5,9 @@ Three forms, chosen by the path and the object, none of which pickles code:
 - ``*.safetensors`` paths use the safetensors format (through the ``safetensors`` package),
   so weights move to and from PyTorch and Hugging Face. The object is a flat mapping of
   names to tensors; ``metadata`` (a ``dict[str, str]``) is stored in the header.
-- A flat mapping of names to Tensors, NumPy arrays or numbers (a ``state_dict()``; a Module
-  given directly stands for its state dict) is written as an ``.npz`` archive, one array per
-  key in key order, to exactly the given path: ``np.load`` reads it too.
+- A flat mapping of names to Tensors, NumPy arrays or numbers (a ``state_dict()``) is
+  written as an ``.npz`` archive, one array per key in key order, to exactly the given path:
+  ``np.load`` reads it too.
 - Anything else — nested dicts, lists and tuples of Tensors, arrays and plain values (ints,
   floats, strings, bools, None), e.g. ``{"model": sd, "optim": opt.state_dict(), "epoch":
   3}`` — is an ``.npz`` archive of the arrays plus a JSON description of the structure.
@@ -18,6 +18,11 @@ forms and in the saved structure otherwise. As with ``torch.save``, a tensor's
 grad); the ``.npz`` forms record it in the archive's comment (flat form) or in the JSON
 structure, so NumPy still reads the arrays. Both functions take a path or an open binary
 file object (``io.BytesIO``, ``open(path, "wb")``), as PyTorch's do.
+
+Since nothing is pickled, a Module, an optimizer or any other object is never saved whole
+(``torch.save(model, path)`` pickles the class): ``remat.save`` refuses it and names the
+``state_dict()`` to save instead. PyTorch's allow-list of classes for its restricted
+unpickler (``safe_globals``, ``add_safe_globals``) is accepted and changes nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +40,9 @@ import numpy as np
 from . import _remat
 from ._remat import Tensor
 
-__all__ = ["save", "load"]
+__all__ = [
+    "save", "load", "safe_globals", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 # A path (str / os.PathLike) or an open binary file object (anything with read / write).
@@ -163,8 +170,7 @@ def _rebuild(node: Any, arrays: Mapping[str, np.ndarray]) -> Any:
 
 def save(obj: Any, path: FileLike, metadata: dict[str, str] | None = None) -> None:
     """Write ``obj`` to ``path`` (a path or an open binary file) in the form the module
-    docstring describes (a Module stands for its ``state_dict()``). ``metadata`` is only for
-    ``.safetensors`` paths.
+    docstring describes. ``metadata`` is only for ``.safetensors`` paths.
 
     No code is pickled. The form follows the path and the object: a ``.safetensors`` path
     writes the safetensors format (a flat mapping of names to tensors, readable by
@@ -179,8 +185,7 @@ def save(obj: Any, path: FileLike, metadata: dict[str, str] | None = None) -> No
     Parameters
     ----------
     obj : Any
-        What to save: a Module (its ``state_dict()``), a mapping, or a nested structure as
-        above.
+        What to save: a mapping (a ``state_dict()``) or a nested structure as above.
     path : str, os.PathLike or file object
         The file to write (overwritten), or a binary file object to write the archive into
         (e.g. ``io.BytesIO()``; safetensors when its ``name`` ends in ``.safetensors``).
@@ -196,9 +201,10 @@ def save(obj: Any, path: FileLike, metadata: dict[str, str] | None = None) -> No
     ValueError
         When ``metadata`` is given for a path that is not ``.safetensors``.
     TypeError
-        When a value cannot be saved (a function, an arbitrary object, a dict key that is
-        neither str nor int), or when a ``.safetensors`` object is not a flat mapping of
-        names to tensors.
+        When a value cannot be saved (a Module or optimizer itself, whose ``state_dict()``
+        is what to save; a function, an arbitrary object, a dict key that is neither str
+        nor int), or when a ``.safetensors`` object is not a flat mapping of names to
+        tensors.
     OSError
         When the file cannot be written.
 
@@ -223,9 +229,12 @@ def save(obj: Any, path: FileLike, metadata: dict[str, str] | None = None) -> No
     Traceback (most recent call last):
         ...
     TypeError: remat.save: obj['f'] is a builtin_function_or_method; only Tensors, ...
+    >>> remat.save(remat.nn.Linear(2, 1), "model.pt")
+    Traceback (most recent call last):
+        ...
+    TypeError: remat.save: cannot save a Linear object itself: remat never pickles code ...
     """
-    if hasattr(obj, "state_dict") and callable(obj.state_dict) and not hasattr(obj, "keys"):
-        obj = obj.state_dict()
+    _refuse_whole_objects(obj)
     if _is_safetensors(path):
         _save_safetensors(obj, path, metadata)
         return
@@ -240,6 +249,19 @@ def save(obj: Any, path: FileLike, metadata: dict[str, str] | None = None) -> No
     tree = json.dumps(_describe(obj, arrays, "obj"))
     arrays.append((_TREE, np.frombuffer(tree.encode("utf-8"), dtype=np.uint8)))
     _write_npz(path, arrays)
+
+
+def _refuse_whole_objects(obj: Any) -> None:
+    """A Module, optimizer or scheduler given whole: PyTorch would pickle it (its class and
+    code); remat saves only data, so point to what to save instead."""
+    if hasattr(obj, "state_dict") and callable(obj.state_dict) and not isinstance(obj, Mapping):
+        kind = type(obj).__name__
+        raise TypeError(
+            f"remat.save: cannot save a {kind} object itself: remat never pickles code (a "
+            f"whole {kind} would need its class). Save its state instead, "
+            "remat.save(obj.state_dict(), path), and restore it into a new instance with "
+            "obj.load_state_dict(remat.load(path))"
+        )
 
 
 def _safetensors_numpy() -> Any:
@@ -266,7 +288,8 @@ def _save_safetensors(obj: Any, path: FileLike, metadata: dict[str, str] | None)
     _safetensors_numpy().save_file(arrays, os.fspath(path), metadata=metadata)
 
 
-def load(path: FileLike) -> Any:
+def load(path: FileLike, map_location: Any = None, weights_only: bool | None = True,
+         **pickle_load_args: Any) -> Any:
     """Read what :func:`save` wrote (or an ``np.savez`` archive, or any ``.safetensors``
     file, PyTorch's and Hugging Face's included) from a path or an open binary file:
     Tensors in an ``OrderedDict`` in the saved order, or the saved nested structure.
@@ -284,6 +307,19 @@ def load(path: FileLike) -> Any:
     ----------
     path : str, os.PathLike or file object
         The file to read, or a binary file object (``io.BytesIO``, ``open(p, "rb")``).
+    map_location : str, remat.device, dict or callable, optional
+        Where the tensors go, as in ``torch.load``: a device (``"cpu"``, ``"cuda:0"``,
+        ``remat.device(...)``); a dict from the saved location to a device (tensors are
+        saved from the host, so the ``"cpu"`` entry applies; a dict without one leaves them
+        on the CPU); or a callable ``f(tensor, "cpu")`` returning the tensor to use.
+        Default: ``None`` (the CPU).
+    weights_only : bool or None, optional
+        PyTorch's switch for its restricted unpickler. remat never unpickles, so it always
+        loads data only: ``True`` and ``None`` are accepted; ``False`` (asking to run
+        pickled code) raises. Default: ``True``.
+    **pickle_load_args
+        PyTorch's arguments for ``pickle.load`` (``encoding=`` ...): accepted and unused,
+        since no pickle is read.
 
     Returns
     -------
@@ -297,7 +333,11 @@ def load(path: FileLike) -> Any:
         When the file cannot be opened (``FileNotFoundError`` ...).
     ValueError
         When the file is not an archive written by ``remat.save`` / ``np.savez`` or a
-        safetensors file, or its contents are corrupt.
+        safetensors file, or its contents are corrupt; when ``weights_only=False``.
+    TypeError
+        When ``map_location`` is neither a device, a dict nor a callable.
+    remat.DeviceError
+        When ``map_location`` names a device that is not available.
 
     Examples
     --------
@@ -307,11 +347,74 @@ def load(path: FileLike) -> Any:
     >>> remat.save({"w": remat.tensor([1.0]), "b": remat.tensor([0.0])}, "m.safetensors")
     >>> list(remat.load("m.safetensors"))
     ['b', 'w']
+    >>> remat.load("ckpt.npz", map_location="cpu", weights_only=True)["model"]["w"].device
+    device(type='cpu')
+    >>> remat.load("ckpt.npz", map_location={"cuda:0": "cpu"})["step"]
+    10
     >>> remat.load("missing.npz")
     Traceback (most recent call last):
         ...
     FileNotFoundError: [Errno 2] No such file or directory: 'missing.npz'
     """
+    if weights_only is not None and not weights_only:
+        raise ValueError(
+            "remat.load: weights_only=False asks to unpickle arbitrary code, which remat never "
+            "does: its files hold only tensors, arrays and plain values, which load with "
+            "weights_only=True (the default)"
+        )
+    place = _placement(map_location)
+    loaded = _load_data(path)
+    return loaded if place is None else _mapped(loaded, place)
+
+
+def _placement(map_location: Any) -> Any:
+    """``map_location`` as a function from a loaded (CPU) tensor to the tensor to return, or
+    None when tensors stay on the CPU."""
+    if map_location is None:
+        return None
+    if isinstance(map_location, Mapping):
+        target = map_location.get("cpu", map_location.get("cpu:0"))
+        return None if target is None else _placement(target)
+    if isinstance(map_location, str):  # also remat.device, a str subclass
+        from ._device import device
+
+        target = device(map_location)
+        if target.type == "cpu":
+            return None
+        return lambda t: t.to(target)
+    if callable(map_location):
+        def call(t: Tensor) -> Tensor:
+            out = map_location(t, "cpu")
+            if not isinstance(out, Tensor):
+                raise TypeError(
+                    f"remat.load: map_location returned a {type(out).__name__}, not a Tensor"
+                )
+            return out
+
+        return call
+    raise TypeError(
+        f"remat.load: map_location must be a device, a dict of devices or a callable, got "
+        f"{type(map_location).__name__}"
+    )
+
+
+def _mapped(value: Any, place: Any) -> Any:
+    """``value`` with every Tensor in it passed through ``place`` (structure kept)."""
+    if isinstance(value, Tensor):
+        moved = place(value)
+        if value.requires_grad and moved is not value and not moved.requires_grad:
+            moved = moved.detach().requires_grad_(True)
+        return moved
+    if isinstance(value, OrderedDict):
+        return OrderedDict((k, _mapped(v, place)) for k, v in value.items())
+    if isinstance(value, dict):
+        return {k: _mapped(v, place) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_mapped(v, place) for v in value)
+    return value
+
+
+def _load_data(path: FileLike) -> Any:
     if _is_file(path, "read"):
         data = path.read()
         file: Any = getattr(path, "name", None) or type(path).__name__
@@ -346,3 +449,124 @@ def load(path: FileLike) -> Any:
             f"remat.load: {file!r} is not a valid file written by remat.save "
             f"({type(e).__name__}: {e})"
         ) from e
+
+
+# -- PyTorch's allow-list of classes for its restricted unpickler -----------------------------
+# remat's files hold no pickles, so no class is ever looked up: these accept what PyTorch
+# programs pass (classes, (class, name) pairs) and keep it only so `get_safe_globals` shows it.
+
+_SAFE_GLOBALS: list[Any] = []
+
+
+def add_safe_globals(safe_globals: list[Any]) -> None:
+    """Accept PyTorch's allow-list of classes for ``torch.load(weights_only=True)``; changes
+    nothing in remat.
+
+    PyTorch's restricted unpickler refuses classes not on the list. remat never unpickles
+    (its files hold only tensors, arrays and plain values), so there is nothing to allow:
+    the list is kept only so that :func:`get_safe_globals` returns it.
+
+    Parameters
+    ----------
+    safe_globals : list
+        Classes, functions or ``(object, "module.name")`` pairs.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    TypeError
+        When ``safe_globals`` is not a list or tuple.
+
+    Examples
+    --------
+    >>> remat.serialization.add_safe_globals([remat.nn.Linear])
+    >>> remat.nn.Linear in remat.serialization.get_safe_globals()
+    True
+    >>> remat.serialization.clear_safe_globals()
+    """
+    if not isinstance(safe_globals, (list, tuple)):
+        raise TypeError(
+            f"add_safe_globals expects a list, got {type(safe_globals).__name__}"
+        )
+    _SAFE_GLOBALS.extend(safe_globals)
+
+
+def get_safe_globals() -> list[Any]:
+    """What :func:`add_safe_globals` was given (PyTorch's ``get_safe_globals``).
+
+    Returns
+    -------
+    list
+
+    Raises
+    ------
+    None
+        Nothing is raised.
+
+    Examples
+    --------
+    >>> remat.serialization.get_safe_globals()
+    []
+    """
+    return list(_SAFE_GLOBALS)
+
+
+def clear_safe_globals() -> None:
+    """Empty the list of :func:`add_safe_globals` (PyTorch's ``clear_safe_globals``).
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    None
+        Nothing is raised.
+
+    Examples
+    --------
+    >>> remat.serialization.clear_safe_globals()
+    """
+    _SAFE_GLOBALS.clear()
+
+
+class safe_globals:
+    """Context manager form of :func:`add_safe_globals` (PyTorch's ``safe_globals``): the
+    classes are on the list inside the ``with`` block only. Changes nothing in remat, which
+    never unpickles.
+
+    Parameters
+    ----------
+    safe_globals : list
+        Classes, functions or ``(object, "module.name")`` pairs.
+
+    Raises
+    ------
+    TypeError
+        When ``safe_globals`` is not a list or tuple.
+
+    Examples
+    --------
+    >>> remat.save({"w": remat.ones(1)}, "w.pt")
+    >>> with remat.serialization.safe_globals([remat.nn.Linear]):
+    ...     sd = remat.load("w.pt", weights_only=True)
+    >>> list(sd), remat.serialization.get_safe_globals()
+    (['w'], [])
+    """
+
+    def __init__(self, safe_globals: list[Any]) -> None:
+        if not isinstance(safe_globals, (list, tuple)):
+            raise TypeError(f"safe_globals expects a list, got {type(safe_globals).__name__}")
+        self._globals = list(safe_globals)
+        self._before: list[Any] = []
+
+    def __enter__(self) -> safe_globals:
+        self._before = list(_SAFE_GLOBALS)
+        _SAFE_GLOBALS.extend(self._globals)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _SAFE_GLOBALS[:] = self._before

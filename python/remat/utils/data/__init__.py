@@ -1,0 +1,31 @@
+"""``remat.utils.data``: datasets, samplers and ``DataLoader`` with ``torch.utils.data``'s
+names, module paths (``remat.utils.data.dataset``, ``.sampler``, ``.dataloader``) and
+batching rules, so a training loop ports unchanged.
+
+Samplers are iterated lazily; shuffling and random samplers draw from remat's seeded
+generator, so ``remat.manual_seed`` makes the order reproducible."""
+
+from .dataloader import DataLoader, default_collate
+from .dataset import (
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
+from .sampler import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
+
+__all__ = [
+    "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split",
+    "DataLoader", "default_collate",
+    "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
+    "WeightedRandomSampler", "BatchSampler",
+]
