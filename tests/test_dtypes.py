@@ -378,7 +378,7 @@ def test_casts():
     assert x.long().float().dtype == remat.float32
     assert x.type(remat.int64).dtype == remat.int64
     assert x.type() == "remat.FloatTensor" and x.long().type() == "remat.LongTensor"
-    assert x.to(remat.int64).dtype == remat.int64 and x.to("bool").dtype == remat.bool
+    assert x.to(remat.int64).dtype == remat.int64 and x.to(remat.bool).dtype == remat.bool
     assert remat.tensor([3, 4]).double().tolist() == [3.0, 4.0]
     assert remat.tensor([2**40]).int().dtype == remat.int32
 

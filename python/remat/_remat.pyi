@@ -74,7 +74,7 @@ __all__ = [
     "ShapeError", "softmax", "softplus", "stack", "sub", "sum", "Tensor", "tensor",
     "transpose", "where", "zero_", "zeros", "zeros_like", "__version__", "_CheckpointGroup",
     "_plan_cache_stats", "_set_checkpoint_early_stop", "_checkpoint_early_stop", "_is_recomputing",
-    "_Scope", "_StorageOwner",
+    "_Scope", "_StorageOwner", "_GraphExecGroup", "_graph_exec_group_enter",
     # comparisons, logical/bitwise, masking, floor division (issue #12)
     "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",
     "greater_equal", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
@@ -1561,6 +1561,12 @@ class _Scope:
     def close(self) -> None: ...
 
 def scope_enter() -> _Scope: ...
+
+@final
+class _GraphExecGroup:
+    def close(self) -> None: ...
+
+def _graph_exec_group_enter() -> _GraphExecGroup: ...
 def checkpoint_sequential(
     functions: Sequence[_LayerFn],
     segments: int | str | None,

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from typing import Any, Callable
 from collections.abc import Sequence
 
 from . import _pytree, _remat
 from ._remat import Tensor
+from .autograd import Function
 
 __all__ = [
     "checkpoint",
@@ -43,18 +45,49 @@ class _Outputs:
     def __init__(self) -> None:
         self._spec: _pytree.TreeSpec | None = None
         self._recorded = False
+        # Which outputs of the forward were inputs handed back unchanged.
+        self._passthrough: list[bool] = []
 
-    def flatten(self, out: Any) -> list[Tensor]:
+    def flatten(self, out: Any, inputs: Sequence[Tensor] = ()) -> list[Tensor]:
         leaves, spec = _pytree.flatten(out)
         if not self._recorded:
             self._spec, self._recorded = spec, True
+            self._passthrough = [any(leaf is t for t in inputs) for leaf in leaves]
         return leaves
 
-    def rebuild(self, tensors: list[Tensor]) -> Any:
+    def rebuild(self, tensors: list[Tensor], reentrant: bool = False) -> Any:
         spec, self._spec = self._spec, None
         if spec is None:
             raise RuntimeError("checkpoint: the function's result was not recorded")
+        if reentrant and any(self._passthrough):
+            tensors = [_ReentrantOutput.wrap(t) if through else t
+                       for t, through in zip(tensors, self._passthrough)]
         return _pytree.unflatten(spec, tensors)
+
+
+class _ReentrantOutput(Function):
+    """PyTorch's ``use_reentrant=True`` makes every output, an input handed back unchanged
+    included, an output of one autograd node that keeps the inputs until its backward has
+    run: a second backward through such an output raises, as through any other output of
+    the segment. remat's segments return a handed-back input as it is (PyTorch's
+    ``use_reentrant=False``); under ``use_reentrant=True`` it goes through this identity,
+    which saves it for one backward."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor) -> Tensor:
+        ctx.save_for_backward(x)
+        return x.reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> Tensor:
+        ctx.saved_tensors  # noqa: B018 - read once: freed after this backward
+        return grad
+
+    @classmethod
+    def wrap(cls, t: Tensor) -> Tensor:
+        if not isinstance(t, Tensor) or not t.requires_grad or not _remat.is_grad_enabled():
+            return t
+        return cls.apply(t)
 
 
 def _flatten_inputs(args: Sequence[Any], kwargs: dict) -> tuple[list[Tensor], _pytree.TreeSpec]:
@@ -69,7 +102,7 @@ def _runner(fn: Callable[..., Any], spec: _pytree.TreeSpec, outputs: _Outputs):
 
     def run(*tensors: Tensor) -> list[Tensor]:
         args, kwargs = _pytree.unflatten(spec, tensors)
-        return outputs.flatten(fn(*args, **kwargs))
+        return outputs.flatten(fn(*args, **kwargs), tensors)
 
     return run
 
@@ -223,6 +256,18 @@ def checkpoint_segment(
     >>> runs
     ['end', 'end']
     """
+    return _segment(fn, inputs, kwargs, preserve_rng_state=preserve_rng_state,
+                    offload=offload, determinism_check=determinism_check, name=name,
+                    early_stop=early_stop, policy=policy)
+
+
+def _segment(fn: Callable[..., Any], inputs: Sequence[Any], kwargs: dict, *,
+             preserve_rng_state: bool = True, offload: bool = False,
+             determinism_check: bool | str = True, name: str | None = None,
+             early_stop: bool | None = None, policy: Any = None,
+             reentrant: bool = False) -> Any:
+    """:func:`checkpoint_segment`, and with ``reentrant`` PyTorch's ``use_reentrant=True``
+    rule for inputs handed back as outputs (see ``_ReentrantOutput``)."""
     if not callable(fn):
         raise TypeError(f"checkpoint_segment: fn must be callable, got {type(fn).__name__}")
     outputs = _Outputs()
@@ -237,7 +282,7 @@ def checkpoint_segment(
         early_stop=early_stop,
         policy=policy,
     )
-    return outputs.rebuild(outs)
+    return outputs.rebuild(outs, reentrant)
 
 
 def checkpoint(
@@ -271,8 +316,11 @@ def checkpoint(
     *args : Any
         Positional arguments of ``fn`` (only with a callable ``x``).
     use_reentrant : bool, optional
-        Accepted for PyTorch compatibility and ignored, whatever its value: remat has one,
-        non-reentrant, mechanism. Default: ``None``.
+        remat has one, non-reentrant, mechanism, used whatever the value. One difference
+        shows: with ``True`` an input that ``fn`` returns unchanged comes back as an output
+        that allows one backward (as PyTorch's reentrant outputs do; a second raises
+        ``remat.GraphError``), where ``False`` and ``None`` return the input itself.
+        Default: ``None``.
     context_fn : callable, optional
         A selective-checkpointing context made by
         ``remat.utils.checkpoint.create_selective_checkpoint_contexts`` (its policy is
@@ -373,13 +421,14 @@ def checkpoint(
             raise TypeError("checkpoint(tensor) takes no further arguments")
         return _remat.checkpoint_tensor(x)
     if callable(x):
-        return checkpoint_segment(
+        return _segment(
             x,
-            *args,
+            args,
+            kwargs,
             preserve_rng_state=preserve_rng_state,
             determinism_check=_determinism("checkpoint", determinism_check),
             policy=policy,
-            **kwargs,
+            reentrant=use_reentrant is True,
         )
     raise TypeError(f"checkpoint: expected a Tensor or a callable, got {type(x).__name__}")
 
@@ -623,10 +672,52 @@ def checkpoint_scope():
 
 gradient_checkpoint_scope = checkpoint_scope
 
-def checkpoint_sequential(functions: Any, segments: Any, input: Tensor,
+def _sequential_of_inputs(functions: list[Any], segments: Any, inputs: tuple,
+                          preserve_rng_state: bool, budget_bytes: int | None) -> Any:
+    """PyTorch's deprecated ``checkpoint_sequential(functions, segments, *inputs)``: tuples
+    are unpacked into the next layer, and every run of ``len // segments`` layers but the
+    last is a checkpoint segment, as PyTorch's implementation cut it."""
+    warnings.warn(
+        "Giving several inputs to checkpoint_sequential is deprecated (as in PyTorch): pass "
+        "one input, a tuple if the first layer takes several",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if budget_bytes is not None or not isinstance(segments, int) or isinstance(segments, bool):
+        raise ValueError(
+            "checkpoint_sequential with several inputs takes an int number of segments (a "
+            "memory budget is planned for one input)"
+        )
+    n = len(functions)
+    if not 1 <= segments <= max(n, 1):
+        raise ValueError(
+            f"checkpoint_sequential: segments must be between 1 and {n}, got {segments}"
+        )
+
+    def run(start: int, stop: int) -> Callable[..., Any]:
+        def forward(*xs: Any) -> Any:
+            out: Any = xs
+            for f in functions[start:stop]:
+                out = f(*out) if isinstance(out, tuple) else f(out)
+            return out
+        return forward
+
+    size = n // segments
+    values: Any = inputs
+    end = 0
+    for start in range(0, size * (segments - 1), size):
+        end = start + size
+        values = checkpoint_segment(run(start, end), *values,
+                                    preserve_rng_state=preserve_rng_state)
+        if not isinstance(values, tuple):
+            values = (values,)
+    return run(end, n)(*values)
+
+
+def checkpoint_sequential(functions: Any, segments: Any, input: Tensor, *args: Any,
                           preserve_rng_state: bool = True, use_reentrant: bool | None = None,
-                          *, budget_bytes: int | None = None, offload: bool = False,
-                          policy: Any = None) -> Tensor:
+                          budget_bytes: int | None = None, offload: bool = False,
+                          policy: Any = None) -> Any:
     """Run a chain of callables (a list or an ``nn.Sequential``) on ``input`` in checkpointed
     segments.
 
@@ -652,6 +743,12 @@ def checkpoint_sequential(functions: Any, segments: Any, input: Tensor,
         ``budget_bytes``.
     input : Tensor
         The input of the first layer.
+    *args : Any
+        ``preserve_rng_state`` and ``use_reentrant`` given positionally; or, PyTorch's
+        deprecated form ``checkpoint_sequential(model, segments, a, b, ...)``, further
+        inputs: the layers then take and return tuples (a tuple result is unpacked into the
+        next layer's arguments), the chain is cut as PyTorch cut it, and a
+        ``DeprecationWarning`` says to pass one input.
     preserve_rng_state : bool, optional
         Replay each segment's random draws in its recompute (see
         :func:`checkpoint_segment`). Default: ``True``.
@@ -671,7 +768,8 @@ def checkpoint_sequential(functions: Any, segments: Any, input: Tensor,
     Returns
     -------
     Tensor
-        The output of the last layer.
+        The output of the last layer (in the deprecated multi-input form, whatever it
+        returns).
 
     Raises
     ------
@@ -679,7 +777,8 @@ def checkpoint_sequential(functions: Any, segments: Any, input: Tensor,
         When ``segments`` is not an int, ``"sqrt"`` or None, is below 1 or above the number
         of layers; when both or neither of ``segments`` and ``budget_bytes`` are given;
         when ``budget_bytes`` is negative; or when no schedule fits ``budget_bytes`` (the
-        message states the smallest budget that fits).
+        message states the smallest budget that fits); with several inputs, when
+        ``budget_bytes`` is given (plans take one input).
     TypeError
         When a layer is not callable or ``input`` is not a Tensor.
     remat.CheckpointError
@@ -714,6 +813,17 @@ def checkpoint_sequential(functions: Any, segments: Any, input: Tensor,
     True
     """
     del use_reentrant
+    extra = list(args)
+    if extra and all(isinstance(a, Tensor) for a in extra):
+        return _sequential_of_inputs(list(functions), segments, (input, *extra),
+                                     preserve_rng_state, budget_bytes)
+    if len(extra) > 2:
+        raise TypeError(
+            f"checkpoint_sequential() takes at most 5 positional arguments ({3 + len(extra)} "
+            "given)"
+        )
+    if extra:  # (preserve_rng_state, use_reentrant) given positionally
+        preserve_rng_state = extra[0]
     return _remat.checkpoint_sequential(list(functions), segments, input,
                                         preserve_rng_state=bool(preserve_rng_state),
                                         budget_bytes=budget_bytes, offload=bool(offload),

@@ -162,6 +162,53 @@ fn scope_enter() -> PyScope {
     PyScope(Mutex::new(Some(checkpoint::checkpoint_scope())))
 }
 
+/// An open `GraphExecGroup` (recompute caches kept across the backward calls inside it).
+/// It belongs to the thread that entered it: closing it elsewhere is an error, and a group
+/// collected on another thread is left to its own thread (never ends another's group).
+#[pyclass(name = "_GraphExecGroup", module = "remat")]
+struct PyGraphExecGroup {
+    owner: std::thread::ThreadId,
+    guard: Mutex<Option<checkpoint::GraphExecGroup>>,
+}
+
+#[pymethods]
+impl PyGraphExecGroup {
+    fn close(&self) -> PyResult<()> {
+        if std::thread::current().id() != self.owner {
+            return Err(to_pyerr(remat_core::Error::checkpoint(
+                "GraphExecGroup",
+                "a GraphExecGroup must be exited on the thread that entered it",
+            )));
+        }
+        let guard = self.guard.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(guard);
+        Ok(())
+    }
+}
+
+impl Drop for PyGraphExecGroup {
+    fn drop(&mut self) {
+        if std::thread::current().id() != self.owner {
+            let guard = self
+                .guard
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            std::mem::forget(guard);
+        }
+    }
+}
+
+/// Open a `GraphExecGroup` on this thread (`CheckpointError` when one is open already).
+#[pyfunction]
+fn _graph_exec_group_enter() -> PyResult<PyGraphExecGroup> {
+    let guard = checkpoint::GraphExecGroup::enter().map_err(to_pyerr)?;
+    Ok(PyGraphExecGroup {
+        owner: std::thread::current().id(),
+        guard: Mutex::new(Some(guard)),
+    })
+}
+
 /// The plan-cache identity of a Python layer: its `id()` together with a weak reference to
 /// it. The core uses a cached plan only while the weak reference is alive, so a layer that was
 /// freed and whose `id()` now belongs to a new object never gets the old layer's plan, and
@@ -408,6 +455,8 @@ fn live_checkpoint_state() -> usize {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCheckpointGroup>()?;
     m.add_class::<PyScope>()?;
+    m.add_class::<PyGraphExecGroup>()?;
+    m.add_function(wrap_pyfunction!(_graph_exec_group_enter, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoint_tensor, m)?)?;
     m.add_function(wrap_pyfunction!(adaptive_checkpoint, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoint_segment, m)?)?;

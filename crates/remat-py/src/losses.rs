@@ -335,7 +335,9 @@ fn nll_loss(
 
 /// Class indices from a NumPy int array, a list or a Tensor; non-integer values raise
 /// ValueError.
-fn class_indices(target: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+/// The class indices of `target` in C order, with its shape (the fused path takes only a
+/// target of the logits' batch shape; any other goes to the checked general path).
+fn class_indices(target: &Bound<'_, PyAny>) -> PyResult<(Vec<i64>, Vec<usize>)> {
     let py = target.py();
     let np = convert::numpy(py)?;
     let arr = match target.downcast::<PyTensor>() {
@@ -367,9 +369,12 @@ fn class_indices(target: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
             )))
         }
     };
-    ints.call_method0("ravel")?
+    let shape: Vec<usize> = arr.shape().to_vec();
+    let values = ints
+        .call_method0("ravel")?
         .call_method0("tolist")?
-        .extract()
+        .extract()?;
+    Ok((values, shape))
 }
 
 /// Cross-entropy of logits, as PyTorch's ``F.cross_entropy``.
@@ -468,8 +473,9 @@ fn cross_entropy(
         && !float_target;
     if plain {
         // The fused kernel (ignore_index only matters when a target equals it).
-        let t = class_indices(target)?;
-        if !t.contains(&ignore_index) {
+        let (t, shape) = class_indices(target)?;
+        let batch = &x.shape()[..x.ndim().saturating_sub(1)];
+        if shape == batch && !t.contains(&ignore_index) {
             return unary(py, &x, |x| ops::cross_entropy(x, &t));
         }
     }

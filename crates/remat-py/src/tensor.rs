@@ -887,20 +887,30 @@ impl PyTensor {
                 want_device = Some(t.get().inner.device());
                 continue;
             }
-            if let Some(d) = try_parse(&a) {
-                want_dtype = Some(d);
+            if let Ok(s) = a.downcast::<PyString>() {
+                // As in PyTorch, a string is a device, never a dtype: `to("int32")` is an
+                // unknown device, not a cast.
+                let name = s.to_cow()?;
+                match Device::parse(&name) {
+                    Ok(d) => want_device = Some(d),
+                    Err(_) if try_parse(&a).is_some() || numpy_dtype_name(&a).is_some() => {
+                        let instead = try_parse(&a)
+                            .map_or("a dtype object".to_string(), |d| format!("remat.{d}"));
+                        return Err(to_pyerr(remat_core::Error::device(
+                            "to",
+                            format!(
+                                "{name:?} is not a device: a string given to to() always \
+                                 names a device (\"cpu\", \"cuda\", \"cuda:N\"), as in \
+                                 PyTorch; to cast, pass {instead}"
+                            ),
+                        )));
+                    }
+                    Err(e) => return Err(to_pyerr(e)),
+                }
                 continue;
             }
-            if let Ok(s) = a.downcast::<PyString>() {
-                // Not a dtype remat has: a device, or else a dtype remat lacks ("int32") or an
-                // unknown device.
-                match Device::parse(&s.to_cow()?) {
-                    Ok(d) => want_device = Some(d),
-                    Err(e) => match numpy_dtype_name(&a) {
-                        Some(name) => return Err(unsupported_dtype("to", &name)),
-                        None => return Err(to_pyerr(e)),
-                    },
-                }
+            if let Some(d) = try_parse(&a) {
+                want_dtype = Some(d);
                 continue;
             }
             if let Some(name) = numpy_dtype_name(&a) {

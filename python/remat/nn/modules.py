@@ -1569,15 +1569,20 @@ def _module_to_targets(args: tuple, kwargs: dict) -> tuple[Any, Any]:
             device, dtype = target.device, target.dtype
         elif isinstance(target, int) and not isinstance(target, bool):
             device = remat.device(target)
-        elif isinstance(target, str) and target.partition(":")[0] in ("cpu", "cuda"):
-            device = target
+        elif isinstance(target, str):
+            # As in PyTorch, a string is a device, never a dtype.
+            try:
+                device = remat.device(target)
+            except RuntimeError as e:
+                raise remat.DeviceError(
+                    f"Module.to: {target!r} is not a device: a string given to to() always "
+                    "names a device (\"cpu\", \"cuda\", \"cuda:N\"), as in PyTorch; to cast, "
+                    f"pass a dtype object such as remat.float64 ({e})"
+                ) from e
         else:
             try:
                 dtype = remat.zeros(0, dtype=target).dtype
             except (TypeError, ValueError) as e:
-                if isinstance(target, str):  # an unknown device: remat.device names it
-                    device = remat.device(target)
-                    continue
                 raise TypeError(
                     f"Module.to(): {target!r} is neither a device nor a dtype"
                 ) from e

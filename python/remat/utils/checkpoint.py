@@ -2,7 +2,8 @@
 ``remat.checkpoint``, ``remat.checkpoint_sequential`` and ``remat.set_checkpoint_early_stop``
 (PyTorch's keywords such as ``use_reentrant`` and ``preserve_rng_state`` are accepted there),
 plus selective checkpointing: ``CheckpointPolicy`` and
-``create_selective_checkpoint_contexts``, whose result is passed as ``context_fn=``."""
+``create_selective_checkpoint_contexts``, whose result is passed as ``context_fn=``, and
+``GraphExecGroup`` (several backward calls sharing one recompute per checkpoint)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,62 @@ import enum
 from collections.abc import Callable
 from typing import Any
 
-from .._remat import _SavePolicy
+from .._remat import _graph_exec_group_enter, _SavePolicy
 from ..checkpoint import checkpoint, checkpoint_sequential, set_checkpoint_early_stop
 
 __all__ = [
     "checkpoint", "checkpoint_sequential", "set_checkpoint_early_stop", "CheckpointPolicy",
-    "create_selective_checkpoint_contexts",
+    "create_selective_checkpoint_contexts", "GraphExecGroup",
 ]
+
+
+class GraphExecGroup:
+    """Backward calls inside one ``with GraphExecGroup():`` block recompute each checkpointed
+    region at most once (PyTorch's ``torch.utils.checkpoint.GraphExecGroup``).
+
+    Without a group, every backward (or ``grad``) that reaches a checkpoint recomputes it,
+    and the recomputed tensors are dropped when that backward ends. Inside a group they are
+    kept until the block ends, so backward calls over different parts of one graph (for
+    example ``grad`` of a later output with respect to an earlier one, then of that one with
+    respect to the input) share one recompute. The backward calls must cover disjoint parts
+    of the graph: a saved tensor one of them used is freed and not recomputed for another
+    (``remat.GraphError``, as without a group). Groups do not nest, and a group belongs to
+    the thread that entered it.
+
+    Raises
+    ------
+    remat.CheckpointError
+        On entering a group inside another (a ``RuntimeError``, as PyTorch's), or exiting it
+        on another thread.
+
+    Examples
+    --------
+    >>> from remat.utils.checkpoint import GraphExecGroup, checkpoint
+    >>> runs = []
+    >>> def fn(x):
+    ...     runs.append(1)
+    ...     y = x.sin().cos()
+    ...     return y, y.sin().cos()
+    >>> x = remat.randn(3, requires_grad=True)
+    >>> y, z = checkpoint(fn, x, use_reentrant=False)
+    >>> with GraphExecGroup():
+    ...     (gy,) = remat.autograd.grad(z, y, grad_outputs=remat.ones(3))
+    ...     (gx,) = remat.autograd.grad(y, x, grad_outputs=gy)
+    >>> len(runs)  # the forward and one recompute
+    2
+    """
+
+    def __init__(self) -> None:
+        self._open: Any = None
+
+    def __enter__(self) -> GraphExecGroup:
+        self._open = _graph_exec_group_enter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        opened, self._open = self._open, None
+        if opened is not None:
+            opened.close()
 
 
 class CheckpointPolicy(enum.Enum):

@@ -459,7 +459,7 @@ fn run(
         }
         Ok(())
     })();
-    touched::clear_since(touched_mark);
+    touched::backward_ended(touched_mark);
     result.map(|_| captured)
 }
 

@@ -15,7 +15,7 @@ pub mod sequential;
 
 pub(crate) mod slot;
 pub mod timeline;
-pub(crate) mod touched;
+pub mod touched;
 
 pub use group::CheckpointGroup;
 pub use live::{live_checkpoint_state, live_recompute_caches};
@@ -30,6 +30,7 @@ pub use sequential::{
     plan_cache_stats, plan_with_ids, run_plan, run_plan_offload, run_plan_with, LayerFn, LayerId,
     LayerIdentity, PlanCacheStats, Segmentation, SegmentsArg, SequentialOptions,
 };
+pub use touched::GraphExecGroup;
 
 use crate::autograd::node::{NodeKind, Op};
 use crate::autograd::saved::Saved;
