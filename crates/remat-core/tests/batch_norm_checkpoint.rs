@@ -208,7 +208,7 @@ fn running_statistics_after_a_checkpointed_step_equal_the_plain_steps() {
                 for pair in layers.chunks(3) {
                     let pair = pair.to_vec();
                     let f: SegmentFn = Arc::new(move |t: &[Tensor]| Ok(vec![run(&pair, &t[0])?]));
-                    h = group.checkpoint_fn(f, &[h]).unwrap().remove(0);
+                    h = group.checkpoint_shared(f, &[h]).unwrap().remove(0);
                 }
                 h
             }),

@@ -180,17 +180,14 @@ fn every_entry_point_gives_bit_identical_gradients() {
     let grouped = |m: &Mlp, x: &Tensor| -> Result<Tensor> {
         let group = CheckpointGroup::new(Some("pair".into()), true, false);
         let layers = m.layers();
-        let outs = group.checkpoint_fn(
-            Arc::new(move |t: &[Tensor]| {
-                let mut h = t[0].clone();
-                for l in &layers[..5] {
-                    h = l(&h)?;
-                }
-                let side = ops::mul(&h, &Tensor::scalar(0.0, DType::F32))?;
-                Ok(vec![layers[5](&h)?, side])
-            }),
-            std::slice::from_ref(x),
-        )?;
+        let outs = group.checkpoint_fn(x, move |t: &[Tensor]| {
+            let mut h = t[0].clone();
+            for l in &layers[..5] {
+                h = l(&h)?;
+            }
+            let side = ops::mul(&h, &Tensor::scalar(0.0, DType::F32))?;
+            Ok(vec![layers[5](&h)?, side])
+        })?;
         assert_eq!(group.checkpoint_count(), 1);
         ops::add(&outs[0], &outs[1])
     };

@@ -101,7 +101,7 @@ impl PyCheckpointGroup {
         inputs: Vec<PyRef<'_, PyTensor>>,
     ) -> PyResult<Vec<PyTensor>> {
         self.0
-            .checkpoint_fn(segment_fn(f), &tensors(&inputs))
+            .checkpoint_shared(segment_fn(f), &tensors(&inputs))
             .map(|v| v.into_iter().map(wrap).collect())
             .map_err(to_pyerr)
     }

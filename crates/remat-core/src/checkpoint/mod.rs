@@ -4,6 +4,7 @@
 
 pub(crate) mod context;
 pub mod group;
+pub mod inputs;
 pub(crate) mod live;
 pub mod planner;
 pub mod policy;
@@ -18,6 +19,7 @@ pub mod timeline;
 pub mod touched;
 
 pub use group::CheckpointGroup;
+pub use inputs::SegmentInputs;
 pub use live::{live_checkpoint_state, live_recompute_caches};
 pub use planner::{plan_budget, validate_segments, LayerCost, Plan, PlanSegment};
 pub use policy::{CheckpointPolicy, PolicyFn, PolicyQuery, SavePolicy, DOT_OPS};
