@@ -484,6 +484,13 @@ def _plan_chain(name: str, step: _Step, budget: int,
     return best
 
 
+# The peak recorded for a measuring step slower than `_SLOW_FACTOR` plain steps (and
+# `_SLOW_FLOOR_SECONDS`): larger than any budget, so the candidate never fits.
+_TOO_SLOW = 1 << 62
+_SLOW_FACTOR = 20.0
+_SLOW_FLOOR_SECONDS = 0.5
+
+
 def _plan_cap(step: _Step, budget: int,
               set_plan: Callable[[_Plan], None]) -> tuple[int, _Plan]:
     """Run each step under a memory cap of ``budget`` (dynamic rematerialisation); when the
@@ -528,6 +535,10 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
     through the planner while gradients are enabled, re-planning for a new input shape). The
     measuring steps leave parameters' ``.grad`` and the model's buffers (BatchNorm's running
     statistics) as they were; they draw random numbers (dropout) from the global generator.
+    A candidate whose measuring step takes more than ``max(20 × the plain step, 0.5 s)`` is
+    dropped as if it did not fit (a memory cap too tight for the graph: its rebuilds are
+    bounded, see ``remat.set_rebuild_bound``, but such a plan could never be the fastest), so
+    an infeasible budget ends in a ``ValueError`` after a few steps.
 
     Parameters
     ----------
@@ -606,6 +617,9 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
             mod.__dict__["_chain_budget_bytes"] = plan.chains.get(n)
             mod.__dict__["_memory_cap_bytes"] = plan.cap if n == "" else None
 
+    # Steps slower than this are candidates that do not fit (set once the plain step ran).
+    too_slow = [float("inf")]
+
     def step() -> tuple[int, float]:
         gc.collect()
         base = _remat.memory_allocated()
@@ -618,6 +632,8 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
         for p in params:
             if p.grad is not None:
                 p.grad.zero_()
+        if seconds > too_slow[0]:
+            peak = _TOO_SLOW
         return peak, seconds
 
     def timed(plans: list[_Plan], rounds: int) -> list[list[float]]:
@@ -638,7 +654,8 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
         measure = _measure(model, example_inputs, loss_fn, by_name)
         for p in params:
             p.grad.zero_()
-        plain_peak = step()[0]
+        plain_peak, plain_step_seconds = step()
+        too_slow[0] = max(_SLOW_FACTOR * plain_step_seconds, _SLOW_FLOOR_SECONDS)
         found: list[tuple[int, _Plan]] = []
         if plain_peak > budget_bytes:
             # Bytes freed per second of recompute, largest first; modules that free nothing
@@ -674,12 +691,16 @@ def auto_checkpoint(model: Any, *example_inputs: Any, budget_bytes: int,
         if plain_peak <= budget_bytes:
             fits = {_NO_PLAN.key(): (plain_peak, _NO_PLAN)}
         if not fits:
-            peak, plan = min(found, key=lambda f: f[0], default=(plain_peak, _NO_PLAN))
+            measured = [f for f in found if f[0] != _TOO_SLOW]
+            peak, plan = min(measured, key=lambda f: f[0], default=(plain_peak, _NO_PLAN))
             what = _describe(plan)
+            slow = len(found) - len(measured)
+            note = (f"; {slow} candidate(s) dropped for taking over {too_slow[0]:.2f} s a "
+                    "step" if slow else "")
             raise ValueError(
                 f"auto_checkpoint: no choice of submodules fits budget_bytes={budget_bytes}; "
                 f"the smallest peak reached is {peak} bytes (checkpointing {what}; the plain "
-                f"step peaks at {plain_peak})")
+                f"step peaks at {plain_peak}{note})")
         fitting = list(fits.values())
         plain_runs, *runs = timed([_NO_PLAN] + [plan for _, plan in fitting], 3)
         plain_seconds = statistics.median(plain_runs)

@@ -41,9 +41,32 @@ static LIMITS: [AtomicUsize; MAX_DEVICES] = [const { AtomicUsize::new(UNLIMITED)
 /// plan measured to fit.
 static SOFT: [AtomicBool; MAX_DEVICES] = [const { AtomicBool::new(false) }; MAX_DEVICES];
 
-/// Frees at least the given number of bytes on the device if it can; returns the bytes it
-/// freed (0: nothing more can go).
-pub(crate) type Evictor = fn(Device, usize) -> usize;
+/// Per device: the most bytes a soft limit was gone over by.
+static OVERSHOOT: [AtomicUsize; MAX_DEVICES] = [const { AtomicUsize::new(0) }; MAX_DEVICES];
+
+/// The most bytes a soft limit on `device` was gone over by, since start or the last
+/// [`reset_overshoot`].
+pub(crate) fn overshoot(device: Device) -> usize {
+    OVERSHOOT[slot(device)].load(Ordering::Relaxed)
+}
+
+/// Forget the overshoot of `device`.
+pub(crate) fn reset_overshoot(device: Device) {
+    OVERSHOOT[slot(device)].store(0, Ordering::Relaxed);
+}
+
+/// What an evictor did for an allocation that did not fit.
+pub(crate) enum Evicted {
+    /// Freed some bytes: try again.
+    Freed,
+    /// Nothing more can go.
+    Nothing,
+    /// Evicting was stopped (the step's rebuilds passed their bound), for this reason.
+    Stopped(String),
+}
+
+/// Frees at least the given number of bytes on the device if it can.
+pub(crate) type Evictor = fn(Device, usize) -> Evicted;
 
 static EVICTOR: OnceLock<Evictor> = OnceLock::new();
 
@@ -106,14 +129,21 @@ fn charge_limited(device: Device, i: usize, bytes: usize) -> usize {
             Ok(before) => return before + bytes,
             Err(cur) => {
                 let need = cur.saturating_add(bytes).saturating_sub(limit);
-                let freed = EVICTOR.get().map_or(0, |evict| evict(device, need));
-                if freed > 0 {
-                    continue;
+                let stopped = match EVICTOR.get().map(|evict| evict(device, need)) {
+                    Some(Evicted::Freed) => continue,
+                    Some(Evicted::Stopped(why)) => Some(why),
+                    Some(Evicted::Nothing) | None => None,
+                };
+                let soft = SOFT[i].load(Ordering::Relaxed);
+                if REFUSABLE.with(|d| d.get() > 0) && !soft {
+                    let error = limit_error(device, bytes, cur, limit, stopped);
+                    std::panic::resume_unwind(Box::new(error));
                 }
-                if REFUSABLE.with(|d| d.get() > 0) && !SOFT[i].load(Ordering::Relaxed) {
-                    std::panic::resume_unwind(Box::new(limit_error(device, bytes, cur, limit)));
+                let now = COUNTERS.current[i].fetch_add(bytes, Ordering::Relaxed) + bytes;
+                if soft {
+                    OVERSHOOT[i].fetch_max(now.saturating_sub(limit), Ordering::Relaxed);
                 }
-                return COUNTERS.current[i].fetch_add(bytes, Ordering::Relaxed) + bytes;
+                return now;
             }
         }
     }
@@ -121,17 +151,32 @@ fn charge_limited(device: Device, i: usize, bytes: usize) -> usize {
 
 /// The error for an allocation that does not fit even after every possible eviction: what
 /// is left (`live`) cannot be recomputed, so it plus the allocation is the smallest working
-/// set at this point.
-fn limit_error(device: Device, bytes: usize, live: usize, limit: usize) -> Error {
-    Error::MemoryLimit {
-        op: "alloc".to_string(),
-        message: format!(
+/// set at this point. When eviction was `stopped` (the rebuilds passed their bound), `live`
+/// plus the allocation is what this step needed here without thrashing.
+fn limit_error(
+    device: Device,
+    bytes: usize,
+    live: usize,
+    limit: usize,
+    stopped: Option<String>,
+) -> Error {
+    let working_set = live.saturating_add(bytes);
+    let message = match stopped {
+        None => format!(
             "cannot allocate {bytes} bytes on {device} under its memory limit of {limit} \
              bytes: {live} bytes are live and none of them can be evicted (parameters, \
              gradients, tensors you hold and the inputs of the running op stay); the smallest \
-             working set here is {} bytes, so the limit must be at least that",
-            live.saturating_add(bytes)
+             working set here is {working_set} bytes, so the limit must be at least that"
         ),
+        Some(why) => format!(
+            "cannot allocate {bytes} bytes on {device} under its memory limit of {limit} \
+             bytes: {why}; the working set here is {working_set} bytes ({live} live), so a \
+             limit that trains without thrashing is nearer that"
+        ),
+    };
+    Error::MemoryLimit {
+        op: "alloc".to_string(),
+        message,
     }
 }
 

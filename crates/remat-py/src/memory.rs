@@ -234,6 +234,14 @@ fn _cap_until_backward(bytes: usize, device: Option<&Bound<'_, PyAny>>) -> PyRes
 /// time they took), and ``"evictable_cells"`` (evictable tensors alive now, on any device).
 /// The eviction counters count since the start of the process.
 ///
+/// The rebuild bound (see :func:`set_rebuild_bound`): ``"step_forward_seconds"`` and
+/// ``"step_remat_seconds"`` (the time of a step's forward ops that made evictable tensors,
+/// and of its rebuilds: the running step's, or the last one's when none runs; a step ends
+/// with its outermost backward pass), ``"rebuild_bound"``,
+/// ``"rebuild_stops"`` (how often the bound stopped eviction) and ``"overshoot_bytes"`` (the
+/// most bytes a step's soft cap, from an ``auto_checkpoint`` plan, was gone over by: what
+/// could not stay under it once eviction stopped).
+///
 /// Parameters
 /// ----------
 /// device : str or device, optional
@@ -253,8 +261,9 @@ fn _cap_until_backward(bytes: usize, device: Option<&Bound<'_, PyAny>>) -> PyRes
 /// --------
 /// >>> stats = remat.memory_stats()
 /// >>> sorted(stats)
-/// ['allocated', 'evictable_cells', 'evicted_bytes', 'evictions', 'limit', 'peak',
-///  'remat_seconds', 'rematerializations']
+/// ['allocated', 'evictable_cells', 'evicted_bytes', 'evictions', 'limit', 'overshoot_bytes',
+///  'peak', 'rebuild_bound', 'rebuild_stops', 'remat_seconds', 'rematerializations',
+///  'step_forward_seconds', 'step_remat_seconds']
 /// >>> stats["allocated"] == remat.memory_allocated()
 /// True
 #[pyfunction]
@@ -274,7 +283,81 @@ fn memory_stats<'py>(
     d.set_item("rematerializations", s.eviction.rematerializations)?;
     d.set_item("remat_seconds", s.eviction.remat_seconds)?;
     d.set_item("evictable_cells", remat_core::dtr::live_cells())?;
+    d.set_item("step_forward_seconds", s.step.forward_seconds)?;
+    d.set_item("step_remat_seconds", s.step.rebuild_seconds)?;
+    d.set_item("rebuild_bound", remat_core::dtr::rebuild_bound())?;
+    d.set_item("rebuild_stops", s.step.stops)?;
+    d.set_item("overshoot_bytes", s.overshoot)?;
     Ok(d)
+}
+
+/// Bound the rebuild work of dynamic rematerialisation: the tensors rebuilt in one step may
+/// cost at most ``bound`` times the step's forward; returns the previous bound.
+///
+/// Under a memory limit, evicting and rebuilding is what pays for the memory; a limit too
+/// tight for the graph would rebuild the same tensors again and again. Each step (from a
+/// forward to the end of its backward pass) counts the measured time of its ops and of its
+/// rebuilds (the forward is taken as at least the previous step's, and at least a
+/// millisecond). Past the bound, eviction stops for the rest of the step: a hard limit
+/// (``set_memory_limit``) raises ``MemoryError`` saying so, and a step's soft cap (an
+/// ``auto_checkpoint`` plan) lets the step go over it and reports the overshoot in
+/// ``memory_stats()["overshoot_bytes"]``.
+///
+/// Parameters
+/// ----------
+/// bound : float or None
+///     The largest ratio of rebuild time to forward time (positive; ``None`` or
+///     ``float("inf")``: no bound). The default is 10.
+///
+/// Returns
+/// -------
+/// float
+///     The bound before the call.
+///
+/// Raises
+/// ------
+/// ValueError
+///     When `bound` is not positive (or is NaN).
+///
+/// Examples
+/// --------
+/// >>> previous = remat.set_rebuild_bound(4.0)
+/// >>> previous, remat.get_rebuild_bound()
+/// (10.0, 4.0)
+/// >>> remat.set_rebuild_bound(previous)
+/// 4.0
+#[pyfunction]
+fn set_rebuild_bound(bound: Option<f64>) -> PyResult<f64> {
+    let bound = bound.unwrap_or(f64::INFINITY);
+    if bound.is_nan() || bound <= 0.0 {
+        return Err(crate::errors::to_pyerr(remat_core::Error::value(
+            "set_rebuild_bound",
+            format!("the bound must be a positive number of forwards, got {bound}"),
+        )));
+    }
+    Ok(remat_core::dtr::set_rebuild_bound(bound))
+}
+
+/// The bound of :func:`set_rebuild_bound`: how many forwards' time a step's rebuilds may
+/// cost under a memory limit.
+///
+/// Returns
+/// -------
+/// float
+///     The bound (``inf`` when unbounded; 10 unless changed).
+///
+/// Raises
+/// ------
+/// None
+///     Nothing is raised.
+///
+/// Examples
+/// --------
+/// >>> remat.get_rebuild_bound()
+/// 10.0
+#[pyfunction]
+fn get_rebuild_bound() -> f64 {
+    remat_core::dtr::rebuild_bound()
 }
 
 /// Whether a usable CUDA device exists.
@@ -436,6 +519,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_memory_limit, m)?)?;
     m.add_function(wrap_pyfunction!(get_memory_limit, m)?)?;
     m.add_function(wrap_pyfunction!(_cap_until_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(set_rebuild_bound, m)?)?;
+    m.add_function(wrap_pyfunction!(get_rebuild_bound, m)?)?;
     m.add_function(wrap_pyfunction!(memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_is_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_device_count, m)?)?;

@@ -10,12 +10,16 @@
 //! storage is rebuilt by replaying its op the next time a backward (or a rebuild) reads it,
 //! so gradients are the plain run's. Views share their base's cell: they are evicted and
 //! rebuilt together. When even evicting everything possible does not make room, the op fails
-//! with `Error::MemoryLimit` naming the smallest working set.
+//! with `Error::MemoryLimit` naming the smallest working set. The rebuilds of a step are
+//! bounded against its forward (see `budget`): past the bound, eviction stops, so a limit too
+//! tight for the graph fails (or, under a step's soft cap, overshoots) instead of thrashing.
 
+mod budget;
 mod cell;
 mod pool;
 mod step_cap;
 
+pub use budget::{rebuild_bound, set_rebuild_bound, step_work, StepWork, DEFAULT_BOUND};
 pub(crate) use cell::{CellRef, Input, Pinned};
 pub use pool::EvictionStats;
 pub(crate) use step_cap::BackwardScope;
@@ -36,6 +40,7 @@ use std::time::Duration;
 pub fn set_memory_limit(device: Device, limit: Option<usize>) {
     step_cap::cancel(device);
     install_evictor();
+    budget::new_step(device);
     crate::memory::set_limit(device, limit);
 }
 
@@ -85,6 +90,11 @@ pub struct MemoryStats {
     pub limit: Option<usize>,
     /// Evictions, rebuilds and their time since start or the last [`reset_eviction_stats`].
     pub eviction: EvictionStats,
+    /// The current step's forward and rebuild work, and the stops of the rebuild bound.
+    pub step: StepWork,
+    /// The most bytes a soft cap was gone over by (since start or the last
+    /// [`reset_eviction_stats`]).
+    pub overshoot: usize,
 }
 
 /// Python's `remat.memory_stats(device)`.
@@ -94,6 +104,8 @@ pub fn memory_stats(device: Device) -> MemoryStats {
         peak: crate::memory::max_memory_allocated(device),
         limit: get_memory_limit(device),
         eviction: pool::stats(device),
+        step: budget::step_work(device),
+        overshoot: crate::memory::overshoot(device),
     }
 }
 
@@ -105,7 +117,9 @@ pub fn eviction_stats(device: Device) -> EvictionStats {
 
 /// Zero the eviction counters of `device`.
 pub fn reset_eviction_stats(device: Device) {
-    pool::reset_stats(device)
+    pool::reset_stats(device);
+    budget::reset_stops(device);
+    crate::memory::reset_overshoot(device);
 }
 
 /// Evictable cells alive now (zero once every graph made under a limit is gone).
@@ -198,5 +212,6 @@ pub(crate) fn cell_for_output(
         .collect();
     // An op recorded after the fact has no time: its bytes stand in (about 1 GB/s).
     let ns = took.map_or(out.storage.nbytes() as u64, |d| d.as_nanos() as u64);
+    budget::on_forward(out.storage.device(), ns);
     Some(cell::Cell::create(op.clone(), cells, out, ns))
 }

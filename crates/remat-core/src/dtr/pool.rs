@@ -11,6 +11,7 @@
 
 use super::cell::Cell;
 use crate::device::Device;
+use crate::memory::Evicted;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -131,8 +132,10 @@ pub(crate) fn reset_stats(device: Device) {
 
 pub(crate) fn on_rematerialize(device: Device, took: Duration) {
     let i = slot(device);
+    let ns = took.as_nanos() as u64;
     STATS.remats[i].fetch_add(1, Ordering::Relaxed);
-    STATS.remat_ns[i].fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
+    STATS.remat_ns[i].fetch_add(ns, Ordering::Relaxed);
+    super::budget::on_rebuild(device, ns);
 }
 
 /// Note that `cell` holds its storage (new, rebuilt, or taken back).
@@ -240,10 +243,14 @@ fn candidates(device: Device, all: bool) -> Vec<Arc<Cell>> {
 }
 
 /// Free at least `need` bytes on `device` by evicting cells, cheapest score first. Returns
-/// the bytes freed (0 when nothing can go). Installed as the memory counters' evictor. Each
-/// round scores a sample; a round that evicts nothing is retried on every resident cell
-/// before giving up, so sampling never turns a possible eviction into a `MemoryError`.
-pub(crate) fn evict(device: Device, need: usize) -> usize {
+/// the bytes freed (nothing when nothing can go, or when the step's rebuilds are past their
+/// bound: then with the reason). Installed as the memory counters' evictor. Each round
+/// scores a sample; a round that evicts nothing is retried on every resident cell before
+/// giving up, so sampling never turns a possible eviction into a `MemoryError`.
+pub(crate) fn evict(device: Device, need: usize) -> Evicted {
+    if let Some(why) = super::budget::exceeded(device) {
+        return Evicted::Stopped(why);
+    }
     let i = slot(device);
     let mut freed = 0;
     let mut all = false;
@@ -278,5 +285,9 @@ pub(crate) fn evict(device: Device, need: usize) -> usize {
             all = true;
         }
     }
-    freed
+    if freed == 0 {
+        Evicted::Nothing
+    } else {
+        Evicted::Freed
+    }
 }

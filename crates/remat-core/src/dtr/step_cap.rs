@@ -39,6 +39,7 @@ pub fn cap_until_backward(device: Device, bytes: usize) -> bool {
         return false;
     }
     super::install_evictor();
+    super::budget::new_step(device);
     let limit = crate::memory::memory_allocated(device).saturating_add(bytes);
     crate::memory::set_limit_with(device, Some(limit), true);
     if !replacing {
@@ -87,6 +88,7 @@ impl Drop for BackwardScope {
             .unwrap_or(true);
         if outermost {
             lift_all();
+            super::budget::new_step_everywhere();
         }
     }
 }
