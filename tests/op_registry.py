@@ -1338,6 +1338,8 @@ OPS: list[Op] = [
           ("ge", "__ge__", np.greater_equal, ">=", ()))],
     *[binary(n, getattr(remat, n), (n,), getattr(np, n), diff=(),
              out_dtype=np.bool_) for n in ("logical_and", "logical_or", "logical_xor")],
+    # Closeness: PyTorch's formula is NumPy's (|a - b| <= atol + rtol * |b|), same defaults.
+    binary("isclose", remat.isclose, ("isclose",), np.isclose, diff=(), out_dtype=np.bool_),
     # Bitwise ops take integers (the sampled values truncate to -1, 0, 1).
     *[binary(n, getattr(remat, n), (n, dunder), ref, symbol=sym, diff=(),
              dtypes=(np.int64, np.int32))
