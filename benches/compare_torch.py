@@ -2,6 +2,10 @@
 
     python benches/compare_torch.py [--threads N] [--rounds R] [--out benches/results.md]
 
+Each run is added to the benchmark journal (``--out``, default ``benches/results.md``), newest
+first under its "Runs of benches/compare_torch.py" section, titled with the date, the commit
+and the machine.
+
 Workloads: per-op overhead (16-element ``a + a``; ``g * g`` with ``requires_grad``), float32
 matmul GFLOP/s at 256/1024/2048, single ops in float32 (softmax over the last axis of
 (4096, 1024); layer_norm forward+backward on (4096, 1024) with weight and bias; the attention
@@ -622,7 +626,8 @@ def main() -> None:
     import numpy
 
     header = [
-        f"- date: {datetime.date.today().isoformat()}",
+        f"- date: {datetime.date.today().isoformat()}, commit {_commit()}",
+        f"- command: python benches/compare_torch.py {' '.join(sys.argv[1:])}".rstrip(),
         f"- machine: {machine_line()}",
         f"- threads: {n} for both (RAYON_NUM_THREADS / torch.set_num_threads; matmul also "
         "at 1)",
@@ -748,10 +753,38 @@ def main() -> None:
     )
 
     table = ["| workload | unit | remat | PyTorch | remat/PyTorch |", "|---|---|---:|---:|---:|"]
-    text = "# remat vs PyTorch (CPU)\n\n" + "\n".join(header) + "\n\n" + "\n".join(table + rows)
+    title = f"## {datetime.date.today().isoformat()}, commit {_commit()}: {machine_line()}"
+    text = title + "\n\n" + "\n".join(header) + "\n\n" + "\n".join(table + rows)
     print(text)
-    Path(args.out).write_text(text + "\n")
-    print(f"\nwritten to {args.out}", file=sys.stderr)
+    _record(Path(args.out), text)
+    print(f"\nadded to {args.out}", file=sys.stderr)
+
+
+def _commit() -> str:
+    """The short hash of the checkout being measured (with "+changes" when it is dirty)."""
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=here, capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+changes" if dirty else "")
+
+
+# The journal's section that runs of this script go into, newest first.
+RUNS_HEADING = "# Runs of `benches/compare_torch.py`"
+
+
+def _record(path: Path, text: str) -> None:
+    """Add this run to the journal at ``path``, newest first under ``RUNS_HEADING`` (a file
+    without that section gets it at its end; a missing file is created)."""
+    journal = path.read_text() if path.exists() else ""
+    if RUNS_HEADING not in journal:
+        journal = journal.rstrip("\n") + ("\n\n" if journal else "") + RUNS_HEADING + "\n"
+    at = journal.index(RUNS_HEADING) + len(RUNS_HEADING)
+    path.write_text(journal[:at] + "\n\n" + text + "\n" + journal[at:])
 
 
 if __name__ == "__main__":

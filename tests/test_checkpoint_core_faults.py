@@ -1,4 +1,4 @@
-"""Regression tests for the checkpoint core faults of issue #11: stack depth on long chains,
+"""Regression tests for the checkpoint core faults: stack depth on long chains,
 recompute from other threads, random ops in scopes, `grad` inside a checkpoint, panics and
 misleading errors, a bounded profiler, and early stop. Anything that could crash the
 interpreter runs in a subprocess, so a crash is a failed test."""

@@ -1,5 +1,5 @@
 """Checkpointed functions taking and returning any nesting of tuples, lists, dicts and
-namedtuples with Tensors, ``None`` and other values (issue #11, item 5), through every entry
+namedtuples with Tensors, ``None`` and other values, through every entry
 point: the structure comes back unchanged, every Tensor in it is an output of the segment with
 the plain run's gradients, and nothing outlives the backward.
 

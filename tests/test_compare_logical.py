@@ -1,5 +1,5 @@
 """Comparisons, logical/bitwise ops, isnan/isinf/isfinite, masked_fill, where with bool masks
-and Python scalars, floor division and remainder (issue #12): NumPy references over every
+and Python scalars, floor division and remainder: NumPy references over every
 dtype combination, PyTorch's result dtypes, identity hashing, errors and gradients."""
 
 import itertools

@@ -1,4 +1,4 @@
-"""Silent wrong values and unclear errors (issue #11, items 12 and 14): byte order keeps the
+"""Silent wrong values and unclear errors: byte order keeps the
 dtype, NumPy operands of unsupported dtypes never take over an operator, state dicts load all
 or nothing, and every error names the op, class or argument."""
 

@@ -184,7 +184,7 @@ from ._remat import (
     zeros,
     zeros_like,
 )
-# Comparisons, logical/bitwise ops, masking and floor division (issue #12).
+# Comparisons, logical/bitwise ops, masking and floor division.
 from ._remat import (
     bitwise_and,
     bitwise_not,

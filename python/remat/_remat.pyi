@@ -27,7 +27,7 @@ __version__: str
 _unary_ops: tuple[str, ...]
 # What the extension module lists in its `__all__` (PyO3 adds every registered name).
 __all__ = [
-    # convolution, pooling, padding (issue #13)
+    # convolution, pooling, padding
     "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_avg_pool3d", "pad", "_im2col", "_col2im", "rms_norm", "group_norm", "batch_norm",
@@ -76,7 +76,7 @@ __all__ = [
     "transpose", "where", "zero_", "zeros", "zeros_like", "__version__", "_CheckpointGroup",
     "_plan_cache_stats", "_set_checkpoint_early_stop", "_checkpoint_early_stop", "_is_recomputing",
     "_Scope", "_StorageOwner", "_GraphExecGroup", "_graph_exec_group_enter",
-    # comparisons, logical/bitwise, masking, floor division (issue #12)
+    # comparisons, logical/bitwise, masking, floor division
     "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",
     "greater_equal", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
     "bitwise_xor", "floor_divide", "remainder", "logical_not", "bitwise_not", "isnan", "isinf",

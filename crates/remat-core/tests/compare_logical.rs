@@ -1,5 +1,5 @@
 //! Comparisons, logical/bitwise ops, float classes, masked_fill, floor division and
-//! remainder in the engine (issue #12).
+//! remainder in the engine.
 #![allow(clippy::unwrap_used)]
 
 use remat_core::{ops, DType, Error, Tensor};

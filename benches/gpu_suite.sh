@@ -3,9 +3,9 @@
 # remat wheel from dist/, run the CUDA and checkpoint tests, the whole test suite, and the
 # remat-vs-PyTorch GPU benchmark. Run from anywhere; it works in the repository root:
 #
-#     OUT=/some/dir bash benches/gpu_session.sh
+#     OUT=/some/dir bash benches/gpu_suite.sh
 #
-# Everything it prints also goes to $OUT/session.log; per-step logs and the benchmark table
+# Everything it prints also goes to $OUT/gpu_suite.log; per-step logs and the benchmark table
 # ($OUT/gpu_results.md) land in $OUT too (default: ./gpu_out). Each step runs under `timeout`
 # and a failure in one step does not stop the others; the steps share a budget of
 # GPU_SESSION_BUDGET_S seconds (default 530, under 9 minutes), with time held back for the
@@ -35,7 +35,7 @@ BENCH_RESERVE_S=${GPU_BENCH_RESERVE_S:-240}
 DIST_DIR=${DIST_DIR:-dist}
 SITE=${REMAT_SITE:-/tmp/site}
 T0=$(date +%s)
-exec > >(tee -a "$OUT/session.log") 2>&1
+exec > >(tee -a "$OUT/gpu_suite.log") 2>&1
 TEE_PID=$!
 
 if [ -n "${PYTHON:-}" ]; then PY=$PYTHON
@@ -79,7 +79,7 @@ run_step() {
     [ "$rc" -eq 0 ] || FAILED=1
 }
 
-banner "gpu_session.sh in $REPO; OUT=$OUT; budget ${BUDGET_S} s; python: $(command -v "$PY")"
+banner "gpu_suite.sh in $REPO; OUT=$OUT; budget ${BUDGET_S} s; python: $(command -v "$PY")"
 "$PY" --version
 uname -a
 ldd --version 2>&1 | head -1  # the wheel needs the glibc it was built against (or newer)
@@ -284,5 +284,5 @@ printf '%s\n' "${SUMMARY[@]}"
 echo "total: $(elapsed) s of the ${BUDGET_S} s budget; files in $OUT:"
 ls -l "$OUT"
 exec >&- 2>&-
-wait "$TEE_PID" 2>/dev/null  # let tee finish writing session.log
+wait "$TEE_PID" 2>/dev/null  # let tee finish writing gpu_suite.log
 exit "$FAILED"
