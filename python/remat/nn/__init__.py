@@ -6,47 +6,61 @@ parameters and calls."""
 from __future__ import annotations
 
 from . import functional, init, utils
-from .activation import LeakyReLU, LogSoftmax, SiLU, Softmax, Softplus
-from .attention import MultiheadAttention
-from .conv import Conv1d, Conv2d, Conv3d
-from .containers import ModuleDict, ParameterDict, ParameterList
 from .modules import (
-    Dropout,
-    Flatten,
     GELU,
-    Identity,
-    LayerNorm,
-    Linear,
-    Module,
-    ModuleList,
-    Parameter,
-    ReLU,
-    Sequential,
-    Sigmoid,
-    Tanh,
-)
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
-from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, RMSNorm
-from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
     AdaptiveAvgPool3d,
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    BCEWithLogitsLoss,
     ConstantPad1d,
     ConstantPad2d,
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    CrossEntropyLoss,
+    Dropout,
+    Embedding,
+    Flatten,
+    GroupNorm,
+    Identity,
+    L1Loss,
+    LayerNorm,
+    LeakyReLU,
+    Linear,
+    LogSoftmax,
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
+    Module,
+    ModuleDict,
+    ModuleList,
+    MSELoss,
+    MultiheadAttention,
+    NLLLoss,
+    ParameterDict,
+    ParameterList,
     ReflectionPad1d,
     ReflectionPad2d,
+    ReLU,
     ReplicationPad1d,
     ReplicationPad2d,
+    RMSNorm,
+    Sequential,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    Tanh,
     ZeroPad1d,
     ZeroPad2d,
 )
-from .sparse import Embedding
+from .parameter import Parameter
 
 __all__ = [
     "Parameter", "Module", "Linear", "ReLU", "GELU", "Tanh", "Sigmoid", "Dropout", "LayerNorm",

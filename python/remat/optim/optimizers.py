@@ -297,7 +297,7 @@ class Optimizer:
         >>> w.grad is None
         True
         """
-        from ..nn.modules import _zero_grads
+        from ..nn.modules.module import _zero_grads
 
         _zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import remat
 
-from .._remat import Tensor
-from . import functional as F
-from .modules import Module
+from ..._remat import Tensor
+from .. import functional as F
+from .module import Module
 
 __all__ = ["MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss"]
 

@@ -1,16 +1,512 @@
-"""Keyed and parameter containers with ``torch.nn``'s behaviour: ``ModuleDict`` (named child
-modules, insertion ordered), ``ParameterList`` and ``ParameterDict`` (parameters registered
-under ``"0"``, ``"1"``, ... or their keys, so ``parameters()`` and ``state_dict()`` see them)."""
+"""Containers with ``torch.nn``'s behaviour (as ``torch.nn.modules.container``):
+``Sequential`` and ``ModuleList`` (children named ``"0"``, ``"1"``, ...), ``ModuleDict`` (named
+child modules, insertion ordered), ``ParameterList`` and ``ParameterDict`` (parameters
+registered under ``"0"``, ``"1"``, ... or their keys, so ``parameters()`` and ``state_dict()``
+see them)."""
 
 from __future__ import annotations
 
+import operator
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from .._remat import Tensor
-from .modules import Module, Parameter
+import remat
 
-__all__ = ["ModuleDict", "ParameterList", "ParameterDict"]
+from ..._remat import Tensor
+from ..parameter import Parameter
+from .module import Module, _addindent
+
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+
+
+def _child_index(container: Module, idx: int) -> int:
+    """``idx`` (negative counts from the end) as the position of a child of ``container``."""
+    n = len(container._modules)
+    idx = operator.index(idx)
+    if not -n <= idx < n:
+        raise IndexError(f"index {idx} is out of range for {type(container).__name__} of {n}")
+    return idx % n
+
+
+def _renumber(container: Module, modules: list) -> None:
+    """Make ``modules`` the children of ``container``, named ``"0"``, ``"1"``, ..."""
+    container._modules.clear()
+    for i, m in enumerate(modules):
+        container._modules[str(i)] = m
+
+
+def _insert_child(container: Module, index: int, module: Module) -> None:
+    """Insert ``module`` before position ``index`` (as ``list.insert``) and renumber."""
+    if not isinstance(module, Module):
+        raise TypeError(
+            f"{type(container).__name__}.insert: {type(module).__name__} is not a Module"
+        )
+    items = list(container._modules.values())
+    items.insert(operator.index(index), module)
+    _renumber(container, items)
+
+
+def _delete_children(container: Module, idx: int | slice) -> None:
+    """``del container[idx]`` for an int or a slice, then renumber as PyTorch does."""
+    items = list(container._modules.values())
+    if isinstance(idx, slice):
+        del items[idx]
+    else:
+        del items[_child_index(container, idx)]
+    _renumber(container, items)
+
+
+class Sequential(Module):
+    """Runs its modules in order. Indexable (int → module, slice → Sequential), iterable,
+    ``len``-able and extendable with :meth:`append`; can be passed to
+    ``remat.checkpoint_sequential``. Also accepts one ``OrderedDict`` of named modules.
+
+    The children are named ``"0"``, ``"1"``, ... (or by the ``OrderedDict``'s keys);
+    ``net[i] = module`` replaces one, ``del net[i]`` (or a slice) removes and renumbers them.
+
+    Parameters
+    ----------
+    *modules : Module or collections.OrderedDict
+        The modules, in the order they run; or a single ``OrderedDict`` of name → module.
+
+    Raises
+    ------
+    TypeError
+        When an argument is not a Module (or an ``OrderedDict`` value is not one).
+
+    Examples
+    --------
+    >>> net = remat.nn.Sequential(remat.nn.Linear(4, 8), remat.nn.ReLU(), remat.nn.Linear(8, 2))
+    >>> net(remat.ones(3, 4)).shape
+    (3, 2)
+    >>> len(net), net[-1]
+    (3, Linear(in_features=8, out_features=2, bias=True))
+    >>> from collections import OrderedDict
+    >>> remat.nn.Sequential(OrderedDict([("fc", remat.nn.Linear(2, 2)), ("act", remat.nn.Tanh())]))
+    Sequential(
+      (fc): Linear(in_features=2, out_features=2, bias=True)
+      (act): Tanh()
+    )
+    """
+
+    def __init__(self, *modules: Any) -> None:
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, m in modules[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(modules):
+                if not isinstance(m, Module):
+                    raise TypeError(
+                        f"Sequential: argument {i} is a {type(m).__name__}, not a Module"
+                    )
+                self.add_module(str(i), m)
+
+    def __getitem__(self, idx: int | slice) -> Any:
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return list(self._modules.values())[_child_index(self, idx)]
+
+    def __setitem__(self, idx: int, module: Module) -> None:
+        key = list(self._modules.keys())[_child_index(self, idx)]
+        self.add_module(key, module)
+
+    def __delitem__(self, idx: int | slice) -> None:
+        _delete_children(self, idx)  # keys stay "0".."n-1", as in PyTorch
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(list(self._modules.values()))
+
+    def __add__(self, other: Sequential) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise ValueError(
+                "add operator supports only objects of Sequential class, but "
+                f"{type(other)} is given."
+            )
+        return Sequential(*self, *other)
+
+    def __iadd__(self, other: Sequential) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise ValueError(
+                "add operator supports only objects of Sequential class, but "
+                f"{type(other)} is given."
+            )
+        return self.extend(list(other))
+
+    def _repeat_check(self, other: Any) -> int:
+        if not isinstance(other, int) or isinstance(other, bool):
+            raise TypeError(
+                f"unsupported operand type(s) for *: {type(self)} and {type(other)}"
+            )
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        return other
+
+    def __mul__(self, other: int) -> Sequential:
+        return Sequential(*(list(self) * self._repeat_check(other)))
+
+    def __rmul__(self, other: int) -> Sequential:
+        return self.__mul__(other)
+
+    def __imul__(self, other: int) -> Sequential:
+        return self.extend(list(self) * (self._repeat_check(other) - 1))
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        """Insert ``module`` before position ``index`` and renumber the children; returns
+        self.
+
+        Parameters
+        ----------
+        index : int
+            The position the module gets, in ``[-len(self), len(self)]`` (negative counts
+            from the end, as ``list.insert``).
+        module : Module
+            The module to insert.
+
+        Returns
+        -------
+        Sequential
+            ``self``.
+
+        Raises
+        ------
+        IndexError
+            When ``index`` is outside ``[-len(self), len(self)]``.
+        TypeError
+            When ``module`` is not a Module.
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential(remat.nn.Linear(2, 2), remat.nn.Tanh())
+        >>> net.insert(1, remat.nn.ReLU())
+        Sequential(
+          (0): Linear(in_features=2, out_features=2, bias=True)
+          (1): ReLU()
+          (2): Tanh()
+        )
+        """
+        n = len(self._modules)
+        if not -n <= operator.index(index) <= n:
+            raise IndexError(f"Index out of range: {index}")
+        _insert_child(self, index, module)
+        return self
+
+    def pop(self, key: int | slice) -> Any:
+        """Remove the module at ``key`` (or a slice of them) and return it; the rest are
+        renumbered.
+
+        Parameters
+        ----------
+        key : int or slice
+            The position (negative counts from the end) or a slice.
+
+        Returns
+        -------
+        Module or Sequential
+            The removed module (a ``Sequential`` of them for a slice).
+
+        Raises
+        ------
+        IndexError
+            When ``key`` is out of range.
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential(remat.nn.Linear(2, 2), remat.nn.ReLU(), remat.nn.Tanh())
+        >>> net.pop(1), [name for name, _ in net.named_children()]
+        (ReLU(), ['0', '1'])
+        """
+        v = self[key]
+        del self[key]
+        return v
+
+    def append(self, module: Module) -> Sequential:
+        """Add ``module`` at the end (named ``str(len(self))``); returns self.
+
+        Parameters
+        ----------
+        module : Module
+            The module to run last.
+
+        Returns
+        -------
+        Sequential
+            ``self``.
+
+        Raises
+        ------
+        TypeError
+            When ``module`` is not a Module.
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential(remat.nn.Linear(2, 2))
+        >>> len(net.append(remat.nn.ReLU()))
+        2
+        """
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> Sequential:
+        """Append each of ``modules``; returns self.
+
+        Parameters
+        ----------
+        modules : iterable of Module
+            The modules to run after the current ones, in order.
+
+        Returns
+        -------
+        Sequential
+            ``self``.
+
+        Raises
+        ------
+        TypeError
+            When an element is not a Module (the ones before it are already appended).
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential().extend([remat.nn.Linear(2, 2), remat.nn.Tanh()])
+        >>> [name for name, _ in net.named_children()]
+        ['0', '1']
+        """
+        for m in modules:
+            self.append(m)
+        return self
+
+    def forward(self, x: Any) -> Any:
+        """Feed ``x`` through each module in order; an empty Sequential returns ``x``.
+
+        Parameters
+        ----------
+        x : Any
+            The input of the first module (usually a Tensor).
+
+        Returns
+        -------
+        Any
+            The output of the last module.
+
+        Raises
+        ------
+        Exception
+            Whatever a module raises (e.g. ``remat.ShapeError`` on a size mismatch).
+
+        Examples
+        --------
+        >>> net = remat.nn.Sequential(remat.nn.ReLU(), remat.nn.Tanh())
+        >>> net(remat.tensor([-1.0, 0.0]))
+        tensor([0., 0.])
+        """
+        # auto_checkpoint may plan this chain for a memory budget (runs of its layers as
+        # nested checkpoints); with gradients off there is nothing to plan.
+        budget = self.__dict__.get("_chain_budget_bytes")
+        if budget is not None and isinstance(x, Tensor) and remat.is_grad_enabled():
+            return remat.checkpoint_sequential(self, None, x, budget_bytes=budget)
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+
+class ModuleList(Module):
+    """A list of modules whose parameters are registered (no forward of its own).
+
+    Holds sub-modules that the parent's ``forward`` calls itself (e.g. a loop over layers).
+    Indexable (int → module, slice → ModuleList), assignable by index, iterable and
+    ``len``-able; the children are named ``"0"``, ``"1"``, ...
+
+    Parameters
+    ----------
+    modules : iterable of Module, optional
+        The initial modules. Default: ``None`` (empty).
+
+    Raises
+    ------
+    TypeError
+        When ``modules`` is not iterable or an element is not a Module.
+
+    Examples
+    --------
+    >>> layers = remat.nn.ModuleList([remat.nn.Linear(2, 2) for _ in range(3)])
+    >>> len(layers), len(list(layers.parameters()))
+    (3, 6)
+    >>> x = remat.ones(1, 2)
+    >>> for layer in layers:
+    ...     x = layer(x)
+    >>> x.shape
+    (1, 2)
+    """
+
+    def __init__(self, modules: Iterable[Module] | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, idx: int | slice) -> Any:
+        if isinstance(idx, slice):
+            return type(self)(list(self._modules.values())[idx])
+        return list(self._modules.values())[_child_index(self, idx)]
+
+    def __setitem__(self, idx: int, module: Module) -> None:
+        key = list(self._modules.keys())[_child_index(self, idx)]
+        self.add_module(key, module)
+
+    def __delitem__(self, idx: int | slice) -> None:
+        _delete_children(self, idx)  # keys stay "0".."n-1", as in PyTorch
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(list(self._modules.values()))
+
+    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:  # type: ignore[misc]
+        return self.extend(modules)
+
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
+        return ModuleList([*self, *other])
+
+    def __repr__(self) -> str:
+        # As PyTorch: runs of equal entries are shown once, as "(i-j): n x <repr>".
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return type(self).__name__ + "()"
+        runs: list[list] = []
+        for i, r in enumerate(reprs):
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        lines = []
+        for a, b, r in runs:
+            head = f"({a})" if a == b else f"({a}-{b}): {b - a + 1} x"
+            lines.append(_addindent(f"{head}{':' if a == b else ''} {r}", 2))
+        return type(self).__name__ + "(\n  " + "\n  ".join(lines) + "\n)"
+
+    def insert(self, index: int, module: Module) -> None:
+        """Insert ``module`` before position ``index`` and renumber the children.
+
+        ``index`` follows ``list.insert``: negative counts from the end, and an index past
+        either end inserts there.
+
+        Parameters
+        ----------
+        index : int
+            The position the module gets.
+        module : Module
+            The module to insert.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When ``module`` is not a Module or ``index`` is not an int.
+
+        Examples
+        --------
+        >>> layers = remat.nn.ModuleList([remat.nn.Linear(2, 2), remat.nn.Tanh()])
+        >>> layers.insert(1, remat.nn.ReLU())
+        >>> [type(m).__name__ for m in layers], [name for name, _ in layers.named_children()]
+        (['Linear', 'ReLU', 'Tanh'], ['0', '1', '2'])
+        """
+        _insert_child(self, index, module)
+
+    def pop(self, key: int | slice) -> Any:
+        """Remove the module at ``key`` (or a slice of them) and return it; the rest are
+        renumbered.
+
+        Parameters
+        ----------
+        key : int or slice
+            The position (negative counts from the end) or a slice.
+
+        Returns
+        -------
+        Module or ModuleList
+            The removed module (a ``ModuleList`` of them for a slice).
+
+        Raises
+        ------
+        IndexError
+            When ``key`` is out of range.
+
+        Examples
+        --------
+        >>> layers = remat.nn.ModuleList([remat.nn.ReLU(), remat.nn.Tanh()])
+        >>> layers.pop(0), len(layers), layers[0]
+        (ReLU(), 1, Tanh())
+        """
+        v = self[key]
+        del self[key]
+        return v
+
+    def append(self, module: Module) -> ModuleList:
+        """Add ``module`` at the end (named ``str(len(self))``); returns self.
+
+        Parameters
+        ----------
+        module : Module
+            The module to add.
+
+        Returns
+        -------
+        ModuleList
+            ``self``.
+
+        Raises
+        ------
+        TypeError
+            When ``module`` is not a Module.
+
+        Examples
+        --------
+        >>> layers = remat.nn.ModuleList()
+        >>> len(layers.append(remat.nn.Linear(2, 2)))
+        1
+        """
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
+        """Append each of ``modules``; returns self.
+
+        Parameters
+        ----------
+        modules : iterable of Module
+            The modules to add, in order.
+
+        Returns
+        -------
+        ModuleList
+            ``self``.
+
+        Raises
+        ------
+        TypeError
+            When ``modules`` is not iterable or an element is not a Module.
+
+        Examples
+        --------
+        >>> layers = remat.nn.ModuleList([remat.nn.ReLU()])
+        >>> len(layers.extend([remat.nn.Tanh(), remat.nn.Sigmoid()]))
+        3
+        """
+        if not isinstance(modules, Iterable):
+            raise TypeError(
+                "ModuleList.extend should be called with an iterable, but got "
+                + type(modules).__name__
+            )
+        for m in modules:
+            self.append(m)
+        return self
 
 
 def _pairs(values: Any, owner: str) -> Iterable[tuple[str, Any]]:

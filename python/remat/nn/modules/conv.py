@@ -9,9 +9,10 @@ from typing import Any, Union
 
 import remat
 
-from .. import _validate
-from .._remat import Tensor
-from .modules import Module, _uniform
+from ... import _validate
+from ..._remat import Tensor
+from .linear import _uniform
+from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d"]
 

@@ -5,12 +5,260 @@ from __future__ import annotations
 
 import remat
 
-from .. import _validate
-from .._remat import Tensor
-from . import functional as F
-from .modules import Module
+from ... import _validate
+from ..._remat import Tensor
+from .. import functional as F
+from .module import Module
 
-__all__ = ["SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "Softplus"]
+__all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "LeakyReLU", "Softmax", "LogSoftmax",
+           "Softplus", "MultiheadAttention"]
+
+
+class ReLU(Module):
+    """``max(x, 0)`` elementwise.
+
+    Any input shape; the output has the same shape.
+
+    Parameters
+    ----------
+    inplace : bool, optional
+        Write the result into the input and return it, as PyTorch's ``inplace=True`` (a
+        tensor that is part of a graph is rebased onto the write). Default: ``False``.
+
+    Raises
+    ------
+    TypeError
+        When given an argument other than ``inplace``.
+
+    Examples
+    --------
+    >>> remat.nn.ReLU()(remat.tensor([-1.0, 0.0, 2.0]))
+    tensor([0., 0., 2.])
+    >>> remat.nn.ReLU(inplace=True)
+    ReLU(inplace=True)
+    """
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``F.relu(x, inplace=self.inplace)``: ``x`` where positive, 0 elsewhere (same
+        shape).
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of any shape (a list or array of numbers is converted to a Tensor).
+
+        Returns
+        -------
+        Tensor
+            ``max(x, 0)`` elementwise, same shape as ``x``.
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``x`` is not a Tensor and cannot be made one (e.g. a string or None).
+
+        Examples
+        --------
+        >>> x = remat.tensor([[-1.0, 2.0], [3.0, -4.0]], requires_grad=True)
+        >>> y = remat.nn.ReLU()(x)
+        >>> y
+        tensor([[0., 2.],
+                [3., 0.]], grad_fn=<relu>)
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([[0., 1.],
+                [1., 0.]])
+        """
+        return remat.nn.functional.relu(x, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        """``"inplace=True"`` when set, as PyTorch's repr.
+
+        Returns
+        -------
+        str
+            The text inside ``ReLU(...)`` in the module's repr.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.ReLU().extra_repr()
+        ''
+        """
+        return "inplace=True" if self.inplace else ""
+
+
+class GELU(Module):
+    """The Gaussian error linear unit; ``approximate="tanh"`` uses the tanh approximation.
+
+    ``x * Φ(x)`` with ``Φ`` the standard normal CDF, elementwise (any shape).
+
+    Parameters
+    ----------
+    approximate : str, optional
+        ``"none"`` for the exact erf form, ``"tanh"`` for
+        ``0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))``. Default: ``"none"``.
+
+    Raises
+    ------
+    ValueError
+        When ``approximate`` is neither ``"none"`` nor ``"tanh"``.
+
+    Examples
+    --------
+    >>> remat.nn.GELU()(remat.tensor([-1.0, 0.0, 1.0]))
+    tensor([-0.1587,  0.0000,  0.8413])
+    >>> remat.nn.GELU(approximate="tanh")
+    GELU(approximate='tanh')
+    """
+
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``remat.gelu(x, approximate=self.approximate)`` (same shape as ``x``).
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of any shape (a list or array of numbers is converted to a Tensor).
+
+        Returns
+        -------
+        Tensor
+            ``x * Φ(x)`` elementwise (exact or tanh-approximated), same shape as ``x``.
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``x`` is not a Tensor and cannot be made one (e.g. a string or None).
+
+        Examples
+        --------
+        >>> remat.nn.GELU(approximate="tanh")(remat.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.1588,  0.0000,  0.8412])
+        >>> remat.nn.GELU()(remat.ones(2, 3)).shape
+        (2, 3)
+        """
+        return remat.gelu(x, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        """``"approximate='...'"``.
+
+        Returns
+        -------
+        str
+            The text inside ``GELU(...)`` in the module's repr.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> remat.nn.GELU().extra_repr()
+        "approximate='none'"
+        """
+        return f"approximate={self.approximate!r}"
+
+
+class Tanh(Module):
+    """``tanh(x)`` elementwise.
+
+    The constructor takes no arguments. Any input shape; the output has the same shape.
+
+    Raises
+    ------
+    TypeError
+        When the constructor is given any argument.
+
+    Examples
+    --------
+    >>> remat.nn.Tanh()(remat.tensor([-1.0, 0.0, 1.0]))
+    tensor([-0.7616,  0.0000,  0.7616])
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``remat.tanh(x)`` (same shape as ``x``).
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of any shape (a list or array of numbers is converted to a Tensor).
+
+        Returns
+        -------
+        Tensor
+            ``tanh(x)`` elementwise, same shape as ``x``.
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``x`` is not a Tensor and cannot be made one (e.g. a string or None).
+
+        Examples
+        --------
+        >>> x = remat.tensor([0.0, 1.0], requires_grad=True)
+        >>> remat.nn.Tanh()(x).sum().backward()
+        >>> x.grad  # 1 - tanh(x)**2
+        tensor([1.0000, 0.4200])
+        """
+        return remat.tanh(x)
+
+
+class Sigmoid(Module):
+    """``1 / (1 + exp(-x))`` elementwise.
+
+    The constructor takes no arguments. Any input shape; the output has the same shape.
+
+    Raises
+    ------
+    TypeError
+        When the constructor is given any argument.
+
+    Examples
+    --------
+    >>> remat.nn.Sigmoid()(remat.tensor([-1.0, 0.0, 1.0]))
+    tensor([0.2689, 0.5000, 0.7311])
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``remat.sigmoid(x)`` (same shape as ``x``).
+
+        Parameters
+        ----------
+        x : Tensor
+            Input of any shape (a list or array of numbers is converted to a Tensor).
+
+        Returns
+        -------
+        Tensor
+            ``1 / (1 + exp(-x))`` elementwise, same shape as ``x``.
+
+        Raises
+        ------
+        remat.DTypeError
+            When ``x`` is not a Tensor and cannot be made one (e.g. a string or None).
+
+        Examples
+        --------
+        >>> remat.nn.Sigmoid()(remat.tensor([[0.0], [2.0]]))
+        tensor([[0.5000],
+                [0.8808]])
+        """
+        return remat.sigmoid(x)
 
 
 class SiLU(Module):
@@ -399,3 +647,7 @@ class LogSoftmax(Module):
         'dim=-1'
         """
         return f"dim={self.dim}"
+
+
+# PyTorch keeps MultiheadAttention in this module (torch.nn.modules.activation).
+from .attention import MultiheadAttention  # noqa: E402

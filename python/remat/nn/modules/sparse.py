@@ -8,9 +8,10 @@ from typing import Any
 
 import remat
 
-from .. import _validate
-from .._remat import Tensor
-from .modules import Module, Parameter
+from ... import _validate
+from ..._remat import Tensor
+from ..parameter import Parameter
+from .module import Module
 
 __all__ = ["Embedding"]
 

@@ -12,10 +12,11 @@ from typing import Any
 
 import remat
 
-from .. import _validate
-from .._remat import Tensor
-from . import init
-from .modules import Linear, Module, _filled
+from ... import _validate
+from ..._remat import Tensor
+from .. import init
+from .linear import Linear, _filled
+from .module import Module
 
 __all__ = ["MultiheadAttention"]
 
