@@ -189,8 +189,8 @@ PYTEST_FLAGS=(-q -p no:cacheprovider -rfEs)
 ALL_TESTS=(tests)
 IGNORE=()
 if ! has sklearn || ! has tqdm; then
-    echo "NOTE: scikit-learn or tqdm missing: tests/test_examples.py (runs the examples) is left out"
-    IGNORE+=(--ignore=tests/test_examples.py)
+    echo "NOTE: scikit-learn or tqdm missing: tests/docs/test_examples.py (runs the examples) is left out"
+    IGNORE+=(--ignore=tests/docs/test_examples.py)
 fi
 if ! has pytest; then
     echo "NOTE: pytest is missing: the test steps are skipped"

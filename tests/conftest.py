@@ -1,5 +1,13 @@
 """Shared helpers for the engine test suite: a float64 finite-difference gradient checker,
-hypothesis strategies for shapes, and a device fixture."""
+hypothesis strategies for shapes, and a device fixture.
+
+The tests are laid out like the package (``tests/nn/test_linear.py`` tests
+``remat/nn/modules/linear.py``, ``tests/checkpoint/`` the checkpoint entry points, ...); the
+helpers beside this file (``op_registry``, ``_subprocess``, ``np_windows``) are importable from
+every directory."""
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,6 +16,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import remat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # Deterministic hypothesis runs: no wall-clock deadlines, no example database, fixed seed.
 settings.register_profile(

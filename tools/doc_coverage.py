@@ -28,7 +28,7 @@ A function or method needs every section (``Parameters`` only when it takes argu
 a class needs ``Parameters`` (its constructor's), ``Raises`` and ``Examples``; a property or
 attribute needs a summary and ``Examples``. Public methods of public classes (``Tensor``'s and
 the others') need every section, as functions do. Examples run as doctests
-(``tests/test_docstrings.py``) with ``remat`` and ``np`` (NumPy) imported.
+(``tests/docs/test_docstrings.py``) with ``remat`` and ``np`` (NumPy) imported.
 
 Usage: ``python tools/doc_coverage.py`` lists the gaps grouped by source file and exits 1 when
 there are any.

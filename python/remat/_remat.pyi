@@ -1,6 +1,6 @@
 """Type stubs for the compiled extension ``remat._remat``: every name it exports, typed.
 
-Checked against the extension by ``tests/test_surface.py`` (names) and by
+Checked against the extension by ``tests/bindings/test_surface.py`` (names) and by
 ``python -m mypy.stubtest remat`` in CI (names, signatures, defaults). The ops that are both a
 function and a ``Tensor`` method come from one table in ``crates/remat-py/src/ops.rs``; their
 two stub entries are kept side by side in the "op table" sections below.

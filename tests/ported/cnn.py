@@ -2,7 +2,7 @@
 AvgPool2d, Flatten, Linear) on scikit-learn's 8x8 digits, trained with Adam and a
 OneCycleLR schedule, with a held-out accuracy.
 
-tests/test_ported_scripts.py runs it with `import torch` replaced by `import remat as torch`
+tests/ported/test_ported_scripts.py runs it with `import torch` replaced by `import remat as torch`
 (the only change); benches/torch_parity.py runs both and compares first-step numbers."""
 
 import numpy as np

@@ -3,7 +3,7 @@ embeddings, causal self-attention through F.scaled_dot_product_attention, pre-no
 a tied output head) trained with AdamW, gradient clipping, a cosine schedule and
 per-block activation checkpointing (torch.utils.checkpoint).
 
-tests/test_ported_scripts.py runs it with `import torch` replaced by `import remat as torch`
+tests/ported/test_ported_scripts.py runs it with `import torch` replaced by `import remat as torch`
 (the only change); benches/torch_parity.py runs both and compares first-step numbers."""
 
 import math

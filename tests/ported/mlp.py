@@ -1,7 +1,7 @@
 """A plain PyTorch training script: an MLP classifier on synthetic data, with a DataLoader,
 SGD with momentum and a StepLR schedule, dropout, train/eval modes and accuracy.
 
-tests/test_ported_scripts.py runs it with `import torch` replaced by `import remat as torch`
+tests/ported/test_ported_scripts.py runs it with `import torch` replaced by `import remat as torch`
 (the only change); benches/torch_parity.py runs both and compares first-step numbers."""
 
 import numpy as np

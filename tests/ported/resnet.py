@@ -5,7 +5,7 @@ CosineAnnealingLR schedule, optionally with each block checkpointed
 (`torch.utils.checkpoint.checkpoint`), and evaluated in eval mode (BatchNorm's running
 statistics).
 
-tests/test_ported_scripts.py runs it with `import torch` replaced by `import remat as torch`
+tests/ported/test_ported_scripts.py runs it with `import torch` replaced by `import remat as torch`
 (the only change); benches/torch_parity.py runs both and compares first-step numbers."""
 
 import numpy as np

@@ -28,7 +28,7 @@
 //! (`concat`, `where`, `dropout`, losses, ...) in `functions.rs`, operators and method-only
 //! ops (`view`, `mT`, `to`, ...) in `tensor.rs`; ops returning a tuple (`split`, `chunk`) in
 //! `split.rs`. The stub `python/remat/_remat.pyi` and
-//! `remat.__all__` are checked against what this file registers by `tests/test_surface.py`
+//! `remat.__all__` are checked against what this file registers by `tests/bindings/test_surface.py`
 //! (and by `python -m mypy.stubtest remat` in CI).
 
 use crate::args::{self, ReduceArgs};

@@ -27,7 +27,7 @@
 //!    (forward, gradient, second-order, CUDA and checkpoint tests are generated from them).
 //! 3. Build the extension (`maturin develop`) and run `python tools/gen_bindings.py`: it
 //!    rewrites the generated regions of `python/remat/_remat.pyi` (stub lines, `__all__`) and
-//!    `python/remat/__init__.py` (re-export, `__all__`). `tests/test_surface.py` fails until
+//!    `python/remat/__init__.py` (re-export, `__all__`). `tests/bindings/test_surface.py` fails until
 //!    they are current.
 //!
 //! A row that takes a parameter (`pow_scalar`, `scale`, `add_scalar`) or shares a name

@@ -283,7 +283,7 @@ def test_function_and_method_come_from_one_row(name):
 
 
 def _gen_bindings():
-    path = pathlib.Path(__file__).resolve().parents[1] / "tools" / "gen_bindings.py"
+    path = pathlib.Path(__file__).resolve().parents[2] / "tools" / "gen_bindings.py"
     spec = importlib.util.spec_from_file_location("gen_bindings", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)

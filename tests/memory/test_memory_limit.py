@@ -21,7 +21,7 @@ from _subprocess import assert_clean_exit, run_python
 import remat
 from remat import nn, optim
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

@@ -138,7 +138,7 @@ def test_small_budgets_take_whole_blocks_and_the_cheapest_fitting_plan_wins():
     import importlib.util
     import pathlib
 
-    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "gpt.py"
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "gpt.py"
     spec = importlib.util.spec_from_file_location("gpt_example", path)
     gpt = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gpt)

@@ -14,7 +14,7 @@ import pytest
 
 import remat
 
-_TOOL = pathlib.Path(__file__).resolve().parents[1] / "tools" / "doc_coverage.py"
+_TOOL = pathlib.Path(__file__).resolve().parents[2] / "tools" / "doc_coverage.py"
 _spec = importlib.util.spec_from_file_location("doc_coverage", _TOOL)
 assert _spec is not None and _spec.loader is not None
 doc_coverage = importlib.util.module_from_spec(_spec)

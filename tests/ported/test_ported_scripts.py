@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-PORTED = Path(__file__).parent / "ported"
+PORTED = Path(__file__).parent
 
 
 def port(source: str) -> str:
