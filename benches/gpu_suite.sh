@@ -223,12 +223,13 @@ def devices(request):
 def device(devices):
     return devices
 EOF
-        export PYTHONPATH="$SHIM${PYTHONPATH:+:$PYTHONPATH}"
+        # The helpers beside conftest.py (op_registry, _subprocess) are imported by name.
+        export PYTHONPATH="$SHIM:$REPO/tests${PYTHONPATH:+:$PYTHONPATH}"
         PYTEST_FLAGS+=(--noconftest -p remat_nohyp_fixtures)
-        mapfile -t ALL_TESTS < <(grep -L -E 'hypothesis|conftest' tests/test_*.py)
+        mapfile -t ALL_TESTS < <(grep -L -E 'hypothesis|conftest' tests/*/test_*.py)
         echo "NOTE: hypothesis is missing: running only the test files that need neither it nor"
         echo "      conftest.py (--noconftest, device fixtures from a plugin): ${ALL_TESTS[*]}"
-        echo "      left out: $(grep -l -E 'hypothesis|conftest' tests/test_*.py | tr '\n' ' ')"
+        echo "      left out: $(grep -l -E 'hypothesis|conftest' tests/*/test_*.py | tr '\n' ' ')"
     fi
     # The CUDA cases first (every test whose id names cuda, and the CUDA/checkpoint files),
     # all failures listed (no -x), then the benchmark, then the whole suite with what is left.
