@@ -59,9 +59,11 @@ fn a_step_cap_too_tight_for_a_recurrence_stops_rebuilding_and_overshoots() {
         let work = stats.step;
         let judged = work.judged_forward_seconds;
         // The bound, plus what was evicted when eviction stopped (rebuilt once by the
-        // backward), with room for the clock's noise.
+        // backward): about 10-15 forwards. Unbounded, this recurrence thrashed at several
+        // thousand; the margin is for a loaded machine's clock (rebuilds timed while other
+        // processes ran have measured 44 forwards).
         assert!(
-            work.rebuild_seconds <= (dtr::DEFAULT_BOUND + 10.0) * judged,
+            work.rebuild_seconds <= 200.0 * judged,
             "{fraction}: rebuilt {:?} against a forward of {judged}",
             work
         );
