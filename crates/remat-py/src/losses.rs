@@ -491,7 +491,13 @@ fn cross_entropy(
 /// ``softmax(query @ key.mT * scale + mask) @ value`` over the last two axes, with optional dropout
 /// on the attention weights; the leading (batch, head) axes broadcast. A query row whose keys are
 /// all masked out (all False, or all ``-inf`` after adding a float mask) gives zeros and passes
-/// no gradient, as PyTorch's. Gradients flow to ``query``, ``key`` and ``value``.
+/// no gradient, as PyTorch's. Gradients flow to ``query``, ``key`` and ``value`` (and a float
+/// mask that requires grad).
+///
+/// Float inputs of one dtype run a tiled kernel (FlashAttention-2's structure) that keeps only
+/// ``query``, ``key``, ``value``, the output and one log-sum-exp per query row for backward,
+/// never the ``L × S`` weights; the backward recomputes them block by block (dropout's mask
+/// from the generator key it drew, never stored). Mixed dtypes take PyTorch's math path.
 ///
 /// Parameters
 /// ----------
@@ -513,7 +519,8 @@ fn cross_entropy(
 /// scale : float, optional
 ///     The factor of the scores. Default: ``None`` (``1 / sqrt(E)``).
 /// enable_gqa : bool, optional
-///     Grouped-query attention; not supported (must stay ``False``). Default: ``False``.
+///     Grouped-query attention: ``key`` and ``value`` may have fewer heads (axis -3) than
+///     ``query``, each serving ``Hq / Hkv`` query heads. Default: ``False``.
 ///
 /// Returns
 /// -------
@@ -529,8 +536,7 @@ fn cross_entropy(
 ///     When an input is not a float tensor.
 /// ValueError
 ///     When ``attn_mask`` is given with ``is_causal=True``, or ``dropout_p`` is outside ``[0, 1]``.
-/// NotImplementedError
-///     When ``enable_gqa`` is true.
+///     With ``enable_gqa``, a ``ShapeError`` when the key/value heads do not divide the query's.
 ///
 /// Examples
 /// --------
@@ -560,11 +566,6 @@ fn scaled_dot_product_attention(
     enable_gqa: bool,
 ) -> PyResult<PyTensor> {
     const OP: &str = "scaled_dot_product_attention";
-    if enable_gqa {
-        return Err(pyo3::exceptions::PyNotImplementedError::new_err(
-            "scaled_dot_product_attention: enable_gqa is not supported",
-        ));
-    }
     let q = convert::extract_tensor(OP, query)?;
     let k = convert::extract_tensor(OP, key)?;
     let v = convert::extract_tensor(OP, value)?;
@@ -575,8 +576,14 @@ fn scaled_dot_product_attention(
         }),
         _ => None,
     };
+    let opts = ops::SdpaOptions {
+        is_causal,
+        dropout_p,
+        scale,
+        enable_gqa,
+    };
     run(py, heavy(&[&q, &k, &v]), || {
-        ops::scaled_dot_product_attention(&q, &k, &v, mask.as_ref(), dropout_p, is_causal, scale)
+        ops::scaled_dot_product_attention_with(&q, &k, &v, mask.as_ref(), &opts)
     })
     .map(wrap)
 }

@@ -66,9 +66,10 @@ pub enum SavePolicy {
     /// Keep nothing (the default: the whole function is recomputed).
     NothingSaveable,
     /// Keep the outputs of matrix products, linear layers, convolutions and attention
-    /// ([`DOT_OPS`]); recompute the cheap ops around them and attention's `T²` weights
-    /// (`"causal_attention_weights"`, or `"attention_scores"` and the softmax: cheap to
-    /// recompute, the largest activation of a transformer).
+    /// ([`DOT_OPS`]: `scaled_dot_product_attention`'s output with its log-sum-exps); recompute
+    /// the cheap ops around them (and, on the math path of mixed dtypes, attention's `T²`
+    /// weights, `"attention_scores"` and the softmax: cheap to recompute, the largest
+    /// activation of a transformer).
     DotsSaveable,
     /// Keep only the tensors tagged with one of these names by `checkpoint_name`.
     SaveOnlyTheseNames(Vec<String>),
@@ -93,7 +94,17 @@ impl std::fmt::Debug for SavePolicy {
 
 /// The ops whose outputs `DotsSaveable` keeps.
 pub const DOT_OPS: &[&str] = &[
-    "matmul", "mm", "bmm", "addmm", "baddbmm", "linear", "einsum", "conv1d", "conv2d", "conv3d",
+    "matmul",
+    "mm",
+    "bmm",
+    "addmm",
+    "baddbmm",
+    "linear",
+    "einsum",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "scaled_dot_product_attention",
 ];
 
 impl SavePolicy {

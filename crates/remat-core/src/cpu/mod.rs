@@ -3,6 +3,7 @@
 //! kernels run on the rayon pool.
 
 pub mod erf;
+pub mod flash;
 pub mod gelu_pieces;
 pub mod host_alloc;
 pub mod lanes;

@@ -1,13 +1,14 @@
-//! `scaled_dot_product_attention`, PyTorch's math path written with the engine's ops:
-//! `softmax(q kᵀ · scale + mask) v`, with optional dropout on the weights.
+//! `scaled_dot_product_attention`, PyTorch's signature: the tiled op of `flash_attention`
+//! (keeping `q`, `k`, `v`, the output and a log-sum-exp per query row for backward) for float
+//! operands of one dtype, and PyTorch's math path written with the engine's ops
+//! (`softmax(q kᵀ · scale + mask) v`, [`scaled_dot_product_attention_math`]) otherwise.
 //!
-//! Memory: between forward and backward the graph keeps `q`, `k`, `v` and one attention
-//! matrix per (batch, head), the softmax output, which both the softmax's and the second
-//! product's backward read. The scores before the softmax are not kept (the scaling saves
-//! nothing, the mask selection saves only the mask, broadcast from `(L, S)`), dropout keeps
-//! only its random key, and with dropout the dropped weights are the only extra matrix — the
-//! product's input. Gradients and second-order gradients come from the ops' own rules.
+//! The math path's memory: between forward and backward its graph keeps `q`, `k`, `v` and one
+//! attention matrix per (batch, head), the softmax output, which both the softmax's and the
+//! second product's backward read. It is the reference the tiled op is tested against, and
+//! the path of mixed dtypes.
 
+use super::flash_attention::{flash_attention, SdpaOptions};
 use super::{dropout, matmul, scale, softmax, transpose, where_};
 use crate::error::{Error, Result};
 use crate::layout::fmt_shape;
@@ -60,6 +61,60 @@ pub fn scaled_dot_product_attention(
     is_causal: bool,
     scale_factor: Option<f64>,
 ) -> Result<Tensor> {
+    let opts = SdpaOptions {
+        is_causal,
+        dropout_p,
+        scale: scale_factor,
+        enable_gqa: false,
+    };
+    scaled_dot_product_attention_with(q, k, v, attn_mask, &opts)
+}
+
+/// [`scaled_dot_product_attention`] with every option, grouped-query attention included
+/// (`enable_gqa`: `k` and `v` have `Hkv` heads on axis -3, each serving `Hq / Hkv` query
+/// heads, as PyTorch's). Float operands of one dtype run the tiled op; the rest PyTorch's math
+/// path.
+pub fn scaled_dot_product_attention_with(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    attn_mask: Option<&Tensor>,
+    opts: &SdpaOptions,
+) -> Result<Tensor> {
+    check(q, k, v, attn_mask, opts)?;
+    let e = q.shape()[q.ndim() - 1];
+    let factor = opts.scale.unwrap_or(1.0 / (e as f64).sqrt());
+    let tiled = q.dtype().is_float()
+        && q.dtype() == k.dtype()
+        && q.dtype() == v.dtype()
+        && q.device() == k.device()
+        && q.device() == v.device()
+        && attn_mask.is_none_or(|m| m.device() == q.device());
+    if tiled {
+        return flash_attention(q, k, v, attn_mask, opts, factor);
+    }
+    if opts.enable_gqa {
+        let group = q.shape()[q.ndim() - 3] / k.shape()[k.ndim() - 3];
+        let k = super::repeat_interleave(k, group, Some(-3))?;
+        let v = super::repeat_interleave(v, group, Some(-3))?;
+        let plain = SdpaOptions {
+            enable_gqa: false,
+            ..opts.clone()
+        };
+        return scaled_dot_product_attention_math(&q.clone(), &k, &v, attn_mask, &plain);
+    }
+    scaled_dot_product_attention_math(q, k, v, attn_mask, opts)
+}
+
+/// The shapes, the mask's kind and the options of one attention call, checked.
+fn check(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    attn_mask: Option<&Tensor>,
+    opts: &SdpaOptions,
+) -> Result<()> {
+    let (dropout_p, is_causal) = (opts.dropout_p, opts.is_causal);
     if q.ndim() < 2 || k.ndim() < 2 || v.ndim() < 2 {
         return Err(shape_error(
             q,
@@ -99,7 +154,48 @@ pub fn scaled_dot_product_attention(
             format!("dropout_p must lie in [0, 1], got {dropout_p}"),
         ));
     }
-    let factor = scale_factor.unwrap_or(1.0 / (e as f64).sqrt());
+    if let Some(mask) = attn_mask {
+        if !mask.dtype().is_float() && mask.dtype() != crate::DType::Bool {
+            return Err(Error::dtype(
+                OP,
+                format!(
+                    "attn_mask must be a bool or float tensor, got {} of shape {}",
+                    mask.dtype(),
+                    fmt_shape(mask.shape())
+                ),
+            ));
+        }
+    }
+    if opts.enable_gqa {
+        let heads = |t: &Tensor| (t.ndim() >= 3).then(|| t.shape()[t.ndim() - 3]);
+        match (heads(q), heads(k), heads(v)) {
+            (Some(hq), Some(hk), Some(hv)) if hk == hv && hk > 0 && hq % hk == 0 => {}
+            _ => {
+                return Err(shape_error(
+                    q,
+                    k,
+                    v,
+                    "with enable_gqa, query, key and value need a head axis (-3), key and \
+                     value the same number of heads, dividing the query's",
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// PyTorch's math path with the engine's ops (no grouped-query attention; shapes checked by
+/// the caller): the weights are a tensor of the graph, kept for backward.
+pub fn scaled_dot_product_attention_math(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    attn_mask: Option<&Tensor>,
+    opts: &SdpaOptions,
+) -> Result<Tensor> {
+    let (dropout_p, is_causal) = (opts.dropout_p, opts.is_causal);
+    let e = q.shape()[q.ndim() - 1];
+    let factor = opts.scale.unwrap_or(1.0 / (e as f64).sqrt());
     if is_causal {
         // Products, scaling, mask and softmax in one op where it can (see `causal_softmax`).
         let weights = super::causal_softmax::causal_weights(q, k, factor)?;

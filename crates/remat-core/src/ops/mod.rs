@@ -20,6 +20,7 @@ pub mod cumsum;
 pub mod dropout;
 pub mod einsum;
 pub mod elementwise;
+pub mod flash_attention;
 pub mod flip;
 pub mod gather;
 pub mod group_norms;
@@ -58,7 +59,10 @@ pub mod window;
 pub use advanced_index::{index_advanced, Index};
 pub use all_any::{all, any};
 pub use argmax::{argmax, argmin, max_dim, min_dim};
-pub use attention::scaled_dot_product_attention;
+pub use attention::{
+    scaled_dot_product_attention, scaled_dot_product_attention_math,
+    scaled_dot_product_attention_with,
+};
 pub use axes::{
     broadcast_to, expand_as, expand_sizes, flatten, matrix_transpose, movedim, squeeze, unflatten,
     unsqueeze,
@@ -82,6 +86,7 @@ pub use elementwise::{
     lerp_tensor, maximum, minimum, mul, pow, pow_number, pow_scalar, round, round_decimals, scale,
     softplus, sub, Bound,
 };
+pub use flash_attention::SdpaOptions;
 pub use flip::flip;
 pub use gather::{
     embedding, embedding_padded, embedding_renorm_, gather, index_add, index_select, nonzero,
