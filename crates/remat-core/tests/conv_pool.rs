@@ -172,6 +172,49 @@ fn fused_cpu_kernels_match_direct_loops_and_the_composed_backward_at_any_batch_a
 }
 
 #[test]
+fn tiles_of_output_lines_match_direct_loops_and_the_composed_backward() {
+    // 64 channels, a 3x3 kernel and 46-52 output columns: one output line's im2col matrix
+    // is ~0.2 MB in float64, so a tile holds about ten lines and the plane takes several
+    // tiles, the last one partial; with strides, padding, dilation and groups.
+    let (c, o) = (64, 8);
+    for &(s, p, d, g) in &[(1, 1, 1, 1), (2, 0, 1, 2), (1, 2, 2, 4)] {
+        let t = [
+            leaf(&det(&[1, c, 63, 50], 4)),
+            leaf(&det(&[o, c / g, 3, 3], 5)),
+            leaf(&det(&[o], 6)),
+        ];
+        let pad = ConvPadding::Explicit([p, p].into_iter().collect());
+        let y = ops::conv(&t[0], &t[1], Some(&t[2]), &[s, s], &pad, &[d, d], g).unwrap();
+        let (mut want, shape) = direct_conv2d(
+            &t[0].to_vec::<f64>(),
+            [1, c, 63, 50],
+            &t[1].to_vec::<f64>(),
+            [o, c / g, 3, 3],
+            s,
+            p,
+            d,
+            g,
+        );
+        let per_line = c * 9 * shape[3] * 8;
+        assert!(
+            per_line * shape[2] > 2 << 20,
+            "the plane must take several tiles"
+        );
+        let plane = shape[2] * shape[3];
+        let bias = t[2].to_vec::<f64>();
+        want.iter_mut()
+            .enumerate()
+            .for_each(|(i, v)| *v += bias[i / plane % o]);
+        close(&y.to_vec::<f64>(), &want);
+        let fused = conv_grads(&t, (s, p, d, g), false);
+        let composed = conv_grads(&t, (s, p, d, g), true);
+        for (a, b) in fused.iter().zip(&composed) {
+            close(&a.to_vec::<f64>(), &b.to_vec::<f64>());
+        }
+    }
+}
+
+#[test]
 fn unfold_and_fold_are_adjoint() {
     // <unfold(x), c> == <x, fold(c)> for any x, c.
     let win = Window::new(&[2, 3], &[2, 1], &[1, 1], &[1, 2]);

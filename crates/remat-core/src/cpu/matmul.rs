@@ -183,6 +183,26 @@ pub(crate) unsafe fn product<T: Element>(
     alpha: T,
     threads: usize,
 ) {
+    // SAFETY: forwarded; a row-major m x n destination has row stride n.
+    unsafe { product_ld(dst, n, (m, n, k), a, b, start, alpha, threads) }
+}
+
+/// [`product`] into a destination whose rows are `ld >= n` elements apart (a block of
+/// columns of a wider matrix, such as one tile of a convolution's output positions).
+///
+/// # Safety
+/// As [`product`], with `dst` addressing `m` rows of `n` writable elements, `ld` apart.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn product_ld<T: Element>(
+    dst: *mut T,
+    ld: usize,
+    (m, n, k): (usize, usize, usize),
+    a: Strided<T>,
+    b: Strided<T>,
+    start: Start<'_, T>,
+    alpha: T,
+    threads: usize,
+) {
     // Addresses, not pointers: raw pointers are not `Send`.
     let (pd, pa, pb) = (dst as usize, a.0 as usize, b.0 as usize);
     let (read_dst, beta) = match start {
@@ -197,7 +217,7 @@ pub(crate) unsafe fn product<T: Element>(
             for r in row0..row0 + rows {
                 // SAFETY: row r, columns [col0, col0 + cols) lie in this thread's block.
                 let row = unsafe {
-                    std::slice::from_raw_parts_mut((pd as *mut T).add(r * n + col0), cols)
+                    std::slice::from_raw_parts_mut((pd as *mut T).add(r * ld + col0), cols)
                 };
                 row.copy_from_slice(&bias[col0..col0 + cols]);
             }
@@ -206,7 +226,7 @@ pub(crate) unsafe fn product<T: Element>(
             for (r, &v) in col.iter().enumerate().skip(row0).take(rows) {
                 // SAFETY: as above.
                 let row = unsafe {
-                    std::slice::from_raw_parts_mut((pd as *mut T).add(r * n + col0), cols)
+                    std::slice::from_raw_parts_mut((pd as *mut T).add(r * ld + col0), cols)
                 };
                 row.fill(v);
             }
@@ -218,9 +238,9 @@ pub(crate) unsafe fn product<T: Element>(
                 rows,
                 cols,
                 k,
-                (pd as *mut T).add(row0 * n + col0),
+                (pd as *mut T).add(row0 * ld + col0),
                 1,
-                n as isize,
+                ld as isize,
                 read_dst,
                 (pa as *const T).offset(row0 as isize * a.1),
                 a.2,

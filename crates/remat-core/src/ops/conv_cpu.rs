@@ -1,14 +1,19 @@
-//! The CPU kernels of a convolution: per sample, im2col of the sample into a workspace and
-//! one single-threaded GEMM per group, written straight into the output (the bias fills each
+//! The CPU kernels of a convolution: per sample and per tile of output lines (the positions
+//! sharing every coordinate but the last), im2col of the tile into a workspace and one GEMM
+//! per group, written straight into the tile's columns of the output (the bias fills each
 //! output row right before its product), with the batch's samples split between the threads.
 //!
 //! The backward (first order; a `create_graph` backward composes differentiable ops instead,
-//! in `conv.rs`) runs the same way per sample: `Wᵀ · gy` into the workspace, folded (col2im)
+//! in `conv.rs`) runs the same way per tile: `Wᵀ · gy` into the workspace, folded (col2im)
 //! straight into the input gradient; `im2col(x) · gyᵀ` accumulated into the thread's
 //! (transposed) weight gradient, so the threads' partial sums are the only reduction;
-//! the bias gradient summed on the way. Nothing is built whole-batch: a thread's workspace
-//! is one sample's im2col matrix (two for a backward that needs both gradients), and the
-//! per-thread partial weight gradients, all counted by the byte counters.
+//! the bias gradient summed on the way.
+//!
+//! The workspace is bounded whatever the image: a tile holds as many output lines as keep
+//! its im2col matrix within [`TILE_BYTES`] (at least one line), so a thread's workspace is
+//! one tile's matrix (two for a backward that needs both gradients), plus the per-thread
+//! partial weight gradients, all counted by the byte counters. (Whole-sample im2col held
+//! `c · k² · H · W` elements: 288 MiB for a 128-channel 3×3 convolution of a 256 × 256 image.)
 //!
 //! Against composing `unfold`, batched `matmul`, `concat` and a broadcast `add` (still used on
 //! CUDA), this skips per chunk a fresh im2col tensor, the output's and the input gradient's
@@ -16,7 +21,7 @@
 //! per-sample weight gradients.
 
 use super::window::Plane;
-use crate::cpu::matmul::{product, Start, Strided};
+use crate::cpu::matmul::{product, product_ld, Start, Strided};
 use crate::cpu::Workspace;
 use crate::dtype::Element;
 
@@ -31,7 +36,34 @@ pub(crate) struct ConvShape {
     pub plane: Plane,
 }
 
+/// The most bytes one tile's im2col matrix (every group) takes, unless a single output line
+/// needs more: small enough for a thread's share of the cache hierarchy, large enough that
+/// each tile's GEMM is hundreds of output positions wide.
+pub(crate) const TILE_BYTES: usize = 2 << 20;
+
 impl ConvShape {
+    /// Output lines per tile (at least one): as many as keep a tile's im2col matrix within
+    /// [`TILE_BYTES`] for elements of `size` bytes.
+    pub(crate) fn tile_lines(&self, size: usize) -> usize {
+        let line = self.c * self.plane.volume() * self.plane.out[2] * size;
+        (TILE_BYTES / line.max(1)).clamp(1, self.plane.lines().max(1))
+    }
+    /// Elements of one tile's im2col matrix (every group), for `lines` output lines.
+    fn tile_len(&self, lines: usize) -> usize {
+        self.c * self.plane.volume() * lines * self.plane.out[2]
+    }
+    /// The tiles of the output lines `lines`, `per_tile` lines each (the last may be
+    /// shorter).
+    fn tiles(
+        &self,
+        lines: std::ops::Range<usize>,
+        per_tile: usize,
+    ) -> impl Iterator<Item = std::ops::Range<usize>> {
+        let (start, end) = (lines.start, lines.end);
+        (start..end)
+            .step_by(per_tile.max(1))
+            .map(move |t| t..(t + per_tile).min(end))
+    }
     /// Rows of one group's im2col matrix: `c / groups · prod(kernel)`.
     fn kg(&self) -> usize {
         self.c / self.groups * self.plane.volume()
@@ -44,27 +76,67 @@ impl ConvShape {
     fn l(&self) -> usize {
         self.plane.out_len()
     }
-    /// Elements of one sample's im2col matrix (every group).
-    fn cols_len(&self) -> usize {
-        self.groups * self.kg() * self.l()
+}
+
+/// How the work is split between the threads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Split {
+    /// `parts` ranges of consecutive samples, one per thread, each GEMM single-threaded.
+    Samples(usize),
+    /// For each sample in turn, its output lines in `parts` chunks per phase, one per thread,
+    /// each GEMM single-threaded (a batch too small to split, on a 1-D or 2-D plane with
+    /// enough lines). The backward folds the input gradient of each chunk; chunks two apart
+    /// never touch the same input rows, so it runs the even chunks, then the odd ones.
+    Lines(usize),
+    /// One part, the samples in turn, whose GEMMs use every thread.
+    Whole(usize),
+}
+
+impl Split {
+    /// Workers with their own workspace and partial sums.
+    fn parts(self) -> usize {
+        match self {
+            Split::Samples(p) | Split::Lines(p) => p,
+            Split::Whole(_) => 1,
+        }
+    }
+    /// Threads each GEMM runs on.
+    fn gemm_threads(self) -> usize {
+        match self {
+            Split::Whole(t) => t,
+            _ => 1,
+        }
     }
 }
 
-/// How the batch is split: `parts` ranges of consecutive samples, one per thread, each GEMM
-/// single-threaded; or one part (the samples in turn) whose GEMMs use every thread, when the
-/// samples do not split evenly enough (a batch of 1 or 3 on two threads).
-fn split(n: usize) -> (usize, usize) {
+/// The split of a convolution's work: samples per thread when the batch splits evenly
+/// enough; else output lines per thread when the plane has enough of them (two chunks per
+/// thread, each longer than the lines whose input rows overlap, `(k - 1) · d / s`); else
+/// threaded GEMMs.
+fn split(sh: &ConvShape) -> Split {
     let threads = crate::parallel::num_threads();
+    let n = sh.n;
     if n >= threads && (n.is_multiple_of(threads) || n >= 4 * threads) {
-        (threads, 1)
-    } else {
-        (1, threads)
+        return Split::Samples(threads);
     }
+    let p = &sh.plane;
+    let overlap = (p.kernel[1] - 1) * p.dilation[1] / p.stride[1];
+    let chunk = p.lines() / (2 * threads);
+    if threads > 1 && p.out[0] == 1 && chunk > overlap && chunk >= 4 {
+        return Split::Lines(threads);
+    }
+    Split::Whole(threads)
 }
 
 /// The samples `[start, end)` of part `i` of `parts`.
 fn samples_of(n: usize, parts: usize, i: usize) -> std::ops::Range<usize> {
     i * n / parts..(i + 1) * n / parts
+}
+
+/// Chunk `i` of `chunks` of the plane's output lines.
+fn lines_of(sh: &ConvShape, chunks: usize, i: usize) -> std::ops::Range<usize> {
+    let n = sh.plane.lines();
+    i * n / chunks..(i + 1) * n / chunks
 }
 
 /// A mutable block of `len` elements at `offset` of the buffer at address `base`.
@@ -75,13 +147,21 @@ unsafe fn block<'a, T>(base: usize, offset: usize, len: usize) -> &'a mut [T] {
     unsafe { std::slice::from_raw_parts_mut((base as *mut T).add(offset), len) }
 }
 
-/// im2col of sample `s` of `x` into `cols` (`c · volume × l`).
-fn unfold_sample<T: Element>(sh: &ConvShape, x: &[T], s: usize, cols: &mut [T]) {
-    let (in_len, rows) = (sh.plane.input_len(), sh.plane.volume() * sh.l());
+/// im2col of output lines `lines` of sample `s` of `x` into `cols` (`c · volume ×
+/// lines.len() · out[2]`).
+fn unfold_tile<T: Element>(
+    sh: &ConvShape,
+    x: &[T],
+    s: usize,
+    lines: std::ops::Range<usize>,
+    cols: &mut [T],
+) {
+    let in_len = sh.plane.input_len();
+    let rows = sh.plane.volume() * lines.len() * sh.plane.out[2];
     for ci in 0..sh.c {
         let plane = &x[(s * sh.c + ci) * in_len..][..in_len];
         sh.plane
-            .unfold_into(plane, &mut cols[ci * rows..(ci + 1) * rows]);
+            .unfold_lines_into(plane, lines.clone(), &mut cols[ci * rows..(ci + 1) * rows]);
     }
 }
 
@@ -92,29 +172,48 @@ pub(crate) fn forward<T: Element>(sh: &ConvShape, x: &[T], w: &[T], bias: Option
     if out.is_empty() {
         return out;
     }
-    let (parts, gemm_threads) = split(sh.n);
-    let mut cols = Workspace::<T>::new(parts * sh.cols_len());
+    let how = split(sh);
+    let (parts, gemm_threads) = (how.parts(), how.gemm_threads());
+    let per_tile = sh.tile_lines(std::mem::size_of::<T>());
+    let work = sh.tile_len(per_tile);
+    let mut cols = Workspace::<T>::new(parts * work);
     let (pcols, pout) = (cols.as_mut_ptr() as usize, out.as_mut_ptr() as usize);
-    let run = |i: usize| {
-        // SAFETY: part i owns its workspace block and its samples' output rows.
-        let cols = unsafe { block::<T>(pcols, i * sh.cols_len(), sh.cols_len()) };
-        for s in samples_of(sh.n, parts, i) {
-            unfold_sample(sh, x, s, cols);
+    let width = sh.plane.out[2];
+    // Sample s's output for the lines `lines`, with workspace `i`.
+    let unit = |i: usize, s: usize, lines: std::ops::Range<usize>| {
+        // SAFETY: workspace i belongs to one worker at a time, and so do the output columns
+        // of these lines of this sample.
+        let cols = unsafe { block::<T>(pcols, i * work, work) };
+        for tile in sh.tiles(lines, per_tile) {
+            let (p0, tl) = (tile.start * width, tile.len() * width);
+            unfold_tile(sh, x, s, tile, cols);
             for g in 0..sh.groups {
                 let start = match bias {
                     Some(b) => Start::Columns(&b[g * og..(g + 1) * og]),
                     None => Start::Empty,
                 };
                 let a: Strided<T> = (w[g * og * kg..].as_ptr(), kg as isize, 1);
-                let b: Strided<T> = (cols[g * kg * l..].as_ptr(), l as isize, 1);
-                let dst = (pout as *mut T).wrapping_add((s * sh.o + g * og) * l);
-                // SAFETY: a is og x kg of w, b is kg x l of the workspace; dst is this
-                // sample's og x l block of the group's output channels.
-                unsafe { product(dst, (og, l, kg), a, b, start, T::one(), gemm_threads) };
+                let b: Strided<T> = (cols[g * kg * tl..].as_ptr(), tl as isize, 1);
+                let dst = (pout as *mut T).wrapping_add((s * sh.o + g * og) * l + p0);
+                // SAFETY: a is og x kg of w, b is kg x tl of the workspace; dst is the
+                // tile's columns of this sample's og output rows (row stride l).
+                unsafe { product_ld(dst, l, (og, tl, kg), a, b, start, T::one(), gemm_threads) };
             }
         }
     };
-    crate::parallel::run_parts(parts, run);
+    let all = 0..sh.plane.lines();
+    match how {
+        Split::Lines(p) => {
+            for s in 0..sh.n {
+                crate::parallel::run_parts(p, |i| unit(i, s, lines_of(sh, p, i)));
+            }
+        }
+        _ => crate::parallel::run_parts(parts, |i| {
+            for s in samples_of(sh.n, parts, i) {
+                unit(i, s, all.clone());
+            }
+        }),
+    }
     out
 }
 
@@ -132,49 +231,64 @@ pub(crate) fn backward<T: Element>(
 ) -> Grads<T> {
     let (kg, og, l) = (sh.kg(), sh.og(), sh.l());
     let in_len = sh.plane.input_len();
-    let (parts, gemm_threads) = split(sh.n);
+    let how = split(sh);
+    let (parts, gemm_threads) = (how.parts(), how.gemm_threads());
     let mut gx = need[0].then(|| crate::cpu::alloc::<T>(sh.n * sh.c * in_len));
+    if let Some(g) = gx.as_mut() {
+        g.fill(T::zero());
+    }
     // Per part: the weight gradient (transposed per group: `(groups, kg, og)`) and the bias
     // gradient.
     let (wlen, blen) = (sh.o * kg, sh.o);
     let mut partial = Workspace::<T>::new(parts * (wlen + blen));
     partial.fill(T::zero());
     if sh.n * l > 0 {
-        // Per part: the im2col matrix of x (weight gradient) and of the input gradient.
-        let scratch = sh.cols_len() * (need[0] as usize + need[1] as usize);
+        // Per part: one tile's im2col matrix of x (weight gradient) and of the input gradient.
+        let per_tile = sh.tile_lines(std::mem::size_of::<T>());
+        let tile = sh.tile_len(per_tile);
+        let scratch = tile * (need[0] as usize + need[1] as usize);
+        let width = sh.plane.out[2];
         let mut work = Workspace::<T>::new(parts * scratch);
         let pwork = work.as_mut_ptr() as usize;
         let pgx = gx.as_mut().map_or(0, |g| g.as_mut_ptr() as usize);
         let ppartial = partial.as_mut_ptr() as usize;
-        let run = |i: usize| {
-            // SAFETY: part i owns its workspace and partial-sum blocks, and the input
-            // gradient of its samples.
+        // Sample s's contributions from the output lines `lines`, with workspace and partial
+        // sums `i`.
+        let unit = |i: usize, s: usize, lines: std::ops::Range<usize>| {
+            // SAFETY: workspace and partial sums i belong to one worker at a time; so do the
+            // input-gradient rows these lines fold into (see `Split::Lines`).
             let work = unsafe { block::<T>(pwork, i * scratch, scratch) };
             let (gw, gb) =
                 unsafe { block::<T>(ppartial, i * (wlen + blen), wlen + blen) }.split_at_mut(wlen);
-            let (cols, gcols) = work.split_at_mut(if need[1] { sh.cols_len() } else { 0 });
-            for s in samples_of(sh.n, parts, i) {
-                let gy_s = &gy[s * sh.o * l..(s + 1) * sh.o * l];
-                if need[2] {
-                    for (b, row) in gb.iter_mut().zip(gy_s.chunks_exact(l)) {
-                        *b += crate::cpu::sum::pairwise_sum(row);
-                    }
+            let (cols, gcols) = work.split_at_mut(if need[1] { tile } else { 0 });
+            let gy_s = &gy[s * sh.o * l..(s + 1) * sh.o * l];
+            let (q0, q1) = (lines.start * width, lines.end * width);
+            if need[2] {
+                for (b, row) in gb.iter_mut().zip(gy_s.chunks_exact(l)) {
+                    *b += crate::cpu::sum::pairwise_sum(&row[q0..q1]);
                 }
+            }
+            // SAFETY: as above (the rows of sample s's input gradient these lines reach).
+            let mut gx_s =
+                need[0].then(|| unsafe { block::<T>(pgx, s * sh.c * in_len, sh.c * in_len) });
+            for tile in sh.tiles(lines, per_tile) {
+                let (p0, tl) = (tile.start * width, tile.len() * width);
                 if need[1] {
-                    unfold_sample(sh, x, s, cols);
+                    unfold_tile(sh, x, s, tile.clone(), cols);
                     for g in 0..sh.groups {
-                        // gw_gᵀ (kg x og) += cols_g (kg x l) · gy_g (og x l)ᵀ: the long l
-                        // axis is the inner one of both operands as stored (the other
-                        // orientation, og x kg, measured 2.2x slower in the GEMM).
-                        let a: Strided<T> = (cols[g * kg * l..].as_ptr(), l as isize, 1);
-                        let b: Strided<T> = (gy_s[g * og * l..].as_ptr(), 1, l as isize);
+                        // gw_gᵀ (kg x og) += cols_g (kg x tl) · gy_g (og x tl)ᵀ: the long
+                        // positions axis is the inner one of both operands as stored (the
+                        // other orientation, og x kg, measured 2.2x slower in the GEMM).
+                        let a: Strided<T> = (cols[g * kg * tl..].as_ptr(), tl as isize, 1);
+                        let b: Strided<T> = (gy_s[g * og * l + p0..].as_ptr(), 1, l as isize);
                         let dst = gw[g * kg * og..].as_mut_ptr();
-                        // SAFETY: a is kg x l of the workspace, b the transpose of og x l of
-                        // gy; dst the group's kg x og block of this part's sum.
+                        // SAFETY: a is kg x tl of the workspace, b the transpose of the tile's
+                        // og x tl of gy (row stride l); dst the group's kg x og block of this
+                        // part's sum.
                         unsafe {
                             product(
                                 dst,
-                                (kg, og, l),
+                                (kg, og, tl),
                                 a,
                                 b,
                                 Start::Scaled(T::one()),
@@ -184,31 +298,55 @@ pub(crate) fn backward<T: Element>(
                         };
                     }
                 }
-                if need[0] {
+                if let Some(gx_s) = gx_s.as_mut() {
                     for g in 0..sh.groups {
-                        // gcols_g (kg x l) = w_g (og x kg)ᵀ · gy_g (og x l)
+                        // gcols_g (kg x tl) = w_g (og x kg)ᵀ · gy_g (og x tl)
                         let a: Strided<T> = (w[g * og * kg..].as_ptr(), 1, kg as isize);
-                        let b: Strided<T> = (gy_s[g * og * l..].as_ptr(), l as isize, 1);
-                        let dst = gcols[g * kg * l..].as_mut_ptr();
-                        // SAFETY: a is the transpose of og x kg of w, b og x l of gy; dst
-                        // the group's kg x l block of the workspace.
+                        let b: Strided<T> = (gy_s[g * og * l + p0..].as_ptr(), l as isize, 1);
+                        let dst = gcols[g * kg * tl..].as_mut_ptr();
+                        // SAFETY: a is the transpose of og x kg of w, b the tile's og x tl of
+                        // gy; dst the group's kg x tl block of the workspace.
                         unsafe {
-                            product(dst, (kg, l, og), a, b, Start::Empty, T::one(), gemm_threads)
+                            product(
+                                dst,
+                                (kg, tl, og),
+                                a,
+                                b,
+                                Start::Empty,
+                                T::one(),
+                                gemm_threads,
+                            )
                         };
                     }
-                    // SAFETY: sample s's input gradient belongs to this part alone.
-                    let gx_s = unsafe { block::<T>(pgx, s * sh.c * in_len, sh.c * in_len) };
-                    gx_s.fill(T::zero());
-                    let rows = sh.plane.volume() * l;
+                    let rows = sh.plane.volume() * tl;
                     for (ci, img) in gx_s.chunks_exact_mut(in_len).enumerate() {
-                        sh.plane.fold_into(&gcols[ci * rows..(ci + 1) * rows], img);
+                        sh.plane.fold_lines_into(
+                            &gcols[ci * rows..(ci + 1) * rows],
+                            tile.clone(),
+                            img,
+                        );
                     }
                 }
             }
         };
-        crate::parallel::run_parts(parts, run);
-    } else if let Some(g) = gx.as_mut() {
-        g.fill(T::zero());
+        let all = 0..sh.plane.lines();
+        match how {
+            Split::Lines(p) => {
+                // Even chunks, then odd ones: chunks two apart fold into disjoint input rows.
+                for s in 0..sh.n {
+                    for phase in 0..2 {
+                        crate::parallel::run_parts(p, |i| {
+                            unit(i, s, lines_of(sh, 2 * p, 2 * i + phase))
+                        });
+                    }
+                }
+            }
+            _ => crate::parallel::run_parts(parts, |i| {
+                for s in samples_of(sh.n, parts, i) {
+                    unit(i, s, all.clone());
+                }
+            }),
+        }
     }
     // The parts' partial sums, added into the first.
     let (first, rest) = partial.split_at_mut(wlen + blen);

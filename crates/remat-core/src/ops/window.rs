@@ -206,30 +206,37 @@ impl Plane {
         (lo, hi.max(lo))
     }
 
-    /// Visit every (kernel offset row, output line): `f(line_start, input_line_base, lo, hi,
-    /// k_last)` where `input_line_base` is None when the line lies in the padding.
+    /// Output lines (the positions sharing every coordinate but the last): the plane has
+    /// `out[0] · out[1]` of them, `out[2]` positions each.
+    pub(crate) fn lines(&self) -> usize {
+        self.out[0] * self.out[1]
+    }
+
+    /// Visit every (kernel offset row, output line) of the lines `lines`: `f(line_start,
+    /// input_line_base, lo, hi, k_last)` where `line_start` is the line's offset in a
+    /// `volume × (lines.len() · out[2])` matrix and `input_line_base` is None when the line
+    /// lies in the padding.
     #[inline]
-    fn for_lines(&self, mut f: impl FnMut(usize, Option<usize>, usize, usize, usize)) {
-        let l = self.out_len();
+    fn for_lines(
+        &self,
+        lines: std::ops::Range<usize>,
+        mut f: impl FnMut(usize, Option<usize>, usize, usize, usize),
+    ) {
+        let width = lines.len() * self.out[2];
         let mut row = 0;
         for ka in 0..self.kernel[0] {
             for kb in 0..self.kernel[1] {
                 for kc in 0..self.kernel[2] {
                     let (lo, hi) = self.inner_range(kc);
-                    let mut o = row * l;
-                    for oa in 0..self.out[0] {
-                        let ia = self.coord(0, oa, ka);
-                        for ob in 0..self.out[1] {
-                            let ib = self.coord(1, ob, kb);
-                            let base = match (ia, ib) {
-                                (Some(ia), Some(ib)) => {
-                                    Some((ia * self.input[1] + ib) * self.input[2])
-                                }
-                                _ => None,
-                            };
-                            f(o, base, lo, hi, kc);
-                            o += self.out[2];
-                        }
+                    let mut o = row * width;
+                    for line in lines.clone() {
+                        let (oa, ob) = (line / self.out[1], line % self.out[1]);
+                        let base = match (self.coord(0, oa, ka), self.coord(1, ob, kb)) {
+                            (Some(ia), Some(ib)) => Some((ia * self.input[1] + ib) * self.input[2]),
+                            _ => None,
+                        };
+                        f(o, base, lo, hi, kc);
+                        o += self.out[2];
                     }
                     row += 1;
                 }
@@ -246,10 +253,21 @@ impl Plane {
 
     /// im2col of one plane: `cols` (`volume × out_len`) from `x` (`input_len`).
     pub(crate) fn unfold_into<T: Scalar>(&self, x: &[T], cols: &mut [T]) {
+        self.unfold_lines_into(x, 0..self.lines(), cols)
+    }
+
+    /// im2col of the output lines `lines` of one plane: `cols` (`volume × (lines.len() ·
+    /// out[2])`) from `x` (`input_len`), what [`Plane::unfold_into`] gives for those columns.
+    pub(crate) fn unfold_lines_into<T: Scalar>(
+        &self,
+        x: &[T],
+        lines: std::ops::Range<usize>,
+        cols: &mut [T],
+    ) {
         let zero = T::default();
         let w = self.out[2];
         let s = self.stride[2];
-        self.for_lines(|o, base, lo, hi, kc| {
+        self.for_lines(lines, |o, base, lo, hi, kc| {
             let line = &mut cols[o..o + w];
             let Some(base) = base else {
                 line.fill(zero);
@@ -273,9 +291,20 @@ impl Plane {
 
     /// col2im of one plane: adds `cols` (`volume × out_len`) into `x` (`input_len`).
     pub(crate) fn fold_into<T: Element>(&self, cols: &[T], x: &mut [T]) {
+        self.fold_lines_into(cols, 0..self.lines(), x)
+    }
+
+    /// col2im of the output lines `lines`: adds `cols` (`volume × (lines.len() · out[2])`)
+    /// into `x` (`input_len`).
+    pub(crate) fn fold_lines_into<T: Element>(
+        &self,
+        cols: &[T],
+        lines: std::ops::Range<usize>,
+        x: &mut [T],
+    ) {
         let w = self.out[2];
         let s = self.stride[2];
-        self.for_lines(|o, base, lo, hi, kc| {
+        self.for_lines(lines, |o, base, lo, hi, kc| {
             let (Some(base), true) = (base, lo < hi) else {
                 return;
             };
