@@ -72,7 +72,10 @@ MATMUL_SIZES = (256, 512, 1024, 2048)
 SOFTMAX_SHAPE = (4096, 1024)
 LAYER_NORM_SHAPE = (4096, 1024)
 ATTENTION = (8, 8, 256, 64)  # batch, heads, tokens, head size
+# Longer sequences for the tiled attention (causal, forward+backward): (batch, heads, tokens).
+LONG_ATTENTION = {"sdpa1k": (2, 8, 1024), "sdpa4k": (1, 4, 4096)}
 CONV = (16, 32, 32, 64)  # batch, in channels, height = width, out channels
+CONV_LARGE = (1, 128, 256, 128)  # one large image: the bounded-workspace case
 EMBEDDING = (8192, 512, (16, 256))  # vocab, dim, ids shape
 LR = 1e-4
 GPT = (4, 256, 4, 8, 128)  # blocks, dim, heads, batch, tokens
@@ -257,8 +260,21 @@ def work_op(lib: _Lib, runs: int, name: str) -> dict:
             sdpa(q, k, v, is_causal=True).backward(g)
 
         return {"ms": _time_ms(step, runs)}
-    if name == "conv2d":
-        n, c, hw, o = CONV
+    if name in LONG_ATTENTION:
+        b, h, t = LONG_ATTENTION[name]
+        d = ATTENTION[3]
+        q, k, v = (randn((b, h, t, d), True) for _ in range(3))
+        g = randn((b, h, t, d))
+        sdpa = m.nn.functional.scaled_dot_product_attention
+
+        def step():
+            for p in (q, k, v):
+                p.grad = None
+            sdpa(q, k, v, is_causal=True).backward(g)
+
+        return {"ms": _time_ms(step, runs)}
+    if name in ("conv2d", "conv2d_large"):
+        n, c, hw, o = CONV if name == "conv2d" else CONV_LARGE
         x, g = randn((n, c, hw, hw), True), randn((n, o, hw, hw))
         w, bias = randn((o, c, 3, 3), True), randn((o,), True)
         conv = m.nn.functional.conv2d
@@ -599,6 +615,7 @@ def main() -> None:
     plan = [("overhead", 1)] + [(f"matmul:{s}", 3) for s in MATMUL_SIZES]
     plan += [("op:softmax", 3), ("op:layer_norm", 3), ("op:einsum", 3), ("op:conv2d", 3)]
     plan += [("op:embedding", 3), ("op:gelu", 3), ("op:tanh", 3), ("op:sdpa", 3)]
+    plan += [("op:sdpa1k", 3), ("op:sdpa4k", 2), ("op:conv2d_large", 2)]
     plan += [(f"matmul1:{s}", 3) for s in MATMUL_SIZES]
     plan += [("mlp:plain", 1), ("mlp:ckpt", 1), ("mlp:floor", 3), ("gpt:plain", 3)]
     prefixes = [p for p in args.workloads.split(",") if p]
@@ -710,9 +727,15 @@ def main() -> None:
     row(f"layer_norm {LAYER_NORM_SHAPE} forward+backward", "ms", "ms", "op:layer_norm", ms2)
     b, h, t, d = ATTENTION
     row(f"einsum 'bhqd,bhkd->bhqk' B={b} H={h} T={t} D={d}", "ms", "ms", "op:einsum", ms2)
+    for key, (b, h, t) in LONG_ATTENTION.items():
+        row(f"causal scaled_dot_product_attention B={b} H={h} T={t} D={d} forward+backward",
+            "ms", "ms", f"op:{key}", ms2)
     n, c, hw, o = CONV
     row(f"conv2d 3×3 pad 1, x ({n}, {c}, {hw}, {hw}) → {o} channels, forward+backward", "ms",
         "ms", "op:conv2d", ms2)
+    n, c, hw, o = CONV_LARGE
+    row(f"conv2d 3×3 pad 1, x ({n}, {c}, {hw}, {hw}) → {o} channels, forward+backward", "ms",
+        "ms", "op:conv2d_large", ms2)
     vocab, dim, shape = EMBEDDING
     row(f"embedding ({vocab}, {dim}) of {shape} ids, forward+backward", "ms", "ms",
         "op:embedding", ms2)
