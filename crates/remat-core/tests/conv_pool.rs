@@ -215,6 +215,43 @@ fn tiles_of_output_lines_match_direct_loops_and_the_composed_backward() {
 }
 
 #[test]
+fn a_line_too_wide_for_one_tile_is_cut_into_column_blocks() {
+    // 128 channels, 3x3, 258-260 output columns in float64: one line's im2col matrix is
+    // ~2.4 MB, over a tile's 2 MiB, so each line is cut into blocks of columns.
+    let (c, o) = (128, 4);
+    for &(s, p, d) in &[(1, 1, 1), (1, 0, 2), (2, 1, 1)] {
+        let t = [
+            leaf(&det(&[1, c, 7, 262], 7)),
+            leaf(&det(&[o, c, 3, 3], 8)),
+            leaf(&det(&[o], 9)),
+        ];
+        let pad = ConvPadding::Explicit([p, p].into_iter().collect());
+        let y = ops::conv(&t[0], &t[1], Some(&t[2]), &[s, s], &pad, &[d, d], 1).unwrap();
+        let (mut want, shape) = direct_conv2d(
+            &t[0].to_vec::<f64>(),
+            [1, c, 7, 262],
+            &t[1].to_vec::<f64>(),
+            [o, c, 3, 3],
+            s,
+            p,
+            d,
+            1,
+        );
+        let plane = shape[2] * shape[3];
+        let bias = t[2].to_vec::<f64>();
+        want.iter_mut()
+            .enumerate()
+            .for_each(|(i, v)| *v += bias[i / plane % o]);
+        close(&y.to_vec::<f64>(), &want);
+        let fused = conv_grads(&t, (s, p, d, 1), false);
+        let composed = conv_grads(&t, (s, p, d, 1), true);
+        for (a, b) in fused.iter().zip(&composed) {
+            close(&a.to_vec::<f64>(), &b.to_vec::<f64>());
+        }
+    }
+}
+
+#[test]
 fn unfold_and_fold_are_adjoint() {
     // <unfold(x), c> == <x, fold(c)> for any x, c.
     let win = Window::new(&[2, 3], &[2, 1], &[1, 1], &[1, 2]);

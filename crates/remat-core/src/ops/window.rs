@@ -212,22 +212,28 @@ impl Plane {
         self.out[0] * self.out[1]
     }
 
-    /// Visit every (kernel offset row, output line) of the lines `lines`: `f(line_start,
-    /// input_line_base, lo, hi, k_last)` where `line_start` is the line's offset in a
-    /// `volume × (lines.len() · out[2])` matrix and `input_line_base` is None when the line
-    /// lies in the padding.
+    /// Visit every (kernel offset row, output line) of the lines `lines`, restricted to the
+    /// output columns `cols` of each line: `f(segment_start, input_line_base, lo, hi, k_last)`
+    /// where `segment_start` is the segment's offset in a `volume × (lines.len() ·
+    /// cols.len())` matrix, `lo..hi` the segment's columns (relative to `cols.start`) whose
+    /// input lies inside the plane, and `input_line_base` None when the line lies in the
+    /// padding.
     #[inline]
     fn for_lines(
         &self,
         lines: std::ops::Range<usize>,
+        cols: std::ops::Range<usize>,
         mut f: impl FnMut(usize, Option<usize>, usize, usize, usize),
     ) {
-        let width = lines.len() * self.out[2];
+        let cw = cols.len();
+        let width = lines.len() * cw;
         let mut row = 0;
         for ka in 0..self.kernel[0] {
             for kb in 0..self.kernel[1] {
                 for kc in 0..self.kernel[2] {
                     let (lo, hi) = self.inner_range(kc);
+                    let lo = lo.clamp(cols.start, cols.end) - cols.start;
+                    let hi = hi.clamp(cols.start, cols.end) - cols.start;
                     let mut o = row * width;
                     for line in lines.clone() {
                         let (oa, ob) = (line / self.out[1], line % self.out[1]);
@@ -235,8 +241,8 @@ impl Plane {
                             (Some(ia), Some(ib)) => Some((ia * self.input[1] + ib) * self.input[2]),
                             _ => None,
                         };
-                        f(o, base, lo, hi, kc);
-                        o += self.out[2];
+                        f(o, base, lo, hi.max(lo), kc);
+                        o += cw;
                     }
                     row += 1;
                 }
@@ -253,22 +259,24 @@ impl Plane {
 
     /// im2col of one plane: `cols` (`volume × out_len`) from `x` (`input_len`).
     pub(crate) fn unfold_into<T: Scalar>(&self, x: &[T], cols: &mut [T]) {
-        self.unfold_lines_into(x, 0..self.lines(), cols)
+        self.unfold_tile_into(x, 0..self.lines(), 0..self.out[2], cols)
     }
 
-    /// im2col of the output lines `lines` of one plane: `cols` (`volume × (lines.len() ·
-    /// out[2])`) from `x` (`input_len`), what [`Plane::unfold_into`] gives for those columns.
-    pub(crate) fn unfold_lines_into<T: Scalar>(
+    /// im2col of a tile of one plane, the output columns `cols` of the output lines `lines`:
+    /// `mat` (`volume × (lines.len() · cols.len())`) from `x` (`input_len`), what
+    /// [`Plane::unfold_into`] gives for those output positions.
+    pub(crate) fn unfold_tile_into<T: Scalar>(
         &self,
         x: &[T],
         lines: std::ops::Range<usize>,
-        cols: &mut [T],
+        cols: std::ops::Range<usize>,
+        mat: &mut [T],
     ) {
         let zero = T::default();
-        let w = self.out[2];
+        let (w, c0) = (cols.len(), cols.start);
         let s = self.stride[2];
-        self.for_lines(lines, |o, base, lo, hi, kc| {
-            let line = &mut cols[o..o + w];
+        self.for_lines(lines, cols, |o, base, lo, hi, kc| {
+            let line = &mut mat[o..o + w];
             let Some(base) = base else {
                 line.fill(zero);
                 return;
@@ -277,7 +285,7 @@ impl Plane {
             line[hi..].fill(zero);
             if lo < hi {
                 let (off, pad) = self.first_col(kc);
-                let start = base + lo * s + off - pad;
+                let start = base + (c0 + lo) * s + off - pad;
                 if s == 1 {
                     line[lo..hi].copy_from_slice(&x[start..start + (hi - lo)]);
                 } else {
@@ -291,26 +299,27 @@ impl Plane {
 
     /// col2im of one plane: adds `cols` (`volume × out_len`) into `x` (`input_len`).
     pub(crate) fn fold_into<T: Element>(&self, cols: &[T], x: &mut [T]) {
-        self.fold_lines_into(cols, 0..self.lines(), x)
+        self.fold_tile_into(cols, 0..self.lines(), 0..self.out[2], x)
     }
 
-    /// col2im of the output lines `lines`: adds `cols` (`volume × (lines.len() · out[2])`)
-    /// into `x` (`input_len`).
-    pub(crate) fn fold_lines_into<T: Element>(
+    /// col2im of a tile (see [`Plane::unfold_tile_into`]): adds `mat` (`volume ×
+    /// (lines.len() · cols.len())`) into `x` (`input_len`).
+    pub(crate) fn fold_tile_into<T: Element>(
         &self,
-        cols: &[T],
+        mat: &[T],
         lines: std::ops::Range<usize>,
+        cols: std::ops::Range<usize>,
         x: &mut [T],
     ) {
-        let w = self.out[2];
+        let (w, c0) = (cols.len(), cols.start);
         let s = self.stride[2];
-        self.for_lines(lines, |o, base, lo, hi, kc| {
+        self.for_lines(lines, cols, |o, base, lo, hi, kc| {
             let (Some(base), true) = (base, lo < hi) else {
                 return;
             };
-            let line = &cols[o..o + w];
+            let line = &mat[o..o + w];
             let (off, pad) = self.first_col(kc);
-            let start = base + lo * s + off - pad;
+            let start = base + (c0 + lo) * s + off - pad;
             for (j, &v) in line[lo..hi].iter().enumerate() {
                 x[start + j * s] += v;
             }
