@@ -10,6 +10,7 @@ run just before and after it (its row: that ratio times the round-robin plain me
     python benches/strategies.py [--runs 5] [--mlp-depth 32 --width 256 --batch 512]
                                  [--blocks 8 --tokens 128 --dim 256 --gpt-batch 8]
                                  [--cnn-depth 8 --channels 32 --image 32 --cnn-batch 16]
+                                 [--models mlp,gpt,cnn]
 """
 
 from __future__ import annotations
@@ -161,6 +162,8 @@ def add_model_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--channels", type=int, default=32)
     ap.add_argument("--image", type=int, default=32)
     ap.add_argument("--cnn-batch", type=int, default=16)
+    ap.add_argument("--models", default="mlp,gpt,cnn",
+                    help="which of the models to run, comma-separated")
 
 
 def main() -> None:
@@ -172,6 +175,16 @@ def main() -> None:
           "one warm-up, static strategies round-robin, auto_checkpoint plans against plain "
           "steps just before and after; peak = max_memory_allocated() above the step's start")
 
+    models = set(args.models.split(","))
+    if "mlp" in models:
+        mlp_table(args)
+    if "gpt" in models:
+        gpt_table(args)
+    if "cnn" in models:
+        cnn_table(args)
+
+
+def mlp_table(args) -> None:
     remat.manual_seed(0)
     mlp = nn.Sequential(*[nn.Sequential(nn.Linear(args.width, args.width), nn.GELU())
                           for _ in range(args.mlp_depth)])
@@ -179,6 +192,8 @@ def main() -> None:
     table(f"MLP: {args.mlp_depth} × (Linear({args.width}) + GELU), batch {args.batch}",
           strategies(mlp, x, args.runs))
 
+
+def gpt_table(args) -> None:
     block_cls = load_block()
     remat.manual_seed(0)
     gpt = nn.Sequential(*[block_cls(args.dim, args.heads, 0.0) for _ in range(args.blocks)])
@@ -186,6 +201,8 @@ def main() -> None:
     table(f"GPT blocks: {args.blocks} × Block(dim {args.dim}, {args.heads} heads), batch "
           f"{args.gpt_batch}, {args.tokens} tokens", strategies(gpt, h, args.runs))
 
+
+def cnn_table(args) -> None:
     remat.manual_seed(0)
     cnn = nn.Sequential(*[nn.Sequential(nn.Conv2d(args.channels, args.channels, 3, padding=1),
                                         nn.ReLU()) for _ in range(args.cnn_depth)])

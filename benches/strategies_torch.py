@@ -3,10 +3,11 @@ GELU), GPT blocks as in examples/gpt.py, and a CNN of n × (Conv2d 3×3 + ReLU))
 ``torch.utils.checkpoint`` per block, selective activation checkpointing (SAC) saving matmul
 and convolution outputs per block (the analogue of ``dots_saveable``), and
 ``checkpoint_sequential`` with √n segments. PyTorch has no byte counters on the CPU, so the
-peak comes from its profiler (``profile_memory=True``): the running sum of every op's own
-allocations and frees over one step, in time order — bytes of live tensors, as remat's
-counters in strategies.py (transients inside one op are netted). Skips with a message where
-PyTorch is not installed.
+peak comes from its profiler (``profile_memory=True``): the running sum of every allocation
+and free of the step, each at its own time stamp — bytes of live tensors, as remat's
+counters in strategies.py. (Summing each op's netted memory at the op's start instead would
+count the saved tensors a backward node frees when it ends before the gradients it
+allocates, and understate the peak.) Skips with a message where PyTorch is not installed.
 
     python benches/strategies_torch.py [--runs 5] [same model flags as strategies.py]
 """
@@ -51,14 +52,15 @@ def build(kind: str, a):
 
 def peak_bytes(step) -> int:
     """Peak live tensor bytes above the start of ``step()``, from the profiler's memory
-    events (each op's own allocations and frees, summed in time order)."""
+    events: every allocation and free, summed in the order they happened."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         step()
+    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
     live = peak = 0
-    for e in sorted(prof.events(), key=lambda e: e.time_range.start):
-        live += e.self_cpu_memory_usage
+    for e in sorted(events, key=lambda e: e.start_ns()):
+        live += e.nbytes()
         peak = max(peak, live)
     return peak
 
@@ -133,6 +135,8 @@ def main() -> int:
                                 f" batch {a.gpt_batch}, {a.tokens} tokens"),
                         ("cnn", f"CNN: {a.cnn_depth} x (Conv2d({a.channels}, {a.channels}, 3, "
                                 f"padding=1) + ReLU), batch {a.cnn_batch}, {a.image}x{a.image}")):
+        if kind not in a.models.split(","):
+            continue
         print(f"\n{title}\n")
         print("| strategy | step ms | × plain | peak MiB | × plain |")
         print("|---|---:|---:|---:|---:|")

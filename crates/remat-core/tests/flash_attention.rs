@@ -339,3 +339,43 @@ fn a_checkpoint_gives_the_same_bits_and_the_op_keeps_o_of_t() {
         assert!((*a as f64 - b).abs() < 1e-5, "{a} vs {b}");
     }
 }
+
+#[test]
+fn the_output_laid_out_per_token_reshapes_to_tokens_without_a_copy() {
+    let _s = SERIAL.lock();
+    // A GPT block's attention: q, k, v are head views of one projection (b, t, 3·d), and the
+    // output goes back to (b, t, d) through `transpose(1, 2).reshape(...)`.
+    let (b, h, t, e) = (2, 3, 40, 4);
+    let d = h * e;
+    let qkv = leaf(&det(&[b, t, 3 * d], 61));
+    let heads = |i: usize| {
+        let part = ops::narrow(&qkv, 2, (i * d) as isize, d as isize).unwrap();
+        ops::transpose(&ops::reshape(&part, &[b, t, h, e]).unwrap(), 1, 2).unwrap()
+    };
+    let (q, k, v) = (heads(0), heads(1), heads(2));
+    let opts = SdpaOptions {
+        is_causal: true,
+        ..SdpaOptions::default()
+    };
+    let out = tiled(&q, &k, &v, None, &opts);
+    let base = remat_core::memory_allocated(Device::Cpu);
+    let tokens = ops::reshape(&ops::transpose(&out, 1, 2).unwrap(), &[b, t, d]).unwrap();
+    assert_eq!(
+        remat_core::memory_allocated(Device::Cpu),
+        base,
+        "the reshape to tokens copied the output"
+    );
+    let g = det(tokens.shape(), 62);
+    let got = grads(&tokens, std::slice::from_ref(&qkv), &g);
+    let (q, k, v) = (heads(0), heads(1), heads(2));
+    let want = math(&q, &k, &v, None, &opts);
+    let want_tokens = ops::reshape(&ops::transpose(&want, 1, 2).unwrap(), &[b, t, d]).unwrap();
+    close(
+        &tokens.to_vec::<f64>(),
+        &want_tokens.to_vec::<f64>(),
+        1e-12,
+        "values",
+    );
+    let expect = grads(&want_tokens, std::slice::from_ref(&qkv), &g);
+    close(&got[0], &expect[0], 1e-10, "gradient of the projection");
+}

@@ -81,6 +81,30 @@ pub struct Problem {
     pub mask: Mask,
     /// Dropout of the weights: the generator key and the probability.
     pub dropout: Option<(RngState, f64)>,
+    /// Batches interleaved in one packed output row (the head axis): see [`Problem::out_row`].
+    pub heads: usize,
+}
+
+impl Problem {
+    /// Elements of one packed output row: `heads` outputs of `ev`, then `heads` log-sum-exps.
+    pub fn out_width(&self) -> usize {
+        self.heads * (self.ev + 1)
+    }
+
+    /// Where the output row `i` of batch `b` starts in the packed output. The packed output
+    /// is `(n / heads, l, heads · ev + heads)`: the heads' rows for one query side by side,
+    /// as PyTorch lays its attention output out, so that `(b, h, l, ev) → (b, l, h · ev)`
+    /// is a view, not a copy.
+    pub fn out_row(&self, b: usize, i: usize) -> usize {
+        let h = self.heads.max(1);
+        ((b / h) * self.l + i) * self.out_width() + (b % h) * self.ev
+    }
+
+    /// Where the log-sum-exp of row `i` of batch `b` is in the packed output.
+    pub fn lse_at(&self, b: usize, i: usize) -> usize {
+        let h = self.heads.max(1);
+        ((b / h) * self.l + i) * self.out_width() + h * self.ev + b % h
+    }
 }
 
 /// `dst (m x n, row stride ld) = beta * dst + alpha * a (m x k) * b (k x n)`, single-threaded.
@@ -200,7 +224,7 @@ impl Problem {
     }
 }
 
-/// The forward: `out (n, l, ev + 1)` contiguous, each row the output followed by its
+/// The forward: the packed output (see [`Problem::out_row`]), each row's output and its
 /// log-sum-exp (`-inf` for a row whose keys are all masked: its output is zero).
 pub fn forward<T: Element>(pb: &Problem, q: &Matrices, k: &Matrices, v: &Matrices, out: &mut [T]) {
     let (l, ev) = (pb.l, pb.ev);
@@ -215,11 +239,17 @@ pub fn forward<T: Element>(pb: &Problem, q: &Matrices, k: &Matrices, v: &Matrice
         let (b, blk) = (task / blocks, task % blocks);
         let i0 = blk * FWD_ROWS;
         let rows = FWD_ROWS.min(l - i0);
-        // SAFETY: rows i0..i0 + rows of batch b are this task's alone.
-        let dst = unsafe {
-            std::slice::from_raw_parts_mut((pout as *mut T).add((b * l + i0) * width), rows * width)
-        };
-        forward_block(pb, q, k, v, b, i0, rows, dst);
+        let mut dst = vec![T::zero(); rows * width];
+        forward_block(pb, q, k, v, b, i0, rows, &mut dst);
+        for (r, row) in dst.chunks_exact(width).enumerate() {
+            // SAFETY: row i0 + r of batch b (its ev outputs and its log-sum-exp) is this
+            // task's alone, inside `out`.
+            unsafe {
+                let base = pout as *mut T;
+                std::ptr::copy_nonoverlapping(row.as_ptr(), base.add(pb.out_row(b, i0 + r)), ev);
+                *base.add(pb.lse_at(b, i0 + r)) = row[ev];
+            }
+        }
     });
 }
 
@@ -390,8 +420,9 @@ pub struct Grads<'a, T> {
     pub dv: &'a mut [T],
 }
 
-/// The backward: from the saved output rows `out (n, l, ev + 1)` (output and log-sum-exp)
-/// and the output's gradient `dout (n, l, ev)` contiguous, the three gradients.
+/// The backward: from the saved packed output `out` (outputs and log-sum-exps, laid out as
+/// [`Problem::out_row`] says) and the gradient of the packed output `dout` (same layout; its
+/// log-sum-exp places are not read), the three gradients.
 pub fn backward<T: Element>(
     pb: &Problem,
     q: &Matrices,
@@ -409,11 +440,11 @@ pub fn backward<T: Element>(
         return;
     }
     // D = rowsum(dO ∘ O), one per query row.
-    let width = ev + 1;
     let mut delta = vec![T::zero(); n * l];
     for (i, d) in delta.iter_mut().enumerate() {
-        let o = &out[i * width..i * width + ev];
-        let g = &dout[i * ev..(i + 1) * ev];
+        let at = pb.out_row(i / l, i % l);
+        let o = &out[at..at + ev];
+        let g = &dout[at..at + ev];
         *d = o.iter().zip(g).fold(T::zero(), |acc, (&a, &b)| acc + a * b);
     }
     let (pdq, pdk, pdv) = (
@@ -492,7 +523,6 @@ fn backward_keys<T: Element>(
     dv: &mut [T],
 ) {
     let (l, s, e, ev) = (pb.l, pb.s, pb.e, pb.ev);
-    let width = ev + 1;
     let cols = BWD_KEYS.min(s - j0);
     let scale = T::from_f64(pb.scale);
     let mut p = vec![T::zero(); BWD_ROWS * BWD_KEYS];
@@ -523,7 +553,7 @@ fn backward_keys<T: Element>(
         };
         pb.mask_tile(b, i0, j0, rows, cols, &mut p, BWD_KEYS);
         for r in 0..rows {
-            let lse = out[(b * l + i0 + r) * width + ev];
+            let lse = out[pb.lse_at(b, i0 + r)];
             let row = &mut p[r * BWD_KEYS..r * BWD_KEYS + cols];
             exp_minus(row, lse);
         }
@@ -547,8 +577,8 @@ fn backward_keys<T: Element>(
         };
         let weights = if dropped.is_some() { &pd } else { &p };
         let go = (
-            dout.as_ptr().wrapping_add((b * l + i0) * ev),
-            ev as isize,
+            dout.as_ptr().wrapping_add(pb.out_row(b, i0)),
+            pb.out_width() as isize,
             1isize,
         );
         // dV[j0..] += Pdᵀ dO.

@@ -2,8 +2,12 @@
 //! the output and one log-sum-exp per query row (FlashAttention, Dao et al. 2022;
 //! FlashAttention-2, 2023), never the `L × S` weights.
 //!
-//! The op's output packs each output row with its log-sum-exp, `(..., L, Ev + 1)`; the caller
-//! sees the first `Ev` columns as a view, and the op saves the packed tensor as its output,
+//! The op's output packs the output with its log-sum-exps: for batch axes `(..., H)` (the
+//! last one, the heads, interleaved) it is `(..., L, H·Ev + H)`, each query's row holding
+//! its `H` output rows side by side and then their `H` log-sum-exps. The caller sees the
+//! output `(..., H, L, Ev)` as a view of it, laid out as PyTorch lays out its attention
+//! output, so that the usual `y.transpose(1, 2).reshape(b, t, d)` is a view, not a copy
+//! kept for the projection's backward. The op saves the packed tensor as its output,
 //! so checkpoints, selective policies (`dots_saveable` keeps it: the op is one of
 //! [`DOT_OPS`](crate::checkpoint::DOT_OPS)), the memory cap and the planner see exactly that
 //! saved set. On the CPU forward and backward are tiled kernels (`cpu::flash`). The backward
@@ -116,13 +120,40 @@ impl FlashAttentionOp {
             scale: self.scale,
             mask,
             dropout: self.dropout,
+            heads: self.heads(),
         })
     }
 
+    /// The batches interleaved in a packed row: the last batch axis (1 without one).
+    fn heads(&self) -> usize {
+        self.batch.last().copied().unwrap_or(1)
+    }
+
+    /// The heads interleaved in a packed row, `None` without batch axes.
+    fn packed_heads(&self) -> Option<usize> {
+        self.batch.last().copied()
+    }
+
+    /// The packed output's shape: `(..., L, H·(Ev + 1))` for batch axes `(..., H)`.
     fn out_shape(&self, l: usize, ev: usize) -> Dims {
-        let mut shape = self.batch.clone();
-        shape.extend([l, ev + 1]);
+        let mut shape: Dims = self.batch[..self.batch.len().saturating_sub(1)].into();
+        shape.extend([l, self.heads() * (ev + 1)]);
         shape
+    }
+
+    /// The packed output from the output `(..., H, L, Ev)` and the log-sum-exps
+    /// `(..., H, L, 1)`.
+    fn pack(&self, out: &Tensor, lse: &Tensor) -> Result<Tensor> {
+        if self.batch.is_empty() {
+            return super::cat(&[out.clone(), lse.clone()], -1);
+        }
+        let side_by_side = |t: &Tensor| -> Result<Tensor> {
+            let t = transpose(t, -3, -2)?;
+            let mut shape = t.shape()[..t.ndim() - 2].to_vec();
+            shape.push(t.shape()[t.ndim() - 2] * t.shape()[t.ndim() - 1]);
+            super::reshape(&t, &shape)
+        };
+        super::cat(&[side_by_side(out)?, side_by_side(lse)?], -1)
     }
 
     /// The weights `softmax(q kᵀ · scale + mask)` with differentiable ops, rows whose keys are
@@ -225,7 +256,7 @@ impl FlashAttentionOp {
             None => scores,
         };
         let lse = super::logsumexp(&scores, Some(&[-1]), true)?;
-        super::cat(&[out, lse], -1)
+        self.pack(&out, &lse)
     }
 
     /// The gradients from differentiable ops (second order, CUDA, a mask that needs one).
@@ -328,12 +359,11 @@ impl Op for FlashAttentionOp {
             .saved
             .last()
             .ok_or_else(|| Error::graph(OP, "missing output"))?;
-        let ev = packed.shape()[packed.ndim() - 1] - 1;
+        let ev = ctx.saved[2].shape()[ctx.saved[2].ndim() - 1];
         let grad = super::to_dtype(ctx.grad, packed.dtype())?;
-        let dout = narrow(&grad, -1, 0, ev as isize)?;
         let mask_grad = ctx.inputs.len() > 3 && ctx.needs_grad(3);
         if is_grad_enabled() || packed.device() != crate::Device::Cpu || mask_grad {
-            return self.composed_backward(ctx, &dout);
+            return self.composed_backward(ctx, &unpack(&grad, self.packed_heads(), ev)?);
         }
         let (q, k, v) = (&ctx.saved[0], &ctx.saved[1], &ctx.saved[2]);
         let mut refs: Vec<&Tensor> = vec![q, k, v];
@@ -346,7 +376,8 @@ impl Op for FlashAttentionOp {
             matrices(k, &self.batch, self.group)?,
             matrices(v, &self.batch, self.group)?,
         );
-        let dout = super::contiguous(&dout)?;
+        // The packed gradient, read in the packed output's layout.
+        let dout = super::contiguous(&grad)?;
         let packed_c = super::contiguous(packed)?;
         let full = |last: usize, width: usize| -> Dims {
             let mut s = self.batch.clone();
@@ -491,6 +522,21 @@ pub(crate) fn flash_attention(
         saves.push(Save::Input(3));
     }
     saves.push(Save::Output);
+    let heads = op.packed_heads();
     let packed = apply(op, &inputs, &saves)?;
-    narrow(&packed, -1, 0, ev as isize)
+    unpack(&packed, heads, ev)
+}
+
+/// The output `(..., H, L, Ev)` as a view of a packed `(..., L, H·(Ev + 1))` (or the packed
+/// op's gradient): the first `H·Ev` columns of each row, split per head.
+/// `heads` is `None` without batch axes (the packed rows are `[out, lse]`).
+fn unpack(packed: &Tensor, heads: Option<usize>, ev: usize) -> Result<Tensor> {
+    let h = heads.unwrap_or(1);
+    let values = narrow(packed, -1, 0, (h * ev) as isize)?;
+    if heads.is_none() {
+        return Ok(values);
+    }
+    let mut shape = values.shape()[..values.ndim() - 1].to_vec();
+    shape.extend([h, ev]);
+    transpose(&super::view_as_shape(&values, &shape)?, -3, -2)
 }
