@@ -623,6 +623,9 @@ def main() -> None:
         plan = [
             (w, r) for w, r in plan if any(w.removeprefix("op:").startswith(p) for p in prefixes)
         ]
+        if not plan:
+            raise SystemExit(f"no workload starts with {args.workloads!r} (an op's name, "
+                             "without 'op:', or matmul, mlp, gpt)")
     if args.isa == "avx2":
         probe = subprocess.run(
             [sys.executable, "-c", "import remat._remat as r; print(r._cpu_capability()['gemm'])"],

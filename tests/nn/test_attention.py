@@ -75,3 +75,46 @@ def test_multihead_attention_parameters_and_init():
     assert np.abs(_np(m.k_proj_weight)).max() <= bound
     out, _ = m(remat.randn(3, 2, 6), remat.randn(4, 2, 4), remat.randn(4, 2, 5))
     assert out.shape == (3, 2, 6)  # (L, N, E): batch_first=False
+
+
+def test_self_attention_keeps_o_of_t_between_forward_and_backward():
+    """Without the weights asked for, the module runs the tiled attention op: what it keeps
+    doubles with T, where the weights (T² per head) would quadruple."""
+    b, e, h = 2, 32, 4
+    m = nn.MultiheadAttention(e, h, batch_first=True)
+
+    def kept(t):
+        x = remat.randn(b, t, e, requires_grad=True)
+        base = remat.memory_allocated()
+        out, weights = m(x, x, x, need_weights=False)
+        bytes_kept = remat.memory_allocated() - base
+        assert weights is None
+        out.sum().backward()
+        assert x.grad is not None
+        return bytes_kept
+
+    short, long = kept(256), kept(512)
+    assert long == 2 * short
+    assert long < b * h * 512 * 512 * 4 // 4  # a quarter of the weights alone
+
+
+def test_a_gpt_block_keeps_sixteen_activations_and_the_log_sum_exps():
+    """examples/gpt.py's block keeps what PyTorch's keeps: sixteen (b, t, d) activations (the
+    LayerNorms' and the projections' inputs, q, k and v, the attention output, the MLP's
+    widths) and one log-sum-exp per query row and head; the attention output reshaped to
+    tokens is a view, not a copy."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "gpt.py"
+    spec = importlib.util.spec_from_file_location("gpt_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    b, t, d, h = 2, 64, 32, 4
+    block = mod.Block(d, h, 0.0)
+    x = remat.randn(b, t, d, requires_grad=True)
+    base = remat.memory_allocated()
+    y = block(x)
+    kept = remat.memory_allocated() - base
+    assert kept == 16 * b * t * d * 4 + b * h * t * 4
+    y.sum().backward()

@@ -242,3 +242,34 @@ pub fn reset_peak_memory_stats(device: Device) {
         Ordering::Relaxed,
     );
 }
+
+/// A scope that watches the peak of `memory_allocated(device)` while it lives, without
+/// disturbing [`max_memory_allocated`]: on entry the peak is set to the current count (after
+/// remembering it), and on drop it becomes the larger of the remembered peak and the one seen
+/// inside, which is what it would have been had the scope never existed. Allocations by other
+/// threads meanwhile count as well.
+pub(crate) struct PeakScope {
+    device: Device,
+    before: usize,
+}
+
+impl PeakScope {
+    /// Start watching `device`.
+    pub(crate) fn enter(device: Device) -> PeakScope {
+        let i = slot(device);
+        let before = COUNTERS.peak[i].load(Ordering::Relaxed);
+        reset_peak_memory_stats(device);
+        PeakScope { device, before }
+    }
+
+    /// The highest count since [`PeakScope::enter`].
+    pub(crate) fn peak(&self) -> usize {
+        max_memory_allocated(self.device)
+    }
+}
+
+impl Drop for PeakScope {
+    fn drop(&mut self) {
+        COUNTERS.peak[slot(self.device)].fetch_max(self.before, Ordering::Relaxed);
+    }
+}

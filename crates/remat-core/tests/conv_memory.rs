@@ -1,7 +1,7 @@
 //! A convolution keeps only its input and weight for backward (as PyTorch does), never the
 //! im2col matrix: after the forward the only new bytes are the output's; and on the CPU its
 //! workspace is bounded whatever the image (one tile of output lines' matrix per thread, at
-//! most 2 MiB unless one line needs more). (One test in this binary: the byte counters are
+//! most 2 MiB, or a quarter of the output on small images, unless one line needs more). (One test in this binary: the byte counters are
 //! process-wide.)
 #![allow(clippy::unwrap_used)]
 
@@ -21,12 +21,13 @@ fn conv_forward_keeps_only_its_output() {
     let out_bytes = 4 * 16 * 32 * 32 * 4;
     assert_eq!(remat_core::memory_allocated(Device::Cpu) - base, out_bytes);
     // The im2col workspace existed only during the forward: at most one sample's matrix (9x
-    // the sample) per thread at work, never the batch's, and it is counted.
+    // the sample) per thread at work, never the batch's. (The output's vector is charged
+    // once it becomes a tensor, after the workspace is gone: the peak is the larger.)
     let sample_cols = 8 * 9 * 32 * 32 * 4;
     let workers = remat_core::get_num_threads().min(4);
     let peak = remat_core::max_memory_allocated(Device::Cpu) - base;
     assert!(
-        peak > out_bytes && peak <= out_bytes + workers * sample_cols,
+        peak >= out_bytes && peak <= out_bytes + workers * sample_cols,
         "forward peak {peak}: output {out_bytes}, {workers} x {sample_cols} of workspace at most"
     );
     let loss = ops::sum(&y, None, false).unwrap();

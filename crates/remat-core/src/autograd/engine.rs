@@ -20,6 +20,34 @@ use std::sync::Arc;
 
 type Key = *const Node;
 
+thread_local! {
+    /// Set while a [`DiscardLeafGrads`] lives on this thread.
+    static DISCARD_LEAF_GRADS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// While alive, a `backward` on this thread computes every gradient as usual, the leaves'
+/// included, and drops each leaf's gradient where it would be added to `.grad`: no `.grad`
+/// changes and no leaf hook runs. The checkpoint planner measures a layer's backward so, its
+/// parameters' gradients made exactly as in training and nothing of the model touched.
+pub(crate) struct DiscardLeafGrads(bool);
+
+impl DiscardLeafGrads {
+    /// Start discarding on this thread.
+    pub(crate) fn enter() -> DiscardLeafGrads {
+        DiscardLeafGrads(DISCARD_LEAF_GRADS.with(|d| d.replace(true)))
+    }
+}
+
+impl Drop for DiscardLeafGrads {
+    fn drop(&mut self) {
+        DISCARD_LEAF_GRADS.with(|d| d.set(self.0));
+    }
+}
+
+fn discarding_leaf_grads() -> bool {
+    DISCARD_LEAF_GRADS.with(|d| d.get())
+}
+
 fn key(n: &Arc<Node>) -> Key {
     Arc::as_ptr(n)
 }
@@ -346,7 +374,9 @@ fn run(
         while let Some(Ready(_, i)) = heap.pop() {
             let node = nodes[i].clone();
             let k = key(&node);
+            let discard = matches!(node.kind, NodeKind::Accumulate(_)) && discarding_leaf_grads();
             let g = match buffers.remove(&k) {
+                Some(g) if discard => Some(g),
                 Some(g) => Some(super::hooks::run_hooks(&node, g)?),
                 None => None,
             };
@@ -362,7 +392,7 @@ fn run(
                 is_target && targets.is_some() && !node_has_needed_child(&node, &index, &needed);
             let input_grads: Vec<Option<Tensor>> = match (&node.kind, g) {
                 (NodeKind::Accumulate(leaf), Some(g)) => {
-                    if targets.is_none() {
+                    if targets.is_none() && !discard {
                         accumulate(&Tensor(leaf.clone()), g, create_graph)?;
                     }
                     Vec::new()

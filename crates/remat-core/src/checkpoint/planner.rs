@@ -35,6 +35,10 @@ pub struct LayerCost {
     /// Bytes of the largest tensor the layer saved that it neither made nor took as input
     /// (a weight): its gradient is made in backward before it is added to `.grad`.
     pub weights: usize,
+    /// Measured bytes the layer's backward holds at its peak beyond what the layer saved: the
+    /// incoming gradient, the input's and the weights' gradients and the ops' workspaces
+    /// (`None`: not measured; the planner then models it from the sizes).
+    pub backward: Option<usize>,
 }
 
 /// One run of layers `[start, end)`, checkpointed or plain.
@@ -554,10 +558,8 @@ pub fn plan_budget(costs: &[LayerCost], input_bytes: usize, budget: usize) -> Re
     let (units, group) = units_of(costs);
     let chain = Chain::new(&units);
     let transient = transient_bytes(costs, input_bytes);
-    let plan = (budget > transient)
-        .then(|| Programme::solve(&chain, budget - transient))
-        .filter(Programme::feasible);
-    let Some(p) = plan else {
+    let plan = (budget > transient).then(|| solve_within(&chain, budget - transient));
+    let Some(Some(p)) = plan else {
         let least = min_budget_of(&chain, transient);
         let plain = figures(&chain, &[PlanSegment::plain(0, chain.len())], HELD).0;
         return Err(Error::value(
@@ -597,16 +599,32 @@ fn min_budget_of(chain: &Chain, transient: usize) -> usize {
     let exact = chain.min_room().max(1);
     let mut room = exact;
     loop {
-        if Programme::solve(chain, room).feasible() {
+        if solve_within(chain, room).is_some() {
             return room + transient + 1;
         }
         room += (exact / 64).max(1);
     }
 }
 
-/// In backward the incoming gradient, the one being produced, a weight's gradient (before it
-/// is added to `.grad`) and a contiguous copy of the weight are alive at once; and the loss around the chain makes a few small
-/// tensors (its scalar, its seed).
+/// The programme for `room` bytes when it is feasible and the schedule it yields keeps to
+/// `room` in [`figures`] too (the model the plan's reported peak comes from): the
+/// programme's bucketed costs can round a replay's peak down where runs merge.
+fn solve_within(chain: &Chain, room: usize) -> Option<Programme<'_>> {
+    let p = Programme::solve(chain, room);
+    if !p.feasible() {
+        return None;
+    }
+    let runs = p.runs(0, chain.len(), p.buckets, HELD);
+    (figures(chain, &runs, HELD).1 <= room).then_some(p)
+}
+
+/// What the backward of the layer at its peak holds beyond the bytes kept: the incoming
+/// gradient, the ones being produced (the input's, a weight's before it is added to
+/// `.grad`) and the ops' workspaces. Measured when the layers were (at least the incoming
+/// and the produced activation gradients), plus one weight for adding a weight's gradient
+/// into `.grad` and the chain's output, held by the caller through the backward; else modelled as those two and two more of the
+/// larger of an activation and a weight (a weight's gradient and a contiguous copy of the
+/// weight). The loss around the chain makes a few small tensors (its scalar, its seed).
 fn transient_bytes(costs: &[LayerCost], input_bytes: usize) -> usize {
     const LOSS_SCALARS: usize = 64;
     let activation = costs
@@ -616,8 +634,20 @@ fn transient_bytes(costs: &[LayerCost], input_bytes: usize) -> usize {
         .unwrap_or(0)
         .max(input_bytes);
     let weight = costs.iter().map(|c| c.weights).max().unwrap_or(0);
-    // A weight's gradient and a transposed copy of the weight for the input's gradient.
-    LOSS_SCALARS + 2 * activation + 2 * activation.max(weight)
+    let measured = costs
+        .iter()
+        .map(|c| c.backward)
+        .try_fold(0usize, |m, b| b.map(|b| m.max(b)));
+    match measured {
+        // A weight's gradient added into an existing `.grad` (dropped when measured), and the
+        // chain's output, which a caller holding it (`out = model(x)`) keeps alive through
+        // every layer's backward.
+        Some(b) => {
+            let output = costs.last().map_or(0, |c| c.output);
+            LOSS_SCALARS + b.max(2 * activation) + weight + output
+        }
+        None => LOSS_SCALARS + 2 * activation + 2 * activation.max(weight),
+    }
 }
 
 /// The units the programme plans over, and how many layers each holds: the layers
@@ -643,6 +673,10 @@ fn units_of(costs: &[LayerCost]) -> (Vec<LayerCost>, usize) {
                 output: c[c.len() - 1].output,
                 compute_ns: c.iter().map(|l| l.compute_ns).sum(),
                 weights: c.iter().map(|l| l.weights).max().unwrap_or(0),
+                backward: c
+                    .iter()
+                    .map(|l| l.backward)
+                    .try_fold(0usize, |m, b| b.map(|b| m.max(b))),
             }
         })
         .collect();
@@ -674,6 +708,7 @@ mod tests {
                 output: 100,
                 compute_ns: 1000,
                 weights: 0,
+                backward: None,
             };
             n
         ]
@@ -839,6 +874,7 @@ mod tests {
             output: 100,
             compute_ns: 1,
             weights: 0,
+            backward: None,
         };
         let costs = [
             layer(100, 0, true),

@@ -125,9 +125,10 @@ fn equal_runs(n: usize, k: usize) -> Vec<PlanSegment> {
     out
 }
 
-/// Run each layer once (no graph kept) and measure what it would save, output and cost in
-/// time: the storages it made that its ops saved (whether its output is among them), and its
-/// input's bytes when it saves its input.
+/// Run each layer once and measure what it would save, output and cost in time: the
+/// storages it made that its ops saved (whether its output is among them), its input's bytes
+/// when it saves its input, and what its backward needs above that (its input's gradient
+/// only: the parameters' `.grad` are not touched).
 pub fn measure_layers(layers: &[LayerFn], input: &Tensor) -> Result<Vec<LayerCost>> {
     let mut costs = Vec::with_capacity(layers.len());
     let mut x = Tensor::flagged(input.data().clone(), true);
@@ -151,6 +152,7 @@ pub fn measure_layers(layers: &[LayerFn], input: &Tensor) -> Result<Vec<LayerCos
             output: out.nbytes(),
             compute_ns,
             weights: 0,
+            backward: None,
         };
         for d in capture.take() {
             let id = d.storage.id();
@@ -166,10 +168,42 @@ pub fn measure_layers(layers: &[LayerFn], input: &Tensor) -> Result<Vec<LayerCos
                 cost.weights = cost.weights.max(d.storage.nbytes());
             }
         }
+        cost.backward = backward_bytes(&out);
         costs.push(cost);
         x = Tensor::flagged(out.data().clone(), true);
     }
     Ok(costs)
+}
+
+/// The bytes a layer's backward needs above what the layer saved, measured on the graph of
+/// its measuring run (`out`, from `x`): the peak of the byte counters during its backward
+/// (the input's and the parameters' gradients made as in training, then dropped: see
+/// [`DiscardLeafGrads`](crate::autograd::engine::DiscardLeafGrads)), above the count before
+/// it (what the layer saved, held as a chain's backward holds it). The incoming gradient
+/// comes from a product with ones in the graph, so the engine owns and frees it as it would
+/// the gradient from the next layer; the output and the ones are held throughout, as a
+/// chain's caller and next layer hold theirs. `None` when the output has no gradient or the
+/// backward fails (the planner then models it).
+fn backward_bytes(out: &Tensor) -> Option<usize> {
+    if !out.requires_grad() || !out.dtype().is_float() {
+        return None;
+    }
+    let device = out.device();
+    let ones = crate::ops::full(out.shape(), 1.0, out.dtype(), device).ok()?;
+    let loss = {
+        let _g = enable_grad();
+        crate::ops::sum(&crate::ops::mul(out, &ones).ok()?, None, false).ok()?
+    };
+    let base = crate::memory::memory_allocated(device);
+    let scope = crate::memory::PeakScope::enter(device);
+    let done = {
+        let _discard = crate::autograd::engine::DiscardLeafGrads::enter();
+        crate::autograd::backward(&[(loss, None)], false)
+    };
+    let peak = scope.peak();
+    drop(ones);
+    done.ok()?;
+    Some(peak.saturating_sub(base))
 }
 
 /// How the plan cache recognises a layer across calls.

@@ -10,8 +10,10 @@
 //! the bias gradient summed on the way.
 //!
 //! The workspace is bounded whatever the image: a tile holds as many output lines as keep
-//! its im2col matrix within [`TILE_BYTES`] (at least one line), so a thread's workspace is
-//! one tile's matrix (two for a backward that needs both gradients), plus the per-thread
+//! its im2col matrix within [`TILE_BYTES`] (and within a quarter of the output on small
+//! images; at least one line), so a thread's workspace is
+//! one tile's matrix (the backward's two, im2col and input-gradient columns, take turns in
+//! it), plus the per-thread
 //! partial weight gradients, all counted by the byte counters. (Whole-sample im2col held
 //! `c · k² · H · W` elements: 288 MiB for a 128-channel 3×3 convolution of a 256 × 256 image.)
 //!
@@ -42,6 +44,10 @@ pub(crate) struct ConvShape {
 /// enough that each tile's GEMM is hundreds of output positions wide.
 pub(crate) const TILE_BYTES: usize = 2 << 20;
 
+/// The least a tile's matrix may be held to (see [`ConvShape::tile_budget`]): below this a
+/// tile's GEMM is too narrow to run at speed.
+const MIN_TILE_BYTES: usize = 128 << 10;
+
 /// A tile of a plane's output positions: the columns `cols` of the output lines `lines`.
 #[derive(Clone)]
 struct Tile {
@@ -64,15 +70,23 @@ impl ConvShape {
     /// line unless one line's im2col matrix alone exceeds [`TILE_BYTES`]; then single lines cut
     /// into column blocks, a multiple of 16 wide), for elements of `size` bytes.
     fn tiling(&self, size: usize) -> (usize, usize) {
+        let budget = self.tile_budget(size);
         let per_col = self.c * self.plane.volume() * size;
         let width = self.plane.out[2];
         let line = per_col * width;
-        if line <= TILE_BYTES {
-            let lines = (TILE_BYTES / line.max(1)).clamp(1, self.plane.lines().max(1));
+        if line <= budget {
+            let lines = (budget / line.max(1)).clamp(1, self.plane.lines().max(1));
             return (lines, width);
         }
-        let cols = (TILE_BYTES / per_col.max(1)) / 16 * 16;
+        let cols = (budget / per_col.max(1)) / 16 * 16;
         (1, cols.clamp(16.min(width), width.max(1)))
+    }
+    /// The bytes one tile's matrix may take: [`TILE_BYTES`], or a quarter of the output where
+    /// that is less (but at least [`MIN_TILE_BYTES`]), so that on small images the workspace
+    /// of every thread together stays well under the activations a memory budget is about.
+    fn tile_budget(&self, size: usize) -> usize {
+        let out = self.n * self.o * self.plane.out_len() * size;
+        (out / 4).clamp(MIN_TILE_BYTES, TILE_BYTES)
     }
     /// Elements of one tile's im2col matrix (every group).
     fn tile_len(&self, (lines, cols): (usize, usize)) -> usize {
@@ -271,10 +285,11 @@ pub(crate) fn backward<T: Element>(
     let mut partial = Workspace::<T>::new(parts * (wlen + blen));
     partial.fill(T::zero());
     if sh.n * l > 0 {
-        // Per part: one tile's im2col matrix of x (weight gradient) and of the input gradient.
+        // Per part: one tile's matrix, the im2col of x for the weight gradient and then, in the
+        // same place, the columns of the input gradient before they are folded.
         let tiling = sh.tiling(std::mem::size_of::<T>());
         let tile = sh.tile_len(tiling);
-        let scratch = tile * (need[0] as usize + need[1] as usize);
+        let scratch = if need[0] || need[1] { tile } else { 0 };
         let width = sh.plane.out[2];
         let mut work = Workspace::<T>::new(parts * scratch);
         let pwork = work.as_mut_ptr() as usize;
@@ -288,7 +303,6 @@ pub(crate) fn backward<T: Element>(
             let work = unsafe { block::<T>(pwork, i * scratch, scratch) };
             let (gw, gb) =
                 unsafe { block::<T>(ppartial, i * (wlen + blen), wlen + blen) }.split_at_mut(wlen);
-            let (cols, gcols) = work.split_at_mut(if need[1] { tile } else { 0 });
             let gy_s = &gy[s * sh.o * l..(s + 1) * sh.o * l];
             let (q0, q1) = (lines.start * width, lines.end * width);
             if need[2] {
@@ -302,6 +316,7 @@ pub(crate) fn backward<T: Element>(
             for t in sh.tiles(lines, tiling) {
                 let (p0, tl) = t.span(width);
                 if need[1] {
+                    let cols = &mut *work;
                     unfold_tile(sh, x, s, &t, cols);
                     for g in 0..sh.groups {
                         // gw_gᵀ (kg x og) += cols_g (kg x tl) · gy_g (og x tl)ᵀ: the long
@@ -327,6 +342,7 @@ pub(crate) fn backward<T: Element>(
                     }
                 }
                 if let Some(gx_s) = gx_s.as_mut() {
+                    let gcols = &mut *work;
                     for g in 0..sh.groups {
                         // gcols_g (kg x tl) = w_g (og x kg)ᵀ · gy_g (og x tl)
                         let a: Strided<T> = (w[g * og * kg..].as_ptr(), 1, kg as isize);
