@@ -295,3 +295,39 @@ fn nested_plans_replay_by_their_inner_schedule_with_identical_gradients() {
     // inner run's own replay (3).
     assert_eq!(calls, 8 + 6 + 3);
 }
+
+#[test]
+fn measuring_the_layers_backward_leaves_every_grad_and_the_peak_as_they_were() {
+    // The planner backpropagates each layer's measuring run (to learn what its backward
+    // needs) with the weights' gradients made and dropped: no `.grad` appears, no hook of a
+    // weight runs, and the measured layer costs include the backward.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (layers, weights) = counting_layers(4, &calls);
+    let hooked = Arc::new(AtomicUsize::new(0));
+    let seen = hooked.clone();
+    let _handle = weights[0]
+        .register_hook(Arc::new(move |g: &Tensor| {
+            seen.fetch_add(1, Ordering::Relaxed);
+            Ok(Some(g.clone()))
+        }))
+        .unwrap();
+    // A peak from before the measurement survives it (the measurement watches its own peak
+    // without resetting the caller's).
+    let big = ops::zeros(&[1 << 18], remat_core::DType::F32, remat_core::Device::Cpu).unwrap();
+    let high = remat_core::memory_allocated(remat_core::Device::Cpu);
+    drop(big);
+    let costs = checkpoint::measure_layers(&layers, &input()).unwrap();
+    assert!(remat_core::max_memory_allocated(remat_core::Device::Cpu) >= high);
+    assert!(costs.iter().all(|c| c.backward.is_some_and(|b| b > 0)));
+    assert!(weights.iter().all(|w| w.grad().is_none()));
+    assert_eq!(hooked.load(Ordering::Relaxed), 0);
+    // A real backward afterwards accumulates as usual.
+    let x = input();
+    let mut h = x.clone();
+    for l in &layers {
+        h = l(&h).unwrap();
+    }
+    autograd::backward(&[(ops::sum(&h, None, false).unwrap(), None)], false).unwrap();
+    assert!(weights.iter().all(|w| w.grad().is_some()));
+    assert_eq!(hooked.load(Ordering::Relaxed), 1);
+}
