@@ -540,3 +540,51 @@ fn unpack(packed: &Tensor, heads: Option<usize>, ev: usize) -> Result<Tensor> {
     shape.extend([h, ev]);
     transpose(&super::view_as_shape(&values, &shape)?, -3, -2)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(shape: &[usize], seed: u64) -> Tensor {
+        let n: usize = shape.iter().product();
+        let v: Vec<f64> = (0..n)
+            .map(|i| (((i as u64 + 1) * (seed * 2 + 1) * 2654435761) % 1000) as f64 / 500.0 - 1.0)
+            .collect();
+        from_vec(v, shape)
+    }
+
+    #[test]
+    fn the_composed_forward_packs_as_the_tiled_kernel_does() {
+        // The CUDA path builds the packed output from differentiable ops; on the CPU it must
+        // equal the tiled kernel's packing, heads side by side and then their log-sum-exps,
+        // with and without batch axes, causal or not.
+        for (shape, causal) in [
+            (vec![2, 3, 5, 4], true),
+            (vec![2, 3, 5, 4], false),
+            (vec![3, 5, 4], true),
+            (vec![5, 4], false),
+        ] {
+            let q = values(&shape, 1);
+            let k = values(&shape, 2);
+            let v = values(&shape, 3);
+            let (batch, group) = batch_and_group(&q, &k, &v, false).unwrap();
+            let e = shape[shape.len() - 1];
+            let op = FlashAttentionOp {
+                scale: 1.0 / (e as f64).sqrt(),
+                causal,
+                dropout: None,
+                group,
+                batch,
+            };
+            let tiled = op.cpu(&[&q, &k, &v]).unwrap();
+            let composed = op.composed_forward(&q, &k, &v, None).unwrap();
+            assert_eq!(tiled.shape(), composed.shape(), "{shape:?}");
+            for (a, b) in tiled.to_vec::<f64>().iter().zip(composed.to_vec::<f64>()) {
+                assert!(
+                    (a - b).abs() < 1e-12,
+                    "{shape:?} causal {causal}: {a} vs {b}"
+                );
+            }
+        }
+    }
+}
