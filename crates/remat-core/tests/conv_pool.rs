@@ -171,53 +171,67 @@ fn fused_cpu_kernels_match_direct_loops_and_the_composed_backward_at_any_batch_a
     remat_core::set_num_threads(before).unwrap();
 }
 
+/// The convolution of `t` (input, weight, bias) against direct loops, and its fused
+/// gradients against the composed backward's.
+fn check_against_direct(t: &[Tensor; 3], (s, p, d, g): (usize, usize, usize, usize)) {
+    let (xs, ws) = (t[0].shape().to_vec(), t[1].shape().to_vec());
+    let pad = ConvPadding::Explicit([p, p].into_iter().collect());
+    let y = ops::conv(&t[0], &t[1], Some(&t[2]), &[s, s], &pad, &[d, d], g).unwrap();
+    let (mut want, shape) = direct_conv2d(
+        &t[0].to_vec::<f64>(),
+        [xs[0], xs[1], xs[2], xs[3]],
+        &t[1].to_vec::<f64>(),
+        [ws[0], ws[1], ws[2], ws[3]],
+        s,
+        p,
+        d,
+        g,
+    );
+    let (plane, o) = (shape[2] * shape[3], ws[0]);
+    let bias = t[2].to_vec::<f64>();
+    want.iter_mut()
+        .enumerate()
+        .for_each(|(i, v)| *v += bias[i / plane % o]);
+    close(&y.to_vec::<f64>(), &want);
+    let fused = conv_grads(t, (s, p, d, g), false);
+    let composed = conv_grads(t, (s, p, d, g), true);
+    for (a, b) in fused.iter().zip(&composed) {
+        close(&a.to_vec::<f64>(), &b.to_vec::<f64>());
+    }
+}
+
 #[test]
 fn tiles_of_output_lines_match_direct_loops_and_the_composed_backward() {
-    // 64 channels, a 3x3 kernel and 46-52 output columns: one output line's im2col matrix
-    // is ~0.2 MB in float64, so a tile holds about ten lines and the plane takes several
-    // tiles, the last one partial; with strides, padding, dilation and groups.
-    let (c, o) = (64, 8);
+    // 8 channels into 64, a 3x3 kernel and 46-52 output columns in float64: one output
+    // line's im2col matrix is ~29 KB and a tile may take a quarter of the ~1.5 MB output, so
+    // a tile holds about a dozen lines and the plane takes several tiles, the last one
+    // partial; with strides, padding, dilation and groups.
+    let (c, o) = (8, 64);
     for &(s, p, d, g) in &[(1, 1, 1, 1), (2, 0, 1, 2), (1, 2, 2, 4)] {
         let t = [
             leaf(&det(&[1, c, 63, 50], 4)),
             leaf(&det(&[o, c / g, 3, 3], 5)),
             leaf(&det(&[o], 6)),
         ];
-        let pad = ConvPadding::Explicit([p, p].into_iter().collect());
-        let y = ops::conv(&t[0], &t[1], Some(&t[2]), &[s, s], &pad, &[d, d], g).unwrap();
-        let (mut want, shape) = direct_conv2d(
-            &t[0].to_vec::<f64>(),
-            [1, c, 63, 50],
-            &t[1].to_vec::<f64>(),
-            [o, c / g, 3, 3],
-            s,
-            p,
-            d,
-            g,
+        let (lines, cols) = (
+            (63 + 2 * p - d * 2 - 1) / s + 1,
+            (50 + 2 * p - d * 2 - 1) / s + 1,
         );
-        let per_line = c * 9 * shape[3] * 8;
+        let per_line = c * 9 * cols * 8;
+        let tile = (o * lines * cols * 8 / 4).clamp(128 << 10, 2 << 20);
         assert!(
-            per_line * shape[2] > 2 << 20,
-            "the plane must take several tiles"
+            per_line * 2 <= tile && per_line * lines > tile,
+            "the plane must take several tiles of several lines"
         );
-        let plane = shape[2] * shape[3];
-        let bias = t[2].to_vec::<f64>();
-        want.iter_mut()
-            .enumerate()
-            .for_each(|(i, v)| *v += bias[i / plane % o]);
-        close(&y.to_vec::<f64>(), &want);
-        let fused = conv_grads(&t, (s, p, d, g), false);
-        let composed = conv_grads(&t, (s, p, d, g), true);
-        for (a, b) in fused.iter().zip(&composed) {
-            close(&a.to_vec::<f64>(), &b.to_vec::<f64>());
-        }
+        check_against_direct(&t, (s, p, d, g));
     }
 }
 
 #[test]
 fn a_line_too_wide_for_one_tile_is_cut_into_column_blocks() {
     // 128 channels, 3x3, 258-260 output columns in float64: one line's im2col matrix is
-    // ~2.4 MB, over a tile's 2 MiB, so each line is cut into blocks of columns.
+    // ~2.4 MB, over any tile's budget (at most 2 MiB), so each line is cut into blocks of
+    // columns.
     let (c, o) = (128, 4);
     for &(s, p, d) in &[(1, 1, 1), (1, 0, 2), (2, 1, 1)] {
         let t = [
@@ -225,29 +239,7 @@ fn a_line_too_wide_for_one_tile_is_cut_into_column_blocks() {
             leaf(&det(&[o, c, 3, 3], 8)),
             leaf(&det(&[o], 9)),
         ];
-        let pad = ConvPadding::Explicit([p, p].into_iter().collect());
-        let y = ops::conv(&t[0], &t[1], Some(&t[2]), &[s, s], &pad, &[d, d], 1).unwrap();
-        let (mut want, shape) = direct_conv2d(
-            &t[0].to_vec::<f64>(),
-            [1, c, 7, 262],
-            &t[1].to_vec::<f64>(),
-            [o, c, 3, 3],
-            s,
-            p,
-            d,
-            1,
-        );
-        let plane = shape[2] * shape[3];
-        let bias = t[2].to_vec::<f64>();
-        want.iter_mut()
-            .enumerate()
-            .for_each(|(i, v)| *v += bias[i / plane % o]);
-        close(&y.to_vec::<f64>(), &want);
-        let fused = conv_grads(&t, (s, p, d, 1), false);
-        let composed = conv_grads(&t, (s, p, d, 1), true);
-        for (a, b) in fused.iter().zip(&composed) {
-            close(&a.to_vec::<f64>(), &b.to_vec::<f64>());
-        }
+        check_against_direct(&t, (s, p, d, 1));
     }
 }
 

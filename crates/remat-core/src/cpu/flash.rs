@@ -163,6 +163,36 @@ unsafe fn tile_gemm<T: Element>(
 }
 
 impl Problem {
+    /// The tile of masked, scaled scores `q kᵀ · scale` of batch `b`, query rows `i0..` and
+    /// keys `j0..` (`rows x cols`), into `dst` with row stride `ld`.
+    fn scores_tile<T: Element>(
+        &self,
+        q: &Matrices,
+        k: &Matrices,
+        (b, i0, j0): (usize, usize, usize),
+        (rows, cols): (usize, usize),
+        dst: &mut [T],
+        ld: usize,
+    ) {
+        assert!(rows == 0 || dst.len() >= (rows - 1) * ld + cols);
+        // SAFETY: rows i0.. of q and keys j0.. of k lie in the operands the op validated; dst
+        // holds the tile (checked above).
+        unsafe {
+            tile_gemm(
+                rows,
+                cols,
+                self.e,
+                dst.as_mut_ptr(),
+                ld,
+                false,
+                (q.at(b, i0), q.rs, q.cs),
+                (k.at(b, j0), k.cs, k.rs),
+                T::from_f64(self.scale),
+            )
+        };
+        self.mask_tile(b, i0, j0, rows, cols, dst, ld);
+    }
+
     /// Mask and dropout of one tile of scaled scores `s[r][c]` (rows `i0..`, keys `j0..`, row
     /// stride `ld`): masked scores become `-inf`; a float mask is added.
     #[allow(clippy::too_many_arguments)]
@@ -264,9 +294,8 @@ fn forward_block<T: Element>(
     rows: usize,
     dst: &mut [T],
 ) {
-    let (e, ev) = (pb.e, pb.ev);
+    let ev = pb.ev;
     let width = ev + 1;
-    let scale = T::from_f64(pb.scale);
     let mut scores = vec![T::zero(); rows * FWD_KEYS];
     let mut acc = vec![T::zero(); rows * ev];
     let mut max = vec![T::neg_infinity(); rows];
@@ -275,22 +304,7 @@ fn forward_block<T: Element>(
     let mut j0 = 0;
     while j0 < last {
         let cols = FWD_KEYS.min(last - j0);
-        // SAFETY: rows i0.. of q and keys j0.. of k lie in the validated operands; scores
-        // holds rows x FWD_KEYS elements.
-        unsafe {
-            tile_gemm(
-                rows,
-                cols,
-                e,
-                scores.as_mut_ptr(),
-                FWD_KEYS,
-                false,
-                (q.at(b, i0), q.rs, q.cs),
-                (k.at(b, j0), k.cs, k.rs),
-                scale,
-            )
-        };
-        pb.mask_tile(b, i0, j0, rows, cols, &mut scores, FWD_KEYS);
+        pb.scores_tile(q, k, (b, i0, j0), (rows, cols), &mut scores, FWD_KEYS);
         for r in 0..rows {
             let row = &mut scores[r * FWD_KEYS..r * FWD_KEYS + cols];
             // What was accumulated under the old maximum is rescaled to the new one.
@@ -343,27 +357,6 @@ fn forward_block<T: Element>(
 /// Lanes of the vectorised row reductions (16 float32 lanes of an AVX-512 register).
 const LANES: usize = 16;
 
-/// The largest element of `row` (`-inf` for an empty or all `-inf` row), reduced in lanes so
-/// that the loop vectorises (a compare-and-select per lane).
-#[inline(always)]
-fn lane_max<T: Element>(row: &[T]) -> T {
-    let mut acc = [T::neg_infinity(); LANES];
-    let chunks = row.chunks_exact(LANES);
-    let rem = chunks.remainder();
-    for c in chunks {
-        for i in 0..LANES {
-            acc[i] = if c[i] > acc[i] { c[i] } else { acc[i] };
-        }
-    }
-    let mut m = T::neg_infinity();
-    for &v in acc.iter().chain(rem) {
-        if v > m {
-            m = v;
-        }
-    }
-    m
-}
-
 /// `row[c] = exp(row[c] - m)`, returning the sum of the results (added in lanes, so the loop
 /// vectorises; the order of the additions is fixed, so the result is deterministic).
 #[inline(always)]
@@ -389,7 +382,7 @@ fn exp_sum<T: Element>(row: &mut [T], m: T) -> T {
 /// rescales what was accumulated before (1 while the row has seen no key).
 #[inline(always)]
 fn online_update_body<T: Element>(row: &mut [T], max: &mut T, sum: &mut T) -> T {
-    let tile = lane_max(row);
+    let tile = crate::cpu::row_max::row_max(row);
     let m = if tile > *max { tile } else { *max };
     if m == T::neg_infinity() {
         // Every key so far is masked: nothing to add.
@@ -537,21 +530,7 @@ fn backward_keys<T: Element>(
     while i0 < l {
         let rows = BWD_ROWS.min(l - i0);
         // S = q kᵀ · scale, masked; P = exp(S - lse).
-        // SAFETY: rows i0.. of q, keys j0.. of k; p holds BWD_ROWS x BWD_KEYS.
-        unsafe {
-            tile_gemm(
-                rows,
-                cols,
-                e,
-                p.as_mut_ptr(),
-                BWD_KEYS,
-                false,
-                (q.at(b, i0), q.rs, q.cs),
-                (k.at(b, j0), k.cs, k.rs),
-                scale,
-            )
-        };
-        pb.mask_tile(b, i0, j0, rows, cols, &mut p, BWD_KEYS);
+        pb.scores_tile(q, k, (b, i0, j0), (rows, cols), &mut p, BWD_KEYS);
         for r in 0..rows {
             let lse = out[pb.lse_at(b, i0 + r)];
             let row = &mut p[r * BWD_KEYS..r * BWD_KEYS + cols];

@@ -8,6 +8,7 @@ pub mod gelu_pieces;
 pub mod host_alloc;
 pub mod lanes;
 pub mod matmul;
+pub mod row_max;
 pub mod sum;
 
 use crate::dtype::{Element, Scalar};

@@ -16,7 +16,8 @@ use crate::tensor::Tensor;
 
 const OP: &str = "scaled_dot_product_attention";
 
-fn shape_error(q: &Tensor, k: &Tensor, v: &Tensor, what: &str) -> Error {
+/// A `ShapeError` of the attention op naming the three operands' shapes.
+pub(super) fn shape_error(q: &Tensor, k: &Tensor, v: &Tensor, what: &str) -> Error {
     Error::shape(
         OP,
         format!(

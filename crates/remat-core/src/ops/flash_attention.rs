@@ -287,26 +287,8 @@ impl FlashAttentionOp {
         let dk = scale_op(&matmul(&transpose(&ds, -2, -1)?, q)?, self.scale)?;
         let dk = self.fold_heads(&dk)?;
         let dv = self.fold_heads(&dv)?;
-        let mut grads = vec![
-            ctx.needs_grad(0)
-                .then(|| sum_to(&dq, &ctx.inputs[0].shape))
-                .transpose()?,
-            ctx.needs_grad(1)
-                .then(|| sum_to(&dk, &ctx.inputs[1].shape))
-                .transpose()?,
-            ctx.needs_grad(2)
-                .then(|| sum_to(&dv, &ctx.inputs[2].shape))
-                .transpose()?,
-        ];
-        if ctx.inputs.len() > 3 {
-            let dmask = if ctx.needs_grad(3) {
-                Some(sum_to(&ds, &ctx.inputs[3].shape)?)
-            } else {
-                None
-            };
-            grads.push(dmask);
-        }
-        Ok(grads)
+        let dmask = (ctx.inputs.len() > 3 && ctx.needs_grad(3)).then_some(&ds);
+        input_grads(ctx, [&dq, &dk, &dv], dmask)
     }
 
     /// A gradient over the query heads summed back onto the key/value heads they share.
@@ -405,39 +387,36 @@ impl Op for FlashAttentionOp {
         });
         let gk = self.fold_heads(&gk)?;
         let gv = self.fold_heads(&gv)?;
-        let mut grads = vec![
-            ctx.needs_grad(0)
-                .then(|| sum_to(&gq, &ctx.inputs[0].shape))
-                .transpose()?,
-            ctx.needs_grad(1)
-                .then(|| sum_to(&gk, &ctx.inputs[1].shape))
-                .transpose()?,
-            ctx.needs_grad(2)
-                .then(|| sum_to(&gv, &ctx.inputs[2].shape))
-                .transpose()?,
-        ];
-        if ctx.inputs.len() > 3 {
-            grads.push(None);
-        }
-        Ok(grads)
+        input_grads(ctx, [&gq, &gk, &gv], None)
     }
+}
+
+/// The op's gradients for its inputs from those of `q`, `k`, `v` (and the mask's, when it
+/// has one that needs it), each summed to its input's shape (broadcast batch axes).
+fn input_grads(
+    ctx: &BackwardCtx<'_>,
+    qkv: [&Tensor; 3],
+    mask: Option<&Tensor>,
+) -> Result<Vec<Option<Tensor>>> {
+    let mut grads = Vec::with_capacity(ctx.inputs.len());
+    for (i, g) in qkv.into_iter().enumerate() {
+        grads.push(
+            ctx.needs_grad(i)
+                .then(|| sum_to(g, &ctx.inputs[i].shape))
+                .transpose()?,
+        );
+    }
+    if ctx.inputs.len() > 3 {
+        grads.push(mask.map(|g| sum_to(g, &ctx.inputs[3].shape)).transpose()?);
+    }
+    Ok(grads)
 }
 
 /// The batch axes of the output (checked: they broadcast; with grouped-query attention the
 /// key/value heads divide the query heads), and the query heads per key/value head.
 fn batch_and_group(q: &Tensor, k: &Tensor, v: &Tensor, gqa: bool) -> Result<(Dims, usize)> {
     let lead = |t: &Tensor, n: usize| -> Vec<usize> { t.shape()[..t.ndim() - n].to_vec() };
-    let mismatch = |what: &str| {
-        Error::shape(
-            OP,
-            format!(
-                "{what} (query {}, key {}, value {})",
-                fmt_shape(q.shape()),
-                fmt_shape(k.shape()),
-                fmt_shape(v.shape())
-            ),
-        )
-    };
+    let mismatch = |what: &str| super::attention::shape_error(q, k, v, what);
     if gqa && (q.ndim() >= 3 && k.ndim() >= 3 && v.ndim() >= 3) {
         let (hq, hk, hv) = (
             q.shape()[q.ndim() - 3],

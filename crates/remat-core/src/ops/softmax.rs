@@ -9,6 +9,7 @@
 use super::from_vec;
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
 use crate::cpu;
+pub(crate) use crate::cpu::row_max::row_max;
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::layout::normalize_axis;
@@ -60,29 +61,6 @@ fn split_at_axis(shape: &[usize], axis: usize) -> (usize, usize, usize) {
     let outer = shape[..axis].iter().product();
     let inner = shape[axis + 1..].iter().product();
     (outer, shape[axis], inner)
-}
-
-/// The largest element of a row, ignoring NaN (a NaN still reaches the result through
-/// `exp`). Eight independent lanes so the loop vectorises.
-#[inline(always)]
-pub(crate) fn row_max<T: Element>(x: &[T]) -> T {
-    let mut acc = [T::neg_infinity(); 8];
-    let chunks = x.chunks_exact(8);
-    let rem = chunks.remainder();
-    for c in chunks {
-        for i in 0..8 {
-            // A compare-and-select (one vector max instruction); a NaN element is skipped
-            // here and still reaches the result through `exp`.
-            acc[i] = if c[i] > acc[i] { c[i] } else { acc[i] };
-        }
-    }
-    let mut m = T::neg_infinity();
-    for &v in acc.iter().chain(rem) {
-        if v > m {
-            m = v;
-        }
-    }
-    m
 }
 
 /// `y[i] = e^(x[i] - m)` (the vectorising [`Element::kernel_exp`]; arguments are `<= 0`)
