@@ -248,21 +248,8 @@ def work_op(lib: _Lib, runs: int, name: str) -> dict:
         x = randn(SOFTMAX_SHAPE)
         with lib.no_grad():
             return {"ms": _time_ms(lambda: m.tanh(x), runs)}
-    if name == "sdpa":
-        b, h, t, d = ATTENTION
-        q, k, v = (randn((b, h, t, d), True) for _ in range(3))
-        g = randn((b, h, t, d))
-        sdpa = m.nn.functional.scaled_dot_product_attention
-
-        def step():
-            for p in (q, k, v):
-                p.grad = None
-            sdpa(q, k, v, is_causal=True).backward(g)
-
-        return {"ms": _time_ms(step, runs)}
-    if name in LONG_ATTENTION:
-        b, h, t = LONG_ATTENTION[name]
-        d = ATTENTION[3]
+    if name == "sdpa" or name in LONG_ATTENTION:
+        b, h, t, d = ATTENTION if name == "sdpa" else (*LONG_ATTENTION[name], ATTENTION[3])
         q, k, v = (randn((b, h, t, d), True) for _ in range(3))
         g = randn((b, h, t, d))
         sdpa = m.nn.functional.scaled_dot_product_attention
