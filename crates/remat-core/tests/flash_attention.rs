@@ -15,7 +15,8 @@ use remat_core::checkpoint::checkpoint_segment;
 use remat_core::ops::{self, SdpaOptions};
 use remat_core::{DType, Device, Tensor};
 
-/// The byte counters are per process: tests that read them run one at a time.
+/// The byte counters are per process: every test of this binary runs alone, so the ones that
+/// read them see no other test's allocations.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn tiled(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>, opts: &SdpaOptions) -> Tensor {
@@ -81,6 +82,7 @@ fn compare(
 
 #[test]
 fn values_and_gradients_match_the_math_path_over_odd_sizes() {
+    let _s = SERIAL.lock();
     for &(l, s, e, ev) in &[
         (1, 1, 1, 1),
         (5, 7, 8, 4),
@@ -112,6 +114,7 @@ fn values_and_gradients_match_the_math_path_over_odd_sizes() {
 
 #[test]
 fn one_batch_splits_its_keys_across_threads() {
+    let _s = SERIAL.lock();
     // One (batch, head): the backward runs key blocks in parallel with private dq.
     for causal in [false, true] {
         let opts = SdpaOptions {
@@ -132,6 +135,7 @@ fn one_batch_splits_its_keys_across_threads() {
 
 #[test]
 fn masks_broadcast_and_rows_with_every_key_masked_are_zero() {
+    let _s = SERIAL.lock();
     let (l, s) = (70, 90);
     let q = det(&[2, 2, l, 8], 11);
     let k = det(&[2, 2, s, 8], 12);
@@ -179,6 +183,7 @@ fn masks_broadcast_and_rows_with_every_key_masked_are_zero() {
 
 #[test]
 fn grouped_query_attention_matches_repeated_heads() {
+    let _s = SERIAL.lock();
     let q = det(&[2, 6, 40, 8], 21);
     let k = det(&[2, 2, 50, 8], 22);
     let v = det(&[2, 2, 50, 4], 23);
@@ -248,6 +253,7 @@ fn dropout_gradients_pass_finite_differences() {
 
 #[test]
 fn second_order_matches_the_math_path() {
+    let _s = SERIAL.lock();
     let q = leaf(&det(&[1, 2, 7, 4], 41));
     let k = leaf(&det(&[1, 2, 9, 4], 42));
     let v = leaf(&det(&[1, 2, 9, 3], 43));
