@@ -8,7 +8,9 @@ created lazily on a parameter's first step (Adagrad's at construction, as in PyT
 Parameters can be given as an iterable of Tensors, of ``(name, Tensor)`` pairs
 (``model.named_parameters()``), or as a list of param-group dicts (``{"params": [...], "lr":
 ...}``) whose hyperparameters override the defaults; ``param_groups[i]["lr"]`` may be changed
-between steps. Each optimizer takes PyTorch's ``maximize`` flag.
+between steps. Each optimizer takes PyTorch's ``maximize`` flag, and its implementation
+switches (``foreach``, ``fused``, ``capturable``, ``differentiable``, those it has), which
+select no different code path here (``differentiable=True`` is refused).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import remat
 
 from .. import _remat, _validate
 from .._remat import Tensor
+from . import _flags
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
 
@@ -232,6 +235,7 @@ class Optimizer:
         """Check a group's hyperparameters (TypeError/ValueError naming the optimizer and the
         argument); subclasses add theirs."""
         _validate.nonnegative(type(self).__name__, "lr", group["lr"])
+        _flags.check(type(self).__name__, group)
 
     @property
     def state(self) -> _StateView:
@@ -516,6 +520,11 @@ class SGD(Optimizer):
     maximize : bool, optional
         Maximize the objective: step along the gradient instead of against it (the
         gradient is negated before anything else, as in PyTorch). Default: ``False``.
+    foreach, differentiable, fused : optional
+        PyTorch's implementation switches, accepted so that its scripts run unchanged: remat
+        has one implementation, so they select no different code path. ``differentiable=True``
+        raises NotImplementedError (a step records no graph). Defaults:
+        ``None``, ``False``, ``None``.
 
     Raises
     ------
@@ -524,6 +533,10 @@ class SGD(Optimizer):
         without momentum or with dampening, or ``params`` is empty or repeats a parameter.
     TypeError
         When a hyperparameter is not a number or a parameter is not a Tensor.
+    RuntimeError
+        When ``fused`` is combined with ``foreach`` (PyTorch's check).
+    NotImplementedError
+        When ``differentiable`` is true.
 
     Examples
     --------
@@ -550,6 +563,10 @@ class SGD(Optimizer):
         weight_decay: float = 0.0,
         nesterov: bool = False,
         maximize: bool = False,
+        *,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         defaults = dict(
             lr=lr,
@@ -558,6 +575,9 @@ class SGD(Optimizer):
             weight_decay=weight_decay,
             nesterov=nesterov,
             maximize=maximize,
+            foreach=foreach,
+            differentiable=differentiable,
+            fused=fused,
         )
         super().__init__(params, defaults)
 
@@ -622,6 +642,14 @@ class Adam(Optimizer):
     maximize : bool, optional
         Maximize the objective: step along the gradient instead of against it (the
         gradient is negated before anything else, as in PyTorch). Default: ``False``.
+    foreach, capturable, differentiable, fused : optional
+        PyTorch's implementation switches, accepted so that its scripts run unchanged: remat
+        has one implementation, so they select no different code path. ``differentiable=True``
+        raises NotImplementedError (a step records no graph). Defaults:
+        ``None``, ``False``, ``False``, ``None``.
+    decoupled_weight_decay : bool, optional
+        Decay the parameter itself (``p *= 1 - lr * weight_decay``) instead of adding the L2
+        term to the gradient: AdamW's rule, as PyTorch's flag. Default: ``False``.
 
     Raises
     ------
@@ -631,6 +659,10 @@ class Adam(Optimizer):
     TypeError
         When ``betas`` is not a pair, a hyperparameter is not a number, or a parameter is
         not a Tensor.
+    RuntimeError
+        When ``fused`` is combined with ``foreach`` (PyTorch's check).
+    NotImplementedError
+        When ``differentiable`` is true.
 
     Examples
     --------
@@ -644,9 +676,9 @@ class Adam(Optimizer):
     Traceback (most recent call last):
         ...
     ValueError: Adam: betas[0] must be in [0.0, 1.0), got 1.0
+    >>> remat.optim.Adam([w], fused=True).param_groups[0]["fused"]  # accepted, same update
+    True
     """
-
-    _decoupled = False
 
     def __init__(
         self,
@@ -657,9 +689,17 @@ class Adam(Optimizer):
         weight_decay: float = 0.0,
         amsgrad: bool = False,
         maximize: bool = False,
+        *,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+        decoupled_weight_decay: bool = False,
     ) -> None:
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                        amsgrad=amsgrad, maximize=maximize)
+                        amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
     def _validate(self, group: dict) -> None:
@@ -667,14 +707,7 @@ class Adam(Optimizer):
         name = type(self).__name__
         _validate.nonnegative(name, "eps", group["eps"])
         _validate.nonnegative(name, "weight_decay", group["weight_decay"])
-        betas = group["betas"]
-        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise TypeError(
-                f"{name}: betas must be a pair of numbers (beta1, beta2), got {betas!r}"
-            )
-        for i, b in enumerate(betas):
-            _validate.in_range(name, f"betas[{i}]", b, 0.0, 1.0, high_open=True)
-        group["betas"] = tuple(betas)
+        check_betas(name, group)
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
         if not state:
@@ -697,7 +730,7 @@ class Adam(Optimizer):
             float(b2),
             float(group["eps"]),
             float(group["weight_decay"]),
-            self._decoupled,
+            bool(group.get("decoupled_weight_decay", False)),
             state["max_exp_avg_sq"] if amsgrad else None,
         )
 
@@ -723,6 +756,11 @@ class AdamW(Adam):
     maximize : bool, optional
         Maximize the objective: step along the gradient instead of against it (the
         gradient is negated before anything else, as in PyTorch). Default: ``False``.
+    foreach, capturable, differentiable, fused : optional
+        PyTorch's implementation switches, accepted so that its scripts run unchanged: remat
+        has one implementation, so they select no different code path. ``differentiable=True``
+        raises NotImplementedError (a step records no graph). Defaults:
+        ``None``, ``False``, ``False``, ``None``.
 
     Raises
     ------
@@ -732,6 +770,10 @@ class AdamW(Adam):
     TypeError
         When ``betas`` is not a pair, a hyperparameter is not a number, or a parameter is
         not a Tensor.
+    RuntimeError
+        When ``fused`` is combined with ``foreach`` (PyTorch's check).
+    NotImplementedError
+        When ``differentiable`` is true.
 
     Examples
     --------
@@ -743,8 +785,6 @@ class AdamW(Adam):
     tensor([ 0.8500, -1.8000], requires_grad=True)
     """
 
-    _decoupled = True
-
     def __init__(
         self,
         params: Iterable[Any],
@@ -754,9 +794,16 @@ class AdamW(Adam):
         weight_decay: float = 1e-2,
         amsgrad: bool = False,
         maximize: bool = False,
+        *,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize)
+                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
 
 
 class RMSprop(Optimizer):
@@ -789,6 +836,11 @@ class RMSprop(Optimizer):
     maximize : bool, optional
         Maximize the objective: step along the gradient instead of against it (the
         gradient is negated before anything else, as in PyTorch). Default: ``False``.
+    capturable, foreach, differentiable : optional
+        PyTorch's implementation switches, accepted so that its scripts run unchanged: remat
+        has one implementation, so they select no different code path. ``differentiable=True``
+        raises NotImplementedError (a step records no graph). Defaults:
+        ``False``, ``None``, ``False``.
 
     Raises
     ------
@@ -796,6 +848,8 @@ class RMSprop(Optimizer):
         When a hyperparameter is negative, or ``params`` is empty or repeats a parameter.
     TypeError
         When a hyperparameter is not a number or a parameter is not a Tensor.
+    NotImplementedError
+        When ``differentiable`` is true.
 
     Examples
     --------
@@ -818,10 +872,14 @@ class RMSprop(Optimizer):
         weight_decay: float = 0.0,
         momentum: float = 0.0,
         centered: bool = False,
+        capturable: bool = False,
+        foreach: bool | None = None,
         maximize: bool = False,
+        differentiable: bool = False,
     ) -> None:
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                        momentum=momentum, centered=centered, maximize=maximize)
+                        momentum=momentum, centered=centered, maximize=maximize,
+                        capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
 
     def _validate(self, group: dict) -> None:
@@ -887,6 +945,11 @@ class Adagrad(Optimizer):
     maximize : bool, optional
         Maximize the objective: step along the gradient instead of against it (the
         gradient is negated before anything else, as in PyTorch). Default: ``False``.
+    foreach, differentiable, fused : optional
+        PyTorch's implementation switches, accepted so that its scripts run unchanged: remat
+        has one implementation, so they select no different code path. ``differentiable=True``
+        raises NotImplementedError (a step records no graph). Defaults:
+        ``None``, ``False``, ``None``.
 
     Raises
     ------
@@ -894,6 +957,10 @@ class Adagrad(Optimizer):
         When a hyperparameter is negative, or ``params`` is empty or repeats a parameter.
     TypeError
         When a hyperparameter is not a number or a parameter is not a Tensor.
+    RuntimeError
+        When ``fused`` is combined with ``foreach`` (PyTorch's check).
+    NotImplementedError
+        When ``differentiable`` is true.
 
     Examples
     --------
@@ -915,11 +982,16 @@ class Adagrad(Optimizer):
         weight_decay: float = 0.0,
         initial_accumulator_value: float = 0.0,
         eps: float = 1e-10,
+        foreach: bool | None = None,
+        *,
         maximize: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, eps=eps,
-                        maximize=maximize)
+                        foreach=foreach, maximize=maximize, differentiable=differentiable,
+                        fused=fused)
         super().__init__(params, defaults)
         # As PyTorch, Adagrad's state (step 0 and the accumulator) exists from the start.
         for group in self.param_groups:
@@ -953,25 +1025,49 @@ class Adagrad(Optimizer):
             p.sub_(g / (acc.sqrt() + float(group["eps"])) * clr)
 
 
+def check_betas(name: str, group: dict) -> None:
+    """Check ``group["betas"]`` (a pair, each in [0, 1)) and store it as a tuple; ``name``
+    is the optimizer's, for the messages."""
+    betas = group["betas"]
+    if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+        raise TypeError(
+            f"{name}: betas must be a pair of numbers (beta1, beta2), got {betas!r}"
+        )
+    for i, b in enumerate(betas):
+        _validate.in_range(name, f"betas[{i}]", b, 0.0, 1.0, high_open=True)
+    group["betas"] = tuple(betas)
+
+
+# State entries kept as Python numbers and saved as PyTorch keeps them, 0-d float32 tensors:
+# the step count, and NAdam's running product of momentum coefficients (rounded to float32
+# at every step, as PyTorch's tensor is, so that a saved value restores exactly).
+_SCALAR_STATE = {"step": int, "mu_product": float}
+
+
 def _saved_state(name: str, value: Any) -> Any:
     """One state entry as :meth:`Optimizer.state_dict` hands it out: a tensor copied (so later
     steps do not write into it), the integer step count as PyTorch's 0-d float32 tensor."""
     if isinstance(value, Tensor):
         with remat.no_grad():
             return value.detach().clone()
-    if name == "step" and isinstance(value, int) and not isinstance(value, bool):
+    if (name in _SCALAR_STATE and isinstance(value, (int, float))
+            and not isinstance(value, bool)):
         return remat.tensor(float(value), dtype=remat.float32)
     return value
 
 
 def _loaded_state(name: str, value: Any, p: Tensor) -> Any:
     """One state entry from a state dict as the optimizer keeps it: the step count as a
-    Python int (from a tensor, an array or a number), buffers copied to ``p``'s dtype and
-    device (from a remat Tensor or a NumPy array), anything else as it is."""
-    if name == "step" and isinstance(value, (Tensor, np.ndarray)):
+    Python int and NAdam's ``mu_product`` as a float (from a tensor, an array or a number),
+    buffers copied to ``p``'s dtype and device (from a remat Tensor or a NumPy array),
+    anything else as it is."""
+    if name in _SCALAR_STATE and isinstance(value, (Tensor, np.ndarray)):
         count = value.numel() if isinstance(value, Tensor) else value.size
         if count == 1:
-            return int(float(value.item()))
+            return _SCALAR_STATE[name](float(value.item()))
+    if (name in _SCALAR_STATE and isinstance(value, (int, float))
+            and not isinstance(value, bool)):
+        return _SCALAR_STATE[name](value)
     if isinstance(value, Tensor):
         with remat.no_grad():
             return value.detach().to(dtype=p.dtype, device=p.device).clone()
