@@ -118,3 +118,21 @@ def test_a_gpt_block_keeps_sixteen_activations_and_the_log_sum_exps():
     kept = remat.memory_allocated() - base
     assert kept == 16 * b * t * d * 4 + b * h * t * 4
     y.sum().backward()
+
+
+def test_multihead_attention_mask_shapes_are_checked():
+    m = nn.MultiheadAttention(4, 2, batch_first=True)
+    q, kv = remat.randn(3, 5, 4), remat.randn(3, 6, 4)
+    with pytest.raises(remat.ShapeError, match=r"2-D attn_mask is \(5, 5\), but should be \(5, 6"):
+        m(q, kv, kv, attn_mask=remat.zeros(5, 5))
+    with pytest.raises(remat.ShapeError, match=r"3-D attn_mask is \(3, 5, 6\), but should be"):
+        m(q, kv, kv, attn_mask=remat.zeros(3, 5, 6))
+    with pytest.raises(remat.ShapeError, match="attn_mask must be 2-D or 3-D"):
+        m(q, kv, kv, attn_mask=remat.zeros(1, 1, 5, 6))
+    with pytest.raises(remat.ShapeError, match=r"key_padding_mask must have shape \(3, 6\)"):
+        m(q, kv, kv, key_padding_mask=remat.zeros(3, 5, dtype=remat.bool_))
+    # The shapes PyTorch accepts still work, with add_bias_kv's extra position too.
+    m2 = nn.MultiheadAttention(4, 2, batch_first=True, add_bias_kv=True, add_zero_attn=True)
+    out, w = m2(q, kv, kv, attn_mask=remat.zeros(6, 5, 6),
+                key_padding_mask=remat.zeros(3, 6, dtype=remat.bool_))
+    assert out.shape == (3, 5, 4) and w.shape == (3, 5, 8)

@@ -57,6 +57,11 @@ from .modules import (
     Softmax,
     Softplus,
     Tanh,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
     ZeroPad1d,
     ZeroPad2d,
 )
@@ -72,4 +77,6 @@ __all__ = [
     "AdaptiveAvgPool3d", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d",
     "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
     "RMSNorm", "GroupNorm", "MultiheadAttention", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+    "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+    "TransformerDecoderLayer",
 ]

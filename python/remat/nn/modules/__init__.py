@@ -46,6 +46,13 @@ from .pooling import (
     MaxPool3d,
 )
 from .sparse import Embedding
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "Module", "Linear", "Identity", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "LeakyReLU",
@@ -56,5 +63,6 @@ __all__ = [
     "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "ZeroPad1d",
     "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
     "ReplicationPad1d", "ReplicationPad2d", "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss",
-    "BCEWithLogitsLoss",
+    "BCEWithLogitsLoss", "Transformer", "TransformerEncoder", "TransformerDecoder",
+    "TransformerEncoderLayer", "TransformerDecoderLayer",
 ]

@@ -37,6 +37,31 @@ def _additive(mask: Tensor | None, like: Tensor, what: str) -> Tensor | None:
     return mask.to(like.dtype)
 
 
+def _check_mask_shapes(mask: Tensor | None, pad: Tensor | None, sizes: tuple) -> None:
+    """PyTorch's shape rules for the masks, checked before any padding: ``attn_mask`` is
+    ``(L, S)`` or ``(N * num_heads, L, S)``, ``key_padding_mask`` is ``(N, S)`` (batch first,
+    an unbatched input already given its batch axis). Broadcasting would otherwise accept
+    a wrong shape silently."""
+    n, h, tgt, src = sizes
+    name = "MultiheadAttention"
+    if mask is not None:
+        want = {2: (tgt, src), 3: (n * h, tgt, src)}.get(mask.ndim)
+        if want is None:
+            raise remat.ShapeError(
+                f"{name}: attn_mask must be 2-D or 3-D, got shape {tuple(mask.shape)}"
+            )
+        if tuple(mask.shape) != want:
+            raise remat.ShapeError(
+                f"{name}: the shape of the {mask.ndim}-D attn_mask is {tuple(mask.shape)}, "
+                f"but should be {want}"
+            )
+    if pad is not None and tuple(pad.shape) != (n, src):
+        raise remat.ShapeError(
+            f"{name}: key_padding_mask must have shape {(n, src)} (batch, source length), "
+            f"got {tuple(pad.shape)}"
+        )
+
+
 class MultiheadAttention(Module):
     """Multi-head attention: ``softmax(q kᵀ / √d + mask) v`` per head with input and output
     projections, as ``torch.nn.MultiheadAttention``.
@@ -235,7 +260,8 @@ class MultiheadAttention(Module):
         remat.ShapeError
             When the query is not 2-D or 3-D or its last axis is not ``embed_dim``, the
             batch sizes of query and key differ, key and value disagree in batch or length,
-            or ``attn_mask`` is not 2-D or 3-D.
+            ``attn_mask`` is not ``(L, S)`` or ``(N * num_heads, L, S)``, or
+            ``key_padding_mask`` is not ``(N, S)`` (``(S,)`` unbatched).
         remat.DTypeError
             When a mask is neither bool nor float.
         RuntimeError
@@ -286,6 +312,7 @@ class MultiheadAttention(Module):
             raise RuntimeError(f"{name}: need attn_mask if specifying the is_causal hint")
         mask = _additive(attn_mask, query, "attn_mask")
         pad = _additive(key_padding_mask, query, "key_padding_mask")
+        _check_mask_shapes(mask, pad, (n, self.num_heads, tgt, key.shape[1]))
         q, k, v = self._projections(query, key, value)
         if self.bias_k is not None:
             k = remat.cat([k, self.bias_k.expand(n, 1, e)], dim=1)
@@ -305,13 +332,8 @@ class MultiheadAttention(Module):
             pad = None if pad is None else remat.pad(pad, (0, 1))
         src = k.shape[2]
         # One additive mask broadcast to (N, H, L, S): attn_mask is (L, S) or (N·H, L, S).
-        if mask is not None:
-            if mask.ndim == 3:
-                mask = mask.reshape(n, h, tgt, src)
-            elif mask.ndim != 2:
-                raise remat.ShapeError(
-                    f"{name}: attn_mask must be 2-D or 3-D, got shape {tuple(mask.shape)}"
-                )
+        if mask is not None and mask.ndim == 3:
+            mask = mask.reshape(n, h, tgt, src)
         if pad is not None:
             pad = pad.reshape(n, 1, 1, src)
             mask = pad if mask is None else mask + pad
