@@ -51,6 +51,7 @@ MODULES = (
     "remat.nn.functional",
     "remat.nn.init",
     "remat.nn.utils",
+    "remat.nn.parallel",
     "remat.optim",
     "remat.optim.lr_scheduler",
     "remat.utils.data",

@@ -66,8 +66,11 @@ from .modules import (
     ZeroPad2d,
 )
 from .parameter import Parameter
+from . import parallel
+from .parallel import DataParallel
 
 __all__ = [
+    "DataParallel", "parallel",
     "Parameter", "Module", "Linear", "ReLU", "GELU", "Tanh", "Sigmoid", "Dropout", "LayerNorm",
     "Identity", "Flatten", "MSELoss", "CrossEntropyLoss", "Sequential", "ModuleList",
     "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "Softplus", "ModuleDict", "ParameterList",
