@@ -584,6 +584,7 @@ __all__ = [
     "add", "backward", "checkpoint", "checkpoint_scope", "checkpoint_segment",
     "checkpoint_sequential", "clamp", "clip", "concat", "cross_entropy", "cuda", "div", "dropout",
     "enable_grad", "device", "autograd", "Generator", "initial_seed", "testing",
+    "backends", "set_float32_matmul_precision", "get_float32_matmul_precision",
     "l1_loss", "binary_cross_entropy_with_logits", "nll_loss", "scaled_dot_product_attention",
     "from_dlpack", "inference_mode", "is_inference_mode_enabled",
     "float32", "float64", "int64", "int32", "bool_", "long", "double",
@@ -661,6 +662,8 @@ from ._memory_cap import memory_limit  # noqa: E402
 from ._device import device  # noqa: E402
 from ._dlpack import from_dlpack  # noqa: E402
 from .serialization import save, load  # noqa: E402
+from . import backends  # noqa: E402
+from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 
 # PyTorch's dtype spellings. `remat.bool`, `remat.float` and `remat.int` (int32, as `torch.int`)
 # would shadow the builtins inside this module, so they are served by the module `__getattr__`
