@@ -1,14 +1,15 @@
 """First-step parity with PyTorch for the ported training scripts (tests/ported/: MLP, GPT,
-CNN, ResNet with BatchNorm in training mode): each script is loaded twice, once as written
-(real ``torch``) and once with its imports pointed at remat (the only change a user makes).
+CNN, ResNet with BatchNorm in training mode, ViT with einops): each script is loaded twice,
+once as written (real ``torch``) and once with its imports pointed at remat (the only change
+a user makes).
 The PyTorch model's weights are copied into the remat model, both run the loss of one
 identical batch and backward, and the loss and every parameter gradient are compared
 (float32 tolerance: rtol 1e-4, atol 1e-5).
 
     python benches/torch_parity.py
 
-Needs PyTorch (and scikit-learn for the CNN); prints a table and exits non-zero on a
-mismatch. A script, not a test: the test suite never imports torch.
+Needs PyTorch (scikit-learn for the CNN, einops for the ViT); prints a table and exits
+non-zero on a mismatch. A script, not a test: the test suite never imports torch.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "ported"))
 
 from machine_info import machine_line  # noqa: E402
 from test_ported_scripts import port  # noqa: E402
@@ -42,7 +43,7 @@ def batch_of(name: str, mod: types.ModuleType, lib) -> tuple:
     """The same batch for both libraries (built from NumPy / the scripts' data)."""
     if name == "mlp":
         x, y = mod.make_data(n=64)
-    elif name in ("cnn", "resnet"):
+    elif name in ("cnn", "resnet", "vit"):
         x, y = mod.make_data()
         x, y = x[:64], y[:64]
     else:
@@ -95,7 +96,7 @@ def main() -> int:
         return 0
     print(f"machine: {machine_line()}; torch {torch.__version__}")
     ok = True
-    for name in ("mlp", "gpt", "cnn", "resnet"):
+    for name in ("mlp", "gpt", "cnn", "resnet", "vit"):
         try:
             rows = compare(name)
         except AttributeError as e:  # a module or function remat does not have yet

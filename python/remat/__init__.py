@@ -662,6 +662,14 @@ from ._memory_cap import memory_limit  # noqa: E402
 from ._device import device  # noqa: E402
 from ._dlpack import from_dlpack  # noqa: E402
 from .serialization import save, load  # noqa: E402
+
+# einops picks a backend for a tensor type among the subclasses of its AbstractBackend, at
+# its first call on that type: defining remat's (when einops is installed) registers it.
+try:
+    from . import _einops_backend  # noqa: E402, F401
+except ImportError as _err:
+    if not (_err.name or "").startswith("einops"):
+        raise
 from . import backends  # noqa: E402
 from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 

@@ -83,3 +83,22 @@ __all__ = [
     "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
     "TransformerDecoderLayer",
 ]
+
+# einops' layers need einops; without it remat.nn imports all the same and says what is
+# missing when one is asked for.
+_EINOPS_LAYERS = ("Rearrange", "Reduce", "EinMix")
+try:
+    from .modules.einops_layers import EinMix, Rearrange, Reduce  # noqa: E402, F401
+except ImportError as _err:
+    if not (_err.name or "").startswith("einops"):
+        raise
+else:
+    __all__ += list(_EINOPS_LAYERS)
+
+
+def __getattr__(name: str) -> object:
+    if name in _EINOPS_LAYERS:
+        raise AttributeError(
+            f"remat.nn.{name} needs einops, which is not installed (pip install einops)"
+        )
+    raise AttributeError(f"module 'remat.nn' has no attribute {name!r}")
