@@ -57,6 +57,7 @@ MODULES = (
     "remat.backends.mkldnn",
     "remat.backends.mps",
     "remat.backends.cpu",
+    "remat.accelerator",
     "remat.optim",
     "remat.optim.lr_scheduler",
     "remat.utils.data",

@@ -585,6 +585,7 @@ __all__ = [
     "checkpoint_sequential", "clamp", "clip", "concat", "cross_entropy", "cuda", "div", "dropout",
     "enable_grad", "device", "autograd", "Generator", "initial_seed", "testing",
     "backends", "set_float32_matmul_precision", "get_float32_matmul_precision",
+    "accelerator",
     "l1_loss", "binary_cross_entropy_with_logits", "nll_loss", "scaled_dot_product_attention",
     "from_dlpack", "inference_mode", "is_inference_mode_enabled",
     "float32", "float64", "int64", "int32", "bool_", "long", "double",
@@ -671,6 +672,7 @@ except ImportError as _err:
     if not (_err.name or "").startswith("einops"):
         raise
 from . import backends  # noqa: E402
+from . import accelerator  # noqa: E402
 from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 
 # PyTorch's dtype spellings. `remat.bool`, `remat.float` and `remat.int` (int32, as `torch.int`)

@@ -1,5 +1,5 @@
 """CUDA device queries: ``remat.cuda.is_available()``, ``device_count()``, ``synchronize()``,
-``empty_cache()``.
+``empty_cache()``; and the seeding calls ``manual_seed(seed)`` / ``manual_seed_all(seed)``.
 
 Asking for a ``"cuda"`` tensor where no usable GPU exists raises ``remat.DeviceError`` with
 the reason; these queries never raise.
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from . import _remat
 
-__all__ = ["is_available", "device_count", "synchronize", "empty_cache"]
+__all__ = ["is_available", "device_count", "synchronize", "empty_cache", "manual_seed",
+           "manual_seed_all"]
 
 
 def is_available() -> bool:
@@ -109,3 +110,74 @@ def empty_cache() -> None:
     True
     """
     _remat.cuda_empty_cache()
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the random stream GPU draws come from, as ``torch.cuda.manual_seed``.
+
+    remat has one counter-based random stream that serves every device, so this is
+    ``remat.manual_seed(seed)``: it seeds CPU draws as well (PyTorch keeps a generator per
+    GPU beside the CPU one, and seeds only the current GPU's). A script that seeds both, as
+    most do, gets the same reproducible numbers either way. It works without a GPU (PyTorch
+    ignores the call there). Inside a checkpoint recompute it seeds the replay stream, as
+    ``remat.manual_seed`` does.
+
+    Parameters
+    ----------
+    seed : int
+        The seed (taken modulo 2**64, so negative seeds wrap).
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    TypeError
+        When ``seed`` is not an int.
+    OverflowError
+        When ``seed`` is outside the signed 128-bit range.
+
+    Examples
+    --------
+    >>> remat.cuda.manual_seed(7)
+    >>> remat.initial_seed()
+    7
+    >>> a = remat.rand(2)
+    >>> remat.manual_seed(7)
+    >>> bool((remat.rand(2) == a).all())
+    True
+    """
+    _remat.manual_seed(seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seed the random stream of every GPU, as ``torch.cuda.manual_seed_all``.
+
+    remat's one random stream serves every device, so this is ``remat.manual_seed(seed)``
+    (it seeds CPU draws as well; see :func:`remat.cuda.manual_seed`). It works without a
+    GPU.
+
+    Parameters
+    ----------
+    seed : int
+        The seed (taken modulo 2**64, so negative seeds wrap).
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    TypeError
+        When ``seed`` is not an int.
+    OverflowError
+        When ``seed`` is outside the signed 128-bit range.
+
+    Examples
+    --------
+    >>> remat.cuda.manual_seed_all(3)
+    >>> remat.initial_seed()
+    3
+    """
+    _remat.manual_seed(seed)
