@@ -138,3 +138,30 @@ def test_concat_dataset():
     assert [b.tolist() for (b,) in DataLoader(ds, batch_size=5)] == [[0, 1, 2, 3, 4]]
     with pytest.raises(IndexError):
         ds[5]
+
+
+def test_samplers_are_lazy_generators():
+    import inspect
+
+    for s in (RandomSampler(range(5), replacement=True, num_samples=10**12),
+              RandomSampler(range(5)), BatchSampler(range(10**12), 3, False),
+              SubsetRandomSampler([1, 2]), WeightedRandomSampler([1.0, 2.0], 10**12)):
+        it = iter(s)
+        assert inspect.isgenerator(it), type(s).__name__
+        next(it)
+    assert next(iter(BatchSampler(RandomSampler(range(4), True, 10**12), 2, True))) != []
+
+
+def test_random_sampler_takes_one_draw_of_the_global_stream_per_epoch():
+    # As PyTorch's: without a generator it seeds its own from one global draw, so reading
+    # its indices early or late (a loader's workers prefetch) leaves the global stream alone.
+    for replacement in (False, True):
+        s = RandomSampler(range(50), replacement=replacement, num_samples=100)
+        remat.manual_seed(2)
+        it = iter(s)
+        first = [next(it)]
+        after_one = remat.rand(2).tolist()
+        remat.manual_seed(2)
+        everything = list(s)
+        assert remat.rand(2).tolist() == after_one
+        assert everything[0] == first[0] and len(everything) == 100

@@ -3,10 +3,13 @@ names, module paths (``remat.utils.data.dataset``, ``.sampler``, ``.dataloader``
 batching rules, so a training loop ports unchanged.
 
 Samplers are iterated lazily; shuffling and random samplers draw from remat's seeded
-generator, so ``remat.manual_seed`` makes the order reproducible."""
+generator, so ``remat.manual_seed`` makes the order reproducible. ``DataLoader`` loads in
+this process or, with ``num_workers > 0``, in worker processes (``get_worker_info``)."""
 
-from .dataloader import DataLoader, default_collate
+from ._worker import get_worker_info
+from .dataloader import DataLoader, default_collate, default_convert
 from .dataset import (
+    ChainDataset,
     ConcatDataset,
     Dataset,
     IterableDataset,
@@ -24,8 +27,8 @@ from .sampler import (
 )
 
 __all__ = [
-    "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split",
-    "DataLoader", "default_collate",
+    "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset",
+    "random_split", "DataLoader", "default_collate", "default_convert", "get_worker_info",
     "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
     "WeightedRandomSampler", "BatchSampler",
 ]

@@ -1,6 +1,6 @@
 """``remat.utils.data.dataset``: map-style datasets (``Dataset``, ``TensorDataset``,
-``Subset``, ``ConcatDataset``), ``IterableDataset`` and ``random_split``, with
-``torch.utils.data``'s names and rules."""
+``Subset``, ``ConcatDataset``), iterable ones (``IterableDataset``, ``ChainDataset``) and
+``random_split``, with ``torch.utils.data``'s names and rules."""
 
 from __future__ import annotations
 
@@ -16,14 +16,15 @@ from ..._remat import Tensor
 from .sampler import _permutation
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
-           "random_split"]
+           "ChainDataset", "random_split"]
 
 
 class Dataset:
     """A map-style dataset: subclasses define ``__getitem__(index)`` and ``__len__()``.
 
-    Any object with those two methods works with :class:`DataLoader`; subclassing only
-    documents the intent (as ``torch.utils.data.Dataset``).
+    Any object with those two methods works with :class:`DataLoader`; subclassing
+    documents the intent and gives ``a + b``, a :class:`ConcatDataset` (as
+    ``torch.utils.data.Dataset``).
 
     Raises
     ------
@@ -40,6 +41,8 @@ class Dataset:
     ...         return i * i
     >>> [batch.tolist() for batch in DataLoader(Squares(), batch_size=3)]
     [[0, 1, 4], [9]]
+    >>> len(Squares() + Squares())
+    8
     >>> len(Dataset())
     Traceback (most recent call last):
         ...
@@ -49,6 +52,9 @@ class Dataset:
     def __getitem__(self, index: int) -> Any:
         raise NotImplementedError(f"{type(self).__name__} has no __getitem__ defined")
 
+    def __add__(self, other: Any) -> ConcatDataset:
+        return ConcatDataset([self, other])
+
     def __len__(self) -> int:
         raise NotImplementedError(f"{type(self).__name__} has no __len__ defined")
 
@@ -56,7 +62,11 @@ class Dataset:
 class IterableDataset(Dataset):
     """A dataset that is a stream: subclasses define ``__iter__`` (as
     ``torch.utils.data.IterableDataset``); :class:`DataLoader` batches what it yields, in
-    order (no sampler, no shuffling).
+    order (no sampler, no shuffling); ``a + b`` is a :class:`ChainDataset`.
+
+    With ``num_workers > 0`` every worker iterates its own copy of the dataset, so each
+    would yield the whole stream: ``__iter__`` uses :func:`get_worker_info` to take only its
+    worker's share (the loader interleaves the workers' batches, one from each in turn).
 
     Raises
     ------
@@ -71,10 +81,70 @@ class IterableDataset(Dataset):
     ...         return iter(range(5))
     >>> [b.tolist() for b in DataLoader(Counter(), batch_size=2)]
     [[0, 1], [2, 3], [4]]
+    >>> from remat.utils.data import get_worker_info
+    >>> class Sharded(IterableDataset):
+    ...     def __iter__(self):
+    ...         info = get_worker_info()
+    ...         if info is None:  # no workers: all of it
+    ...             return iter(range(6))
+    ...         return iter(range(info.id, 6, info.num_workers))
+    >>> [b.tolist() for b in DataLoader(Sharded(), batch_size=2, num_workers=2, timeout=60)]
+    [[0, 2], [1, 3], [4], [5]]
     """
 
     def __iter__(self) -> Iterator[Any]:
         raise NotImplementedError(f"{type(self).__name__} has no __iter__ defined")
+
+    def __add__(self, other: Any) -> ChainDataset:
+        return ChainDataset([self, other])
+
+
+class ChainDataset(IterableDataset):
+    """Several iterable datasets one after the other, lazily (``torch.utils.data``'s
+    ``ChainDataset``); its length is the sum of theirs, where they have one.
+
+    Parameters
+    ----------
+    datasets : iterable of IterableDataset
+        The streams to chain, in order (iterated again at each epoch).
+
+    Raises
+    ------
+    TypeError
+        When one of them is not an :class:`IterableDataset` (on iteration or ``len()``, as
+        PyTorch checks them), or has no length (on ``len()``).
+
+    Examples
+    --------
+    >>> from remat.utils.data import ChainDataset, IterableDataset
+    >>> class Count(IterableDataset):
+    ...     def __init__(self, n):
+    ...         self.n = n
+    ...     def __iter__(self):
+    ...         return iter(range(self.n))
+    ...     def __len__(self):
+    ...         return self.n
+    >>> ds = ChainDataset([Count(2), Count(3)])
+    >>> list(ds), len(ds), list(Count(1) + Count(2))
+    ([0, 1, 0, 1, 2], 5, [0, 0, 1])
+    """
+
+    def __init__(self, datasets: Iterable[Any]) -> None:
+        self.datasets = datasets
+
+    def _check(self, d: Any) -> Any:
+        if not isinstance(d, IterableDataset):
+            raise TypeError(
+                f"ChainDataset only supports IterableDataset, got a {type(d).__name__}"
+            )
+        return d
+
+    def __iter__(self) -> Iterator[Any]:
+        for d in self.datasets:
+            yield from self._check(d)
+
+    def __len__(self) -> int:
+        return sum(len(self._check(d)) for d in self.datasets)
 
 
 class ConcatDataset(Dataset):

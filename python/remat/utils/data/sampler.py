@@ -32,6 +32,12 @@ def _permutation(n: int, generator: Any = None) -> list[int]:
     return [int(i) for i in np.argsort(keys, kind="stable")]
 
 
+def draw_seed(generator: Any = None) -> int:
+    """A seed in ``[0, 2**63 - 1)`` drawn from ``generator`` (or the global stream): one
+    draw, as PyTorch's ``torch.empty((), dtype=torch.int64).random_(generator)``."""
+    return int(remat.randint(0, 2**63 - 1, (), generator=generator).item())
+
+
 def _check_count(cls: str, name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"{cls}: {name} should be a positive integer value, but got "
@@ -108,7 +114,10 @@ class RandomSampler(Sampler):
     dataset's length). Lazy: draws are made 32 at a time as the indices are consumed.
 
     Without replacement, ``num_samples`` beyond the length continues with further
-    permutations (as PyTorch's).
+    permutations (as PyTorch's). Without ``generator``, each epoch draws one seed from the
+    global stream when it starts and draws its indices from a generator of its own (as
+    PyTorch's), so how far ahead the indices are read (a loader's workers prefetch) does not
+    change the random numbers the rest of the program sees.
 
     Parameters
     ----------
@@ -161,17 +170,20 @@ class RandomSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         n, total = len(self.data_source), self.num_samples
+        generator = self.generator
+        if generator is None:
+            generator = remat.Generator().manual_seed(draw_seed())
         if self.replacement:
             left = total
             while left > 0:
                 k = min(_CHUNK, left)
-                yield from remat.randint(0, n, (k,), generator=self.generator).tolist()
+                yield from remat.randint(0, n, (k,), generator=generator).tolist()
                 left -= k
             return
         for _ in range(total // n):
-            yield from _permutation(n, self.generator)
+            yield from _permutation(n, generator)
         if total % n:
-            yield from _permutation(n, self.generator)[: total % n]
+            yield from _permutation(n, generator)[: total % n]
 
     def __len__(self) -> int:
         return self.num_samples
