@@ -14,6 +14,10 @@ from typing import Any
 
 from einops._backends import AbstractBackend
 
+# remat is mid-import when its __init__ imports this module; the methods read its names at
+# call time, when the package is complete.
+import remat
+
 __all__ = ["RematBackend"]
 
 
@@ -32,19 +36,14 @@ class RematBackend(AbstractBackend):
 
     framework_name = "remat"
 
-    def __init__(self) -> None:
-        import remat
-
-        self.remat = remat
-
     def is_appropriate_type(self, tensor: Any) -> bool:
         """Whether ``tensor`` is a remat Tensor (a Parameter is one)."""
-        return isinstance(tensor, self.remat.Tensor)
+        return isinstance(tensor, remat.Tensor)
 
     def from_numpy(self, x: Any) -> Any:
         """A tensor from a NumPy array; floating ones require grad, as einops' torch backend
         makes them (einops' own tests rely on it)."""
-        t = self.remat.tensor(x)
+        t = remat.tensor(x)
         if self.is_float_type(t):
             t.requires_grad_(True)
         return t
@@ -55,7 +54,7 @@ class RematBackend(AbstractBackend):
 
     def arange(self, start: int, stop: int) -> Any:
         """``remat.arange(start, stop)`` in int64."""
-        return self.remat.arange(start, stop, dtype=self.remat.int64)
+        return remat.arange(start, stop, dtype=remat.int64)
 
     def shape(self, x: Any) -> tuple:
         """The shape as a tuple of ints."""
@@ -87,7 +86,7 @@ class RematBackend(AbstractBackend):
 
     def stack_on_zeroth_dimension(self, tensors: list) -> Any:
         """``remat.stack(tensors)``."""
-        return self.remat.stack(list(tensors))
+        return remat.stack(list(tensors))
 
     def add_axes(self, x: Any, n_axes: int, pos2len: dict) -> Any:
         """New axes of the given lengths as a broadcast view (``expand``), so ``repeat``
@@ -104,7 +103,7 @@ class RematBackend(AbstractBackend):
 
     def concat(self, tensors: list, axis: int) -> Any:
         """``remat.cat(tensors, dim=axis)``."""
-        return self.remat.cat(list(tensors), dim=axis)
+        return remat.cat(list(tensors), dim=axis)
 
     def add_axis(self, x: Any, new_position: int) -> Any:
         """``x.unsqueeze(new_position)``."""
@@ -122,4 +121,4 @@ class RematBackend(AbstractBackend):
 
     def einsum(self, pattern: str, *x: Any) -> Any:
         """``remat.einsum(pattern, *x)``."""
-        return self.remat.einsum(pattern, *x)
+        return remat.einsum(pattern, *x)

@@ -190,7 +190,7 @@ class EinMix(_EinmixMixin, Module):
         if bias_shape is not None:
             self.bias = Parameter(remat.empty(*bias_shape).uniform_(-bias_bound, bias_bound))
         else:
-            self.bias = None
+            self.bias = None  # type: ignore[assignment]
 
     def _create_rearrange_layers(
         self, pre_reshape_pattern: str | None, pre_reshape_lengths: dict | None,

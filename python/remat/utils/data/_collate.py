@@ -133,7 +133,7 @@ def default_convert(data: Any) -> Any:
             clone.update(converted)
             return clone
         try:
-            return type(data)(converted)
+            return type(data)(converted)  # type: ignore[call-arg]
         except TypeError:
             return converted
     if isinstance(data, tuple) and hasattr(data, "_fields"):  # namedtuple
@@ -142,12 +142,12 @@ def default_convert(data: Any) -> Any:
         return [default_convert(d) for d in data]
     if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
         if isinstance(data, MutableSequence):
-            clone = copy.copy(data)
+            items: MutableSequence[Any] = copy.copy(data)  # type: ignore[arg-type]
             for i, d in enumerate(data):
-                clone[i] = default_convert(d)
-            return clone
+                items[i] = default_convert(d)
+            return items
         try:
-            return type(data)([default_convert(d) for d in data])
+            return type(data)([default_convert(d) for d in data])  # type: ignore[call-arg]
         except TypeError:
             return [default_convert(d) for d in data]
     return data

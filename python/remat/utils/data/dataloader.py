@@ -330,6 +330,7 @@ class DataLoader:
             self._iterator = self._get_iterator()
         else:
             it._reset(self)
+        assert self._iterator is not None
         return self._iterator
 
     def __len__(self) -> int:

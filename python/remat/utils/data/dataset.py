@@ -95,7 +95,7 @@ class IterableDataset(Dataset):
     def __iter__(self) -> Iterator[Any]:
         raise NotImplementedError(f"{type(self).__name__} has no __iter__ defined")
 
-    def __add__(self, other: Any) -> ChainDataset:
+    def __add__(self, other: Any) -> ChainDataset:  # type: ignore[override]
         return ChainDataset([self, other])
 
 
