@@ -26,6 +26,7 @@ from hypothesis.extra import numpy as hnp
 
 import remat
 import remat.nn.functional as F
+from np_resample import np_conv_transpose, np_interpolate
 from np_windows import (
     np_adaptive_avg_pool,
     np_avg_pool,
@@ -106,6 +107,7 @@ def _ids(rng, shape, case):
 ANY = Domain("any", _uniform(-2.0, 2.0))
 POS = Domain("pos", _uniform(0.2, 2.0))  # log, sqrt, pow bases
 ABOVE_M1 = Domain("above_m1", _uniform(-0.8, 2.0))  # log1p: above its pole at -1
+PROB = Domain("prob", _uniform(0.05, 0.95))  # probabilities away from 0 and 1
 UNIT = Domain("unit", _uniform(-0.9, 0.9))  # asin, acos, atanh: inside (-1, 1)
 ABOVE_1 = Domain("above_1", _uniform(1.1, 3.0))  # acosh: above its branch point at 1
 NONZERO = Domain("nonzero", _nonzero)  # relu's kink, divisors
@@ -966,6 +968,40 @@ def np_dropout(x, p, training=True):
     return np.where(kept, x / (1.0 - p), 0.0)
 
 
+def np_binary_cross_entropy(x, t, reduction="mean"):
+    """PyTorch's formula: the logarithms clamped at -100."""
+    with np.errstate(divide="ignore"):
+        loss = -(t * np.maximum(np.log(x), -100.0) + (1 - t) * np.maximum(np.log1p(-x), -100.0))
+    return {"mean": np.mean, "sum": np.sum, "none": lambda v: v}[reduction](loss)
+
+
+def _engine_uniforms(shape):
+    """The float64 uniforms the engine's stream gives for seed SEED (what its samplers
+    transform: the contract that makes them replayable)."""
+    remat.manual_seed(SEED)
+    return remat.rand(*shape, dtype=remat.float64).numpy()
+
+
+def np_bernoulli(p):
+    return (_engine_uniforms(p.shape) < p).astype(p.dtype)
+
+
+def np_normal(mean, std):
+    shape = np.broadcast_shapes(mean.shape, std.shape)
+    remat.manual_seed(SEED)
+    z = remat.randn(*shape, dtype=remat.float64).numpy()
+    return mean + std * z
+
+
+def np_multinomial(w, num_samples, replacement=True):
+    """Inverse-CDF draws with replacement from the engine's uniforms."""
+    rows = w.reshape(-1, w.shape[-1])
+    u = _engine_uniforms((rows.shape[0], num_samples))
+    cdf = np.cumsum(rows, axis=1)
+    out = np.stack([np.searchsorted(c, ui * c[-1], side="right") for c, ui in zip(cdf, u)])
+    return out.reshape(w.shape[:-1] + (num_samples,)).astype(np.int64)
+
+
 # ------------------------------------------------------------------------------ row helpers
 
 UNARY_EXAMPLES = (Case(((2, 3),)), Case(((),)))
@@ -1533,6 +1569,26 @@ OPS: list[Op] = [
                Bad("p_negative", ((3,),), ValueError, {"p": -0.1}),
                Bad("p_nan", ((3,),), ValueError, {"p": float("nan")}),
                Bad("p_str", ((3,),), TypeError, {"p": "half"}, names=None))),
+    # ---- sampling (the draws are the engine's stream for SEED, transformed)
+    Op("bernoulli", remat.bernoulli, ("bernoulli",), np_bernoulli, PROB, one(),
+       (Case(((4, 5),)), Case(((3,),))), diff=(), random=True,
+       errors=(Bad("p_range", (Raw(remat.tensor([0.5, 1.5])),), ValueError),
+               Bad("int", (Raw(remat.tensor([1, 0])),), remat.DTypeError))),
+    Op("normal", remat.normal, (), np_normal, (ANY, POS), broadcast(), BINARY_EXAMPLES,
+       diff=(), random=True,
+       errors=(Bad("std_negative", ((3,), Raw(remat.tensor([-1.0, 1.0, 1.0]))), ValueError),
+               Bad("broadcast", ((3,), (4,)), S))),
+    Op("multinomial", remat.multinomial, ("multinomial",), np_multinomial, POS,
+       shapes(min_dims=1, max_dims=2).map(
+           lambda s: Case((s,), {"num_samples": 3, "replacement": True})),
+       (Case(((4,),), {"num_samples": 5, "replacement": True}),
+        Case(((3, 6),), {"num_samples": 2, "replacement": True})),
+       diff=(), random=True, out_dtype=np.int64,
+       errors=(Bad("rank", ((2, 2, 2),), S, {"num_samples": 1}),
+               Bad("too_many", ((3,),), ValueError, {"num_samples": 4}),
+               Bad("negative", (Raw(remat.tensor([1.0, -1.0])),), ValueError,
+                   {"num_samples": 1}),
+               Bad("zero_sum", (Raw(remat.zeros(3)),), ValueError, {"num_samples": 1}))),
     # ---- reductions
     Op("sum", remat.sum, ("sum",), np.sum, ANY, reductions(),
        (Case(((2, 3),), {"axis": None, "keepdims": False}),
@@ -2037,10 +2093,58 @@ OPS: list[Op] = [
                                  "dilation": (2, 1), "padding": 1, "stride": (2, 1)}),),
        errors=(Bad("blocks", ((1, 4, 5),), S, {"output_size": (3, 3),
                                                            "kernel_size": 2}),)),
+    # ---- spatial upsampling (decoders, GANs, U-Nets)
+    Op("conv_transpose2d", remat.conv_transpose2d, (), np_conv_transpose, ANY,
+       st.builds(lambda n, ci, co, h, w, k, s, p, g: Case(
+           ((n, ci * g, h, w), (ci * g, co, k, k)),
+           {"stride": s, "padding": min(p, k - 1), "output_padding": s - 1, "groups": g}),
+           st.integers(1, 2), st.integers(1, 2), st.integers(1, 2), st.integers(1, 4),
+           st.integers(1, 4), st.integers(1, 3), st.integers(1, 2), st.integers(0, 1),
+           st.integers(1, 2)),
+       (Case(((2, 2, 3, 3), (2, 3, 3, 3)), {"stride": 2, "padding": 1, "output_padding": 1}),
+        Case(((1, 4, 2, 3), (4, 1, 2, 2)), {"groups": 2, "dilation": 2}),
+        Case(((3, 2, 2), (3, 2, 2, 1)), {"stride": (1, 2)})),
+       errors=(Bad("channels", ((1, 2, 3, 3), (3, 1, 2, 2)), S),
+               Bad("output_padding", ((1, 1, 3, 3), (1, 1, 2, 2)), ValueError,
+                   {"stride": 2, "output_padding": 2}),
+               Bad("rank", ((1, 3), (1, 1, 2, 2)), S))),
+    Op("interpolate_nearest", F.interpolate, (), np_interpolate, ANY,
+       st.builds(lambda n, c, h, w, oh, ow: Case(((n, c, h, w),), {"size": (oh, ow)}),
+                 st.integers(1, 2), st.integers(1, 2), st.integers(1, 5), st.integers(1, 5),
+                 st.integers(1, 9), st.integers(1, 9)),
+       (Case(((1, 2, 3, 4),), {"size": (5, 7)}), Case(((2, 1, 4),), {"scale_factor": 2.5}),
+        Case(((1, 1, 5, 5),), {"size": 2, "mode": "nearest-exact"})),
+       op="interpolate",
+       errors=(Bad("no_size", ((1, 1, 3, 3),), ValueError),
+               Bad("mode", ((1, 1, 3, 3),), ValueError, {"size": 2, "mode": "bicubic"}),
+               Bad("rank", ((3, 3),), S, {"size": 2}))),
+    Op("interpolate_linear", F.interpolate, (), np_interpolate, ANY,
+       st.builds(lambda n, h, w, oh, ow, ac: Case(((n, 2, h, w),),
+                                                  {"size": (oh, ow), "mode": "bilinear",
+                                                   "align_corners": ac}),
+                 st.integers(1, 2), st.integers(1, 5), st.integers(1, 5), st.integers(1, 9),
+                 st.integers(1, 9), st.booleans()),
+       (Case(((1, 2, 3, 4),), {"size": (5, 7), "mode": "bilinear"}),
+        Case(((1, 1, 3, 3),), {"scale_factor": 2, "mode": "bilinear", "align_corners": True}),
+        Case(((2, 1, 4),), {"size": 6, "mode": "linear"}),
+        Case(((1, 1, 2, 2, 3),), {"size": (3, 3, 2), "mode": "trilinear"}),
+        Case(((1, 2, 6, 5),), {"size": (3, 2), "mode": "area"})),
+       op="interpolate",
+       errors=(Bad("rank_mode", ((1, 1, 3),), ValueError, {"size": 2, "mode": "bilinear"}),
+               Bad("align_nearest", ((1, 1, 3),), ValueError,
+                   {"size": 2, "align_corners": True}))),
     # ---- losses
     Op("mse_loss", remat.mse_loss, (), lambda p, y: np.mean((p - y) ** 2), ANY, mse_cases(),
        (Case(((3, 4), (3, 4))), Case(((5,), (5,)))),
        errors=(Bad("shape", ((3,), (4,)), S),)),
+    Op("binary_cross_entropy", remat.binary_cross_entropy, (), np_binary_cross_entropy,
+       (PROB, PROB), mse_cases().flatmap(lambda c: st.sampled_from(
+           [c, Case(c.shapes, {"reduction": "sum"}), Case(c.shapes, {"reduction": "none"})])),
+       (Case(((3, 4), (3, 4))), Case(((5,), (5,)), {"reduction": "none"})),
+       errors=(Bad("shape", ((3,), (4,)), S),
+               Bad("range", (Raw(remat.tensor([0.5, 1.5])), Raw(remat.tensor([1.0, 0.0]))),
+                   ValueError),
+               Bad("reduction", ((3,), (3,)), ValueError, {"reduction": "avg"}))),
     Op("cross_entropy", remat.cross_entropy, (), np_cross_entropy, (ANY, LABELS), ce_cases(),
        (Case(((4, 5), (4,))), Case(((1, 3), (1,)))),
        errors=(Bad("target_range", ((2, 3), Raw(np.array([0, 3]))), ValueError),

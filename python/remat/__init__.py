@@ -55,6 +55,10 @@ from ._remat import (
     full_like,
     randint,
     as_tensor,
+    multinomial,
+    randperm,
+    bernoulli,
+    normal,
     tril,
     triu,
     gather,
@@ -76,9 +80,13 @@ from ._remat import (
     manual_seed,
     l1_loss,
     binary_cross_entropy_with_logits,
+    binary_cross_entropy,
     nll_loss,
     scaled_dot_product_attention,
     conv1d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
     conv2d,
     conv3d,
     max_pool1d,
@@ -586,7 +594,8 @@ __all__ = [
     "enable_grad", "device", "autograd", "Generator", "initial_seed", "testing",
     "backends", "set_float32_matmul_precision", "get_float32_matmul_precision",
     "accelerator",
-    "l1_loss", "binary_cross_entropy_with_logits", "nll_loss", "scaled_dot_product_attention",
+    "l1_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy", "nll_loss",
+    "scaled_dot_product_attention",
     "from_dlpack", "inference_mode", "is_inference_mode_enabled",
     "float32", "float64", "int64", "int32", "bool_", "long", "double",
     "from_numpy", "full", "gelu", "grad",
@@ -602,7 +611,8 @@ __all__ = [
     "get_num_threads", "softmax", "softplus", "stack", "sub",
     "tensor", "transpose", "utils", "where", "zeros", "zeros_like",
     # convolution, pooling, padding
-    "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_avg_pool3d", "pad", "rms_norm", "group_norm", "batch_norm",
     # selective checkpointing
@@ -612,7 +622,7 @@ __all__ = [
     "flip", "movedim", "narrow", "repeat", "split", "squeeze", "unflatten", "unsqueeze",
     # structured constructors
     "arange", "linspace", "eye", "empty", "empty_like", "rand_like", "randn_like", "full_like",
-    "randint", "as_tensor", "tril", "triu",
+    "randint", "as_tensor", "tril", "triu", "multinomial", "randperm", "bernoulli", "normal",
     # selection by integer index
     "index_select", "gather", "scatter_add", "embedding", "one_hot", "nonzero",
     # linear algebra
@@ -663,6 +673,9 @@ from ._memory_cap import memory_limit  # noqa: E402
 from ._device import device  # noqa: E402
 from ._dlpack import from_dlpack  # noqa: E402
 from .serialization import save, load  # noqa: E402
+from . import backends  # noqa: E402
+from . import accelerator  # noqa: E402
+from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 
 # einops picks a backend for a tensor type among the subclasses of its AbstractBackend, at
 # its first call on that type: defining remat's (when einops is installed) registers it.
@@ -671,9 +684,6 @@ try:
 except ImportError as _err:
     if not (_err.name or "").startswith("einops"):
         raise
-from . import backends  # noqa: E402
-from . import accelerator  # noqa: E402
-from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 
 # PyTorch's dtype spellings. `remat.bool`, `remat.float` and `remat.int` (int32, as `torch.int`)
 # would shadow the builtins inside this module, so they are served by the module `__getattr__`

@@ -28,12 +28,14 @@ _unary_ops: tuple[str, ...]
 # What the extension module lists in its `__all__` (PyO3 adds every registered name).
 __all__ = [
     # convolution, pooling, padding
-    "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "interpolate", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_avg_pool3d", "pad", "_im2col", "_col2im", "rms_norm", "group_norm", "batch_norm",
     "_SavePolicy", "checkpoint_name", "_from_dlpack_capsule", "_dlpack_stream",
     "_TensorHookHandle", "_record_function", "Generator", "initial_seed",
-    "l1_loss", "binary_cross_entropy_with_logits", "nll_loss", "scaled_dot_product_attention",
+    "l1_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy", "nll_loss",
+    "scaled_dot_product_attention",
     "adam_step", "adaptive_checkpoint", "add", "backward", "checkpoint_segment",
     "checkpoint_tensor", "CheckpointError", "checkpoint_sequential", "clamp", "clip", "concat",
     "copy_",
@@ -53,7 +55,7 @@ __all__ = [
     "DeviceError", "div", "dropout", "DType", "DTypeError", "float32", "float64", "int64",
     "int32", "bool_", "index_select", "gather", "scatter_add", "embedding", "one_hot", "nonzero",
     "arange", "linspace", "eye", "empty", "empty_like", "rand_like", "randn_like", "full_like",
-    "randint", "as_tensor", "tril", "triu",
+    "randint", "as_tensor", "tril", "triu", "multinomial", "randperm", "bernoulli", "normal",
     "from_numpy", "full", "gelu", "round", "grad", "GraphError", "IndexingError",
     "DimensionError",
     "is_grad_enabled",
@@ -652,6 +654,66 @@ class Tensor:
         *,
         generator: Generator | None = None,
     ) -> Tensor: ...
+    def bernoulli_(
+        self, p: builtins.float | Tensor | None = None, *, generator: Generator | None = None
+    ) -> Tensor: ...
+    def exponential_(
+        self, lambd: builtins.float = 1.0, *, generator: Generator | None = None
+    ) -> Tensor: ...
+    def multinomial(
+        self,
+        num_samples: builtins.int,
+        replacement: builtins.bool = False,
+        *,
+        generator: Generator | None = None,
+    ) -> Tensor: ...
+    def bernoulli(
+        self, p: builtins.float | None = None, *, generator: Generator | None = None
+    ) -> Tensor: ...
+    def new_zeros(
+        self,
+        *size: builtins.int | _Shape,
+        dtype: _DTypeLike | None = None,
+        device: _DeviceLike | None = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor: ...
+    def new_ones(
+        self,
+        *size: builtins.int | _Shape,
+        dtype: _DTypeLike | None = None,
+        device: _DeviceLike | None = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor: ...
+    def new_empty(
+        self,
+        *size: builtins.int | _Shape,
+        dtype: _DTypeLike | None = None,
+        device: _DeviceLike | None = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor: ...
+    def new_full(
+        self,
+        size: _Shape,
+        fill_value: builtins.float,
+        *,
+        dtype: _DTypeLike | None = None,
+        device: _DeviceLike | None = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor: ...
+    def new_tensor(
+        self,
+        data: _ArrayLike,
+        *,
+        dtype: _DTypeLike | None = None,
+        device: _DeviceLike | None = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor: ...
+    def view_as(self, other: _ArrayLike) -> Tensor: ...
+    def nelement(self) -> builtins.int: ...
+    @property
+    def is_cuda(self) -> builtins.bool: ...
+    @property
+    def is_meta(self) -> builtins.bool: ...
     def __setitem__(self, key: _Index, value: _Operand, /) -> None: ...
     def __iadd__(self, other: _Operand, /) -> Tensor: ...
     def __isub__(self, other: _Operand, /) -> Tensor: ...
@@ -1233,6 +1295,34 @@ def randint(
     requires_grad: builtins.bool = False,
     generator: Generator | None = None,
 ) -> Tensor: ...
+def multinomial(
+    x: _ArrayLike,
+    num_samples: int,
+    replacement: builtins.bool = False,
+    *,
+    generator: Generator | None = None,
+) -> Tensor: ...
+def randperm(
+    n: int,
+    *,
+    generator: Generator | None = None,
+    dtype: _DTypeLike | None = None,
+    device: _DeviceLike | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor: ...
+def bernoulli(
+    x: _ArrayLike, p: builtins.float | None = None, *, generator: Generator | None = None
+) -> Tensor: ...
+def normal(
+    mean: Tensor | builtins.float,
+    std: Tensor | builtins.float | None = None,
+    size: _Shape | None = None,
+    *,
+    generator: Generator | None = None,
+    dtype: _DTypeLike | None = None,
+    device: _DeviceLike | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor: ...
 def as_tensor(
     data: _ArrayLike, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None
 ) -> Tensor: ...
@@ -1288,6 +1378,14 @@ def binary_cross_entropy_with_logits(
     reduction: str = "mean",
     pos_weight: _Operand | None = None,
 ) -> Tensor: ...
+def binary_cross_entropy(
+    input: _ArrayLike,
+    target: _Operand,
+    weight: _Operand | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor: ...
 def nll_loss(
     input: _ArrayLike,
     target: _ArrayLike | Sequence[int],
@@ -1321,6 +1419,45 @@ def scaled_dot_product_attention(
 
 _Size: TypeAlias = int | tuple[int, ...] | list[int]
 
+def conv_transpose1d(
+    input: _ArrayLike,
+    weight: _ArrayLike,
+    bias: _ArrayLike | None = None,
+    stride: _Size = 1,
+    padding: _Size = 0,
+    output_padding: _Size = 0,
+    groups: int = 1,
+    dilation: _Size = 1,
+) -> Tensor: ...
+def conv_transpose2d(
+    input: _ArrayLike,
+    weight: _ArrayLike,
+    bias: _ArrayLike | None = None,
+    stride: _Size = 1,
+    padding: _Size = 0,
+    output_padding: _Size = 0,
+    groups: int = 1,
+    dilation: _Size = 1,
+) -> Tensor: ...
+def conv_transpose3d(
+    input: _ArrayLike,
+    weight: _ArrayLike,
+    bias: _ArrayLike | None = None,
+    stride: _Size = 1,
+    padding: _Size = 0,
+    output_padding: _Size = 0,
+    groups: int = 1,
+    dilation: _Size = 1,
+) -> Tensor: ...
+def interpolate(
+    input: _ArrayLike,
+    size: _Size | None = None,
+    scale_factor: float | Sequence[float] | None = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor: ...
 def conv1d(
     input: _ArrayLike,
     weight: _ArrayLike,

@@ -55,6 +55,7 @@ WRAPPED = {
     "checkpoint_segment": "remat.checkpoint_segment",
     "adaptive_checkpoint": "remat.adaptive_checkpoint",
     "sequential_plan": "remat.sequential_plan",
+    "interpolate": "remat.nn.functional.interpolate (no top-level name, as in PyTorch)",
     "sgd_step": "remat.optim.SGD",
     "adam_step": "remat.optim.Adam / AdamW",
     "zero_": "remat.nn.Module.zero_grad",
@@ -262,13 +263,16 @@ def test_function_and_method_come_from_one_row(name):
             "roll": (1,), "repeat_interleave": (2,), "swapaxes": (0, 1), "swapdims": (0, 1),
             "take_along_dim": (remat.tensor([[1, 0], [0, 0]]), 1), "addcmul": (x, x),
             "addcdiv": (x, x), "index_add": (0, remat.tensor([1]), x[:1]),
-            "isclose": (x.T,), "allclose": (x.T,), "equal": (x.T,)}
+            "isclose": (x.T,), "allclose": (x.T,), "equal": (x.T,),
+            # The samplers with certain outcomes, so that two calls agree.
+            "bernoulli": (1.0,), "multinomial": (1,)}
     args["masked_select"] = (x > 1,)
     args["masked_fill"] = (x > 1, 0.0)
     binary = [p[0] for p in f_params[:2]] == ["a", "b"]
     extra = args.get(name, (x.T,) if binary else ())
     # The tensor the op is called on, where a 2-D one does not fit.
-    x = {"bmm": x[None], "outer": x[0]}.get(name, x)
+    x = {"bmm": x[None], "outer": x[0],
+         "multinomial": remat.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=remat.float64)}.get(name, x)
     a, b = fn(x, *extra), getattr(x, name)(*extra)
     assert type(a) is type(b)
     if isinstance(a, bool):  # allclose, equal

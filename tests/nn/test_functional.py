@@ -8,7 +8,7 @@ from remat import nn
 from remat.nn import functional as F
 
 
-FUNCTIONAL_ONLY = {"unfold", "fold", "relu_", "leaky_relu_"}
+FUNCTIONAL_ONLY = {"unfold", "fold", "relu_", "leaky_relu_", "interpolate"}
 
 
 FUNCTIONAL_WRAPPERS = {"softmax", "log_softmax", "dropout", "linear", "mse_loss", "l1_loss",

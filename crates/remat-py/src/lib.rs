@@ -31,9 +31,12 @@ pub mod policy;
 pub mod rearrange;
 pub mod reduce_index;
 pub mod repr;
+pub mod resample;
+pub mod sampling;
 pub mod sorting;
 pub mod split;
 pub mod tensor;
+pub mod tensor_new;
 
 use pyo3::prelude::*;
 
@@ -61,6 +64,8 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     reduce_index::register(m)?;
     sorting::register(m)?;
     rearrange::register(m)?;
+    sampling::register(m)?;
+    resample::register(m)?;
     composites::register(m)?;
     closeness::register(m)?;
     autograd::register(m)?;

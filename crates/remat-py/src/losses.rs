@@ -246,6 +246,75 @@ fn binary_cross_entropy_with_logits(
     .map(wrap)
 }
 
+/// Binary cross-entropy of probabilities, as PyTorch's ``F.binary_cross_entropy``.
+///
+/// For a probability ``x`` and a target ``t``, the elementwise loss is
+/// ``-weight * (t * log(x) + (1 - t) * log(1 - x))``, each logarithm clamped at ``-100`` as
+/// PyTorch clamps it (a probability of exactly 0 or 1 costs 100, not infinity), then reduced.
+/// The gradient of ``input`` is PyTorch's ``(x - t) / max(x (1 - x), 1e-12)``, finite at 0 and
+/// 1. Gradients flow to ``input`` and ``target``. ``binary_cross_entropy_with_logits`` is the
+/// numerically stabler form for logits.
+///
+/// Parameters
+/// ----------
+/// input : Tensor or array_like
+///     Probabilities in ``[0, 1]`` (for example a ``sigmoid``'s output), float32 or float64.
+/// target : Tensor or array_like
+///     Targets in ``[0, 1]``, of ``input``'s shape (a list or array is converted to ``input``'s
+///     dtype).
+/// weight : Tensor or array_like, optional
+///     A rescaling weight of each element, broadcast to ``input``'s shape. Default: ``None``.
+/// size_average : bool, optional
+///     PyTorch's deprecated spelling of ``reduction`` (see ``mse_loss``). Default: ``None``.
+/// reduce : bool, optional
+///     See ``size_average``. Default: ``None``.
+/// reduction : str, optional
+///     ``"mean"``, ``"sum"`` or ``"none"`` (the elementwise losses). Default: ``"mean"``.
+///
+/// Returns
+/// -------
+/// Tensor
+///     A 0-d tensor for ``"mean"`` and ``"sum"``, the elementwise losses for ``"none"``.
+///
+/// Raises
+/// ------
+/// ShapeError
+///     When ``input`` and ``target`` differ in shape, or ``weight`` does not broadcast to it.
+/// ValueError
+///     When an element of ``input`` is outside ``[0, 1]``, or ``reduction`` is unknown.
+/// DTypeError
+///     When ``input`` or ``target`` is not a float tensor.
+///
+/// Examples
+/// --------
+/// >>> x = remat.tensor([0.5, 0.9, 0.0])
+/// >>> t = remat.tensor([1.0, 1.0, 0.0])
+/// >>> remat.binary_cross_entropy(x, t, reduction="none")
+/// tensor([0.6931, 0.1054, 0.0000])
+/// >>> remat.binary_cross_entropy(remat.tensor([0.0]), remat.tensor([1.0]))
+/// tensor(100.)
+#[pyfunction]
+#[pyo3(signature = (input, target, weight=None, size_average=None, reduce=None, reduction="mean"))]
+fn binary_cross_entropy(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    target: &Bound<'_, PyAny>,
+    weight: Option<&Bound<'_, PyAny>>,
+    size_average: Option<bool>,
+    reduce: Option<bool>,
+    reduction: &str,
+) -> PyResult<PyTensor> {
+    const OP: &str = "binary_cross_entropy";
+    let r = reduction_of(OP, reduction, size_average, reduce)?;
+    let x = convert::extract_tensor(OP, input)?;
+    let t = operand(OP, target, &x)?;
+    let w = optional(OP, weight, &x)?;
+    run(py, heavy(&[&x]), || {
+        ops::binary_cross_entropy(&x, &t, w.as_ref(), r)
+    })
+    .map(wrap)
+}
+
 /// An int64 class-index tensor, or a float tensor of class probabilities.
 fn target_tensor(op: &str, target: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     if let Ok(t) = target.downcast::<PyTensor>() {
@@ -593,6 +662,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mse_loss, m)?)?;
     m.add_function(wrap_pyfunction!(l1_loss, m)?)?;
     m.add_function(wrap_pyfunction!(binary_cross_entropy_with_logits, m)?)?;
+    m.add_function(wrap_pyfunction!(binary_cross_entropy, m)?)?;
     m.add_function(wrap_pyfunction!(nll_loss, m)?)?;
     m.add_function(wrap_pyfunction!(cross_entropy, m)?)?;
     m.add_function(wrap_pyfunction!(scaled_dot_product_attention, m)?)?;

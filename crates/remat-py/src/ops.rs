@@ -1425,6 +1425,107 @@ tensor_ops! {
     // `#[py_name("x")]` names the Python op when its Rust name cannot be `x` (`std` is the
     // standard library inside macro-generated code).
     other {
+        /// Samples category indices from the rows of `x`, as PyTorch's ``torch.multinomial``.
+        ///
+        /// Each row of `x` holds non-negative weights of its categories (they need not sum to
+        /// 1). With ``replacement=True`` every draw is independent; without it, the indices of a
+        /// row are distinct and come in the order they were drawn, each draw proportional to the
+        /// weights not yet drawn. The draws come from the global generator
+        /// (``remat.manual_seed``) or `generator`, and are replayed identically when a
+        /// checkpoint recomputes them. `Tensor.multinomial(num_samples, replacement=False, *,
+        /// generator=None)` is the method form (the tensor is `x`).
+        ///
+        /// Parameters
+        /// ----------
+        /// x : Tensor
+        ///     A 1-D ``(n,)`` or 2-D ``(m, n)`` float tensor of weights.
+        /// num_samples : int
+        ///     The draws per row (at most ``n`` without replacement).
+        /// replacement : bool, optional
+        ///     Whether a category can be drawn more than once. Default: ``False``.
+        /// generator : Generator, optional
+        ///     The random stream to draw from. Default: ``None`` (the global stream).
+        ///
+        /// Returns
+        /// -------
+        /// Tensor
+        ///     int64 indices of shape ``(num_samples,)`` or ``(m, num_samples)``, on `x`'s
+        ///     device.
+        ///
+        /// Raises
+        /// ------
+        /// ShapeError
+        ///     When `x` is not 1-D or 2-D.
+        /// ValueError
+        ///     When a weight is negative, infinite or NaN, a row sums to 0, `num_samples` is not
+        ///     positive, or more samples than categories with non-zero weight are asked for
+        ///     without replacement.
+        /// DTypeError
+        ///     When `x` is not a float tensor.
+        ///
+        /// Examples
+        /// --------
+        /// >>> remat.multinomial(remat.tensor([0.0, 1.0, 0.0]), 2, replacement=True)
+        /// tensor([1, 1])
+        /// >>> g = remat.Generator().manual_seed(0)
+        /// >>> sorted(remat.multinomial(remat.tensor([1.0, 2.0, 3.0]), 3, generator=g).tolist())
+        /// [0, 1, 2]
+        /// >>> remat.tensor([[0.0, 1.0], [1.0, 0.0]]).multinomial(1)
+        /// tensor([[1],
+        ///         [0]])
+        #[pyo3(signature = (num_samples, replacement=false, *, generator=None))]
+        fn multinomial(py, x, num_samples: i64, replacement: bool, generator: Option<&Bound<'_, crate::generator::PyGenerator>>) {
+            let n = crate::sampling::sample_count(num_samples)?;
+            crate::generator::drawing(generator, || {
+                run(py, heavy(&[x]), || ops::multinomial(x, n, replacement))
+            })
+            .map(wrap)
+        }
+        /// Draws 0 or 1 for each element of `x`: 1 with the probability the element holds, as
+        /// PyTorch's ``torch.bernoulli``.
+        ///
+        /// `Tensor.bernoulli(p=None, *, generator=None)` is the method form (the tensor is
+        /// `x`).
+        ///
+        /// Parameters
+        /// ----------
+        /// x : Tensor
+        ///     A float tensor of probabilities in ``[0, 1]``.
+        /// p : float, optional
+        ///     One probability for every element instead of `x`'s values (only `x`'s shape,
+        ///     dtype and device are used then). Default: ``None``.
+        /// generator : Generator, optional
+        ///     The random stream to draw from. Default: ``None`` (the global stream).
+        ///
+        /// Returns
+        /// -------
+        /// Tensor
+        ///     0s and 1s of `x`'s shape, dtype and device; it does not require grad (the
+        ///     samples are not differentiable).
+        ///
+        /// Raises
+        /// ------
+        /// ValueError
+        ///     When a probability is outside ``[0, 1]``.
+        /// DTypeError
+        ///     When `x` is not a float tensor.
+        ///
+        /// Examples
+        /// --------
+        /// >>> remat.bernoulli(remat.tensor([0.0, 1.0, 1.0]))
+        /// tensor([0., 1., 1.])
+        /// >>> remat.zeros(2, 2).bernoulli(1.0)
+        /// tensor([[1., 1.],
+        ///         [1., 1.]])
+        #[pyo3(signature = (p=None, *, generator=None))]
+        fn bernoulli(py, x, p: Option<f64>, generator: Option<&Bound<'_, crate::generator::PyGenerator>>) {
+            crate::generator::drawing(generator, || {
+                run(py, heavy(&[x]), || {
+                    ops::bernoulli(&crate::sampling::probabilities(x, p)?)
+                })
+            })
+            .map(wrap)
+        }
         /// Gaussian error linear unit, `x * Phi(x)` elementwise.
         ///
         /// `approximate="tanh"` uses the tanh approximation

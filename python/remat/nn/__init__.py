@@ -17,12 +17,16 @@ from .modules import (
     BatchNorm1d,
     BatchNorm2d,
     BatchNorm3d,
+    BCELoss,
     BCEWithLogitsLoss,
     ConstantPad1d,
     ConstantPad2d,
     Conv1d,
     Conv2d,
     Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
     CrossEntropyLoss,
     Dropout,
     Embedding,
@@ -62,10 +66,14 @@ from .modules import (
     TransformerDecoderLayer,
     TransformerEncoder,
     TransformerEncoderLayer,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
     ZeroPad1d,
     ZeroPad2d,
 )
 from .parameter import Parameter
+
 from . import parallel
 from .parallel import DataParallel
 
@@ -75,7 +83,9 @@ __all__ = [
     "Identity", "Flatten", "MSELoss", "CrossEntropyLoss", "Sequential", "ModuleList",
     "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "Softplus", "ModuleDict", "ParameterList",
     "ParameterDict", "Embedding", "functional", "init", "utils", "L1Loss", "NLLLoss",
-    "BCEWithLogitsLoss", "Conv1d", "Conv2d", "Conv3d", "MaxPool1d", "MaxPool2d", "MaxPool3d",
+    "BCELoss", "BCEWithLogitsLoss", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+    "ConvTranspose2d", "ConvTranspose3d", "Upsample", "UpsamplingNearest2d",
+    "UpsamplingBilinear2d", "MaxPool1d", "MaxPool2d", "MaxPool3d",
     "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
     "AdaptiveAvgPool3d", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d",
     "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
@@ -93,7 +103,7 @@ except ImportError as _err:
     if not (_err.name or "").startswith("einops"):
         raise
 else:
-    __all__ += list(_EINOPS_LAYERS)
+    __all__ += ["Rearrange", "Reduce", "EinMix"]
 
 
 def __getattr__(name: str) -> object:

@@ -65,6 +65,12 @@ fn batch_chunks(x: &Tensor, per_sample: usize, min_len: usize) -> Vec<(usize, us
     (0..n).step_by(len).map(|s| (s, len.min(n - s))).collect()
 }
 
+/// [`batch_chunks`] with at least a sample per thread, for the other ops that lower to
+/// column matrices per chunk of samples (the transposed convolution).
+pub(super) fn batch_chunks_of(x: &Tensor, per_sample: usize) -> Vec<(usize, usize)> {
+    batch_chunks(x, per_sample, crate::parallel::num_threads())
+}
+
 /// Samples `[start, start + len)` of `t` (a view; `t` itself when that is all of it).
 fn samples(t: &Tensor, (start, len): (usize, usize)) -> Result<Tensor> {
     if start == 0 && len == t.shape()[0] {

@@ -38,7 +38,8 @@ impl Reduction {
     }
 }
 
-fn reduce(x: &Tensor, r: Reduction) -> Result<Tensor> {
+/// The per-element losses `x` reduced as `r` says.
+pub(super) fn reduce(x: &Tensor, r: Reduction) -> Result<Tensor> {
     match r {
         Reduction::None => Ok(x.clone()),
         Reduction::Mean => mean(x, None, false),
@@ -46,7 +47,8 @@ fn reduce(x: &Tensor, r: Reduction) -> Result<Tensor> {
     }
 }
 
-fn same_shape(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
+/// A `ShapeError` naming `op` unless `a` (the input) and `b` (the target) have one shape.
+pub(super) fn same_shape(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
     if a.shape() != b.shape() {
         return Err(Error::shape(
             op,

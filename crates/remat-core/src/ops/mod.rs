@@ -7,6 +7,7 @@ pub mod argmax;
 pub mod attention;
 pub mod axes;
 pub mod batch_norm;
+pub mod binary_cross_entropy;
 pub mod causal_softmax;
 pub mod checkpoint_name;
 pub mod closeness;
@@ -14,6 +15,7 @@ pub mod compare;
 pub mod composites;
 pub mod conv;
 mod conv_cpu;
+pub mod conv_transpose;
 pub mod convert;
 pub mod creation;
 pub mod cumsum;
@@ -27,6 +29,7 @@ pub mod group_norms;
 pub mod inplace;
 pub mod int_div;
 mod int_matmul;
+pub mod interpolate;
 pub mod join;
 pub mod linalg;
 pub mod linear;
@@ -46,6 +49,7 @@ pub mod rearrange;
 pub mod reduce;
 pub mod reduce_ext;
 pub mod repeat;
+pub mod sampling;
 pub mod select;
 pub mod setitem;
 pub mod shape;
@@ -68,6 +72,7 @@ pub use axes::{
     unsqueeze,
 };
 pub use batch_norm::batch_norm;
+pub use binary_cross_entropy::binary_cross_entropy;
 pub use checkpoint_name::checkpoint_name;
 pub use closeness::{allclose, equal, isclose};
 pub use compare::{eq, ge, gt, isfinite, isinf, isnan, le, lt, ne};
@@ -75,6 +80,7 @@ pub use composites::{
     addcdiv, addcmul, count_nonzero, masked_select, nan_to_num, std_mean, take_along_dim, var_mean,
 };
 pub use conv::{conv, conv_nd, ConvPadding, CPU_CHUNK_BYTES};
+pub use conv_transpose::{conv_transpose, ConvTransposeArgs};
 pub use convert::{to_device, to_dtype};
 pub use creation::{full, full_int, ones, rand, randn, zeros};
 pub use cumsum::cumsum;
@@ -94,10 +100,11 @@ pub use gather::{
 };
 pub use group_norms::{group_norm, rms_norm};
 pub use inplace::{
-    add_, add_inplace, axpy_inplace, clamp_, clamp_by_, copy_, div_, fill_, masked_fill_, mul_,
-    normal_, sub_, uniform_, update_with_, zero_, Operand,
+    add_, add_inplace, axpy_inplace, bernoulli_, bernoulli_tensor_, clamp_, clamp_by_, copy_, div_,
+    exponential_, fill_, masked_fill_, mul_, normal_, sub_, uniform_, update_with_, zero_, Operand,
 };
 pub use int_div::{div_rounded, floor_divide, remainder, trunc_divide};
+pub use interpolate::{interpolate, InterpolateMode};
 pub use join::{cat, concat, stack};
 pub use linalg::{addmm, baddbmm, bmm, mm, outer};
 pub use linear::linear;
@@ -126,6 +133,7 @@ pub use rearrange::{
 pub use reduce::{sum, sum_to};
 pub use reduce_ext::{amax, amin, max, mean, min};
 pub use repeat::repeat;
+pub use sampling::{bernoulli, multinomial, normal, randperm};
 pub use select::where_;
 pub use setitem::{destination, setitem, Destination};
 pub use shape::{clone, expand, reshape, view_as_shape};

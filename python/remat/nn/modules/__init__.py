@@ -18,10 +18,11 @@ from .activation import (
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d
+from .conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout
 from .flatten import Flatten
 from .linear import Identity, Linear
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module
 from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .padding import (
@@ -46,6 +47,7 @@ from .pooling import (
     MaxPool3d,
 )
 from .sparse import Embedding
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .transformer import (
     Transformer,
     TransformerDecoder,
@@ -63,6 +65,8 @@ __all__ = [
     "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "ZeroPad1d",
     "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
     "ReplicationPad1d", "ReplicationPad2d", "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss",
+    "BCELoss", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Upsample",
+    "UpsamplingNearest2d", "UpsamplingBilinear2d",
     "BCEWithLogitsLoss", "Transformer", "TransformerEncoder", "TransformerDecoder",
     "TransformerEncoderLayer", "TransformerDecoderLayer",
 ]

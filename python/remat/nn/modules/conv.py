@@ -353,3 +353,8 @@ class Conv3d(_ConvNd):
 
     _rank = 3
     _fn = "conv3d"
+
+
+# PyTorch's `torch.nn.modules.conv` also holds the transposed convolutions; they live in their
+# own file here (imported last: it builds on the helpers above).
+from .conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: E402, F401

@@ -11,7 +11,7 @@ from ..._remat import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss"]
+__all__ = ["MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -343,6 +343,76 @@ class NLLLoss(_WeightedLoss):
         """
         return remat.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                               reduction=self.reduction)
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross-entropy of probabilities, with ``weight``.
+
+    ``-[y · log x + (1 - y) · log(1 - x)]`` per element (times ``weight``), each logarithm
+    clamped at ``-100`` as PyTorch clamps it, then reduced. ``x`` must lie in ``[0, 1]``
+    (a ``sigmoid``'s output, say); :class:`BCEWithLogitsLoss` takes the logits instead and is
+    numerically stabler.
+
+    Parameters
+    ----------
+    weight : Tensor or None, optional
+        A rescaling weight broadcast against the per-element losses (kept as a buffer).
+        Default: ``None``.
+    size_average : bool or None, optional
+        Deprecated: with ``reduce``, overrides ``reduction`` (``False`` means ``"sum"``).
+        Default: ``None``.
+    reduce : bool or None, optional
+        Deprecated: ``False`` means ``"none"`` and overrides ``reduction``.
+        Default: ``None``.
+    reduction : str, optional
+        ``"mean"``, ``"sum"`` or ``"none"``. Default: ``"mean"``.
+
+    Raises
+    ------
+    TypeError
+        When ``weight`` is neither a Tensor nor ``None``.
+    ValueError
+        When ``reduction`` is not ``"none"``, ``"mean"`` or ``"sum"`` (checked only when
+        neither deprecated argument is given).
+
+    Examples
+    --------
+    >>> x, y = remat.tensor([0.5, 0.9, 0.2]), remat.tensor([1.0, 1.0, 0.0])
+    >>> remat.nn.BCELoss(reduction="none")(x, y)
+    tensor([0.6931, 0.1054, 0.2231])
+    >>> remat.nn.BCELoss()(x, y)
+    tensor(0.3406)
+    """
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        """``remat.binary_cross_entropy`` of the probabilities ``input`` against ``target``.
+
+        Parameters
+        ----------
+        input : Tensor
+            Probabilities in ``[0, 1]``, any shape.
+        target : Tensor or array_like
+            Targets in ``[0, 1]`` of the same shape.
+
+        Returns
+        -------
+        Tensor
+            A 0-d tensor, or the per-element losses for ``"none"``.
+
+        Raises
+        ------
+        remat.ShapeError
+            When ``input`` and ``target`` have different shapes.
+        ValueError
+            When an element of ``input`` is outside ``[0, 1]``.
+
+        Examples
+        --------
+        >>> remat.nn.BCELoss()(remat.tensor([0.5]), remat.tensor([1.0]))
+        tensor(0.6931)
+        """
+        return remat.binary_cross_entropy(input, target, weight=self.weight,
+                                          reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_WeightedLoss):

@@ -180,11 +180,11 @@ pub(crate) fn update(op: &str, dst: &TensorData, src: Src<'_>, u: Update) -> Res
     }
     let dt = dst.storage.dtype();
     match (u, src) {
-        (Update::Normal { .. } | Update::Uniform { .. }, _) if dt.is_float() => {
+        (u, _) if u.is_random() && dt.is_float() => {
             crate::dispatch!(dt, T => random::<T>(dst, u));
             Ok(())
         }
-        (Update::Normal { .. } | Update::Uniform { .. }, _) => Err(Error::dtype(
+        (u, _) if u.is_random() => Err(Error::dtype(
             op,
             format!("expects a floating point tensor, got {dt}"),
         )),
@@ -368,7 +368,11 @@ fn formula<T: Scalar, S: Scalar, P: Compute>(dst: &TensorData, s: &Operand<S>, u
         Update::ClampMin => run::<T, S, _>(dst, s, |_, x, v| P::load(x).clamp_min(load(v)).store()),
         Update::ClampMax => run::<T, S, _>(dst, s, |_, x, v| P::load(x).clamp_max(load(v)).store()),
         // Not arithmetic: dispatched before.
-        Update::MaskedFill(_) | Update::Normal { .. } | Update::Uniform { .. } => {}
+        Update::MaskedFill(_)
+        | Update::Normal { .. }
+        | Update::Uniform { .. }
+        | Update::Exponential { .. }
+        | Update::Bernoulli { .. } => {}
     }
 }
 

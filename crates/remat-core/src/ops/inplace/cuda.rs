@@ -65,7 +65,10 @@ pub(crate) fn update(op: &str, dst: &Tensor, src: Src<'_>, u: Update) -> Result<
             let fill = launch::full(op, device, &[], dtype, value)?;
             ops::where_(&operand(false)?, &fill, &cur)?
         }
-        Update::Normal { .. } | Update::Uniform { .. } => {
+        Update::Normal { .. }
+        | Update::Uniform { .. }
+        | Update::Exponential { .. }
+        | Update::Bernoulli { .. } => {
             let host = crate::dispatch!(dtype, T => {
                 let v: Vec<T> = (0..dst.numel() as u64).map(|i| T::from_f64(u.sample(i))).collect();
                 Tensor::from_vec(v, dst.shape())?

@@ -478,6 +478,52 @@ pub fn uniform_(dst: &Tensor, low: f64, high: f64) -> Result<()> {
     random(OP, dst, how, Update::Uniform { low, high, key })
 }
 
+/// `dst` filled with exponential samples of rate `lambd` (`-ln(1 - u) / lambd`), in place,
+/// from the engine's generator, as PyTorch's `exponential_`.
+pub fn exponential_(dst: &Tensor, lambd: f64) -> Result<()> {
+    const OP: &str = "exponential_";
+    if lambd.is_nan() || lambd <= 0.0 {
+        return Err(Error::value(
+            OP,
+            format!("expects lambda > 0.0, but found lambda={lambd}"),
+        ));
+    }
+    let how = rules::check_writable(OP, dst, &[])?;
+    dtypes::check_float(OP, dst)?;
+    let key = rng::reserve(dst.numel() as u64);
+    random(OP, dst, how, Update::Exponential { lambd, key })
+}
+
+/// `dst` filled with Bernoulli(`p`) samples (1 with probability `p`, else 0), in place, as
+/// PyTorch's `bernoulli_(p)` with a number. A tensor of probabilities is
+/// [`bernoulli_tensor_`].
+pub fn bernoulli_(dst: &Tensor, p: f64) -> Result<()> {
+    const OP: &str = "bernoulli_";
+    if !(0.0..=1.0).contains(&p) {
+        return Err(Error::value(
+            OP,
+            format!("expects 0 <= p <= 1, but got p={p}"),
+        ));
+    }
+    let how = rules::check_writable(OP, dst, &[])?;
+    dtypes::check_float(OP, dst)?;
+    let key = rng::reserve(dst.numel() as u64);
+    random(OP, dst, how, Update::Bernoulli { p, key })
+}
+
+/// `dst` filled with Bernoulli samples of the probabilities `p` (broadcast to `dst`'s
+/// shape), in place: the values `bernoulli(p)` draws, written as `copy_` writes.
+pub fn bernoulli_tensor_(dst: &Tensor, p: &Tensor) -> Result<()> {
+    const OP: &str = "bernoulli_";
+    rules::check_writable(OP, dst, &[p])?;
+    dtypes::check_float(OP, dst)?;
+    rules::check_broadcast(OP, dst.shape(), p.shape())?;
+    let shape: Vec<isize> = dst.shape().iter().map(|&d| d as isize).collect();
+    let p = crate::ops::broadcast_to(&p.detach(), &shape)?;
+    let drawn = crate::ops::bernoulli(&p)?;
+    copy_(dst, &drawn)
+}
+
 /// A random fill `u` of `dst`; a recorded one draws the same values into a fresh tensor and
 /// writes them with a zero gradient to the old ones.
 fn random(op: &str, dst: &Tensor, how: Write, u: Update) -> Result<()> {

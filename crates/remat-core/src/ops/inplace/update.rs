@@ -26,6 +26,10 @@ pub(crate) enum Update {
     Normal { mean: f64, std: f64, key: RngState },
     /// A uniform draw in `[low, high)`, as `rand` draws it.
     Uniform { low: f64, high: f64, key: RngState },
+    /// An exponential draw of rate `lambd`, `-ln(1 - u) / lambd` with `u` as `rand` draws it.
+    Exponential { lambd: f64, key: RngState },
+    /// A Bernoulli draw, 1 when `u < p` (with `u` as `rand` draws it), else 0.
+    Bernoulli { p: f64, key: RngState },
 }
 
 impl Update {
@@ -36,8 +40,21 @@ impl Update {
         match self {
             Update::Normal { mean, std, key } => mean + std * rng::normal(key, i),
             Update::Uniform { low, high, key } => low + (high - low) * rng::uniform(key, i),
+            Update::Exponential { lambd, key } => -(-rng::uniform(key, i)).ln_1p() / lambd,
+            Update::Bernoulli { p, key } => f64::from(u8::from(rng::uniform(key, i) < p)),
             _ => 0.0,
         }
+    }
+
+    /// Whether the update is a random fill (no operand; the values come from [`Self::sample`]).
+    pub(crate) fn is_random(self) -> bool {
+        matches!(
+            self,
+            Update::Normal { .. }
+                | Update::Uniform { .. }
+                | Update::Exponential { .. }
+                | Update::Bernoulli { .. }
+        )
     }
 }
 
