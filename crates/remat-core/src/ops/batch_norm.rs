@@ -17,21 +17,29 @@
 //! (`checkpoint::is_recomputing`), so a checkpointed training step leaves them exactly as a
 //! plain one does.
 //!
-//! The graph keeps one activation-sized tensor (the centred input, which both the variance's
-//! square and the final product save) plus per-channel vectors: the normalised output is never
-//! kept, because the weight is folded into the per-channel scale before the one full-size
-//! multiplication.
+//! On the CPU the training-mode normalisation is one op ([`BnTrainOp`]) whose forward and
+//! first-order backward are the fused kernels of `cpu/batch_norm.rs` (two passes each); it
+//! keeps the input and the weight, and the per-channel statistics inside the op. A
+//! `create_graph` backward composes the engine's ops instead, so second-order gradients come
+//! from their rules. Elsewhere (CUDA, an empty batch, evaluation) the normalisation is the
+//! composition of ops: its graph keeps one activation-sized tensor (the centred input, which
+//! both the variance's square and the final product save) plus per-channel vectors, and the
+//! weight is folded into the per-channel scale before the one full-size multiplication.
 
+use super::softmax::c_order;
 use super::{
-    add, add_scalar, check_same_device, copy_, mean, mul, neg, reshape, rsqrt, scale, square, sub,
-    zeros,
+    add, add_scalar, check_same_device, copy_, from_vec, mean, mul, neg, reshape, rsqrt, scale,
+    square, sub, sum, zeros,
 };
+use crate::autograd::node::{apply, BackwardCtx, Op, Save};
 use crate::checkpoint::context::OpForward;
 use crate::checkpoint::is_recomputing;
+use crate::cpu::batch_norm::{self as kernel, BnShape};
 use crate::error::{Error, Result};
 use crate::grad_mode::{is_grad_enabled, no_grad};
 use crate::layout::{fmt_shape, Dims};
 use crate::tensor::Tensor;
+use std::sync::{Arc, Mutex};
 
 const OP: &str = "batch_norm";
 
@@ -87,6 +95,17 @@ pub fn batch_norm(
                 None => neg(&shift)?,
             };
             add(&mul(x, &scale)?, &shift)
+        }
+        _ if x.device() == crate::device::Device::Cpu && x.numel() > 0 => {
+            let y = fused_train(x, weight, bias, eps, |mean, var| {
+                // An empty batch leaves the statistics alone (PyTorch's kernel updates
+                // nothing); a recompute leaves them to the original forward.
+                match running.filter(|_| !is_recomputing()) {
+                    Some(r) => update(r, mean, var, x.numel() / c, momentum),
+                    None => Ok(()),
+                }
+            })?;
+            Ok(y)
         }
         _ => {
             let n = x.numel() / c.max(1);
@@ -260,4 +279,165 @@ fn check<'a>(
         }
     }
     Ok(running)
+}
+
+/// The per-channel batch mean and biased variance of the last forward (float64).
+type Stats = Arc<Mutex<Option<(Vec<f64>, Vec<f64>)>>>;
+
+/// Training-mode normalisation on the CPU: inputs `x (N, C, *)`, then `weight (C,)` and
+/// `bias (C,)` when present. The forward keeps its statistics in `stats` (for the running
+/// update and the backward; a recompute writes the same values again).
+struct BnTrainOp {
+    eps: f64,
+    weight: bool,
+    bias: bool,
+    stats: Stats,
+}
+
+impl BnTrainOp {
+    fn shape(x: &Tensor) -> BnShape {
+        let (n, c) = (x.shape()[0], x.shape()[1]);
+        BnShape {
+            n,
+            c,
+            s: x.numel() / (n * c).max(1),
+        }
+    }
+    fn invstd(&self, var: &[f64]) -> Vec<f64> {
+        var.iter().map(|v| 1.0 / (v + self.eps).sqrt()).collect()
+    }
+    /// The gradients composed of the engine's ops (a `create_graph` backward): the same
+    /// formula, differentiable in `x`, the weight and the output gradient.
+    fn composed_backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        let x = &ctx.saved[0];
+        let c = x.shape()[1];
+        let mut stat_shape: Dims = std::iter::repeat_n(1, x.ndim()).collect();
+        stat_shape[1] = c;
+        let axes: Vec<isize> = (0..x.ndim() as isize).filter(|&a| a != 1).collect();
+        let m = (x.numel() / c) as f64;
+        let mu = mean(x, Some(&axes), true)?;
+        let xc = sub(x, &mu)?;
+        let invstd = rsqrt(&add_scalar(
+            &mean(&square(&xc)?, Some(&axes), true)?,
+            self.eps,
+        )?)?;
+        let xhat = mul(&xc, &invstd)?;
+        let dy = ctx.grad;
+        let sdy = sum(dy, Some(&axes), true)?;
+        let sdyx = sum(&mul(dy, &xhat)?, Some(&axes), true)?;
+        let mut grads = vec![None; 1 + self.weight as usize + self.bias as usize];
+        if ctx.needs_grad(0) {
+            let k = match self.weight {
+                true => mul(&invstd, &reshape(&ctx.saved[1], &stat_shape)?)?,
+                false => invstd.clone(),
+            };
+            let inner = sub(
+                &sub(dy, &scale(&sdy, 1.0 / m)?)?,
+                &mul(&xhat, &scale(&sdyx, 1.0 / m)?)?,
+            )?;
+            grads[0] = Some(mul(&k, &inner)?);
+        }
+        if self.weight && ctx.needs_grad(1) {
+            grads[1] = Some(reshape(&sdyx, &[c])?);
+        }
+        let b = 1 + self.weight as usize;
+        if self.bias && ctx.needs_grad(b) {
+            grads[b] = Some(reshape(&sdy, &[c])?);
+        }
+        Ok(grads)
+    }
+}
+
+impl Op for BnTrainOp {
+    fn name(&self) -> &'static str {
+        OP
+    }
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let x = inputs[0];
+        let sh = Self::shape(x);
+        let (w, b) = (
+            self.weight.then(|| inputs[1]),
+            self.bias.then(|| inputs[1 + self.weight as usize]),
+        );
+        crate::cpu::catch_oom(OP, || {
+            Ok(crate::dispatch!(x.dtype(), T => {
+                let xs = c_order::<T>(x.data());
+                let (mean, var) = kernel::stats(&sh, &xs);
+                let ws = w.map(|w| c_order::<T>(w.data()));
+                let bs = b.map(|b| c_order::<T>(b.data()));
+                let (a, off) = kernel::affine(&mean, &self.invstd(&var), ws.as_deref(), bs.as_deref());
+                let mut out = crate::cpu::alloc::<T>(xs.len());
+                kernel::normalize(&sh, &xs, &a, &off, &mut out);
+                *self.stats.lock().unwrap_or_else(|e| e.into_inner()) = Some((mean, var));
+                from_vec(out, x.shape())
+            }))
+        })
+    }
+    fn backward(&self, ctx: &BackwardCtx<'_>) -> Result<Vec<Option<Tensor>>> {
+        if crate::grad_mode::is_grad_enabled() {
+            return self.composed_backward(ctx);
+        }
+        let x = &ctx.saved[0];
+        let sh = Self::shape(x);
+        let stats = self.stats.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let need = [
+            ctx.needs_grad(0),
+            self.weight && ctx.needs_grad(1),
+            self.bias && ctx.needs_grad(1 + self.weight as usize),
+        ];
+        let grads = crate::dispatch!(x.dtype(), T => {
+            let xs = c_order::<T>(x.data());
+            let (mean, var) = stats.unwrap_or_else(|| kernel::stats(&sh, &xs));
+            let ws = self.weight.then(|| c_order::<T>(ctx.saved[1].data()));
+            let gy = c_order::<T>(ctx.grad.data());
+            let (gx, gw, gb) =
+                kernel::backward(&sh, &xs, &gy, &mean, &self.invstd(&var), ws.as_deref(), need);
+            let c = sh.c;
+            let mut g = vec![gx.map(|v| from_vec(v, x.shape()))];
+            if self.weight {
+                g.push(gw.map(|v| from_vec(v, &[c])));
+            }
+            if self.bias {
+                g.push(gb.map(|v| from_vec(v, &[c])));
+            }
+            g
+        });
+        Ok(grads)
+    }
+}
+
+/// The training-mode normalisation of a non-empty CPU input by [`BnTrainOp`]; `update` gets
+/// the batch mean and biased variance as `(C,)` tensors (for the running statistics).
+fn fused_train(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    update: impl FnOnce(&Tensor, &Tensor) -> Result<()>,
+) -> Result<Tensor> {
+    let c = x.shape()[1];
+    let stats: Stats = Arc::default();
+    let flat = |p: Option<&Tensor>| p.map(|p| reshape(p, &[c])).transpose();
+    let (w, b) = (flat(weight)?, flat(bias)?);
+    let mut inputs = vec![x];
+    inputs.extend(w.as_ref());
+    inputs.extend(b.as_ref());
+    let mut saves = vec![Save::Input(0)];
+    if w.is_some() {
+        saves.push(Save::Input(1));
+    }
+    let op = BnTrainOp {
+        eps,
+        weight: w.is_some(),
+        bias: b.is_some(),
+        stats: stats.clone(),
+    };
+    let y = apply(op, &inputs, &saves)?;
+    let kept = stats.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if let Some((mean, var)) = kept {
+        let dt = x.dtype();
+        let to = |v: Vec<f64>| -> Result<Tensor> { super::to_dtype(&from_vec(v, &[c]), dt) };
+        update(&to(mean)?, &to(var)?)?;
+    }
+    Ok(y)
 }
