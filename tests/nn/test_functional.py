@@ -61,7 +61,7 @@ def test_functional_dropout_inplace():
     h = w * 3.0
     remat.manual_seed(4)
     out = F.dropout(h, 0.5, True, inplace=True)
-    assert out is h and h.grad_fn == "where"  # the write (PyTorch: copy_ of the dropout)
+    assert out is h and h.grad_fn == "copy_"  # the write, as PyTorch's copy_ of the dropout
     kept = h.detach().numpy() != 0
     h.sum().backward()
     np.testing.assert_array_equal(w.grad.numpy(), np.where(kept, 6.0, 0.0))

@@ -181,12 +181,63 @@ fn operand_tensor(dst: &Tensor, other: Operand<'_>) -> Result<Tensor> {
     }
 }
 
-/// `value` over every element, linked to `old` with a zero gradient (`where` with a true
-/// condition), so the rebased tensor still requires grad as in PyTorch (`y.zero_()` keeps
-/// `y` in the graph).
+/// `value` over every element, linked to `old` with a zero gradient, so the rebased tensor
+/// still requires grad as in PyTorch (`y.zero_()` keeps `y` in the graph).
 fn set_all(old: &Tensor, value: &Tensor) -> Result<Tensor> {
-    let yes = crate::ops::full(&[], 1.0, DType::Bool, old.device())?;
-    crate::ops::where_(&yes, value, old)
+    crate::autograd::node::apply(Overwrite, &[old, value], &[])
+}
+
+/// `value` (input 1) broadcast to the shape of `old` (input 0) and cast to its dtype: a
+/// whole overwrite. The gradient goes to `value` (summed over the broadcast axes; a `where`
+/// with a true condition would build two
+/// full-size selections in the backward to say the same). The gradient of `old` is zeros.
+struct Overwrite;
+
+impl Overwrite {
+    fn compute(inputs: &[&Tensor]) -> Result<Tensor> {
+        let _g = no_grad();
+        let (old, value) = (inputs[0], inputs[1]);
+        let shape: Vec<isize> = old.shape().iter().map(|&d| d as isize).collect();
+        let v =
+            crate::ops::broadcast_to(&crate::ops::to_dtype(&value.detach(), old.dtype())?, &shape)?;
+        crate::ops::clone(&v)
+    }
+}
+
+impl crate::autograd::node::Op for Overwrite {
+    fn name(&self) -> &'static str {
+        "copy_"
+    }
+    fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        Self::compute(inputs)
+    }
+    fn cuda(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        Self::compute(inputs)
+    }
+    fn any_dtype(&self) -> bool {
+        true
+    }
+    fn backward(
+        &self,
+        ctx: &crate::autograd::node::BackwardCtx<'_>,
+    ) -> Result<Vec<Option<Tensor>>> {
+        let value = &ctx.inputs[1];
+        let g = if ctx.needs_grad(1) {
+            let g = crate::ops::sum_to(ctx.grad, &value.shape)?;
+            Some(crate::ops::to_dtype(&g, value.dtype)?)
+        } else {
+            None
+        };
+        // PyTorch's copy_ gives the overwritten values a zero gradient (not none: a leaf
+        // behind them gets a `.grad` of zeros).
+        let old = &ctx.inputs[0];
+        let z = if ctx.needs_grad(0) {
+            Some(crate::ops::zeros(&old.shape, old.dtype, ctx.grad.device())?)
+        } else {
+            None
+        };
+        Ok(vec![z, g])
+    }
 }
 
 /// The mask of `masked_fill_` as the kernels read it: a bool tensor. The one place that
