@@ -56,6 +56,8 @@ from ._remat import (
     randint,
     as_tensor,
     multinomial,
+    get_default_dtype,
+    set_default_dtype,
     randperm,
     bernoulli,
     normal,
@@ -623,6 +625,7 @@ __all__ = [
     # structured constructors
     "arange", "linspace", "eye", "empty", "empty_like", "rand_like", "randn_like", "full_like",
     "randint", "as_tensor", "tril", "triu", "multinomial", "randperm", "bernoulli", "normal",
+    "get_default_dtype", "set_default_dtype",
     # selection by integer index
     "index_select", "gather", "scatter_add", "embedding", "one_hot", "nonzero",
     # linear algebra

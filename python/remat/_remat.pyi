@@ -56,6 +56,7 @@ __all__ = [
     "int32", "bool_", "index_select", "gather", "scatter_add", "embedding", "one_hot", "nonzero",
     "arange", "linspace", "eye", "empty", "empty_like", "rand_like", "randn_like", "full_like",
     "randint", "as_tensor", "tril", "triu", "multinomial", "randperm", "bernoulli", "normal",
+    "get_default_dtype", "set_default_dtype",
     "from_numpy", "full", "gelu", "round", "grad", "GraphError", "IndexingError",
     "DimensionError",
     "is_grad_enabled",
@@ -1295,6 +1296,8 @@ def randint(
     requires_grad: builtins.bool = False,
     generator: Generator | None = None,
 ) -> Tensor: ...
+def get_default_dtype() -> DType: ...
+def set_default_dtype(d: _DTypeLike) -> None: ...
 def multinomial(
     x: _ArrayLike,
     num_samples: int,

@@ -4,6 +4,10 @@
 
 use num_traits::Float;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether the default float dtype is float64 (else float32, PyTorch's default).
+static DEFAULT_IS_F64: AtomicBool = AtomicBool::new(false);
 
 /// The element type of a tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -91,12 +95,36 @@ impl DType {
         }
     }
     /// The dtype a float-only op computes in for this input: itself for floats, the default
-    /// float32 for integers and bool (as `torch.exp(int_tensor)` does).
+    /// float dtype for integers and bool (as `torch.exp(int_tensor)` does).
     pub fn to_float(self) -> DType {
         if self.is_float() {
             self
         } else {
+            DType::default_float()
+        }
+    }
+    /// The default float dtype, PyTorch's `get_default_dtype()`: what Python floats, float
+    /// constructors without a dtype and float results of integer inputs take. float32 until
+    /// [`DType::set_default_float`] says otherwise; one setting for the process.
+    pub fn default_float() -> DType {
+        if DEFAULT_IS_F64.load(Ordering::Relaxed) {
+            DType::F64
+        } else {
             DType::F32
+        }
+    }
+    /// Set the default float dtype (PyTorch's `set_default_dtype`): float32 or float64; any
+    /// other dtype is a `DTypeError`.
+    pub fn set_default_float(d: DType) -> crate::error::Result<()> {
+        match d {
+            DType::F32 | DType::F64 => {
+                DEFAULT_IS_F64.store(d == DType::F64, Ordering::Relaxed);
+                Ok(())
+            }
+            other => Err(crate::error::Error::dtype(
+                "set_default_dtype",
+                format!("only floating-point types are supported as the default type, got {other}"),
+            )),
         }
     }
     /// Parse a dtype name: NumPy's (`"float32"`, `"int64"`, `"bool"`), the short forms

@@ -80,7 +80,7 @@ fn grad_outputs(
     let like = |i: usize| {
         outs.get(i)
             .map(Like::from)
-            .unwrap_or(Like::from(remat_core::DType::F32))
+            .unwrap_or(Like::from(remat_core::DType::default_float()))
     };
     if obj.is_instance_of::<PyTensor>() {
         return Ok(Some(vec![Some(operand(op, obj, like(0))?)]));

@@ -68,7 +68,7 @@ fn sequence_dtype(descr: &Bound<'_, PyArrayDescr>) -> DType {
     match descr.kind() {
         b'i' | b'u' => DType::I64,
         b'b' => DType::Bool,
-        _ => DType::F32,
+        _ => DType::default_float(),
     }
 }
 
@@ -176,7 +176,7 @@ pub fn tensor_from_py(op: &str, obj: &Bound<'_, PyAny>, dtype: Option<DType>) ->
     }
     if obj.is_exact_instance_of::<PyFloat>() {
         let v: f64 = obj.extract()?;
-        return Ok(Tensor::scalar(v, dtype.unwrap_or(DType::F32)));
+        return Ok(Tensor::scalar(v, dtype.unwrap_or(DType::default_float())));
     }
     if let Ok(arr) = obj.downcast::<PyUntypedArray>() {
         let dt = dtype.unwrap_or_else(|| default_dtype(&arr.dtype()));
@@ -299,7 +299,11 @@ fn ints_beyond_int64<'py>(
         // Not numbers: the dtype check reports it.
         return Ok(None);
     }
-    let target = dtype.unwrap_or(if float { DType::F32 } else { DType::I64 });
+    let target = dtype.unwrap_or(if float {
+        DType::default_float()
+    } else {
+        DType::I64
+    });
     if !target.is_float() {
         return Err(PyOverflowError::new_err(format!(
             "{op}: an int in the data does not fit in {target} (values from 2**63 up or below \
@@ -340,7 +344,7 @@ fn scalar_dtype(obj: &Bound<'_, PyAny>, like: DType) -> DType {
         Category::Float
     };
     match (cat, like.category()) {
-        (Category::Float, c) if c != Category::Float => DType::F32,
+        (Category::Float, c) if c != Category::Float => DType::default_float(),
         (Category::Integer, Category::Bool) => DType::I64,
         _ => like,
     }

@@ -141,7 +141,11 @@ fn arange(
     let any_float = is_float(&end)
         || start.as_ref().is_some_and(is_float)
         || step.as_ref().is_some_and(is_float);
-    let dt = parse_opt_dtype(dtype)?.unwrap_or(if any_float { DType::F32 } else { DType::I64 });
+    let dt = parse_opt_dtype(dtype)?.unwrap_or(if any_float {
+        DType::default_float()
+    } else {
+        DType::I64
+    });
     let s = start
         .map(|s| number("arange", &s))
         .transpose()?
@@ -209,7 +213,7 @@ fn linspace(
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let (s, e) = (number("linspace", start)?, number("linspace", end)?);
-    let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::F32);
+    let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let dev = args::device(device)?;
     let t = run(py, false, || ops::linspace(s, e, steps, dt, dev))?;
     leaf(t, requires_grad)
@@ -266,7 +270,7 @@ fn eye(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::F32);
+    let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let dev = args::device(device)?;
     let t = run(py, false, || ops::eye(n, m.unwrap_or(n), dt, dev))?;
     leaf(t, requires_grad)
@@ -326,7 +330,7 @@ fn empty(
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let s = args::shape_from_args("empty", shape)?;
-    let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::F32);
+    let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let dev = args::device(device)?;
     let t = run(py, false, || ops::zeros(&s, dt, dev))?;
     leaf(t, requires_grad)

@@ -186,12 +186,76 @@ impl PyDType {
     }
 }
 
+/// The default float dtype, as PyTorch's ``torch.get_default_dtype``: what Python floats,
+/// float constructors given no ``dtype`` (``zeros``, ``rand``, ``tensor([1.0])``, module
+/// parameters) and float results of integer inputs (``arange(3) / 2``) take.
+///
+/// Returns
+/// -------
+/// DType
+///     ``remat.float32`` unless ``remat.set_default_dtype`` chose ``remat.float64``.
+///
+/// Raises
+/// ------
+/// None
+///     Nothing is raised.
+///
+/// Examples
+/// --------
+/// >>> remat.get_default_dtype()
+/// remat.float32
+#[pyfunction]
+fn get_default_dtype(py: Python<'_>) -> PyResult<Py<PyDType>> {
+    dtype_object(py, DType::default_float())
+}
+
+/// Set the default float dtype, as PyTorch's ``torch.set_default_dtype``; one setting for the
+/// process (every thread).
+///
+/// Tensors made afterwards without a ``dtype`` take it wherever PyTorch's take the default:
+/// Python floats and float lists, ``zeros``/``ones``/``empty``/``full`` with a float,
+/// ``rand``/``randn``, ``arange``/``linspace`` with floats, module parameters, and the float
+/// results of integer inputs. Existing tensors keep their dtype. A tensor's ``repr`` spells out
+/// a float dtype other than the default, as PyTorch's does.
+///
+/// Parameters
+/// ----------
+/// d : DType
+///     ``remat.float32`` or ``remat.float64``.
+///
+/// Returns
+/// -------
+/// None
+///     The setting changes.
+///
+/// Raises
+/// ------
+/// DTypeError
+///     When `d` is not a floating-point dtype (``TypeError`` also names it: ``DTypeError``
+///     subclasses it).
+///
+/// Examples
+/// --------
+/// >>> remat.set_default_dtype(remat.float64)
+/// >>> remat.tensor([1.5]).dtype
+/// remat.float64
+/// >>> remat.tensor([1.5], dtype=remat.float32)
+/// tensor([1.5000], dtype=remat.float32)
+/// >>> remat.set_default_dtype(remat.float32)
+#[pyfunction]
+fn set_default_dtype(d: &Bound<'_, PyAny>) -> PyResult<()> {
+    let dt = parse_dtype(d)?;
+    DType::set_default_float(dt).map_err(crate::errors::to_pyerr)
+}
+
 /// Register the class and one instance per dtype, bool as `bool_` (NumPy's spelling; the
 /// package adds PyTorch's `remat.bool`, `float`, `double` and `long` without shadowing the
 /// builtins in the extension's namespace).
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<PyDType>()?;
+    m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
+    m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     for d in DType::ALL {
         let name = if d == DType::Bool { "bool_" } else { d.name() };
         m.add(name, dtype_object(py, d)?)?;

@@ -157,7 +157,7 @@ fn filled(
     device: Option<&Bound<'_, PyAny>>,
     f: Filler,
 ) -> PyResult<PyTensor> {
-    let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::F32);
+    let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let dev = args::device(device)?;
     let big = numel_saturating(&shape) >= crate::call::GIL_RELEASE_MIN;
     let t = run(py, big, || f(&shape, dt, dev))?;
@@ -454,7 +454,7 @@ fn full(
     } else if value.is_instance_of::<pyo3::types::PyInt>() {
         DType::I64
     } else {
-        DType::F32
+        DType::default_float()
     };
     let dt = parse_opt_dtype(dtype)?.unwrap_or(inferred);
     let dev = args::device(device)?;

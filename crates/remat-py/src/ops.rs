@@ -3547,7 +3547,7 @@ fn clamp_args(
     let float_of = |b: Option<&Bound<'_, PyAny>>| -> Option<remat_core::DType> {
         let b = b.filter(|b| !b.is_none())?;
         if b.is_instance_of::<pyo3::types::PyFloat>() {
-            return Some(remat_core::DType::F32);
+            return Some(remat_core::DType::default_float());
         }
         let t = b.downcast::<PyTensor>().ok()?;
         let d = t.get().inner.dtype();

@@ -320,13 +320,15 @@ fn suffixes(t: &Tensor) -> Vec<String> {
     out
 }
 
-/// As PyTorch: the dtypes a literal would not infer (float64, int32) are spelled out; an
-/// empty tensor has no elements to infer from, so any dtype but the default float32 is.
+/// As PyTorch: the dtypes a literal would not infer (the float that is not the default one,
+/// int32) are spelled out; an empty tensor has no elements to infer from, so any dtype but
+/// the default float is.
 fn dtype_is_shown(t: &Tensor) -> bool {
+    let default = DType::default_float();
     if t.numel() == 0 {
-        t.dtype() != DType::F32
+        t.dtype() != default
     } else {
-        matches!(t.dtype(), DType::F64 | DType::I32)
+        t.dtype() == DType::I32 || (t.dtype().is_float() && t.dtype() != default)
     }
 }
 

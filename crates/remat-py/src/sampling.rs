@@ -195,7 +195,7 @@ fn normal(
                 ));
             };
             let shape = args::shape_of("normal", size)?;
-            let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::F32);
+            let dt = parse_opt_dtype(dtype)?.unwrap_or(DType::default_float());
             let dev = args::device(device)?;
             if *sv < 0.0 || sv.is_nan() {
                 return Err(PyValueError::new_err(format!(

@@ -14,7 +14,11 @@ use crate::tensor::Tensor;
 /// inputs are computed in float32, PyTorch's default float.
 pub fn logsumexp(x: &Tensor, axes: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
     if !x.dtype().is_float() {
-        return logsumexp(&super::cast(x, crate::dtype::DType::F32)?, axes, keepdim);
+        return logsumexp(
+            &super::cast(x, crate::dtype::DType::default_float())?,
+            axes,
+            keepdim,
+        );
     }
     let ax = resolve_axes("logsumexp", axes, x.ndim())?;
     let ax_i: Vec<isize> = ax.iter().map(|&a| a as isize).collect();

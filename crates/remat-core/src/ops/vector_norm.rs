@@ -28,7 +28,12 @@ pub fn norm(x: &Tensor, p: f64, axes: Option<&[isize]>, keepdim: bool) -> Result
     if !x.dtype().is_float() {
         // Integer and bool inputs are computed in float32, PyTorch's default float (the
         // zero masks below compare in float).
-        return norm(&super::cast(x, crate::dtype::DType::F32)?, p, axes, keepdim);
+        return norm(
+            &super::cast(x, crate::dtype::DType::default_float())?,
+            p,
+            axes,
+            keepdim,
+        );
     }
     // Checked here so a bad axis is reported under `norm`, not the op composing it.
     resolve_axes("norm", axes, x.ndim())?;

@@ -61,7 +61,7 @@ pub(super) fn unary_int(f: Unary, x: &Tensor, p: f64) -> Result<Tensor> {
         ));
     }
     if !unary_keeps_int(f, p) {
-        return unary(f, &cast(x, DType::F32)?, p);
+        return unary(f, &cast(x, DType::default_float())?, p);
     }
     // bool rows that keep integers count in int64, as PyTorch's `abs(True)`-style ops do.
     let out_dtype = if x.dtype() == DType::Bool {
@@ -141,7 +141,8 @@ pub(super) fn binary_int(f: Binary, a: &Tensor, b: &Tensor, p: f64) -> Result<Te
             return pow_int(a, b, dt);
         }
         // True division and the float-only rows: float32, PyTorch's default.
-        return binary(f, &cast(a, DType::F32)?, &cast(b, DType::F32)?, p);
+        let f32 = DType::default_float();
+        return binary(f, &cast(a, f32)?, &cast(b, f32)?, p);
     };
     if dt == DType::Bool && f == Binary::Sub {
         return Err(Error::dtype(

@@ -61,7 +61,11 @@ pub fn clamp_by(x: &Tensor, min: Option<Bound<'_>>, max: Option<Bound<'_>>) -> R
                 Bound::Tensor(t) => Ok(t.clone()),
                 Bound::Scalar(v) => {
                     let keep = x.dtype().is_float() || v.fract() == 0.0;
-                    let dt = if keep { x.dtype() } else { crate::DType::F32 };
+                    let dt = if keep {
+                        x.dtype()
+                    } else {
+                        crate::DType::default_float()
+                    };
                     crate::ops::full(&[], v, dt, x.device())
                 }
             };

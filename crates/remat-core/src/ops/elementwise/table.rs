@@ -1441,7 +1441,10 @@ pub fn pow_number(x: &Tensor, p: f64, float_exponent: bool) -> Result<Tensor> {
         return pow_scalar(x, p);
     }
     if float_exponent {
-        return pow_scalar(&crate::ops::cast(x, crate::dtype::DType::F32)?, p);
+        return pow_scalar(
+            &crate::ops::cast(x, crate::dtype::DType::default_float())?,
+            p,
+        );
     }
     if p < 0.0 {
         return Err(crate::error::Error::value(

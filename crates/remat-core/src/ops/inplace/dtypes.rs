@@ -15,7 +15,7 @@ fn number_dtype(v: f64) -> DType {
     if v.is_finite() && v.fract() == 0.0 {
         DType::I64
     } else {
-        DType::F32
+        DType::default_float()
     }
 }
 
@@ -36,7 +36,7 @@ pub(crate) fn check_result(
         Operand::Scalar(v) => number_dtype(v),
     };
     let result = if true_div {
-        DType::F32.promote(src)
+        DType::default_float().promote(src)
     } else if matches!(other, Operand::Scalar(_)) && src.category() == d.category() {
         // A number of the tensor's own category keeps its dtype (PyTorch's wrapped numbers).
         d
