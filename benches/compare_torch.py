@@ -76,6 +76,9 @@ ATTENTION = (8, 8, 256, 64)  # batch, heads, tokens, head size
 LONG_ATTENTION = {"sdpa1k": (2, 8, 1024), "sdpa4k": (1, 4, 4096)}
 CONV = (16, 32, 32, 64)  # batch, in channels, height = width, out channels
 CONV_LARGE = (1, 128, 256, 128)  # one large image: the bounded-workspace case
+BATCH_NORM = (32, 64, 32, 32)  # BatchNorm2d(64) in training
+CONV_STACK = (8, 32, 16, 32)  # layers of Conv2d(c, c, 3, padding=1) + ReLU, channels, batch, side
+DCGAN_D = (16, 64, 64)  # batch, ndf, image side: pytorch/examples' discriminator on 3 channels
 EMBEDDING = (8192, 512, (16, 256))  # vocab, dim, ids shape
 LR = 1e-4
 GPT = (4, 256, 4, 8, 128)  # blocks, dim, heads, batch, tokens
@@ -248,6 +251,8 @@ def work_op(lib: _Lib, runs: int, name: str) -> dict:
         x = randn(SOFTMAX_SHAPE)
         with lib.no_grad():
             return {"ms": _time_ms(lambda: m.tanh(x), runs)}
+    if name in ("batch_norm", "leaky_relu_", "convstack", "dcgan_d"):
+        return {"ms": _time_ms(_training_step(lib, rng, name), runs)}
     if name == "sdpa" or name in LONG_ATTENTION:
         b, h, t, d = ATTENTION if name == "sdpa" else (*LONG_ATTENTION[name], ATTENTION[3])
         q, k, v = (randn((b, h, t, d), True) for _ in range(3))
@@ -284,6 +289,93 @@ def work_op(lib: _Lib, runs: int, name: str) -> dict:
 
         return {"ms": _time_ms(step, runs)}
     raise SystemExit(f"unknown op workload {name}")
+
+
+def _same_weights(module, lib: _Lib, rng) -> None:
+    """Every floating parameter and buffer of ``module`` drawn once from ``rng`` (uniform in
+    ±1/√fan-in, buffers kept), so that both libraries train the same model."""
+    import numpy as np
+
+    state = {}
+    for k, v in module.state_dict().items():
+        shape = tuple(v.shape)
+        if k.endswith("weight") and len(shape) > 1:
+            bound = 1 / float(np.prod(shape[1:])) ** 0.5
+            arr = rng.uniform(-bound, bound, size=shape).astype(np.float32)
+        elif k.endswith(("weight", "bias")):
+            arr = rng.uniform(0.5, 1.5, size=shape).astype(np.float32)
+        else:
+            continue
+        state[k] = lib.m.from_numpy(arr) if lib.name == "torch" else lib.tensor(arr)
+    module.load_state_dict(state, strict=False)
+
+
+def _training_step(lib: _Lib, rng, name: str):
+    """A forward and backward that the porting work measured as slow: ``batch_norm``
+    (BatchNorm2d in training on ``BATCH_NORM``), ``leaky_relu_`` (a clone and the in-place
+    ``F.leaky_relu(.., 0.2, inplace=True)`` in a graph, on ``BATCH_NORM``), ``convstack``
+    (``CONV_STACK``: layers of Conv2d + ReLU, loss mean(y²)) and ``dcgan_d`` (pytorch/examples'
+    DCGAN discriminator on ``DCGAN_D``: Conv2d 4/2/1, BatchNorm2d, LeakyReLU(0.2, inplace),
+    Sigmoid, BCELoss against ones). Gradients are reset before each step."""
+    import numpy as np
+
+    nn, F = lib.m.nn, lib.m.nn.functional
+
+    def randn(shape, requires_grad=False):
+        return lib.tensor(rng.standard_normal(shape, dtype=np.float32), requires_grad)
+
+    if name in ("batch_norm", "leaky_relu_"):
+        n, c, h, w = BATCH_NORM
+        x, g = randn((n, c, h, w), True), randn((n, c, h, w))
+        if name == "batch_norm":
+            bn = nn.BatchNorm2d(c)
+            params = [x, *bn.parameters()]
+
+            def fwd():
+                return bn(x)
+        else:
+            params = [x]
+
+            def fwd():
+                return F.leaky_relu(x.clone(), 0.2, inplace=True)
+
+        def step():
+            for p in params:
+                p.grad = None
+            fwd().backward(g)
+
+        return step
+    if name == "convstack":
+        layers, c, n, side = CONV_STACK
+        model = nn.Sequential(*[m for _ in range(layers)
+                                for m in (nn.Conv2d(c, c, 3, padding=1), nn.ReLU())])
+        x = randn((n, c, side, side))
+    else:
+        n, ndf, side = DCGAN_D
+        model = nn.Sequential(
+            nn.Conv2d(3, ndf, 4, 2, 1, bias=False), nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(ndf, ndf * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(ndf * 2),
+            nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(ndf * 2, ndf * 4, 4, 2, 1, bias=False), nn.BatchNorm2d(ndf * 4),
+            nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(ndf * 4, ndf * 8, 4, 2, 1, bias=False), nn.BatchNorm2d(ndf * 8),
+            nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(ndf * 8, 1, 4, 1, 0, bias=False), nn.Sigmoid(),
+        )
+        x = randn((n, 3, side, side))
+    _same_weights(model, lib, rng)
+    params = list(model.parameters())
+    target = lib.tensor(np.ones(n, dtype=np.float32))
+
+    def step():
+        for p in params:
+            p.grad = None
+        y = model(x)
+        loss = (y * y).mean() if name == "convstack" else F.binary_cross_entropy(
+            y.reshape(-1), target)
+        loss.backward()
+
+    return step
 
 
 def _mlp_weights():
@@ -605,6 +697,7 @@ def main() -> None:
     plan += [("op:sdpa1k", 3), ("op:sdpa4k", 2), ("op:conv2d_large", 2)]
     plan += [(f"matmul1:{s}", 3) for s in MATMUL_SIZES]
     plan += [("mlp:plain", 1), ("mlp:ckpt", 1), ("mlp:floor", 3), ("gpt:plain", 3)]
+    plan += [("op:batch_norm", 3), ("op:leaky_relu_", 3), ("op:convstack", 2), ("op:dcgan_d", 2)]
     prefixes = [p for p in args.workloads.split(",") if p]
     if prefixes:
         plan = [
@@ -729,6 +822,17 @@ def main() -> None:
     vocab, dim, shape = EMBEDDING
     row(f"embedding ({vocab}, {dim}) of {shape} ids, forward+backward", "ms", "ms",
         "op:embedding", ms2)
+    n, c, h, w = BATCH_NORM
+    row(f"BatchNorm2d({c}) training on ({n}, {c}, {h}, {w}), forward+backward", "ms", "ms",
+        "op:batch_norm", ms2)
+    row(f"clone + F.leaky_relu(0.2, inplace=True) in a graph on ({n}, {c}, {h}, {w}), "
+        "forward+backward", "ms", "ms", "op:leaky_relu_", ms2)
+    layers, c, n, side = CONV_STACK
+    row(f"{layers} x (Conv2d({c}, {c}, 3, padding=1) + ReLU), batch {n}, {side}x{side}, "
+        "training step", "ms", "ms", "op:convstack", ms2)
+    n, ndf, side = DCGAN_D
+    row(f"DCGAN discriminator (ndf {ndf}) on ({n}, 3, {side}, {side}), BCELoss, training step",
+        "ms", "ms", "op:dcgan_d", ms2)
     row("MLP step, no checkpointing", "ms", "step_ms", "mlp:plain", ms)
     row(f"MLP step, checkpoint_sequential({MLP_SEGMENTS})", "ms", "step_ms", "mlp:ckpt", ms)
     row(f"MLP checkpoint_sequential({MLP_SEGMENTS}) step, same-process rounds", "ms", "ckpt_ms",
