@@ -29,6 +29,7 @@ pub mod ops;
 pub mod optim;
 pub mod policy;
 pub mod rearrange;
+pub mod recurrent;
 pub mod reduce_index;
 pub mod repr;
 pub mod sorting;
@@ -61,6 +62,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     reduce_index::register(m)?;
     sorting::register(m)?;
     rearrange::register(m)?;
+    recurrent::register(m)?;
     composites::register(m)?;
     closeness::register(m)?;
     autograd::register(m)?;
