@@ -13,7 +13,8 @@ scores ``einsum('bhqd,bhkd->bhqk')`` at B=8, H=8, T=256, D=64), and one training
 backward, SGD update) of a 64-layer ReLU MLP of width 512 at batch 2048, plain and with
 8-segment ``checkpoint_sequential``, with the peak memory of each step, and one training step of
 4 transformer blocks (``examples/gpt.py``'s ``Block``: pre-LayerNorm, causal attention, GELU
-MLP; dim 256, 4 heads, batch 8 × 128 tokens).
+MLP; dim 256, 4 heads, batch 8 × 128 tokens), and the forward and backward of a one-layer
+``nn.LSTM`` (input 256, hidden 256, sequence 64, batch 32).
 
 ``--isa avx2`` measures both libraries on AVX2+FMA code on a machine that has AVX-512: it
 sets ``REMAT_SIMD=avx2`` (remat's elementwise and row kernels), ``ATEN_CPU_CAPABILITY=avx2``
@@ -28,8 +29,8 @@ last segment is not re-run).
 
 ``--workloads softmax,einsum`` runs only the workloads whose names start with one of the given
 prefixes (``overhead``, ``matmul`` (``matmul1``: the one-thread ones), ``softmax``,
-``layer_norm``, ``einsum``, ``conv2d``, ``embedding``, ``gelu``, ``tanh``, ``sdpa``, ``mlp``,
-``gpt``).
+``layer_norm``, ``einsum``, ``conv2d``, ``embedding``, ``gelu``, ``tanh``, ``sdpa``, ``lstm``,
+``mlp``, ``gpt``).
 
 Every measurement runs in a fresh subprocess (one library per process, so neither library's
 thread pool or allocator disturbs the other), with the same thread count for both:
@@ -82,6 +83,7 @@ DCGAN_D = (16, 64, 64)  # batch, ndf, image side: pytorch/examples' discriminato
 EMBEDDING = (8192, 512, (16, 256))  # vocab, dim, ids shape
 LR = 1e-4
 GPT = (4, 256, 4, 8, 128)  # blocks, dim, heads, batch, tokens
+LSTM = (256, 256, 64, 32)  # input size, hidden size, sequence length, batch (one layer)
 
 
 # -- measurements, run inside a worker subprocess ----------------------------------------------
@@ -288,6 +290,8 @@ def work_op(lib: _Lib, runs: int, name: str) -> dict:
             emb(ids, w).backward(g)
 
         return {"ms": _time_ms(step, runs)}
+    if name == "lstm":
+        return {"ms": _time_ms(_lstm_step(lib, rng), runs)}
     raise SystemExit(f"unknown op workload {name}")
 
 
@@ -374,6 +378,28 @@ def _training_step(lib: _Lib, rng, name: str):
         loss = (y * y).mean() if name == "convstack" else F.binary_cross_entropy(
             y.reshape(-1), target)
         loss.backward()
+def _lstm_step(lib: _Lib, rng):
+    """One training step's forward and backward of a one-layer ``nn.LSTM`` (the same weights
+    in both libraries): ``loss = mean(output²)``, gradients of the input and every parameter,
+    reset before each step."""
+    import numpy as np
+
+    n_in, hidden, steps, batch = LSTM
+    lstm = lib.m.nn.LSTM(n_in, hidden)
+    bound = 1 / hidden**0.5
+    state = {k: rng.uniform(-bound, bound, size=tuple(v.shape)).astype(np.float32)
+             for k, v in lstm.state_dict().items()}
+    if lib.name == "torch":
+        state = {k: lib.m.from_numpy(v) for k, v in state.items()}
+    lstm.load_state_dict(state)
+    x = lib.tensor(rng.standard_normal((steps, batch, n_in), dtype=np.float32), True)
+    params = list(lstm.parameters())
+
+    def step():
+        for p in params + [x]:
+            p.grad = None
+        out, _ = lstm(x)
+        (out * out).mean().backward()
 
     return step
 
@@ -694,7 +720,7 @@ def main() -> None:
     plan = [("overhead", 1)] + [(f"matmul:{s}", 3) for s in MATMUL_SIZES]
     plan += [("op:softmax", 3), ("op:layer_norm", 3), ("op:einsum", 3), ("op:conv2d", 3)]
     plan += [("op:embedding", 3), ("op:gelu", 3), ("op:tanh", 3), ("op:sdpa", 3)]
-    plan += [("op:sdpa1k", 3), ("op:sdpa4k", 2), ("op:conv2d_large", 2)]
+    plan += [("op:sdpa1k", 3), ("op:sdpa4k", 2), ("op:conv2d_large", 2), ("op:lstm", 3)]
     plan += [(f"matmul1:{s}", 3) for s in MATMUL_SIZES]
     plan += [("mlp:plain", 1), ("mlp:ckpt", 1), ("mlp:floor", 3), ("gpt:plain", 3)]
     plan += [("op:batch_norm", 3), ("op:leaky_relu_", 3), ("op:convstack", 2), ("op:dcgan_d", 2)]
@@ -819,6 +845,9 @@ def main() -> None:
     n, c, hw, o = CONV_LARGE
     row(f"conv2d 3×3 pad 1, x ({n}, {c}, {hw}, {hw}) → {o} channels, forward+backward", "ms",
         "ms", "op:conv2d_large", ms2)
+    n_in, hidden, steps, batch = LSTM
+    row(f"LSTM one layer, input {n_in}, hidden {hidden}, sequence {steps}, batch {batch}, "
+        "forward+backward", "ms", "ms", "op:lstm", ms2)
     vocab, dim, shape = EMBEDDING
     row(f"embedding ({vocab}, {dim}) of {shape} ids, forward+backward", "ms", "ms",
         "op:embedding", ms2)

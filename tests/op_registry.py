@@ -828,6 +828,70 @@ def sdpa_cases(causal):
         st.integers(1, 4), st.integers(1, 3), st.sampled_from([None, 0.5]))
 
 
+
+# ---- recurrent layers: x_proj (T, B, G*H), h0 (B, H), [c0 (B, H)], w_hh (G*H, H), [b_hh]
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def np_recurrent(cell, xp, h, c, w, b, reverse):
+    """PyTorch's recurrences in NumPy: the flat ``[output, h_n, (c_n)]``."""
+    steps, hidden = xp.shape[0], w.shape[1]
+    b = np.zeros(w.shape[0]) if b is None else b
+    out = np.zeros(xp.shape[:2] + (hidden,))
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        x, hh = xp[t], h @ w.T + b
+        parts = [(x[:, k * hidden:(k + 1) * hidden], hh[:, k * hidden:(k + 1) * hidden])
+                 for k in range(w.shape[0] // hidden)]
+        if cell == "lstm":
+            i, f, g, o = (a + bb for a, bb in parts)
+            c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
+            h = _sigmoid(o) * np.tanh(c)
+        elif cell == "gru":
+            r = _sigmoid(parts[0][0] + parts[0][1])
+            z = _sigmoid(parts[1][0] + parts[1][1])
+            n = np.tanh(parts[2][0] + r * parts[2][1])
+            h = (1 - z) * n + z * h
+        elif cell == "tanh":
+            h = np.tanh(x + hh)
+        else:
+            h = np.maximum(x + hh, 0.0)
+        out[t] = h
+    pieces = [out, h] + ([c] if cell == "lstm" else [])
+    return np.concatenate([p.reshape(-1) for p in pieces])
+
+
+def _layer_call(f, inputs, params):
+    """A layer op's outputs flattened into one tensor (output, h_n and, for an LSTM, c_n)."""
+    return remat.cat([t.reshape(-1) for t in f(*inputs, **params)])
+
+
+def recurrent_cases(gates, lstm=False, bias=True, **params):
+    """(x_proj, h0, [c0], w_hh, [b_hh]) of a drawn (T, B, H), ``reverse`` drawn."""
+    def build(t, b, h, rev, p):
+        shapes = [(t, b, gates * h), (b, h)] + ([(b, h)] if lstm else []) + [(gates * h, h)]
+        return Case(tuple(shapes + ([(gates * h,)] if bias else [])), {"reverse": rev, **p})
+    return st.builds(build, st.integers(1, 4), st.integers(1, 3), st.integers(1, 4),
+                     st.booleans(), st.fixed_dictionaries(params))
+
+
+def recurrent_examples(gates, lstm=False, **params):
+    def case(t, b, h, rev):
+        shapes = [(t, b, gates * h), (b, h)] + ([(b, h)] if lstm else [])
+        return Case(tuple(shapes + [(gates * h, h), (gates * h,)]), {"reverse": rev, **params})
+    return (case(3, 2, 2, False), case(2, 1, 3, True))
+
+
+def _recurrent_errors(gates, lstm=False, **params):
+    states = ((2, 3), (2, 3)) if lstm else ((2, 3),)
+    return (Bad("x_proj", ((4, 2, gates * 3 + 1),) + states + ((gates * 3, 3),), S, params),
+            Bad("h0", ((4, 2, gates * 3), (3, 3)) + states[1:] + ((gates * 3, 3),), S, params),
+            Bad("w_hh", ((4, 2, gates * 3),) + states + ((gates * 3, 2),), S, params),
+            Bad("empty", ((0, 2, gates * 3),) + states + ((gates * 3, 3),), S, params))
+
+
 def np_softmax(x, axis=-1):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
@@ -1456,6 +1520,34 @@ OPS: list[Op] = [
                    names=None))),
     Op("einsum_list", remat.einsum, (), lambda *xs, equation: np.einsum(equation, *xs), ANY,
        einsums(), EINSUM_EXAMPLES[:3], call=_einsum_list_call, op="einsum",
+       tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12)),
+    # ---- recurrent layers (one layer and direction over a whole sequence)
+    Op("lstm_layer", remat.lstm_layer, (),
+       lambda xp, h, c, w, b=None, reverse=False: np_recurrent("lstm", xp, h, c, w, b, reverse),
+       ANY, recurrent_cases(4, lstm=True), recurrent_examples(4, lstm=True), call=_layer_call,
+       tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12), errors=_recurrent_errors(4, lstm=True)),
+    Op("lstm_layer_nobias", remat.lstm_layer, (),
+       lambda xp, h, c, w, reverse=False: np_recurrent("lstm", xp, h, c, w, None, reverse),
+       ANY, recurrent_cases(4, lstm=True, bias=False),
+       (Case(((2, 2, 8), (2, 2), (2, 2), (8, 2)), {"reverse": True}),), call=_layer_call,
+       op="lstm_layer", tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12)),
+    Op("gru_layer", remat.gru_layer, (),
+       lambda xp, h, w, b=None, reverse=False: np_recurrent("gru", xp, h, None, w, b, reverse),
+       ANY, recurrent_cases(3), recurrent_examples(3), call=_layer_call, tol32=(1e-4, 1e-5),
+       tol64=(1e-10, 1e-12), errors=_recurrent_errors(3)),
+    Op("rnn_layer", remat.rnn_layer, (),
+       lambda xp, h, w, b=None, reverse=False, nonlinearity="tanh":
+       np_recurrent(nonlinearity, xp, h, None, w, b, reverse),
+       ANY, recurrent_cases(1, nonlinearity=st.just("tanh")),
+       recurrent_examples(1, nonlinearity="tanh"), call=_layer_call, tol32=(1e-4, 1e-5),
+       tol64=(1e-10, 1e-12),
+       errors=_recurrent_errors(1) + (Bad("nonlinearity", ((4, 2, 3), (2, 3), (3, 3)),
+                                          ValueError, {"nonlinearity": "gelu"}),)),
+    Op("rnn_layer_relu", remat.rnn_layer, (),
+       lambda xp, h, w, b=None, reverse=False, nonlinearity="relu":
+       np_recurrent(nonlinearity, xp, h, None, w, b, reverse),
+       NONZERO, recurrent_cases(1, nonlinearity=st.just("relu")),
+       recurrent_examples(1, nonlinearity="relu"), call=_layer_call, op="rnn_layer",
        tol32=(1e-4, 1e-5), tol64=(1e-10, 1e-12)),
     # ---- attention: (batch, L, E) queries, (batch, S, E) keys, (batch, S, Ev) values
     Op("scaled_dot_product_attention", F.scaled_dot_product_attention, (), np_sdpa, ANY,

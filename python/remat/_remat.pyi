@@ -36,6 +36,7 @@ __all__ = [
     "_TensorHookHandle", "_record_function", "Generator", "initial_seed",
     "l1_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy", "nll_loss",
     "scaled_dot_product_attention",
+    "lstm_layer", "gru_layer", "rnn_layer",
     "adam_step", "adaptive_checkpoint", "add", "backward", "checkpoint_segment",
     "checkpoint_tensor", "CheckpointError", "checkpoint_sequential", "clamp", "clip", "concat",
     "copy_",
@@ -1408,6 +1409,29 @@ def cross_entropy(
     reduction: str = "mean",
     label_smoothing: builtins.float = 0.0,
 ) -> Tensor: ...
+def lstm_layer(
+    x_proj: _ArrayLike,
+    h0: _ArrayLike,
+    c0: _ArrayLike,
+    w_hh: _ArrayLike,
+    b_hh: _ArrayLike | None = None,
+    reverse: bool = False,
+) -> tuple[Tensor, Tensor, Tensor]: ...
+def gru_layer(
+    x_proj: _ArrayLike,
+    h0: _ArrayLike,
+    w_hh: _ArrayLike,
+    b_hh: _ArrayLike | None = None,
+    reverse: bool = False,
+) -> tuple[Tensor, Tensor]: ...
+def rnn_layer(
+    x_proj: _ArrayLike,
+    h0: _ArrayLike,
+    w_hh: _ArrayLike,
+    b_hh: _ArrayLike | None = None,
+    nonlinearity: str = "tanh",
+    reverse: bool = False,
+) -> tuple[Tensor, Tensor]: ...
 def scaled_dot_product_attention(
     query: _ArrayLike,
     key: _ArrayLike,

@@ -29,6 +29,7 @@ pub mod ops;
 pub mod optim;
 pub mod policy;
 pub mod rearrange;
+pub mod recurrent;
 pub mod reduce_index;
 pub mod repr;
 pub mod resample;
@@ -66,6 +67,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     rearrange::register(m)?;
     sampling::register(m)?;
     resample::register(m)?;
+    recurrent::register(m)?;
     composites::register(m)?;
     closeness::register(m)?;
     autograd::register(m)?;

@@ -9,6 +9,7 @@ pub mod gelu_pieces;
 pub mod host_alloc;
 pub mod lanes;
 pub mod matmul;
+pub mod recurrent;
 pub mod row_max;
 pub mod sum;
 

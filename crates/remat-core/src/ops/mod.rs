@@ -46,6 +46,7 @@ pub mod pool;
 pub mod prod;
 pub mod ranges;
 pub mod rearrange;
+pub mod recurrent;
 pub mod reduce;
 pub mod reduce_ext;
 pub mod repeat;
@@ -130,6 +131,7 @@ pub use rearrange::{
     diag, diagonal, meshgrid, repeat_interleave, repeat_interleave_counts, roll, tile, trace,
     unbind,
 };
+pub use recurrent::{gru_layer, lstm_layer, rnn_layer};
 pub use reduce::{sum, sum_to};
 pub use reduce_ext::{amax, amin, max, mean, min};
 pub use repeat::repeat;

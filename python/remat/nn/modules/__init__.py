@@ -46,6 +46,7 @@ from .pooling import (
     MaxPool2d,
     MaxPool3d,
 )
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .transformer import (
@@ -68,5 +69,6 @@ __all__ = [
     "BCELoss", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Upsample",
     "UpsamplingNearest2d", "UpsamplingBilinear2d",
     "BCEWithLogitsLoss", "Transformer", "TransformerEncoder", "TransformerDecoder",
-    "TransformerEncoderLayer", "TransformerDecoderLayer",
+    "TransformerEncoderLayer", "TransformerDecoderLayer", "RNNBase", "RNN", "LSTM", "GRU",
+    "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
 ]
