@@ -26,6 +26,20 @@ def _tuple(name: str, v: Any, n: int) -> tuple:
     return t
 
 
+def _channels(name: str, in_channels: Any, out_channels: Any, groups: Any) -> tuple:
+    """The channel counts and ``groups`` as ints, checked as PyTorch checks them (positive,
+    ``groups`` dividing both), for the convolutions and the transposed ones."""
+    in_channels = _validate.integer(name, "in_channels", in_channels, minimum=1)
+    out_channels = _validate.integer(name, "out_channels", out_channels, minimum=1)
+    groups = _validate.integer(name, "groups", groups, minimum=1)
+    if in_channels % groups or out_channels % groups:
+        raise ValueError(
+            f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
+            f"be divisible by groups ({groups})"
+        )
+    return in_channels, out_channels, groups
+
+
 class _ConvNd(Module):
     """The shared body: PyTorch's arguments, kaiming-uniform(a=√5) initialisation (weight and
     bias from U(-1/√fan_in, 1/√fan_in), fan_in = in_channels/groups · prod(kernel)) and
@@ -52,14 +66,7 @@ class _ConvNd(Module):
         super().__init__()
         name = type(self).__name__
         n = self._rank
-        in_channels = _validate.integer(name, "in_channels", in_channels, minimum=1)
-        out_channels = _validate.integer(name, "out_channels", out_channels, minimum=1)
-        groups = _validate.integer(name, "groups", groups, minimum=1)
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(
-                f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
-                f"be divisible by groups ({groups})"
-            )
+        in_channels, out_channels, groups = _channels(name, in_channels, out_channels, groups)
         if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
             raise ValueError(
                 f"{name}: padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', "

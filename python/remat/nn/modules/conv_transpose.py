@@ -13,9 +13,8 @@ from typing import Any
 
 import remat
 
-from ... import _validate
 from ..._remat import Tensor
-from .conv import _Size, _tuple
+from .conv import _channels, _Size, _tuple
 from .linear import _uniform
 from .module import Module
 
@@ -48,14 +47,7 @@ class _ConvTransposeNd(Module):
         super().__init__()
         name = type(self).__name__
         n = self._rank
-        in_channels = _validate.integer(name, "in_channels", in_channels, minimum=1)
-        out_channels = _validate.integer(name, "out_channels", out_channels, minimum=1)
-        groups = _validate.integer(name, "groups", groups, minimum=1)
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(
-                f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
-                f"be divisible by groups ({groups})"
-            )
+        in_channels, out_channels, groups = _channels(name, in_channels, out_channels, groups)
         if padding_mode != "zeros":
             raise ValueError(
                 f"{name}: only 'zeros' padding mode is supported, got {padding_mode!r}"
