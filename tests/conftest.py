@@ -166,3 +166,16 @@ def devices(request):
 @pytest.fixture
 def device(devices):
     return devices
+
+
+@pytest.fixture(autouse=True)
+def _restore_backend_flags():
+    """Every test leaves the `remat.backends` flags as it found them (tests/backends sets
+    them). One conftest for the whole suite: a second module named `conftest` would shadow
+    this one for the `from conftest import ...` of the test modules."""
+    from remat.backends import cuda
+
+    saved = dict(cuda._SETTINGS)
+    yield
+    cuda._SETTINGS.clear()
+    cuda._SETTINGS.update(saved)
