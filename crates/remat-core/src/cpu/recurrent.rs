@@ -14,8 +14,12 @@
 //! The backward takes a gradient of the whole packed tensor (every slab, so that gradients
 //! of the saved gates, which a second-order backward produces, are honoured too) and runs
 //! the reverse recurrence: per step one fused pass and one GEMM `d_gates W_hh`; the weight's
-//! gradient is one GEMM over all steps at the end. Every reduction has a fixed order, so
-//! results do not depend on the thread count of the element passes.
+//! gradient is one GEMM over all steps at the end.
+//!
+//! The sequences of a batch are independent: the threads split the batch rows and each runs
+//! the whole recurrence (forward or backward) on its rows, with no synchronisation between
+//! steps. Each element's arithmetic is the same whatever the split (the sums run over the
+//! hidden units, never over the batch), so results do not depend on the thread count.
 
 use super::matmul::{product, Start, Strided};
 use super::Workspace;
