@@ -14,8 +14,12 @@
 //! The backward takes a gradient of the whole packed tensor (every slab, so that gradients
 //! of the saved gates, which a second-order backward produces, are honoured too) and runs
 //! the reverse recurrence: per step one fused pass and one GEMM `d_gates W_hh`; the weight's
-//! gradient is one GEMM over all steps at the end. Every reduction has a fixed order, so
-//! results do not depend on the thread count of the element passes.
+//! gradient is one GEMM over all steps at the end.
+//!
+//! The sequences of a batch are independent: the threads split the batch rows and each runs
+//! the whole recurrence (forward or backward) on its rows, with no synchronisation between
+//! steps. Each element's arithmetic is the same whatever the split (the sums run over the
+//! hidden units, never over the batch), so results do not depend on the thread count.
 
 use super::matmul::{product, Start, Strided};
 use super::Workspace;
@@ -96,8 +100,8 @@ fn sigmoid<T: Element>(x: T) -> T {
     T::one() / (T::one() + (-x).fast_exp())
 }
 
-/// `dst (m x n, row-major) = start + a (m x k) b (k x n)` on the engine's threads when the
-/// product is large enough; empty products handled here (the GEMM library wants no zero
+/// `dst (m x n, row-major) = start + a (m x k) b (k x n)` on up to `threads` threads (one
+/// when the product is small); empty products handled here (the GEMM library wants no zero
 /// extents).
 ///
 /// # Safety
@@ -108,6 +112,7 @@ unsafe fn gemm<T: Element>(
     a: Strided<T>,
     b: Strided<T>,
     start: Start<'_, T>,
+    threads: usize,
 ) {
     debug_assert_eq!(dst.len(), m * n);
     if m == 0 || n == 0 {
@@ -126,29 +131,53 @@ unsafe fn gemm<T: Element>(
         }
         return;
     }
-    let threads = if 2 * m * n * k >= 1 << 18 {
-        crate::parallel::num_threads()
-    } else {
-        1
-    };
+    let threads = if 2 * m * n * k >= 1 << 18 { threads } else { 1 };
     // SAFETY: forwarded from the caller; dst is an owned m x n row-major block.
     unsafe { product(dst.as_mut_ptr(), (m, n, k), a, b, start, T::one(), threads) }
 }
 
-/// The `(batch, hidden)` block of time `t` in each slab of `packed`.
-fn blocks_at<T>(packed: &mut [T], sz: Sizes, t: usize) -> Vec<&mut [T]> {
-    let (slab, blk) = (sz.slab(), sz.block());
-    packed
-        .chunks_mut(slab)
-        .map(move |s| &mut s[t * blk..(t + 1) * blk])
+/// The batch rows of each part, `[start, end)`: the sequences of a batch are independent,
+/// so each part (one per thread) runs the whole recurrence on its rows, with no
+/// synchronisation between steps. One part when the layer is small.
+fn row_parts(batch: usize, work: usize) -> Vec<(usize, usize)> {
+    let parts = if work < 1 << 21 {
+        1
+    } else {
+        crate::parallel::num_threads().min(batch).max(1)
+    };
+    (0..parts)
+        .map(|i| (i * batch / parts, (i + 1) * batch / parts))
+        .filter(|(a, b)| b > a)
         .collect()
 }
 
-/// The `(batch, hidden)` block of time `t` in slab `k` of `packed`.
+/// Rows `[r0, r0 + rows)` of the `(batch, width)` block of time `t` in `(T, batch, width)`
+/// data.
 #[inline]
-fn block<T>(packed: &[T], sz: Sizes, k: usize, t: usize) -> &[T] {
-    let (slab, blk) = (sz.slab(), sz.block());
-    &packed[k * slab + t * blk..k * slab + (t + 1) * blk]
+fn rows_of<T>(
+    data: &[T],
+    (width, batch): (usize, usize),
+    t: usize,
+    (r0, rows): (usize, usize),
+) -> &[T] {
+    &data[(t * batch + r0) * width..(t * batch + r0 + rows) * width]
+}
+
+/// [`rows_of`] for writing, in a buffer given by address (each part writes its own rows).
+///
+/// # Safety
+/// The rows must lie in the live buffer at `base`, and nothing else may touch them while
+/// the slice lives.
+unsafe fn rows_mut<'a, T>(
+    base: usize,
+    (width, batch): (usize, usize),
+    t: usize,
+    (r0, rows): (usize, usize),
+) -> &'a mut [T] {
+    // SAFETY: as the caller vouches.
+    unsafe {
+        std::slice::from_raw_parts_mut((base as *mut T).add((t * batch + r0) * width), rows * width)
+    }
 }
 
 // ------------------------------------------------------------------------------ forward
@@ -302,36 +331,68 @@ pub struct Inputs<'a, T> {
 /// Run the layer forward, writing the packed result (`cell.slabs()` slabs of
 /// `(steps, batch, hidden)`, every element written) into `packed`.
 pub fn forward<T: Element>(cell: Cell, sz: Sizes, inp: &Inputs<'_, T>, packed: &mut [T]) {
-    let (b, n) = (sz.batch, sz.hidden);
+    let (b, n, steps) = (sz.batch, sz.hidden, sz.steps);
     let gh = cell.gates() * n;
-    debug_assert_eq!(packed.len(), cell.slabs() * sz.slab());
+    let slabs = cell.slabs();
+    debug_assert_eq!(packed.len(), slabs * sz.slab());
     if packed.is_empty() {
         return;
     }
-    let mut h = Workspace::<T>::new(b * n);
-    h.copy_from_slice(inp.h0);
-    let mut c = Workspace::<T>::new(if cell == Cell::Lstm { b * n } else { 0 });
-    if let Some(c0) = inp.c0 {
-        c.copy_from_slice(c0);
-    }
-    let mut hh = Workspace::<T>::new(b * gh);
-    // W_hhᵀ as a (H x G·H) operand: element (p, j) is w[j * H + p].
-    let wt: Strided<T> = (inp.w.as_ptr(), 1, n as isize);
-    let start = inp.bias.map_or(Start::Empty, Start::Rows);
-    for s in 0..sz.steps {
-        let t = sz.time(s);
-        // SAFETY: h is (b x n) row-major, W_hhᵀ addresses (n x gh) elements of w.
-        unsafe { gemm(&mut hh, (b, gh, n), (h.as_ptr(), n as isize, 1), wt, start) };
-        let x = &inp.xp[t * b * gh..(t + 1) * b * gh];
-        let mut out = blocks_at(packed, sz, t);
-        match cell {
-            Cell::Lstm => lstm_step_wide(x, &hh, &mut c, &mut h, &mut out, n),
-            Cell::Gru => gru_step_wide(x, &hh, &mut h, &mut out, n),
-            Cell::RnnTanh | Cell::RnnRelu => {
-                rnn_step_wide(x, &hh, &mut h, out[0], cell == Cell::RnnRelu)
-            }
+    // W_hhᵀ as a contiguous (H x G·H) matrix: every step's product reads it as the GEMM
+    // library's preferred (column-major) operand, without packing it again.
+    let mut wt = Workspace::<T>::new(gh * n);
+    for (j, row) in inp.w.chunks_exact(n).enumerate() {
+        for (p, &v) in row.iter().enumerate() {
+            wt[p * gh + j] = v;
         }
     }
+    let wt: &[T] = &wt;
+    let start = inp.bias.map_or(Start::Empty, Start::Rows);
+    let slab = sz.slab();
+    let out_addr = packed.as_mut_ptr() as usize;
+    let parts = row_parts(b, steps * b * gh * n);
+    crate::parallel::run_parts(parts.len(), |pi| {
+        let (r0, r1) = parts[pi];
+        let rows = r1 - r0;
+        let mut h = Workspace::<T>::new(rows * n);
+        h.copy_from_slice(&inp.h0[r0 * n..r1 * n]);
+        let mut c = Workspace::<T>::new(if cell == Cell::Lstm { rows * n } else { 0 });
+        if let Some(c0) = inp.c0 {
+            c.copy_from_slice(&c0[r0 * n..r1 * n]);
+        }
+        let mut hh = Workspace::<T>::new(rows * gh);
+        let wt_op: Strided<T> = (wt.as_ptr(), gh as isize, 1);
+        for s in 0..steps {
+            let t = sz.time(s);
+            // SAFETY: h is (rows x n) row-major, wt (n x gh) row-major.
+            unsafe {
+                gemm(
+                    &mut hh,
+                    (rows, gh, n),
+                    (h.as_ptr(), n as isize, 1),
+                    wt_op,
+                    start,
+                    1,
+                )
+            };
+            let x = rows_of(inp.xp, (gh, b), t, (r0, rows));
+            let mut out: Vec<&mut [T]> = (0..slabs)
+                .map(|k| {
+                    let base = out_addr + k * slab * std::mem::size_of::<T>();
+                    // SAFETY: rows of this part of slab k at time t, inside `packed`, which
+                    // outlives the parts; no other part writes them.
+                    unsafe { rows_mut(base, (n, b), t, (r0, rows)) }
+                })
+                .collect();
+            match cell {
+                Cell::Lstm => lstm_step_wide(x, &hh, &mut c, &mut h, &mut out, n),
+                Cell::Gru => gru_step_wide(x, &hh, &mut h, &mut out, n),
+                Cell::RnnTanh | Cell::RnnRelu => {
+                    rnn_step_wide(x, &hh, &mut h, out[0], cell == Cell::RnnRelu)
+                }
+            }
+        }
+    });
 }
 
 // ------------------------------------------------------------------------------ backward
@@ -524,66 +585,89 @@ pub fn backward<T: Element>(
         out.db.fill(T::zero());
         return;
     }
-    // The gradient reaching the hidden (and cell) state from the later steps.
-    let mut dh = Workspace::<T>::new(b * n);
-    dh.fill(T::zero());
-    let mut dc = Workspace::<T>::new(if cell == Cell::Lstm { b * n } else { 0 });
-    dc.fill(T::zero());
+    let slab = sz.slab();
     // The GRU's hidden-projection gradients differ from the input projection's (its `n`
     // part is multiplied by `r`); for the other cells they are the same.
     let mut dhh_buf = Workspace::<T>::new(if cell == Cell::Gru { steps * b * gh } else { 0 });
-    let w: Strided<T> = (inp.w.as_ptr(), n as isize, 1);
-    for s in (0..steps).rev() {
-        let t = sz.time(s);
-        let prev = (s > 0).then(|| sz.time(s - 1));
-        let g: Vec<&[T]> = (0..slabs).map(|k| block(grad, sz, k, t)).collect();
-        let p: Vec<&[T]> = (0..slabs).map(|k| block(packed, sz, k, t)).collect();
-        let dx = &mut out.dx[t * b * gh..(t + 1) * b * gh];
-        let start = match cell {
-            Cell::Lstm => {
-                let cp = match (prev, inp.c0) {
-                    (Some(tp), _) => block(packed, sz, 1, tp),
-                    (None, Some(c0)) => c0,
-                    (None, None) => unreachable!("an LSTM has an initial cell state"),
-                };
-                lstm_back_wide(&g, &p, cp, &dh, &mut dc, dx, n);
-                Start::Empty
-            }
-            Cell::Gru => {
-                let hp = prev.map_or(inp.h0, |tp| block(packed, sz, 0, tp));
-                let dhh = &mut dhh_buf[t * b * gh..(t + 1) * b * gh];
-                gru_back_wide(&g, &p, hp, &mut dh, dx, dhh, n);
-                Start::Scaled(T::one())
-            }
-            Cell::RnnTanh | Cell::RnnRelu => {
-                rnn_back_wide(g[0], p[0], &dh, dx, cell == Cell::RnnRelu);
-                Start::Empty
-            }
-        };
-        let dstep: &[T] = if cell == Cell::Gru {
-            &dhh_buf[t * b * gh..(t + 1) * b * gh]
-        } else {
-            &out.dx[t * b * gh..(t + 1) * b * gh]
-        };
-        // dh_prev (+)= d_gates W_hh.
-        // SAFETY: dstep is (b x gh) row-major, w (gh x n) row-major.
+    let (dx_addr, dhh_addr) = (out.dx.as_mut_ptr() as usize, dhh_buf.as_mut_ptr() as usize);
+    let (dh0_addr, dc0_addr) = (out.dh0.as_mut_ptr() as usize, out.dc0.as_mut_ptr() as usize);
+    let parts = row_parts(b, steps * b * gh * n);
+    crate::parallel::run_parts(parts.len(), |pi| {
+        let (r0, r1) = parts[pi];
+        let rows = r1 - r0;
+        let part = (r0, rows);
+        // The gradient reaching the hidden (and cell) state from the later steps.
+        let mut dh = Workspace::<T>::new(rows * n);
+        dh.fill(T::zero());
+        let mut dc = Workspace::<T>::new(if cell == Cell::Lstm { rows * n } else { 0 });
+        dc.fill(T::zero());
+        let w_op: Strided<T> = (inp.w.as_ptr(), n as isize, 1);
+        for s in (0..steps).rev() {
+            let t = sz.time(s);
+            let prev = (s > 0).then(|| sz.time(s - 1));
+            let g: Vec<&[T]> = (0..slabs)
+                .map(|k| rows_of(&grad[k * slab..], (n, b), t, part))
+                .collect();
+            let p: Vec<&[T]> = (0..slabs)
+                .map(|k| rows_of(&packed[k * slab..], (n, b), t, part))
+                .collect();
+            // SAFETY: this part's rows of dx (and of the GRU's buffer) at time t; no other
+            // part touches them, and the buffers outlive the parts.
+            let dx = unsafe { rows_mut::<T>(dx_addr, (gh, b), t, part) };
+            let start = match cell {
+                Cell::Lstm => {
+                    let cp = match (prev, inp.c0) {
+                        (Some(tp), _) => rows_of(&packed[slab..], (n, b), tp, part),
+                        (None, Some(c0)) => &c0[r0 * n..r1 * n],
+                        (None, None) => unreachable!("an LSTM has an initial cell state"),
+                    };
+                    lstm_back_wide(&g, &p, cp, &dh, &mut dc, dx, n);
+                    Start::Empty
+                }
+                Cell::Gru => {
+                    let hp = match prev {
+                        Some(tp) => rows_of(packed, (n, b), tp, part),
+                        None => &inp.h0[r0 * n..r1 * n],
+                    };
+                    // SAFETY: as above.
+                    let dhh = unsafe { rows_mut::<T>(dhh_addr, (gh, b), t, part) };
+                    gru_back_wide(&g, &p, hp, &mut dh, dx, dhh, n);
+                    Start::Scaled(T::one())
+                }
+                Cell::RnnTanh | Cell::RnnRelu => {
+                    rnn_back_wide(g[0], p[0], &dh, dx, cell == Cell::RnnRelu);
+                    Start::Empty
+                }
+            };
+            let dstep_addr = if cell == Cell::Gru { dhh_addr } else { dx_addr };
+            // SAFETY: as above; only read from here on in this step.
+            let dstep: &[T] = unsafe { rows_mut::<T>(dstep_addr, (gh, b), t, part) };
+            // dh_prev (+)= d_gates W_hh.
+            // SAFETY: dstep is (rows x gh) row-major, w (gh x n) row-major.
+            unsafe {
+                gemm(
+                    &mut dh,
+                    (rows, n, gh),
+                    (dstep.as_ptr(), gh as isize, 1),
+                    w_op,
+                    start,
+                    1,
+                )
+            };
+        }
+        // SAFETY: this part's rows of dh0 and dc0.
         unsafe {
-            gemm(
-                &mut dh,
-                (b, n, gh),
-                (dstep.as_ptr(), gh as isize, 1),
-                w,
-                start,
-            )
-        };
-    }
-    out.dh0.copy_from_slice(&dh);
-    out.dc0.copy_from_slice(&dc);
+            rows_mut::<T>(dh0_addr, (n, b), 0, part).copy_from_slice(&dh);
+            if cell == Cell::Lstm {
+                rows_mut::<T>(dc0_addr, (n, b), 0, part).copy_from_slice(&dc);
+            }
+        }
+    });
     let d: &[T] = if cell == Cell::Gru { &dhh_buf } else { out.dx };
     // dW = Σ_t d_tᵀ h_prev(t): the steps whose previous state is a stored output in one GEMM
     // (their rows are consecutive in both), then the one that starts from h0.
     let rows = (steps - 1) * b;
-    let hs = &packed[..sz.slab()];
+    let hs = &packed[..slab];
     let (d_rest, h_rest, d_first) = if sz.reverse {
         // Times 0..T-1 read h(t + 1); time T-1 reads h0.
         (&d[..rows * gh], &hs[b * n..], &d[rows * gh..])
@@ -591,6 +675,7 @@ pub fn backward<T: Element>(
         // Times 1..T read h(t - 1); time 0 reads h0.
         (&d[b * gh..], &hs[..rows * n], &d[..b * gh])
     };
+    let threads = crate::parallel::num_threads();
     // SAFETY: d_restᵀ is (gh x rows) through strides (1, gh); h_rest (rows x n) row-major.
     unsafe {
         gemm(
@@ -599,6 +684,7 @@ pub fn backward<T: Element>(
             (d_rest.as_ptr(), 1, gh as isize),
             (h_rest.as_ptr(), n as isize, 1),
             Start::Empty,
+            threads,
         );
         gemm(
             out.dw,
@@ -606,6 +692,7 @@ pub fn backward<T: Element>(
             (d_first.as_ptr(), 1, gh as isize),
             (inp.h0.as_ptr(), n as isize, 1),
             Start::Scaled(T::one()),
+            threads,
         );
     }
     if !out.db.is_empty() {
