@@ -2,7 +2,7 @@
 //! Elman RNN (tanh or ReLU) over a whole sequence, forward and backward through time.
 //!
 //! The input projection `x W_ihᵀ + b_ih` of every step is one GEMM done by the caller; here
-//! each step costs one GEMM `h W_hhᵀ + b_hh` (the engine's GEMM, [`product`]) and one fused
+//! each step costs one GEMM `h W_hhᵀ + b_hh` (the engine's GEMM, `product`) and one fused
 //! pass over the gates. The forward writes the layer's *packed* result, `S` slabs of
 //! `(steps, batch, hidden)`, slab 0 being the hidden states (the layer's output) and the others
 //! what the backward needs:

@@ -17,7 +17,7 @@
 //! (`checkpoint::is_recomputing`), so a checkpointed training step leaves them exactly as a
 //! plain one does.
 //!
-//! On the CPU the training-mode normalisation is one op ([`BnTrainOp`]) whose forward and
+//! On the CPU the training-mode normalisation is one op (`BnTrainOp`) whose forward and
 //! first-order backward are the fused kernels of `cpu/batch_norm.rs` (two passes each); it
 //! keeps the input and the weight, and the per-channel statistics inside the op. A
 //! `create_graph` backward composes the engine's ops instead, so second-order gradients come
