@@ -15,7 +15,12 @@ use remat_core::ops::{self, ConvPadding, PadMode, Window};
 use remat_core::Tensor;
 
 /// `rank` non-negative sizes from an int (repeated) or a tuple/list of `rank` ints.
-fn sizes(op: &str, what: &str, obj: &Bound<'_, PyAny>, rank: usize) -> PyResult<Vec<usize>> {
+pub(crate) fn sizes(
+    op: &str,
+    what: &str,
+    obj: &Bound<'_, PyAny>,
+    rank: usize,
+) -> PyResult<Vec<usize>> {
     let v = int_list(op, what, obj)?;
     let v = if v.len() == 1 { vec![v[0]; rank] } else { v };
     if v.len() != rank || v.iter().any(|&x| x < 0) {

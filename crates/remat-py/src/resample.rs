@@ -2,7 +2,6 @@
 //! `conv_transpose1d/2d/3d` and `interpolate` (`F.interpolate`). Sizes accept an int or a
 //! tuple, as in PyTorch; the work is `remat_core::ops`.
 
-use crate::args::int_list;
 use crate::call::{heavy, run};
 use crate::convert;
 use crate::errors::to_pyerr;
@@ -12,8 +11,7 @@ use pyo3::prelude::*;
 use remat_core::ops::{self, ConvTransposeArgs, InterpolateMode};
 use remat_core::Tensor;
 
-/// `rank` non-negative sizes from an int (repeated) or a tuple/list of `rank` ints; `default`
-/// when absent.
+/// [`crate::conv::sizes`] of an optional argument: `default` for every axis when absent.
 fn sizes(
     op: &str,
     what: &str,
@@ -21,18 +19,10 @@ fn sizes(
     rank: usize,
     default: usize,
 ) -> PyResult<Vec<usize>> {
-    let Some(obj) = obj.filter(|o| !o.is_none()) else {
-        return Ok(vec![default; rank]);
-    };
-    let v = int_list(op, what, obj)?;
-    let v = if v.len() == 1 { vec![v[0]; rank] } else { v };
-    if v.len() != rank || v.iter().any(|&x| x < 0) {
-        return Err(PyValueError::new_err(format!(
-            "{op}: {what} must be a non-negative int or a tuple of {rank} of them, got {}",
-            obj.repr()?
-        )));
+    match obj.filter(|o| !o.is_none()) {
+        Some(o) => crate::conv::sizes(op, what, o, rank),
+        None => Ok(vec![default; rank]),
     }
-    Ok(v.into_iter().map(|x| x as usize).collect())
 }
 
 #[allow(clippy::too_many_arguments)]

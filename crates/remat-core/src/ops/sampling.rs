@@ -99,7 +99,8 @@ pub fn multinomial(probs: &Tensor, num_samples: usize, replacement: bool) -> Res
     let mut out: Vec<i64> = Vec::with_capacity(rows * num_samples);
     for (row, u) in w.chunks(n.max(1)).zip(u.chunks(draws_per_row.max(1))) {
         if replacement {
-            out.extend(u.iter().map(|&x| pick(row, x)));
+            let cdf = running_sums(row);
+            out.extend(u.iter().map(|&x| pick(row, &cdf, x)));
         } else {
             out.extend(race(row, u, num_samples));
         }
@@ -112,16 +113,21 @@ pub fn multinomial(probs: &Tensor, num_samples: usize, replacement: bool) -> Res
     to_device(&from_vec(out, &shape), probs.device())
 }
 
-/// The category whose cumulative weight interval holds `u · total` (binary search over the
-/// running sums; a zero weight's empty interval is never chosen).
-fn pick(row: &[f64], u: f64) -> i64 {
-    let mut cdf = Vec::with_capacity(row.len());
+/// The running sums of a row's weights (built once per row, searched once per draw).
+fn running_sums(row: &[f64]) -> Vec<f64> {
     let mut acc = 0.0;
-    for &p in row {
-        acc += p;
-        cdf.push(acc);
-    }
-    let target = u * acc;
+    row.iter()
+        .map(|&p| {
+            acc += p;
+            acc
+        })
+        .collect()
+}
+
+/// The category whose cumulative weight interval holds `u · total` (binary search over the
+/// running sums `cdf`; a zero weight's empty interval is never chosen).
+fn pick(row: &[f64], cdf: &[f64], u: f64) -> i64 {
+    let target = u * cdf.last().copied().unwrap_or(0.0);
     let i = cdf.partition_point(|&c| c <= target);
     // Rounding can put `target` at the very top: the last category with weight.
     let last = row.iter().rposition(|&p| p > 0.0).unwrap_or(0);
