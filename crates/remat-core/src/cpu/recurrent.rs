@@ -151,6 +151,21 @@ fn row_parts(batch: usize, work: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// `dst (cols x rows) = srcᵀ` for a row-major `src (rows x cols)`, in tiles (a plain loop's
+/// writes `rows` elements apart would each miss the cache).
+fn transpose_into<T: Copy>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
+    const TILE: usize = 32;
+    for r0 in (0..rows).step_by(TILE) {
+        for c0 in (0..cols).step_by(TILE) {
+            for r in r0..(r0 + TILE).min(rows) {
+                for c in c0..(c0 + TILE).min(cols) {
+                    dst[c * rows + r] = src[r * cols + c];
+                }
+            }
+        }
+    }
+}
+
 /// Rows `[r0, r0 + rows)` of the `(batch, width)` block of time `t` in `(T, batch, width)`
 /// data.
 #[inline]
@@ -339,12 +354,12 @@ pub fn forward<T: Element>(cell: Cell, sz: Sizes, inp: &Inputs<'_, T>, packed: &
         return;
     }
     // W_hhᵀ as a contiguous (H x G·H) matrix: every step's product reads it as the GEMM
-    // library's preferred (column-major) operand, without packing it again.
-    let mut wt = Workspace::<T>::new(gh * n);
-    for (j, row) in inp.w.chunks_exact(n).enumerate() {
-        for (p, &v) in row.iter().enumerate() {
-            wt[p * gh + j] = v;
-        }
+    // library's preferred (column-major) operand, without packing it again. A few steps read
+    // W_hh itself (the GEMM then packs it per step, cheaper than one transpose).
+    let transposed = steps >= 4;
+    let mut wt = Workspace::<T>::new(if transposed { gh * n } else { 0 });
+    if transposed {
+        transpose_into(inp.w, gh, n, &mut wt);
     }
     let wt: &[T] = &wt;
     let start = inp.bias.map_or(Start::Empty, Start::Rows);
@@ -361,7 +376,12 @@ pub fn forward<T: Element>(cell: Cell, sz: Sizes, inp: &Inputs<'_, T>, packed: &
             c.copy_from_slice(&c0[r0 * n..r1 * n]);
         }
         let mut hh = Workspace::<T>::new(rows * gh);
-        let wt_op: Strided<T> = (wt.as_ptr(), gh as isize, 1);
+        let wt_op: Strided<T> = if transposed {
+            (wt.as_ptr(), gh as isize, 1)
+        } else {
+            // Element (p, j) of W_hhᵀ is w[j * H + p].
+            (inp.w.as_ptr(), 1, n as isize)
+        };
         for s in 0..steps {
             let t = sz.time(s);
             // SAFETY: h is (rows x n) row-major, wt (n x gh) row-major.
@@ -708,6 +728,20 @@ pub fn backward<T: Element>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tiled_transpose_transposes() {
+        for (rows, cols) in [(1, 1), (3, 70), (65, 33), (96, 32)] {
+            let src: Vec<usize> = (0..rows * cols).collect();
+            let mut dst = vec![0; rows * cols];
+            transpose_into(&src, rows, cols, &mut dst);
+            for r in 0..rows {
+                for c in 0..cols {
+                    assert_eq!(dst[c * rows + r], src[r * cols + c]);
+                }
+            }
+        }
+    }
 
     /// The LSTM forward of one unit in one row against the closed form.
     #[test]
