@@ -70,6 +70,7 @@ MLP_WIDTH = 512
 MLP_BATCH = 2048
 MLP_SEGMENTS = 8
 MATMUL_SIZES = (256, 512, 1024, 2048)
+BF16_MATMUL_SIZES = (512, 1024, 2048)
 SOFTMAX_SHAPE = (4096, 1024)
 LAYER_NORM_SHAPE = (4096, 1024)
 ATTENTION = (8, 8, 256, 64)  # batch, heads, tokens, head size
@@ -152,12 +153,12 @@ def work_overhead(lib: _Lib, runs: int) -> dict:
     return {"add_us": _timeit_us("a + a", env), "mul_grad_us": _timeit_us("g * g", env)}
 
 
-def work_matmul(lib: _Lib, runs: int, n: int) -> dict:
+def work_matmul(lib: _Lib, runs: int, n: int, dtype: str = "float32") -> dict:
     import numpy as np
 
     rng = np.random.default_rng(0)
-    a = lib.tensor(rng.standard_normal((n, n), dtype=np.float32))
-    b = lib.tensor(rng.standard_normal((n, n), dtype=np.float32))
+    a = lib.tensor(rng.standard_normal((n, n), dtype=np.float32)).to(getattr(lib.m, dtype))
+    b = lib.tensor(rng.standard_normal((n, n), dtype=np.float32)).to(getattr(lib.m, dtype))
     with lib.no_grad():
         # Warm up (thread pools, packing buffers) for at least two calls and ~0.2 s; the last
         # call's time sizes the timed loops.
@@ -475,9 +476,15 @@ def _mlp_training(lib: _Lib):
     return model, x, step, (lambda: model(x)), ckpt_forward
 
 
-def work_mlp(lib: _Lib, runs: int, ckpt: bool) -> dict:
+def work_mlp(lib: _Lib, runs: int, ckpt: bool, amp: bool = False) -> dict:
     _, _, train, plain_forward, ckpt_forward = _mlp_training(lib)
     forward = ckpt_forward if ckpt else plain_forward
+    if amp:
+        inner = forward
+
+        def forward():
+            with lib.m.autocast("cpu", dtype=lib.m.bfloat16):
+                return inner()
 
     def step():
         train(forward)
@@ -539,7 +546,7 @@ def work_mlp_floor(lib: _Lib, runs: int) -> dict:
     }
 
 
-def work_gpt(lib: _Lib, runs: int) -> dict:
+def work_gpt(lib: _Lib, runs: int, amp: bool = False) -> dict:
     """One SGD step of GPT blocks (forward, mean(y²), backward, update), gradients
     pre-allocated; step times and remat's peak above the step's start."""
     import numpy as np
@@ -559,7 +566,8 @@ def work_gpt(lib: _Lib, runs: int) -> dict:
 
     def step():
         opt.zero_grad(set_to_none=False)
-        loss = (model(x) ** 2).mean()
+        with lib.m.autocast("cpu", dtype=lib.m.bfloat16, enabled=amp):
+            loss = (model(x).float() ** 2).mean()
         loss.backward()
         opt.step()
 
@@ -581,14 +589,16 @@ def worker(args: argparse.Namespace) -> None:
         res = work_overhead(lib, args.runs)
     elif kind in ("matmul", "matmul1"):
         res = work_matmul(lib, args.runs, int(param))
+    elif kind == "matmul_bf16":
+        res = work_matmul(lib, args.runs, int(param), "bfloat16")
     elif kind == "op":
         res = work_op(lib, args.runs, param)
     elif kind == "mlp" and param == "floor":
         res = work_mlp_floor(lib, args.runs)
     elif kind == "mlp":
-        res = work_mlp(lib, args.runs, param == "ckpt")
+        res = work_mlp(lib, args.runs, param == "ckpt", amp=param == "bf16")
     elif kind == "gpt":
-        res = work_gpt(lib, args.runs)
+        res = work_gpt(lib, args.runs, amp=param == "bf16")
     else:
         raise SystemExit(f"unknown workload {args.workload}")
     res["version"] = lib.version
@@ -723,6 +733,8 @@ def main() -> None:
     plan += [("op:sdpa1k", 3), ("op:sdpa4k", 2), ("op:conv2d_large", 2), ("op:lstm", 3)]
     plan += [(f"matmul1:{s}", 3) for s in MATMUL_SIZES]
     plan += [("mlp:plain", 1), ("mlp:ckpt", 1), ("mlp:floor", 3), ("gpt:plain", 3)]
+    plan += [(f"matmul_bf16:{s}", 3) for s in BF16_MATMUL_SIZES]
+    plan += [("mlp:bf16", 1), ("gpt:bf16", 3)]
     plan += [("op:batch_norm", 3), ("op:leaky_relu_", 3), ("op:convstack", 2), ("op:dcgan_d", 2)]
     prefixes = [p for p in args.workloads.split(",") if p]
     if prefixes:
@@ -862,7 +874,10 @@ def main() -> None:
     n, ndf, side = DCGAN_D
     row(f"DCGAN discriminator (ndf {ndf}) on ({n}, 3, {side}, {side}), BCELoss, training step",
         "ms", "ms", "op:dcgan_d", ms2)
+    for s in BF16_MATMUL_SIZES:
+        row(f"matmul {s}×{s} bfloat16", "GFLOP/s", "gflops", f"matmul_bf16:{s}", gf)
     row("MLP step, no checkpointing", "ms", "step_ms", "mlp:plain", ms)
+    row("MLP step under bf16 autocast", "ms", "step_ms", "mlp:bf16", ms)
     row(f"MLP step, checkpoint_sequential({MLP_SEGMENTS})", "ms", "step_ms", "mlp:ckpt", ms)
     row(f"MLP checkpoint_sequential({MLP_SEGMENTS}) step, same-process rounds", "ms", "ckpt_ms",
         "mlp:floor", ms)
@@ -873,6 +888,8 @@ def main() -> None:
     blocks, gd, gh, gb, gt = GPT
     row(f"GPT step: {blocks} blocks, dim {gd}, {gh} heads, batch {gb} × {gt} tokens", "ms",
         "step_ms", "gpt:plain", ms)
+    row(f"GPT step under bf16 autocast: {blocks} blocks, dim {gd}, {gh} heads, batch {gb} × "
+        f"{gt} tokens", "ms", "step_ms", "gpt:bf16", ms)
     row(
         "MLP peak, no checkpointing (remat counters vs PyTorch RSS)",
         "MiB",

@@ -21,13 +21,14 @@ def cpu_model() -> str:
 
 
 def cpu_flags() -> str:
-    """Which of the vector extensions the kernels use this CPU has (``avx512f, avx2, fma``)."""
+    """Which of the vector and bf16 extensions that matter to the kernels this CPU has
+    (``avx512f, avx2, fma``, and the bfloat16 units ``avx512_bf16`` and ``amx_bf16``)."""
     try:
         with open("/proc/cpuinfo") as f:
             flags = f.read()
     except OSError:
         return "?"
-    found = [f for f in ("avx512f", "avx2", "fma") if f" {f}" in flags]
+    found = [f for f in ("avx512f", "avx2", "fma", "avx512_bf16", "amx_bf16") if f" {f}" in flags]
     return ", ".join(found) or "none of avx512f/avx2/fma"
 
 

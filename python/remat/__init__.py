@@ -42,6 +42,8 @@ from ._remat import (
     bool_,
     float32,
     float64,
+    bfloat16,
+    float16,
     int32,
     int64,
     index_select,
@@ -599,11 +601,16 @@ __all__ = [
     "enable_grad", "device", "autograd", "Generator", "initial_seed", "testing",
     "backends", "set_float32_matmul_precision", "get_float32_matmul_precision",
     "accelerator",
+    "amp", "autocast", "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype",
+    "set_autocast_dtype", "is_autocast_cache_enabled", "set_autocast_cache_enabled",
+    "clear_autocast_cache",
     "l1_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy", "nll_loss",
     "scaled_dot_product_attention",
     "lstm_layer", "gru_layer", "rnn_layer",
-    "from_dlpack", "inference_mode", "is_inference_mode_enabled",
-    "float32", "float64", "int64", "int32", "bool_", "long", "double",
+    "from_dlpack", "finfo", "iinfo", "is_floating_point", "inference_mode",
+    "is_inference_mode_enabled",
+    "float32", "float64", "bfloat16", "float16", "half", "int64", "int32", "bool_", "long",
+    "double",
     "from_numpy", "full", "gelu", "grad",
     "gradient_checkpoint_forward", "gradient_checkpoint_scope", "is_grad_enabled", "layer_norm",
     "leaky_relu", "lerp", "linear", "live_checkpoint_state", "sequential_plan",
@@ -679,9 +686,21 @@ from .auto_checkpoint import auto_checkpoint, AutoCheckpointPlan  # noqa: E402
 from ._memory_cap import memory_limit  # noqa: E402
 from ._device import device  # noqa: E402
 from ._dlpack import from_dlpack  # noqa: E402
+from ._dtype_info import finfo, iinfo, is_floating_point  # noqa: E402
 from .serialization import save, load  # noqa: E402
 from . import backends  # noqa: E402
 from . import accelerator  # noqa: E402
+from . import amp  # noqa: E402
+from .amp import autocast  # noqa: E402
+from ._remat import (  # noqa: E402
+    clear_autocast_cache,
+    get_autocast_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
 from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 
 # einops picks a backend for a tensor type among the subclasses of its AbstractBackend, at
@@ -697,6 +716,7 @@ except ImportError as _err:
 # (and stay out of `__all__`).
 long = int64
 double = float64
+half = float16
 _BUILTIN_NAMED_DTYPES = {"bool": bool_, "float": float32, "int": int32}
 
 

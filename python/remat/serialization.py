@@ -2,8 +2,9 @@
 
 Three forms, chosen by the path and the object, none of which pickles code:
 
-- ``*.safetensors`` paths use the safetensors format (through the ``safetensors`` package),
-  so weights move to and from PyTorch and Hugging Face. The object is a flat mapping of
+- ``*.safetensors`` paths use the safetensors format (read and written by ``_safetensors``,
+  every dtype exactly, bfloat16 and float16 included), so weights move to and from PyTorch
+  and Hugging Face. The object is a flat mapping of
   names to tensors; ``metadata`` (a ``dict[str, str]``) is stored in the header.
 - A flat mapping of names to Tensors, NumPy arrays or numbers (a ``state_dict()``) is
   written as an ``.npz`` archive, one array per key in key order, to exactly the given path:
@@ -37,7 +38,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from . import _remat
+from . import _remat, _safetensors
 from ._remat import Tensor
 
 __all__ = [
@@ -264,28 +265,19 @@ def _refuse_whole_objects(obj: Any) -> None:
         )
 
 
-def _safetensors_numpy() -> Any:
-    try:
-        import safetensors.numpy
-    except ImportError as e:  # pragma: no cover - a dependency of the package
-        raise ImportError(
-            "reading and writing .safetensors files needs the `safetensors` package "
-            "(pip install safetensors)"
-        ) from e
-    return safetensors.numpy
-
-
 def _save_safetensors(obj: Any, path: FileLike, metadata: dict[str, str] | None) -> None:
     if not _flat(obj):
         raise TypeError(
             "remat.save: a .safetensors file holds a flat mapping of names to tensors, got "
             f"{type(obj).__name__}"
         )
-    arrays = {k: np.ascontiguousarray(_as_array(k, v)) for k, v in obj.items()}
+    values = {k: v if isinstance(v, Tensor) else _as_array(k, v) for k, v in obj.items()}
+    data = _safetensors.dumps(values, metadata)
     if _is_file(path, "write"):
-        path.write(_safetensors_numpy().save(arrays, metadata=metadata))
+        path.write(data)
         return
-    _safetensors_numpy().save_file(arrays, os.fspath(path), metadata=metadata)
+    with open(os.fspath(path), "wb") as f:
+        f.write(data)
 
 
 def load(path: FileLike, map_location: Any = None, weights_only: bool | None = True,
@@ -299,8 +291,9 @@ def load(path: FileLike, map_location: Any = None, weights_only: bool | None = T
 
     No pickle is ever loaded. Tensors come back on the CPU with their saved dtypes and
     ``requires_grad``; NumPy arrays saved inside a nested structure come back as arrays. A
-    ``.safetensors`` file's tensors come in the file's order (safetensors reorders them when
-    it writes a file), not necessarily the order they were saved in. A file object is read
+    ``.safetensors`` file's tensors come in the order of their bytes in the file (remat writes
+    them in the order given; the ``safetensors`` package sorts them by dtype and name), with
+    their stored dtypes: a bfloat16 file loads as bfloat16, bit for bit. A file object is read
     from its current position to its end; its format is told by its first bytes.
 
     Parameters
@@ -346,7 +339,7 @@ def load(path: FileLike, map_location: Any = None, weights_only: bool | None = T
     {'model': {'w': tensor([1., 2.])}, 'step': 10}
     >>> remat.save({"w": remat.tensor([1.0]), "b": remat.tensor([0.0])}, "m.safetensors")
     >>> list(remat.load("m.safetensors"))
-    ['b', 'w']
+    ['w', 'b']
     >>> remat.load("ckpt.npz", map_location="cpu", weights_only=True)["model"]["w"].device
     device(type='cpu')
     >>> remat.load("ckpt.npz", map_location={"cuda:0": "cpu"})["step"]
@@ -426,9 +419,10 @@ def _load_data(path: FileLike) -> Any:
         safetensors = _is_safetensors(file)
     try:
         if safetensors:
-            st = _safetensors_numpy()
-            arrays = st.load(data) if isinstance(source, io.BytesIO) else st.load_file(file)
-            return OrderedDict((k, _remat.from_numpy(v)) for k, v in arrays.items())
+            if not isinstance(source, io.BytesIO):
+                with open(file, "rb") as f:
+                    data = f.read()
+            return OrderedDict(_safetensors.loads(data))
         z = np.load(source, allow_pickle=False)
         if not isinstance(z, np.lib.npyio.NpzFile):
             raise ValueError("it holds a single array, not an archive of named arrays")

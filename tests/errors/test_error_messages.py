@@ -20,7 +20,7 @@ BYTE_ORDERS = [
     (">f8", remat.float64), ("<f8", remat.float64), ("=f8", remat.float64),
     (">f4", remat.float32), ("<f4", remat.float32),
     (">i8", remat.int64), (">i4", remat.int32), (">u2", remat.int64),
-    (">f2", remat.float32), ("?", remat.bool),
+    (">f2", remat.float16), ("?", remat.bool),
 ]
 
 

@@ -1,7 +1,8 @@
 """A plain PyTorch training script: a small character-level GPT (token and position
 embeddings, causal self-attention through F.scaled_dot_product_attention, pre-norm blocks,
 a tied output head) trained with AdamW, gradient clipping, a cosine schedule and
-per-block activation checkpointing (torch.utils.checkpoint).
+per-block activation checkpointing (torch.utils.checkpoint); with `amp=True` under
+`torch.autocast("cpu", dtype=torch.bfloat16)` and a GradScaler that bf16 leaves disabled.
 
 tests/ported/test_ported_scripts.py runs it with `import torch` replaced by `import remat as torch`
 (the only change); benches/torch_parity.py runs both and compares first-step numbers."""
@@ -82,25 +83,30 @@ def get_batch(data, batch=8, context=32):
     return x, y
 
 
-def loss_fn(model, batch):
+def loss_fn(model, batch, amp=False):
     x, y = batch
-    logits = model(x)
-    return F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1))
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+        logits = model(x)
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1))
 
 
-def train(steps=30, seed=0, checkpointing=True):
+def train(steps=30, seed=0, checkpointing=True, amp=False):
     torch.manual_seed(seed)
     data, vocab = make_data()
     model = Model(vocab, checkpointing=checkpointing)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    # bf16 has float32's range: loss scaling is for float16, so the scaler stays disabled.
+    scaler = torch.amp.GradScaler("cpu", enabled=False)
     losses = []
     for _ in range(steps):
-        loss = loss_fn(model, get_batch(data))
+        loss = loss_fn(model, get_batch(data), amp=amp)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        scaler.step(opt)
+        scaler.update()
         sched.step()
         losses.append(loss.item())
     assert math.isfinite(losses[-1])

@@ -89,8 +89,10 @@ def test_dlpack_copies_what_it_cannot_view():
     t = remat.from_dlpack(ro)  # read-only memory: a writable copy
     t.fill_(1.0)
     assert ro.tolist() == [0.0, 1.0, 2.0]
-    h = remat.from_dlpack(np.arange(3, dtype=np.float16))  # no float16: converted
-    assert h.dtype == remat.float32 and h.tolist() == [0.0, 1.0, 2.0]
+    half = np.arange(3, dtype=np.float16)
+    h = remat.from_dlpack(half)  # float16 is viewed, as any other dtype remat has
+    assert h.dtype == remat.float16 and h.tolist() == [0.0, 1.0, 2.0]
+    assert np.shares_memory(np.from_dlpack(h), half)
 
 
 def test_dlpack_with_pytorch_both_ways():

@@ -34,7 +34,7 @@ def test_tensor_from_float32_array_stays_float32():
         (np.arange(5, dtype=np.int16), "int64"),
         (np.arange(5, dtype=np.uint8), "int64"),
         (np.array([True, False]), "bool"),
-        (np.arange(4, dtype=np.float16), "float32"),
+        (np.arange(4, dtype=np.float16), "float16"),
         ([1, 2, 3], "int64"),
         ([True, False], "bool"),
         ([1, 2.5], "float32"),

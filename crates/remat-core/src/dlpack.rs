@@ -149,6 +149,8 @@ pub fn dl_dtype(dtype: DType) -> DLDataType {
         DType::I64 => (0, 64),
         DType::I32 => (0, 32),
         DType::Bool => (6, 8),
+        DType::BF16 => (4, 16),
+        DType::F16 => (2, 16),
     };
     DLDataType {
         code,
@@ -165,6 +167,8 @@ pub fn remat_dtype(op: &str, t: DLDataType) -> Result<DType> {
         (0, 64, 1) => Ok(DType::I64),
         (0, 32, 1) => Ok(DType::I32),
         (6, 8, 1) => Ok(DType::Bool),
+        (4, 16, 1) => Ok(DType::BF16),
+        (2, 16, 1) => Ok(DType::F16),
         _ => {
             let name = match t.code {
                 0 => "int",
@@ -179,7 +183,7 @@ pub fn remat_dtype(op: &str, t: DLDataType) -> Result<DType> {
                 op,
                 format!(
                     "DLPack dtype {name}{} (code {}, {} lanes) has no remat dtype (float32, \
-                     float64, int64, int32 and bool exist)",
+                     float64, bfloat16, float16, int64, int32 and bool exist)",
                     t.bits, t.code, t.lanes
                 ),
             ))

@@ -1,13 +1,13 @@
-//! Element types: float32, float64, int64, int32 and bool; PyTorch's type promotion; the
-//! `Scalar` trait every stored element implements and the `Element` trait (floats) that the
+//! Element types: float32, float64, bfloat16, float16, int64, int32 and bool; PyTorch's type
+//! promotion; the `Scalar` trait every stored element implements and the `Element` trait (floats) that the
 //! differentiable kernels are generic over.
 
 use num_traits::Float;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
-/// Whether the default float dtype is float64 (else float32, PyTorch's default).
-static DEFAULT_IS_F64: AtomicBool = AtomicBool::new(false);
+/// The default float dtype, as its index in [`DType::ALL`] (0: float32, PyTorch's default).
+static DEFAULT_FLOAT: AtomicU8 = AtomicU8::new(0);
 
 /// The element type of a tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,6 +22,11 @@ pub enum DType {
     I32,
     /// Boolean, one byte per element holding 0 or 1 (masks, comparison results).
     Bool,
+    /// Brain float: float32's exponent with an 8-bit significand, 2 bytes. Ops compute in
+    /// float32 and round their results (see `ops::half_compute`).
+    BF16,
+    /// IEEE half precision, 2 bytes (`torch.half`). Computes as bfloat16 does.
+    F16,
 }
 
 /// How a dtype takes part in promotion: bool < integer < float (PyTorch's categories).
@@ -31,19 +36,28 @@ pub enum Category {
     Bool,
     /// `int32`, `int64`.
     Integer,
-    /// `float32`, `float64`.
+    /// `float32`, `float64`, `bfloat16`, `float16`.
     Float,
 }
 
 impl DType {
     /// Every dtype, floats first.
-    pub const ALL: [DType; 5] = [DType::F32, DType::F64, DType::I64, DType::I32, DType::Bool];
+    pub const ALL: [DType; 7] = [
+        DType::F32,
+        DType::F64,
+        DType::I64,
+        DType::I32,
+        DType::Bool,
+        DType::BF16,
+        DType::F16,
+    ];
 
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
             DType::F32 | DType::I32 => 4,
             DType::F64 | DType::I64 => 8,
+            DType::BF16 | DType::F16 => 2,
             DType::Bool => 1,
         }
     }
@@ -55,28 +69,36 @@ impl DType {
             DType::I64 => "int64",
             DType::I32 => "int32",
             DType::Bool => "bool",
+            DType::BF16 => "bfloat16",
+            DType::F16 => "float16",
         }
     }
-    /// Whether this is float32 or float64 (the dtypes that carry gradients).
+    /// Whether this is a floating-point dtype (the dtypes that carry gradients).
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
+        matches!(self, DType::F32 | DType::F64 | DType::BF16 | DType::F16)
+    }
+    /// Whether this is bfloat16 or float16 (2-byte floats that compute in float32).
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::BF16 | DType::F16)
     }
     /// The promotion category.
     pub fn category(self) -> Category {
         match self {
-            DType::F32 | DType::F64 => Category::Float,
+            DType::F32 | DType::F64 | DType::BF16 | DType::F16 => Category::Float,
             DType::I64 | DType::I32 => Category::Integer,
             DType::Bool => Category::Bool,
         }
     }
     /// The dtype two tensor operands promote to, as in PyTorch: the higher category wins
     /// (bool < integer < float); within a category the wider type (`int32 + int64` is
-    /// int64, `float32 + float64` is float64).
+    /// int64, `float32 + float64` is float64); bfloat16 with float16 is float32, as neither
+    /// holds the other's values.
     pub fn promote(self, other: DType) -> DType {
         use std::cmp::Ordering::*;
         match self.category().cmp(&other.category()) {
             Greater => self,
             Less => other,
+            Equal if self.is_half() && other.is_half() && self != other => DType::F32,
             Equal if self.size() >= other.size() => self,
             Equal => other,
         }
@@ -107,18 +129,15 @@ impl DType {
     /// constructors without a dtype and float results of integer inputs take. float32 until
     /// [`DType::set_default_float`] says otherwise; one setting for the process.
     pub fn default_float() -> DType {
-        if DEFAULT_IS_F64.load(Ordering::Relaxed) {
-            DType::F64
-        } else {
-            DType::F32
-        }
+        DType::ALL[DEFAULT_FLOAT.load(Ordering::Relaxed) as usize]
     }
-    /// Set the default float dtype (PyTorch's `set_default_dtype`): float32 or float64; any
-    /// other dtype is a `DTypeError`.
+    /// Set the default float dtype (PyTorch's `set_default_dtype`): any float dtype; an
+    /// integer or bool dtype is a `DTypeError`.
     pub fn set_default_float(d: DType) -> crate::error::Result<()> {
         match d {
-            DType::F32 | DType::F64 => {
-                DEFAULT_IS_F64.store(d == DType::F64, Ordering::Relaxed);
+            d if d.is_float() => {
+                let i = DType::ALL.iter().position(|&x| x == d).unwrap_or(0);
+                DEFAULT_FLOAT.store(i as u8, Ordering::Relaxed);
                 Ok(())
             }
             other => Err(crate::error::Error::dtype(
@@ -136,6 +155,8 @@ impl DType {
             "int64" | "i64" | "long" => Some(DType::I64),
             "int32" | "i32" => Some(DType::I32),
             "bool" => Some(DType::Bool),
+            "bfloat16" | "bf16" => Some(DType::BF16),
+            "float16" | "f16" | "half" => Some(DType::F16),
             _ => None,
         }
     }
@@ -201,6 +222,38 @@ scalar_impl!(f32, F32, |a, b| a + b);
 scalar_impl!(f64, F64, |a, b| a + b);
 scalar_impl!(i64, I64, |a, b| a.wrapping_add(b));
 scalar_impl!(i32, I32, |a, b| a.wrapping_add(b));
+
+macro_rules! half_scalar_impl {
+    ($T:ty, $D:ident) => {
+        impl Scalar for $T {
+            const DTYPE: DType = DType::$D;
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                // Rounded once, to nearest even, as PyTorch's casts round.
+                <$T>::from_f64(v)
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                <$T>::to_f64(self)
+            }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self {
+                <$T>::from_f64(v as f64)
+            }
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                <$T>::to_f64(self) as i64
+            }
+            #[inline(always)]
+            fn accumulate(self, other: Self) -> Self {
+                // Added in float32 and rounded once (PyTorch's opmath).
+                <$T>::from_f32(self.to_f32() + other.to_f32())
+            }
+        }
+    };
+}
+half_scalar_impl!(half::bf16, BF16);
+half_scalar_impl!(half::f16, F16);
 
 impl Scalar for u8 {
     const DTYPE: DType = DType::Bool;

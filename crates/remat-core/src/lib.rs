@@ -27,6 +27,8 @@
 //! # }
 //! ```
 
+pub mod autocast;
+pub mod autocast_lists;
 pub mod autograd;
 pub mod checkpoint;
 pub mod cpu;
@@ -38,6 +40,7 @@ pub mod dtype;
 pub mod error;
 pub mod fastmath;
 pub mod grad_mode;
+pub mod grad_scaling;
 pub mod layout;
 pub mod memory;
 pub mod ops;

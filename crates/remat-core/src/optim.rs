@@ -182,6 +182,21 @@ pub fn sgd_step(
         state.push(("momentum_buf", b));
     }
     validate(OP, param, grad, &state)?;
+    if param.dtype().is_half() {
+        return widened(param, grad, &[buf], |p, g, st| {
+            sgd_step(
+                p,
+                g,
+                st[0],
+                first_step,
+                lr,
+                momentum,
+                weight_decay,
+                dampening,
+                nesterov,
+            )
+        });
+    }
     let mut mutated = vec![param];
     mutated.extend(buf);
     let done = crate::device::on_device(
@@ -305,6 +320,29 @@ pub fn adam_step(
     let mut states = vec![("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq)];
     states.extend(max_exp_avg_sq.map(|t| ("max_exp_avg_sq", t)));
     validate(op, param, grad, &states)?;
+    if param.dtype().is_half() {
+        return widened(
+            param,
+            grad,
+            &[Some(exp_avg), Some(exp_avg_sq), max_exp_avg_sq],
+            |p, g, st| {
+                adam_step(
+                    p,
+                    g,
+                    st[0].expect("exp_avg"),
+                    st[1].expect("exp_avg_sq"),
+                    step,
+                    lr,
+                    beta1,
+                    beta2,
+                    eps,
+                    weight_decay,
+                    decoupled,
+                    st[2],
+                )
+            },
+        );
+    }
     let bias_correction1 = 1.0 - beta1.powi(step.min(i32::MAX as u64) as i32);
     let bias_correction2 = 1.0 - beta2.powi(step.min(i32::MAX as u64) as i32);
     let step_size = lr / bias_correction1;
@@ -422,6 +460,33 @@ pub fn adam_step(
         bump(&[t]);
     }
     done
+}
+
+/// One step on a half-precision parameter: the parameter, gradient and state tensors are
+/// widened to float32, `step` updates the float32 copies with the float32 formulas, and the
+/// results are rounded back into the originals (as PyTorch's half steps compute in float32
+/// and store in the parameter's dtype).
+fn widened(
+    param: &Tensor,
+    grad: &Tensor,
+    state: &[Option<&Tensor>],
+    step: impl FnOnce(&Tensor, &Tensor, &[Option<&Tensor>]) -> Result<()>,
+) -> Result<()> {
+    let wide = |t: &Tensor| crate::ops::contiguous_copy(t, crate::dtype::DType::F32);
+    let (p, g) = (wide(param)?, wide(grad)?);
+    let st: Vec<Option<Tensor>> = state
+        .iter()
+        .map(|t| t.map(wide).transpose())
+        .collect::<Result<_>>()?;
+    let refs: Vec<Option<&Tensor>> = st.iter().map(|t| t.as_ref()).collect();
+    step(&p, &g, &refs)?;
+    copy_(param, &p)?;
+    for (dst, src) in state.iter().zip(&st) {
+        if let (Some(d), Some(s)) = (dst, src) {
+            copy_(d, s)?;
+        }
+    }
+    Ok(())
 }
 
 /// Set every element of `t` to zero in place (`zero_grad(set_to_none=False)`): any dtype and

@@ -65,6 +65,8 @@ impl CpuBuffer {
                     DType::I64 => drop_vec::<i64>(p, n, capacity),
                     DType::I32 => drop_vec::<i32>(p, n, capacity),
                     DType::Bool => drop_vec::<u8>(p, n, capacity),
+                    DType::BF16 => drop_vec::<half::bf16>(p, n, capacity),
+                    DType::F16 => drop_vec::<half::f16>(p, n, capacity),
                 }
             }
         }

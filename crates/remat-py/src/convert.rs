@@ -25,15 +25,36 @@ pub fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
         .map(|m| m.bind(py))
 }
 
-/// The NumPy descriptor of a remat dtype.
-pub fn np_descr(py: Python<'_>, dtype: DType) -> Bound<'_, PyArrayDescr> {
-    match dtype {
+/// The NumPy descriptor of a remat dtype. bfloat16 is not a NumPy dtype: it is
+/// `ml_dtypes.bfloat16` (the package JAX uses), and a `DTypeError` saying to install it when
+/// it is missing.
+pub fn np_descr(py: Python<'_>, dtype: DType) -> PyResult<Bound<'_, PyArrayDescr>> {
+    Ok(match dtype {
         DType::F32 => f32::get_dtype(py),
         DType::F64 => f64::get_dtype(py),
         DType::I64 => i64::get_dtype(py),
         DType::I32 => i32::get_dtype(py),
         DType::Bool => bool::get_dtype(py),
-    }
+        DType::F16 => PyArrayDescr::new(py, "float16")?,
+        DType::BF16 => {
+            let ml = py.import("ml_dtypes").map_err(|_| {
+                DTypeError::new_err(
+                    "bfloat16 tensors convert to and from NumPy through the ml_dtypes package, \
+                     which is not installed: pip install ml_dtypes (or convert with .float())",
+                )
+            })?;
+            PyArrayDescr::new(py, ml.getattr(intern!(py, "bfloat16"))?)?
+        }
+    })
+}
+
+/// Whether a NumPy descriptor is `ml_dtypes.bfloat16` (kind `V`, so known by its name).
+fn is_bfloat16(descr: &Bound<'_, PyArrayDescr>) -> bool {
+    descr.itemsize() == 2
+        && descr
+            .getattr(intern!(descr.py(), "name"))
+            .and_then(|n| n.extract::<String>())
+            .is_ok_and(|n| n == "bfloat16")
 }
 
 /// The value of a Python `float`, `int` or `bool` (subclasses included: `np.float64` is a
@@ -47,13 +68,17 @@ pub fn python_scalar(obj: &Bound<'_, PyAny>) -> Option<f64> {
     }
 }
 
-/// The dtype a NumPy array becomes by default, as in PyTorch: float64 and float32 stay
-/// (other floats become float32), int32 stays, other integers become int64 (the widths
+/// The dtype a NumPy array becomes by default, as in PyTorch: float64, float32 and float16
+/// stay, as does `ml_dtypes.bfloat16` (other floats become float32), int32 stays, other integers become int64 (the widths
 /// remat has), bool stays bool. Judged by kind and size, never by byte order: a big-endian
 /// float64 array (`">f8"`) is float64 too (the copy made for it is in native order).
 fn default_dtype(descr: &Bound<'_, PyArrayDescr>) -> DType {
+    if is_bfloat16(descr) {
+        return DType::BF16;
+    }
     match (descr.kind(), descr.itemsize()) {
         (b'f', 8) => DType::F64,
+        (b'f', 2) => DType::F16,
         (b'i', 4) => DType::I32,
         (b'i' | b'u', _) => DType::I64,
         (b'b', _) => DType::Bool,
@@ -105,8 +130,10 @@ fn array_to_tensor(
 ) -> PyResult<Tensor> {
     let py = arr.py();
     let descr = arr.dtype();
-    check_numeric(op, descr.as_any(), descr.kind())?;
-    let target = np_descr(py, dtype);
+    if !is_bfloat16(&descr) {
+        check_numeric(op, descr.as_any(), descr.kind())?;
+    }
+    let target = np_descr(py, dtype)?;
     // SAFETY: reading the flags field of a live array object.
     let flags = unsafe { (*arr.as_array_ptr()).flags };
     let behaved = flags & (NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE)
@@ -314,7 +341,7 @@ fn ints_beyond_int64<'py>(
         return Ok(None);
     }
     let kwargs = PyDict::new(py);
-    kwargs.set_item("dtype", np_descr(py, DType::F64))?;
+    kwargs.set_item("dtype", np_descr(py, DType::F64)?)?;
     let wide = numpy(py)?
         .getattr(intern!(py, "array"))?
         .call((obj,), Some(&kwargs))?;

@@ -8,7 +8,8 @@ use pyo3::sync::GILOnceCell;
 use pyo3::types::PyString;
 use remat_core::DType;
 
-/// A tensor element type: ``remat.float32``, ``float64``, ``int64``, ``int32`` or ``bool``.
+/// A tensor element type: ``remat.float32``, ``float64``, ``bfloat16``, ``float16``, ``int64``,
+/// ``int32`` or ``bool``.
 ///
 /// There is one object per dtype, so ``t.dtype is remat.float32`` holds; PyTorch's aliases
 /// ``remat.float`` (float32), ``remat.double`` (float64) and ``remat.long`` (int64), and NumPy's
@@ -48,7 +49,9 @@ pub struct PyDType {
 }
 
 /// One shared object per dtype, in `DType::ALL` order.
-static OBJECTS: [GILOnceCell<Py<PyDType>>; 5] = [
+static OBJECTS: [GILOnceCell<Py<PyDType>>; 7] = [
+    GILOnceCell::new(),
+    GILOnceCell::new(),
     GILOnceCell::new(),
     GILOnceCell::new(),
     GILOnceCell::new(),
@@ -110,8 +113,8 @@ pub fn numpy_dtype_name(obj: &Bound<'_, PyAny>) -> Option<String> {
 /// The `DTypeError` of `op` for a dtype that NumPy knows and remat does not support.
 pub fn unsupported_dtype(op: &str, name: &str) -> PyErr {
     DTypeError::new_err(format!(
-        "{op}: {name} is not a supported dtype; remat supports float32, float64, int64, \
-         int32 and bool"
+        "{op}: {name} is not a supported dtype; remat supports float32, float64, \
+         bfloat16, float16, int64, int32 and bool"
     ))
 }
 
@@ -125,7 +128,8 @@ pub fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
             .map(|r| r.to_string())
             .unwrap_or_else(|_| "?".to_string());
         DTypeError::new_err(format!(
-            "dtype: remat supports float32, float64, int64, int32 and bool, got {shown}"
+            "dtype: remat supports float32, float64, bfloat16, float16, int64, int32 and bool, \
+             got {shown}"
         ))
     })
 }
@@ -150,7 +154,7 @@ impl PyDType {
     fn itemsize(&self) -> usize {
         self.dtype.size()
     }
-    /// Whether the dtype is float32 or float64.
+    /// Whether the dtype is a floating-point one (float32, float64, bfloat16, float16).
     #[getter]
     fn is_floating_point(&self) -> bool {
         self.dtype.is_float()
@@ -163,7 +167,7 @@ impl PyDType {
     /// The matching NumPy dtype (also lets `np.dtype(remat.float32)` work).
     #[getter]
     fn dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        np_dtype_fn(py)?.call1((self.dtype.name(),))
+        Ok(crate::convert::np_descr(py, self.dtype)?.into_any())
     }
     fn __str__(&self) -> &'static str {
         self.dtype.name()

@@ -71,10 +71,10 @@ TypeError
 Examples
 --------
 >>> try:
-...     remat.zeros(2, dtype='float16')
+...     remat.zeros(2, dtype='complex64')
 ... except remat.DTypeError as e:
 ...     print(e)
-dtype: remat supports float32, float64, int64, int32 and bool, got 'float16'
+dtype: remat supports float32, float64, bfloat16, float16, int64, int32 and bool, got 'complex64'
 >>> issubclass(remat.DTypeError, TypeError)
 True"
 );

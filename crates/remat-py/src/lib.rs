@@ -4,6 +4,7 @@
 //! and always around backward.
 
 pub mod args;
+pub mod autocast;
 pub mod autograd;
 pub mod call;
 pub mod checkpoint;
@@ -71,6 +72,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     composites::register(m)?;
     closeness::register(m)?;
     autograd::register(m)?;
+    autocast::register(m)?;
     memory::register(m)?;
     checkpoint::register(m)?;
     hooks::register(m)?;

@@ -15,7 +15,7 @@ pub struct StorageOwner {
     storage: Arc<remat_core::storage::Storage>,
 }
 
-fn descr(py: Python<'_>, dtype: DType) -> Bound<'_, PyArrayDescr> {
+fn descr(py: Python<'_>, dtype: DType) -> PyResult<Bound<'_, PyArrayDescr>> {
     crate::convert::np_descr(py, dtype)
 }
 
@@ -33,6 +33,7 @@ pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>>
             t.device()
         )));
     }
+    let np_dtype = descr(py, t.dtype())?;
     let storage = t.storage().clone();
     let layout = t.layout();
     let item = t.dtype().size();
@@ -64,7 +65,7 @@ pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>>
         let arr = PY_ARRAY_API.PyArray_NewFromDescr(
             py,
             PY_ARRAY_API.get_type_object(py, npyffi::NpyTypes::PyArray_Type),
-            numpy::PyArrayDescrMethods::into_dtype_ptr(descr(py, t.dtype())),
+            numpy::PyArrayDescrMethods::into_dtype_ptr(np_dtype),
             dims.len() as std::os::raw::c_int,
             dims.as_mut_ptr(),
             strides.as_mut_ptr(),

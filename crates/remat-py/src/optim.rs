@@ -98,11 +98,27 @@ fn copy_(py: Python<'_>, dst: PyRef<'_, PyTensor>, src: PyRef<'_, PyTensor>) -> 
     run(py, heavy(&[&d]), || optim::copy_(&d, &s))
 }
 
+/// Multiply every gradient by `inv_scale` in place; whether any held an inf or NaN
+/// (`GradScaler.unscale_`, `remat_core::grad_scaling`).
+#[pyfunction]
+fn _amp_unscale_(
+    py: Python<'_>,
+    grads: Vec<PyRef<'_, PyTensor>>,
+    inv_scale: f64,
+) -> PyResult<bool> {
+    let gs: Vec<remat_core::Tensor> = grads.iter().map(|g| g.inner.clone()).collect();
+    let refs: Vec<&remat_core::Tensor> = gs.iter().collect();
+    run(py, heavy(&refs), || {
+        remat_core::grad_scaling::unscale_(&gs, inv_scale)
+    })
+}
+
 /// Register the optimizer kernels in the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sgd_step, m)?)?;
     m.add_function(wrap_pyfunction!(adam_step, m)?)?;
     m.add_function(wrap_pyfunction!(zero_, m)?)?;
     m.add_function(wrap_pyfunction!(copy_, m)?)?;
+    m.add_function(wrap_pyfunction!(_amp_unscale_, m)?)?;
     Ok(())
 }

@@ -169,7 +169,9 @@ enum Elements {
 impl Elements {
     fn read(t: &Tensor) -> PyResult<Elements> {
         Ok(match t.dtype() {
-            DType::F32 | DType::F64 => Elements::Float(t.try_to_vec::<f64>().py()?),
+            DType::F32 | DType::F64 | DType::BF16 | DType::F16 => {
+                Elements::Float(t.try_to_vec::<f64>().py()?)
+            }
             DType::I64 | DType::I32 => Elements::Int(t.try_to_vec::<i64>().py()?),
             DType::Bool => {
                 let v = t.try_to_vec::<i64>().py()?;

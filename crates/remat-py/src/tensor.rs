@@ -564,7 +564,9 @@ impl PyTensor {
     /// 7
     fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match self.inner.dtype() {
-            DType::F32 | DType::F64 => self.inner.item().py()?.into_bound_py_any(py),
+            DType::F32 | DType::F64 | DType::BF16 | DType::F16 => {
+                self.inner.item().py()?.into_bound_py_any(py)
+            }
             DType::Bool => (self.inner.item().py()? != 0.0).into_bound_py_any(py),
             DType::I64 | DType::I32 => self.inner.item_i64().py()?.into_bound_py_any(py),
         }
@@ -1032,6 +1034,66 @@ impl PyTensor {
     fn double(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
         cast_to(slf, DType::F64)
     }
+    /// This tensor as float16 (differentiable for floating-point tensors; values round to
+    /// nearest even).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The converted tensor, or this tensor itself when it already is float16.
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.tensor([1.0, 1.0001]).half()
+    /// tensor([1., 1.], dtype=remat.float16)
+    fn half(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        cast_to(slf, DType::F16)
+    }
+    /// This tensor as bfloat16 (differentiable for floating-point tensors; values round to
+    /// nearest even, keeping 8 significant bits).
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     The converted tensor, or this tensor itself when it already is bfloat16.
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.tensor([1.0, 3.14159]).bfloat16()
+    /// tensor([1.0000, 3.1406], dtype=remat.bfloat16)
+    fn bfloat16(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        cast_to(slf, DType::BF16)
+    }
+    /// Whether the tensor's dtype is a floating-point one (float32, float64, bfloat16 or
+    /// float16), as PyTorch's ``Tensor.is_floating_point``.
+    ///
+    /// Returns
+    /// -------
+    /// bool
+    ///     True for float dtypes, False for integer and bool ones.
+    ///
+    /// Raises
+    /// ------
+    /// None
+    ///     Nothing is raised.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.ones(2, dtype=remat.bfloat16).is_floating_point(), remat.arange(2).is_floating_point()
+    /// (True, False)
+    fn is_floating_point(&self) -> bool {
+        self.inner.dtype().is_float()
+    }
     /// This tensor as int64 (floats truncate toward zero; no gradient flows through).
     ///
     /// Returns
@@ -1131,6 +1193,8 @@ impl PyTensor {
                     DType::I64 => "LongTensor",
                     DType::I32 => "IntTensor",
                     DType::Bool => "BoolTensor",
+                    DType::BF16 => "BFloat16Tensor",
+                    DType::F16 => "HalfTensor",
                 };
                 format!("remat.{name}").into_bound_py_any(py)
             }

@@ -8,6 +8,7 @@ the reason; these queries never raise.
 from __future__ import annotations
 
 from .. import _remat
+from . import amp  # noqa: F401  (remat.cuda.amp, as torch.cuda.amp)
 
 __all__ = ["is_available", "device_count", "synchronize", "empty_cache", "manual_seed",
            "manual_seed_all"]

@@ -284,6 +284,7 @@ fn run(
     let _span = crate::checkpoint::profiler::backward_span();
     // The outermost backward pass ending lifts a step's memory cap (`cap_until_backward`).
     let _scope = crate::dtr::BackwardScope::enter();
+    let _autocast = crate::autocast::suspend_for_backward();
     refresh_graphs(roots.iter().map(|(t, _)| t))?;
     let _mode: GradModeGuard = if create_graph {
         enable_grad()
@@ -446,11 +447,13 @@ fn run(
                     // A second gradient for a one-input op's input may go straight into the
                     // buffer the first one started (see `Op::add_grad_into`).
                     let buffer = match node.next.as_slice() {
-                        [Some(c)] if !create_graph => buffers.get(&key(c)).filter(|b| {
-                            exclusive(b)
-                                && b.dtype() == g.dtype()
-                                && b.shape() == node.inputs[0].shape.as_slice()
-                        }),
+                        [Some(c)] if !create_graph && !g.dtype().is_half() => {
+                            buffers.get(&key(c)).filter(|b| {
+                                exclusive(b)
+                                    && b.dtype() == g.dtype()
+                                    && b.shape() == node.inputs[0].shape.as_slice()
+                            })
+                        }
                         _ => None,
                     };
                     let added = match buffer {
@@ -460,7 +463,9 @@ fn run(
                     let grads = if added {
                         vec![None]
                     } else {
-                        crate::cpu::catch_oom(op.name(), || op.backward(&ctx))?
+                        crate::cpu::catch_oom(op.name(), || {
+                            crate::ops::half_compute::backward(op.as_ref(), &ctx)
+                        })?
                     };
                     drop(saved);
                     let grads = check_grads(op.name(), &node, grads)?;

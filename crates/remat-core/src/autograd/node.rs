@@ -66,10 +66,28 @@ pub trait Op: Send + Sync + 'static {
     fn tag(&self) -> Option<&str> {
         None
     }
+    /// Whether the op's kernels take bfloat16 and float16 storage themselves (views, copies,
+    /// casts, element moves). The default is no: [`Op::forward`] runs the op on float32
+    /// copies of half inputs and rounds its result (`ops::half_compute`).
+    fn half_native(&self) -> bool {
+        false
+    }
     /// Compute the output from the inputs, without recording anything: the one place that
-    /// chooses a device (CUDA when any input lives on a GPU). Replaying a checkpointed tensor
-    /// calls exactly this, so recomputed values are bit-identical.
+    /// widens half inputs for kernels that lack them. Replaying a checkpointed tensor calls
+    /// exactly this, so recomputed values are bit-identical.
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        if !self.half_native() {
+            if let Some(how) = crate::ops::half_compute::widening(inputs) {
+                return crate::ops::half_compute::run_widened(how, inputs, |ins| {
+                    self.device_forward(ins)
+                });
+            }
+        }
+        self.device_forward(inputs)
+    }
+    /// The forward on the inputs as they are: the one place that chooses a device (CUDA when
+    /// any input lives on a GPU).
+    fn device_forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         if inputs.iter().any(|t| t.device() != Device::Cpu) {
             self.cuda(inputs)
         } else {
@@ -234,7 +252,17 @@ impl Tensor {
 /// Run `op` forward on `inputs` and record it in the graph when a gradient is needed.
 /// During a segment's recompute with early stop, the op that saves the last tensor the
 /// backward needs ends the recompute (`Error::EarlyStop` unwinds out of the function).
+///
+/// Under autocast, an op of one of its lists runs on its inputs cast as the list says
+/// (`crate::autocast`), with autocast suspended while it runs.
 pub fn apply<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor> {
+    match crate::autocast::op_entry(op.name(), inputs)? {
+        Some(cast) => apply_now(op, &cast.refs(), saves),
+        None => apply_now(op, inputs, saves),
+    }
+}
+
+fn apply_now<O: Op>(op: O, inputs: &[&Tensor], saves: &[Save]) -> Result<Tensor> {
     check_dtypes(&op, inputs)?;
     crate::ops::inplace::recorded::refresh_all(inputs)?;
     let mode = context::current();
@@ -303,7 +331,7 @@ fn check_dtypes<O: Op>(op: &O, inputs: &[&Tensor]) -> Result<()> {
         Some(t) => Err(Error::dtype(
             op.name(),
             format!(
-                "expected float32 or float64 tensors, got a {} tensor of shape {}; convert it \
+                "expected floating-point tensors, got a {} tensor of shape {}; convert it \
                  with .float()",
                 t.dtype(),
                 crate::layout::fmt_shape(t.shape())

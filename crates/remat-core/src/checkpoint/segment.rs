@@ -137,6 +137,9 @@ pub(crate) struct Segment {
     /// The stream at the forward's start and the keys of the forward's draws (None without
     /// `preserve_rng_state`: the recompute draws fresh numbers, as PyTorch's does).
     rng: Option<(RngState, Arc<DrawLog>)>,
+    /// The autocast state of the forward: the recompute runs under it, whatever the state
+    /// at backward time.
+    autocast: crate::autocast::AutocastState,
     determinism_check: bool,
     early_stop: bool,
     meta: Mutex<Vec<SavedMeta>>,
@@ -358,6 +361,7 @@ impl Segment {
                 .as_ref()
                 .map(|(start, log)| rng::playback(log.clone(), *start));
             let _g = enable_grad();
+            let _a = crate::autocast::enter_state(self.autocast);
             let _c = context::enter(SaveMode::Capture(capture.clone()));
             (self.func)(&inputs).map(drop)
         };
@@ -476,6 +480,7 @@ pub fn checkpoint_segment_with(
         rng: opts
             .preserve_rng_state
             .then(|| (rng::get_state(), DrawLog::new())),
+        autocast: crate::autocast::state(),
         determinism_check: opts.determinism_check,
         early_stop: opts.early_stop,
         meta: Mutex::new(Vec::new()),

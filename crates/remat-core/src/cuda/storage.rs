@@ -150,7 +150,15 @@ pub(crate) fn driver_error(op: &str, device: Device, bytes: usize, e: DriverErro
 impl CudaBuffer {
     /// An uninitialised buffer of `len` elements of `dtype` (every kernel that allocates one
     /// writes all of it).
+    /// Half dtypes are refused here, the one place every device buffer comes from: the CUDA
+    /// kernels are generated for float32, float64 and the integer types only.
     pub fn alloc(op: &str, ctx: &Arc<DeviceContext>, len: usize, dtype: DType) -> Result<Self> {
+        if dtype.is_half() {
+            return Err(Error::dtype(
+                op,
+                format!("{dtype} tensors on cuda are not supported yet; keep them on the cpu"),
+            ));
+        }
         let bytes = len
             .checked_mul(dtype.size())
             .ok_or_else(|| Error::shape(op, "tensor too large"))?;

@@ -30,6 +30,8 @@ fn dtype_index(dtype: DType) -> usize {
         DType::I64 => 2,
         DType::I32 => 3,
         DType::Bool => 4,
+        // No device buffer has a half dtype (`CudaBuffer::alloc` refuses them).
+        DType::BF16 | DType::F16 => unreachable!("no {dtype} kernels on cuda"),
     }
 }
 

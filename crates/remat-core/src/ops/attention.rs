@@ -82,6 +82,23 @@ pub fn scaled_dot_product_attention_with(
     attn_mask: Option<&Tensor>,
     opts: &SdpaOptions,
 ) -> Result<Tensor> {
+    crate::autocast::composite(
+        "scaled_dot_product_attention",
+        [Some(q), Some(k), Some(v), attn_mask],
+        |[q, k, v, m]| match (q, k, v) {
+            (Some(q), Some(k), Some(v)) => sdpa_now(q, k, v, m, opts),
+            _ => unreachable!("the required operands stay present"),
+        },
+    )
+}
+
+fn sdpa_now(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    attn_mask: Option<&Tensor>,
+    opts: &SdpaOptions,
+) -> Result<Tensor> {
     check(q, k, v, attn_mask, opts)?;
     let e = q.shape()[q.ndim() - 1];
     let factor = opts.scale.unwrap_or(1.0 / (e as f64).sqrt());

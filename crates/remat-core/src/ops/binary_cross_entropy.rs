@@ -77,6 +77,22 @@ pub fn binary_cross_entropy(
     weight: Option<&Tensor>,
     reduction: Reduction,
 ) -> Result<Tensor> {
+    crate::autocast::composite(
+        "binary_cross_entropy",
+        [Some(input), Some(target), weight],
+        |[x, t, w]| match (x, t) {
+            (Some(x), Some(t)) => binary_cross_entropy_now(x, t, w, reduction),
+            _ => unreachable!("the required operands stay present"),
+        },
+    )
+}
+
+fn binary_cross_entropy_now(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+) -> Result<Tensor> {
     const OP: &str = "binary_cross_entropy";
     same_shape(OP, input, target)?;
     for (what, t) in [("input", input), ("target", target)] {

@@ -114,6 +114,17 @@ pub fn nan_to_num(
 
 /// `input + value · t1 · t2` with broadcasting (PyTorch's `addcmul`).
 pub fn addcmul(input: &Tensor, t1: &Tensor, t2: &Tensor, value: f64) -> Result<Tensor> {
+    crate::autocast::composite(
+        "addcmul",
+        [Some(input), Some(t1), Some(t2)],
+        |[x, a, b]| match (x, a, b) {
+            (Some(x), Some(a), Some(b)) => addcmul_now(x, a, b, value),
+            _ => unreachable!("the operands stay present"),
+        },
+    )
+}
+
+fn addcmul_now(input: &Tensor, t1: &Tensor, t2: &Tensor, value: f64) -> Result<Tensor> {
     check_three("addcmul", input, t1, t2)?;
     let p = mul(t1, t2)?;
     add(input, &if value == 1.0 { p } else { scale(&p, value)? })
@@ -122,6 +133,17 @@ pub fn addcmul(input: &Tensor, t1: &Tensor, t2: &Tensor, value: f64) -> Result<T
 /// `input + value · t1 / t2` with broadcasting (PyTorch's `addcdiv`); integer `t1` and `t2`
 /// are refused, as PyTorch does (integer division would truncate).
 pub fn addcdiv(input: &Tensor, t1: &Tensor, t2: &Tensor, value: f64) -> Result<Tensor> {
+    crate::autocast::composite(
+        "addcdiv",
+        [Some(input), Some(t1), Some(t2)],
+        |[x, a, b]| match (x, a, b) {
+            (Some(x), Some(a), Some(b)) => addcdiv_now(x, a, b, value),
+            _ => unreachable!("the operands stay present"),
+        },
+    )
+}
+
+fn addcdiv_now(input: &Tensor, t1: &Tensor, t2: &Tensor, value: f64) -> Result<Tensor> {
     if !t1.dtype().is_float() && !t2.dtype().is_float() {
         return Err(Error::dtype(
             "addcdiv",

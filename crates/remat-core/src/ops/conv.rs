@@ -320,6 +320,25 @@ pub fn conv(
     dilation: &[usize],
     groups: usize,
 ) -> Result<Tensor> {
+    crate::autocast::composite(
+        conv_name(weight.ndim()),
+        [Some(x), Some(weight), bias],
+        |[x, w, b]| match (x, w) {
+            (Some(x), Some(w)) => conv_now(x, w, b, stride, padding, dilation, groups),
+            _ => unreachable!("the operands stay present"),
+        },
+    )
+}
+
+fn conv_now(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[usize],
+    padding: &ConvPadding,
+    dilation: &[usize],
+    groups: usize,
+) -> Result<Tensor> {
     let op = conv_name(weight.ndim());
     let mut ts = vec![x, weight];
     ts.extend(bias);

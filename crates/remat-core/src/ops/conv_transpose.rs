@@ -52,6 +52,23 @@ pub fn conv_transpose(
     bias: Option<&Tensor>,
     a: &ConvTransposeArgs<'_>,
 ) -> Result<Tensor> {
+    crate::autocast::composite(
+        op_name(rank),
+        [Some(x), Some(weight), bias],
+        |[x, w, b]| match (x, w) {
+            (Some(x), Some(w)) => conv_transpose_now(rank, x, w, b, a),
+            _ => unreachable!("the required operands stay present"),
+        },
+    )
+}
+
+fn conv_transpose_now(
+    rank: usize,
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    a: &ConvTransposeArgs<'_>,
+) -> Result<Tensor> {
     let op = op_name(rank);
     let err = |what: String| {
         Error::shape(

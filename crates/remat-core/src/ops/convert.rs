@@ -17,6 +17,9 @@ impl Op for ToDTypeOp {
     fn any_dtype(&self) -> bool {
         true
     }
+    fn half_native(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "to_dtype"
     }
@@ -55,6 +58,9 @@ struct ToDeviceOp {
 
 impl Op for ToDeviceOp {
     fn any_dtype(&self) -> bool {
+        true
+    }
+    fn half_native(&self) -> bool {
         true
     }
     fn name(&self) -> &'static str {

@@ -138,6 +138,10 @@ fn draw(
         let host = draw(op, shape, dtype, Device::Cpu, dist, key)?;
         return super::to_device(&host, device).map(|t| t.detach());
     }
+    if dtype.is_half() {
+        // Drawn in float32 and rounded once, as PyTorch's half draws are.
+        return super::cast(&draw(op, shape, DType::F32, device, dist, key)?, dtype);
+    }
     let n: usize = shape.iter().product();
     crate::cpu::catch_oom(op, || {
         Ok(crate::dispatch!(dtype, T => {

@@ -392,6 +392,14 @@ fn contract(a: Labeled, b: Labeled, keep: &[Label]) -> Result<Labeled> {
 /// contracted pairwise from left to right, each contraction one batched GEMM; see the module
 /// documentation. The operands must share a dtype and a device.
 pub fn einsum(equation: &str, operands: &[Tensor]) -> Result<Tensor> {
+    let all: Vec<&Tensor> = operands.iter().collect();
+    match crate::autocast::op_entry("einsum", &all)? {
+        Some(cast) => einsum_now(equation, &cast.inputs),
+        None => einsum_now(equation, operands),
+    }
+}
+
+fn einsum_now(equation: &str, operands: &[Tensor]) -> Result<Tensor> {
     let refs: Vec<&Tensor> = operands.iter().collect();
     if operands.is_empty() {
         return Err(eq_error(equation, "expected at least one operand"));

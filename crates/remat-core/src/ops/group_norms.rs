@@ -48,6 +48,18 @@ pub fn rms_norm(
     weight: Option<&Tensor>,
     eps: Option<f64>,
 ) -> Result<Tensor> {
+    crate::autocast::composite("rms_norm", [Some(x), weight], |[x, w]| match x {
+        Some(x) => rms_norm_now(x, normalized_shape, w, eps),
+        None => unreachable!("the input stays present"),
+    })
+}
+
+fn rms_norm_now(
+    x: &Tensor,
+    normalized_shape: &[usize],
+    weight: Option<&Tensor>,
+    eps: Option<f64>,
+) -> Result<Tensor> {
     const OP: &str = "rms_norm";
     let k = normalized_shape.len();
     let nd = x.ndim();
@@ -87,6 +99,19 @@ pub fn rms_norm(
 /// Group normalisation of `x (N, C, *)` over `num_groups` groups of channels (PyTorch's
 /// `F.group_norm`), with optional per-channel `weight` and `bias` of shape `(C,)`.
 pub fn group_norm(
+    x: &Tensor,
+    num_groups: usize,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    crate::autocast::composite("group_norm", [Some(x), weight, bias], |[x, w, b]| match x {
+        Some(x) => group_norm_now(x, num_groups, w, b, eps),
+        None => unreachable!("the input stays present"),
+    })
+}
+
+fn group_norm_now(
     x: &Tensor,
     num_groups: usize,
     weight: Option<&Tensor>,

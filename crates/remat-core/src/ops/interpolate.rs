@@ -81,6 +81,19 @@ pub fn interpolate(
     mode: InterpolateMode,
     align_corners: bool,
 ) -> Result<Tensor> {
+    crate::autocast::composite("interpolate", [Some(x)], |[x]| match x {
+        Some(x) => interpolate_now(x, size, scales, mode, align_corners),
+        None => unreachable!("the input stays present"),
+    })
+}
+
+fn interpolate_now(
+    x: &Tensor,
+    size: &[usize],
+    scales: Option<&[f64]>,
+    mode: InterpolateMode,
+    align_corners: bool,
+) -> Result<Tensor> {
     const OP: &str = "interpolate";
     let rank = size.len();
     if x.ndim() != rank + 2 || !(1..=3).contains(&rank) {

@@ -75,6 +75,13 @@ fn check_product(op: &str, a: &Tensor, b: &Tensor, batched: bool) -> Result<Dims
 /// The matrix product of two 2-D tensors `(n, m) @ (m, p)` (PyTorch's `mm`: no broadcasting,
 /// no 1-D operands; the operands must share a dtype).
 pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    crate::autocast::composite("mm", [Some(a), Some(b)], |[a, b]| match (a, b) {
+        (Some(a), Some(b)) => mm_now(a, b),
+        _ => unreachable!("the operands stay present"),
+    })
+}
+
+fn mm_now(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     check_same_device("mm", &[a, b])?;
     check_product("mm", a, b, false)?;
     check_same_dtype("mm", &[a, b])?;
@@ -85,6 +92,13 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 /// The batched matrix product of two 3-D tensors `(b, n, m) @ (b, m, p)` (PyTorch's `bmm`:
 /// equal batch sizes, no broadcasting; the operands must share a dtype).
 pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    crate::autocast::composite("bmm", [Some(a), Some(b)], |[a, b]| match (a, b) {
+        (Some(a), Some(b)) => bmm_now(a, b),
+        _ => unreachable!("the operands stay present"),
+    })
+}
+
+fn bmm_now(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     check_same_device("bmm", &[a, b])?;
     check_product("bmm", a, b, true)?;
     check_same_dtype("bmm", &[a, b])?;
@@ -216,6 +230,23 @@ impl Op for AddmmOp {
 }
 
 fn addmm_like(
+    name: &'static str,
+    input: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    beta: f64,
+    alpha: f64,
+    batched: bool,
+) -> Result<Tensor> {
+    crate::autocast::composite(name, [Some(input), Some(a), Some(b)], |[x, a, b]| {
+        match (x, a, b) {
+            (Some(x), Some(a), Some(b)) => addmm_like_now(name, x, a, b, beta, alpha, batched),
+            _ => unreachable!("the operands stay present"),
+        }
+    })
+}
+
+fn addmm_like_now(
     name: &'static str,
     input: &Tensor,
     a: &Tensor,

@@ -109,6 +109,17 @@ impl Op for LinearOp {
 
 /// `x @ weight.T + bias` over the last axis of `x` (`weight`: `(out, in)`, `bias`: `(out,)`).
 pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    crate::autocast::composite(
+        "linear",
+        [Some(x), Some(weight), bias],
+        |[x, w, b]| match (x, w) {
+            (Some(x), Some(w)) => linear_now(x, w, b),
+            _ => unreachable!("the operands stay present"),
+        },
+    )
+}
+
+fn linear_now(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     let mut all = vec![x, weight];
     all.extend(bias);
     check_same_device("linear", &all)?;

@@ -13,6 +13,13 @@ use crate::tensor::Tensor;
 /// `+inf`, NaN propagates, an empty reduction gives `-inf` (as PyTorch). Integer and bool
 /// inputs are computed in float32, PyTorch's default float.
 pub fn logsumexp(x: &Tensor, axes: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
+    crate::autocast::composite("logsumexp", [Some(x)], |[x]| match x {
+        Some(x) => logsumexp_now(x, axes, keepdim),
+        None => unreachable!("the input stays present"),
+    })
+}
+
+fn logsumexp_now(x: &Tensor, axes: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
     if !x.dtype().is_float() {
         return logsumexp(
             &super::cast(x, crate::dtype::DType::default_float())?,

@@ -88,6 +88,15 @@ impl Op for MseLossOp {
 /// Mean squared error `mean((pred - target)^2)` as a 0-d tensor; the shapes must match
 /// exactly. Gradients flow to both.
 pub fn mse_loss(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
+    crate::autocast::composite("mse_loss", [Some(pred), Some(target)], |[x, t]| {
+        match (x, t) {
+            (Some(x), Some(t)) => mse_loss_now(x, t),
+            _ => unreachable!("the operands stay present"),
+        }
+    })
+}
+
+fn mse_loss_now(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
     if pred.shape() != target.shape() {
         return Err(Error::shape(
             "mse_loss",

@@ -64,12 +64,30 @@ pub(super) fn same_shape(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
 
 /// `|input - target|`, reduced.
 pub fn l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    crate::autocast::composite("l1_loss", [Some(input), Some(target)], |[x, t]| {
+        match (x, t) {
+            (Some(x), Some(t)) => l1_loss_now(x, t, reduction),
+            _ => unreachable!("the required operands stay present"),
+        }
+    })
+}
+
+fn l1_loss_now(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
     same_shape("l1_loss", input, target)?;
     reduce(&abs(&sub(input, target)?)?, reduction)
 }
 
 /// `(input - target)²`, reduced (the mean is the fused [`super::mse_loss`]).
 pub fn mse_loss_with(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    crate::autocast::composite("mse_loss", [Some(input), Some(target)], |[x, t]| {
+        match (x, t) {
+            (Some(x), Some(t)) => mse_loss_with_now(x, t, reduction),
+            _ => unreachable!("the required operands stay present"),
+        }
+    })
+}
+
+fn mse_loss_with_now(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
     same_shape("mse_loss", input, target)?;
     if reduction == Reduction::Mean {
         return super::mse_loss(input, target);
@@ -82,6 +100,23 @@ pub fn mse_loss_with(input: &Tensor, target: &Tensor, reduction: Reduction) -> R
 /// `(1 - t) x + lw (log1p(e^-|x|) + relu(-x))` with `lw = 1 + (pos_weight - 1) t` (1 without
 /// `pos_weight`), times `weight`, reduced.
 pub fn binary_cross_entropy_with_logits(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    crate::autocast::composite(
+        "binary_cross_entropy_with_logits",
+        [Some(input), Some(target), weight, pos_weight],
+        |[x, t, w, pw]| match (x, t) {
+            (Some(x), Some(t)) => binary_cross_entropy_with_logits_now(x, t, w, pw, reduction),
+            _ => unreachable!("the required operands stay present"),
+        },
+    )
+}
+
+fn binary_cross_entropy_with_logits_now(
     input: &Tensor,
     target: &Tensor,
     weight: Option<&Tensor>,
@@ -235,6 +270,23 @@ pub fn nll_loss(
     ignore_index: i64,
     reduction: Reduction,
 ) -> Result<Tensor> {
+    crate::autocast::composite(
+        "nll_loss",
+        [Some(input), Some(target), weight],
+        |[x, t, w]| match (x, t) {
+            (Some(x), Some(t)) => nll_loss_now(x, t, w, ignore_index, reduction),
+            _ => unreachable!("the required operands stay present"),
+        },
+    )
+}
+
+fn nll_loss_now(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    reduction: Reduction,
+) -> Result<Tensor> {
     let c = check_indices("nll_loss", input, target, ignore_index)?;
     check_weight("nll_loss", weight, c)?;
     let (picked, w, keep) = picked_and_weights(input, target, weight, ignore_index)?;
@@ -254,6 +306,26 @@ pub fn nll_loss(
 /// `label_smoothing` in [0, 1] (PyTorch's formulas, including their normalisation with
 /// weights).
 pub fn cross_entropy_with(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    reduction: Reduction,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    crate::autocast::composite(
+        "cross_entropy",
+        [Some(input), Some(target), weight],
+        |[x, t, w]| match (x, t) {
+            (Some(x), Some(t)) => {
+                cross_entropy_with_now(x, t, w, ignore_index, reduction, label_smoothing)
+            }
+            _ => unreachable!("the required operands stay present"),
+        },
+    )
+}
+
+fn cross_entropy_with_now(
     input: &Tensor,
     target: &Tensor,
     weight: Option<&Tensor>,

@@ -137,6 +137,7 @@ pub use reduce_ext::{amax, amin, max, mean, min};
 pub use repeat::repeat;
 pub use sampling::{bernoulli, multinomial, normal, randperm};
 pub use select::where_;
+pub(crate) mod half_compute;
 pub use setitem::{destination, setitem, Destination};
 pub use shape::{clone, expand, reshape, view_as_shape};
 pub use slicing::{chunk, narrow, split, split_sections};
@@ -171,6 +172,15 @@ macro_rules! dispatch {
                 type $T = f64;
                 $body
             }
+            // Half inputs are widened before an op's kernels run (`ops::half_compute`); a
+            // path that skips that is refused as an error (`cpu::catch_oom` turns the
+            // payload into one inside an op), never undefined behaviour.
+            other if other.is_half() => {
+                std::panic::resume_unwind(Box::new($crate::error::Error::dtype(
+                    "kernel",
+                    format!("no {other} kernel here; convert the tensor with .float()"),
+                )))
+            }
             other => unreachable!("float kernel reached with {other}"),
         }
     };
@@ -200,6 +210,14 @@ macro_rules! dispatch_any {
             }
             $crate::dtype::DType::Bool => {
                 type $T = u8;
+                $body
+            }
+            $crate::dtype::DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            $crate::dtype::DType::F16 => {
+                type $T = half::f16;
                 $body
             }
         }

@@ -152,7 +152,24 @@ fn mode_indices(mode: PadMode, n: usize, before: usize, after: usize) -> Vec<i64
 
 /// Pad `x` as PyTorch's `F.pad`: `pad = (before_last, after_last, before_2nd_last, ...)`,
 /// at most two per axis; `value` fills for `"constant"`.
+/// The autocast list name of a padding mode (PyTorch's CPU list has the reflection and
+/// replication pads in float32).
+fn autocast_name(mode: PadMode) -> &'static str {
+    match mode {
+        PadMode::Reflect => "reflection_pad",
+        PadMode::Replicate => "replication_pad",
+        _ => "pad",
+    }
+}
+
 pub fn pad(x: &Tensor, pad: &[isize], mode: PadMode, value: f64) -> Result<Tensor> {
+    crate::autocast::composite(autocast_name(mode), [Some(x)], |[x]| match x {
+        Some(x) => pad_now(x, pad, mode, value),
+        None => unreachable!("the input stays present"),
+    })
+}
+
+fn pad_now(x: &Tensor, pad: &[isize], mode: PadMode, value: f64) -> Result<Tensor> {
     let nd = x.ndim();
     if !pad.len().is_multiple_of(2) || pad.len() / 2 > nd {
         return Err(Error::value(

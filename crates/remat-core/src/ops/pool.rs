@@ -104,6 +104,13 @@ fn argmax_windows<T: Element>(plane: &Plane, x: &[T], out: &mut [i64]) {
 /// Max pooling of `x (N, C, *spatial)` or `(C, *spatial)` over `win`: `(values, indices)`,
 /// the indices flat positions in each `spatial` plane (PyTorch's `return_indices`).
 pub fn max_pool(x: &Tensor, win: &Window) -> Result<(Tensor, Tensor)> {
+    crate::autocast::composite(pool_name("max", win.rank()), [Some(x)], |[x]| match x {
+        Some(x) => max_pool_now(x, win),
+        None => unreachable!("the input stays present"),
+    })
+}
+
+fn max_pool_now(x: &Tensor, win: &Window) -> Result<(Tensor, Tensor)> {
     let op = pool_name("max", win.rank());
     win.check(op)?;
     let (planes, spatial) = planes_of(op, x.shape(), win.rank(), "input")?;
@@ -130,8 +137,14 @@ pub fn max_pool(x: &Tensor, win: &Window) -> Result<(Tensor, Tensor)> {
         return Ok((reshape(&values, &shape)?, reshape(&idx, &shape)?));
     }
     let mut idx = crate::cpu::alloc::<i64>(planes * l);
-    crate::dispatch!(x.dtype(), T => {
-        let xs = c_order::<T>(x.data());
+    // The arg-max compares half values exactly as their float32 widening does.
+    let xk = if x.dtype().is_half() {
+        super::cast(x, crate::dtype::DType::F32)?
+    } else {
+        x.clone()
+    };
+    crate::dispatch!(xk.dtype(), T => {
+        let xs = c_order::<T>(xk.data());
         crate::parallel::install(|| {
             idx.par_chunks_mut(l.max(1)).enumerate().for_each(|(p, dst)| {
                 argmax_windows(&plane, &xs[p * p_in..(p + 1) * p_in], dst)
@@ -215,6 +228,18 @@ pub fn avg_pool(
     count_include_pad: bool,
     divisor_override: Option<f64>,
 ) -> Result<Tensor> {
+    crate::autocast::composite(pool_name("avg", win.rank()), [Some(x)], |[x]| match x {
+        Some(x) => avg_pool_now(x, win, count_include_pad, divisor_override),
+        None => unreachable!("the input stays present"),
+    })
+}
+
+fn avg_pool_now(
+    x: &Tensor,
+    win: &Window,
+    count_include_pad: bool,
+    divisor_override: Option<f64>,
+) -> Result<Tensor> {
     let op = pool_name("avg", win.rank());
     win.check(op)?;
     let (planes, spatial) = planes_of(op, x.shape(), win.rank(), "input")?;
@@ -260,6 +285,17 @@ fn adaptive_matrix(n: usize, out: usize) -> Vec<f64> {
 /// Adaptive average pooling of `x (N, C, *spatial)` or `(C, *spatial)` to `output_size`
 /// (one entry per spatial axis, 1 to 3).
 pub fn adaptive_avg_pool(x: &Tensor, output_size: &[usize]) -> Result<Tensor> {
+    crate::autocast::composite(
+        pool_name("adaptive", output_size.len().clamp(1, 3)),
+        [Some(x)],
+        |[x]| match x {
+            Some(x) => adaptive_avg_pool_now(x, output_size),
+            None => unreachable!("the input stays present"),
+        },
+    )
+}
+
+fn adaptive_avg_pool_now(x: &Tensor, output_size: &[usize]) -> Result<Tensor> {
     let rank = output_size.len();
     let op = pool_name("adaptive", rank.clamp(1, 3));
     if !(1..=3).contains(&rank) {

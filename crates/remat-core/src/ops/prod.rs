@@ -11,6 +11,13 @@ use crate::tensor::Tensor;
 
 /// Product over axis `dim` (None: all elements, a 0-d result unless `keepdim`).
 pub fn prod(x: &Tensor, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+    crate::autocast::composite("prod", [Some(x)], |[x]| match x {
+        Some(x) => prod_now(x, dim, keepdim),
+        None => unreachable!("the input stays present"),
+    })
+}
+
+fn prod_now(x: &Tensor, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
     if !x.dtype().is_float() && x.dtype() != crate::dtype::DType::I64 {
         // Bool and int32 multiply in int64, as PyTorch's `prod` (and `sum`) of them.
         return prod(&super::cast(x, crate::dtype::DType::I64)?, dim, keepdim);

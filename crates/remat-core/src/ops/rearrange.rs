@@ -302,6 +302,13 @@ pub fn diag(x: &Tensor, offset: isize) -> Result<Tensor> {
 
 /// The sum of the main diagonal of a 2-D tensor (a 0-d tensor), as PyTorch's `trace`.
 pub fn trace(x: &Tensor) -> Result<Tensor> {
+    crate::autocast::composite("trace", [Some(x)], |[x]| match x {
+        Some(x) => trace_now(x),
+        None => unreachable!("the input stays present"),
+    })
+}
+
+fn trace_now(x: &Tensor) -> Result<Tensor> {
     if x.ndim() != 2 {
         return Err(Error::shape(
             "trace",

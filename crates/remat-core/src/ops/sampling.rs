@@ -201,7 +201,7 @@ pub fn bernoulli(probs: &Tensor) -> Result<Tensor> {
     }
     let u = super::rand(probs.shape(), DType::F64, Device::Cpu)?.try_to_vec::<f64>()?;
     let dtype = probs.dtype();
-    let out = crate::dispatch!(dtype, T => from_vec(
+    let out = crate::dispatch_any!(dtype, T => from_vec(
         cpu::collect_exact(u.iter().zip(&p).map(|(&u, &p)| T::from_f64(if u < p { 1.0 } else { 0.0 }))),
         probs.shape(),
     ));

@@ -22,6 +22,13 @@ use crate::tensor::Tensor;
 /// The `p`-norm of `x` over `axes` (None: all elements). Integer and bool inputs give
 /// float32.
 pub fn norm(x: &Tensor, p: f64, axes: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
+    crate::autocast::composite("norm", [Some(x)], |[x]| match x {
+        Some(x) => norm_now(x, p, axes, keepdim),
+        None => unreachable!("the input stays present"),
+    })
+}
+
+fn norm_now(x: &Tensor, p: f64, axes: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
     if p.is_nan() {
         return Err(Error::value("norm", "p must be a number, got nan"));
     }

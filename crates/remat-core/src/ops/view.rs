@@ -400,7 +400,7 @@ impl Op for IndexOp {
     fn add_grad_into(&self, grad: &Tensor, acc: &Tensor) -> Result<bool> {
         // The pieces of a split (q, k and v of one projection): each adds its region of the
         // input's gradient, and only the first fills the rest with zeros.
-        if acc.device() != crate::Device::Cpu || !acc.dtype().is_float() {
+        if acc.device() != crate::Device::Cpu || !acc.dtype().is_float() || acc.dtype().is_half() {
             return Ok(false);
         }
         let target = self.plan.apply(&Layout::contiguous(acc.shape()));

@@ -1246,30 +1246,50 @@ class Module:
         return self._convert(None, remat.float64)
 
     def half(self) -> Module:
-        """PyTorch's cast of floating-point parameters and buffers to float16, which remat
-        does not have: it raises (rather than failing with ``AttributeError``).
+        """Cast floating-point parameters and buffers to float16; returns self.
+
+        Integer and bool buffers keep their dtype, as in PyTorch.
 
         Returns
         -------
         Module
-            Never returns.
+            ``self``.
 
         Raises
         ------
-        remat.DTypeError
-            Always: remat's floating-point dtypes are float32 and float64.
+        None
+            Nothing is raised.
 
         Examples
         --------
-        >>> remat.nn.Linear(2, 2).half()
-        Traceback (most recent call last):
-            ...
-        remat.DTypeError: Module.half(): remat has no float16 dtype (its float dtypes are ...
+        >>> remat.nn.Linear(2, 2).half().weight.dtype
+        remat.float16
         """
-        raise remat.DTypeError(
-            "Module.half(): remat has no float16 dtype (its float dtypes are float32 and "
-            "float64); use .float() or .double()"
-        )
+        return self._convert(None, remat.float16)
+
+    def bfloat16(self) -> Module:
+        """Cast floating-point parameters and buffers to bfloat16; returns self.
+
+        Integer and bool buffers keep their dtype, as in PyTorch. A bfloat16 module computes
+        each op in float32 and rounds its result to bfloat16, as PyTorch's CPU kernels do.
+
+        Returns
+        -------
+        Module
+            ``self``.
+
+        Raises
+        ------
+        None
+            Nothing is raised.
+
+        Examples
+        --------
+        >>> lin = remat.nn.Linear(2, 2).bfloat16()
+        >>> lin.weight.dtype, lin(remat.ones(1, 2, dtype=remat.bfloat16)).dtype
+        (remat.bfloat16, remat.bfloat16)
+        """
+        return self._convert(None, remat.bfloat16)
 
     # -- state ------------------------------------------------------------------------------
 

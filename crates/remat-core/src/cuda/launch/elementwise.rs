@@ -138,6 +138,7 @@ fn launch_fill(
         DType::I64 => launch!(op, ctx, f, grid(n), nn, vi64, yp),
         DType::I32 => launch!(op, ctx, f, grid(n), nn, vi32, yp),
         DType::Bool => launch!(op, ctx, f, grid(n), nn, vb, yp),
+        DType::BF16 | DType::F16 => unreachable!("no {dtype} buffers on cuda"),
     }
 }
 

@@ -35,6 +35,12 @@ pub fn axpy_inplace(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
             ),
         ));
     }
+    if dst.dtype().is_half() {
+        // Added in float32 and rounded once (PyTorch's opmath), then written back.
+        let wide = cast(dst, crate::dtype::DType::F32)?;
+        axpy_inplace(&wide, src, alpha)?;
+        return crate::ops::inplace::assign("add_", dst, crate::ops::Operand::Tensor(&wide));
+    }
     let src = cast(src, dst.dtype())?;
     let done = crate::device::on_device(
         dst.device(),

@@ -142,6 +142,8 @@ impl Compute for i64 {
 pub(crate) fn compute_dtype(dst: DType, src: DType) -> DType {
     match dst.promote(src) {
         d @ (DType::F32 | DType::F64) => d,
+        // Half dtypes update in float32 and round once per element (PyTorch's opmath).
+        d if d.is_half() => DType::F32,
         _ => DType::I64,
     }
 }
@@ -161,6 +163,9 @@ fn direct_pair(dst: DType, src: DType) -> bool {
             | (I32, I64)
             | (Bool, Bool)
             | (Bool, I64)
+            | (BF16, BF16 | F32 | F64)
+            | (F16, F16 | F32 | F64)
+            | (F32, BF16 | F16)
     )
 }
 
@@ -181,7 +186,7 @@ pub(crate) fn update(op: &str, dst: &TensorData, src: Src<'_>, u: Update) -> Res
     let dt = dst.storage.dtype();
     match (u, src) {
         (u, _) if u.is_random() && dt.is_float() => {
-            crate::dispatch!(dt, T => random::<T>(dst, u));
+            crate::dispatch_any!(dt, T => random::<T>(dst, u));
             Ok(())
         }
         (u, _) if u.is_random() => Err(Error::dtype(
@@ -276,6 +281,14 @@ fn arith(op: &str, dst: &TensorData, src: Src<'_>, u: Update) -> Result<()> {
         (I32, I64) => pair!(i32, i64, i64),
         (Bool, Bool) => pair!(u8, u8, i64),
         (Bool, I64) => pair!(u8, i64, i64),
+        (BF16, BF16) => pair!(half::bf16, half::bf16, f32),
+        (BF16, F32) => pair!(half::bf16, f32, f32),
+        (BF16, F64) => pair!(half::bf16, f64, f64),
+        (F16, F16) => pair!(half::f16, half::f16, f32),
+        (F16, F32) => pair!(half::f16, f32, f32),
+        (F16, F64) => pair!(half::f16, f64, f64),
+        (F32, BF16) => pair!(f32, half::bf16, f32),
+        (F32, F16) => pair!(f32, half::f16, f32),
         (d, s) => {
             return Err(Error::dtype(
                 op,
