@@ -151,13 +151,13 @@ fn imports_view_foreign_memory_and_call_the_deleter_once() {
     assert_eq!(data[0], 0.0);
 
     // Refused imports release the producer too, with the error naming what is wrong.
-    let half = DLDataType {
-        code: 2,
-        bits: 16,
+    let uint8 = DLDataType {
+        code: 1,
+        bits: 8,
         lanes: 1,
     };
     let refused = [
-        (foreign(&mut data, &[6], None, half, 1, false), "float16"),
+        (foreign(&mut data, &[6], None, uint8, 1, false), "uint8"),
         (
             foreign(&mut data, &[2, 3], Some(&[-3, 1]), F64, 1, false),
             "negative strides",
