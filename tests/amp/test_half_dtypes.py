@@ -23,6 +23,24 @@ def test_conversions_and_storage(half):
     assert remat.zeros(3, dtype=half).nbytes == 6
 
 
+@pytest.mark.parametrize("name", ["bfloat16", "float16"])
+def test_casts_round_as_pytorch_bit_for_bit(name):
+    """float32 (and float64) to half rounds to nearest even, as PyTorch's casts do; among the
+    values, 0x7da08005, which must round up."""
+    torch = pytest.importorskip("torch")
+    bits = np.random.default_rng(1).integers(0, 2**32, 100_000, dtype=np.uint64)
+    x = np.concatenate([bits.astype(np.uint32).view(np.float32),
+                        np.array([0x7DA08005], dtype=np.uint32).view(np.float32)])
+    x = x[np.isfinite(x)]
+    want = torch.from_numpy(x).to(getattr(torch, name)).view(torch.int16).numpy()
+    got = remat.tensor(x).to(getattr(remat, name))
+    assert np.array_equal(torch.from_dlpack(got).view(torch.int16).numpy(), want)
+    got64 = remat.tensor(x.astype(np.float64)).to(getattr(remat, name))
+    want64 = torch.from_numpy(x.astype(np.float64)).to(getattr(torch, name))
+    assert np.array_equal(torch.from_dlpack(got64).view(torch.int16).numpy(),
+                          want64.view(torch.int16).numpy())
+
+
 def test_promotion_as_pytorch():
     b, h, f = remat.ones(2).bfloat16(), remat.ones(2).half(), remat.ones(2)
     assert (b + h).dtype == remat.float32

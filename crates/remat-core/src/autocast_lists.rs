@@ -13,7 +13,7 @@ use crate::autocast::CastPolicy;
 pub struct OpLists {
     /// Ops cast to the device's autocast dtype.
     pub lower_precision: &'static [&'static str],
-    /// Ops cast to float32.
+    /// Ops cast to float32 (besides the losses, float32 on every device).
     pub float32: &'static [&'static str],
     /// Ops cast to the widest float of their inputs.
     pub promote: &'static [&'static str],
@@ -24,7 +24,7 @@ impl OpLists {
     pub fn policy(&self, name: &str) -> Option<CastPolicy> {
         if self.lower_precision.contains(&name) {
             Some(CastPolicy::LowerPrecision)
-        } else if self.float32.contains(&name) {
+        } else if LOSSES.contains(&name) || self.float32.contains(&name) {
             Some(CastPolicy::Float32)
         } else if self.promote.contains(&name) {
             Some(CastPolicy::Promote)
@@ -57,8 +57,8 @@ const LOWER_PRECISION: &[&str] = &[
     "rnn_layer",
 ];
 
-/// The losses, on both devices.
-const LOSSES: [&str; 8] = [
+/// The losses: float32 on both devices.
+pub const LOSSES: &[&str] = &[
     "cross_entropy",
     "nll_loss",
     "mse_loss",
@@ -73,14 +73,6 @@ const LOSSES: [&str; 8] = [
 pub static CPU: OpLists = OpLists {
     lower_precision: LOWER_PRECISION,
     float32: &[
-        LOSSES[0],
-        LOSSES[1],
-        LOSSES[2],
-        LOSSES[3],
-        LOSSES[4],
-        LOSSES[5],
-        LOSSES[6],
-        LOSSES[7],
         "binary_cross_entropy",
         "prod",
         "trace",
@@ -97,14 +89,6 @@ pub static CPU: OpLists = OpLists {
 pub static CUDA: OpLists = OpLists {
     lower_precision: LOWER_PRECISION,
     float32: &[
-        LOSSES[0],
-        LOSSES[1],
-        LOSSES[2],
-        LOSSES[3],
-        LOSSES[4],
-        LOSSES[5],
-        LOSSES[6],
-        LOSSES[7],
         "softmax",
         "log_softmax",
         "causal_softmax",

@@ -229,8 +229,11 @@ macro_rules! half_scalar_impl {
             const DTYPE: DType = DType::$D;
             #[inline(always)]
             fn from_f64(v: f64) -> Self {
-                // Rounded once, to nearest even, as PyTorch's casts round.
-                <$T>::from_f64(v)
+                // Through float32, as PyTorch's `c10::BFloat16(float)`/`c10::Half(float)`
+                // convert a double: each step rounds to nearest even. (The `half` crate's own
+                // `bf16::from_f64` rounds some values the wrong way: 0x7da08005 as a float32
+                // gives 0x7da0, not 0x7da1.)
+                <$T>::from_f32(v as f32)
             }
             #[inline(always)]
             fn to_f64(self) -> f64 {

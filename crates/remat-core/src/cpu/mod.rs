@@ -6,6 +6,7 @@ pub mod batch_norm;
 pub mod erf;
 pub mod flash;
 pub mod gelu_pieces;
+pub mod half_cast;
 pub mod host_alloc;
 pub mod lanes;
 pub mod matmul;
@@ -256,6 +257,9 @@ pub fn gather_cast<S: Scalar, D: Scalar>(d: &TensorData) -> Vec<D> {
         }
     };
     if let Some(s) = contiguous_slice::<S>(d) {
+        if let Some(v) = half_cast::convert::<S, D>(s) {
+            return v;
+        }
         return collect_exact(s.iter().map(|&x| cast(x)));
     }
     let src = slice::<S>(d);
