@@ -76,14 +76,11 @@ pub trait Op: Send + Sync + 'static {
     /// widens half inputs for kernels that lack them. Replaying a checkpointed tensor calls
     /// exactly this, so recomputed values are bit-identical.
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        if !self.half_native() {
-            if let Some(how) = crate::ops::half_compute::widening(inputs) {
-                return crate::ops::half_compute::run_widened(how, inputs, |ins| {
-                    self.device_forward(ins)
-                });
-            }
+        if self.half_native() {
+            self.device_forward(inputs)
+        } else {
+            crate::ops::half_compute::forward(self, inputs)
         }
-        self.device_forward(inputs)
     }
     /// The forward on the inputs as they are: the one place that chooses a device (CUDA when
     /// any input lives on a GPU).

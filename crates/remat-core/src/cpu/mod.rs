@@ -3,6 +3,7 @@
 //! kernels run on the rayon pool.
 
 pub mod batch_norm;
+pub mod bf16_gemm;
 pub mod erf;
 pub mod flash;
 pub mod gelu_pieces;

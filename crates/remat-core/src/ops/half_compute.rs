@@ -81,6 +81,30 @@ pub(crate) fn run_widened(
     }
 }
 
+/// The default forward of an op (see `Op::forward`): widened when some input is half.
+pub(crate) fn forward<O: Op + ?Sized>(op: &O, inputs: &[&Tensor]) -> Result<Tensor> {
+    match widening(inputs) {
+        Some(how) => run_widened(how, inputs, |ins| op.device_forward(ins)),
+        None => op.device_forward(inputs),
+    }
+}
+
+/// The forward of a matrix product whose CPU kernel takes bfloat16 itself where the CPU has
+/// bf16 units (`cpu::bf16_gemm`): all-bf16 CPU operands go straight to it; other half
+/// operands (float16, mixed, no bf16 units) are widened as by [`forward`]. Such ops say
+/// `half_native`, so their backward's products (of bf16 tensors) take the kernel too.
+pub(crate) fn forward_bf16_gemm<O: Op + ?Sized>(op: &O, inputs: &[&Tensor]) -> Result<Tensor> {
+    let native = crate::cpu::bf16_gemm::available()
+        && inputs
+            .iter()
+            .all(|t| t.dtype() == DType::BF16 && t.device() == crate::device::Device::Cpu);
+    if native {
+        op.device_forward(inputs)
+    } else {
+        forward(op, inputs)
+    }
+}
+
 /// An op's backward when its output gradient, a saved tensor or an input is half: it runs on
 /// float32 widenings of them (differentiable casts, so a `create_graph` backward records
 /// them), and the engine rounds each gradient to its input's dtype. So backward formulas

@@ -5,7 +5,7 @@
 use super::{check_same_device, from_vec, reshape, view};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
 use crate::cpu::{self, matmul::gemm_into};
-use crate::dtype::Element;
+use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::layout::{fmt_shape, Dims, Layout};
 use crate::tensor::Tensor;
@@ -51,6 +51,11 @@ fn linear_forward(x: &Tensor, w: &Tensor, b: Option<&Tensor>, cuda: bool) -> Res
         let out = crate::cuda::launch::matmul_nd("linear", &x2, &wt, &[], b)?;
         return Ok(view(&out, Layout::contiguous(&shape)));
     }
+    if x.dtype() == DType::BF16 {
+        if let Some(out) = linear_bf16(&x2, w, b, rows, inf, outf) {
+            return super::cast(&from_vec(out, &shape), DType::BF16);
+        }
+    }
     Ok(crate::dispatch!(x.dtype(), T => {
         let bias = b.map(|b| cpu::gather::<T>(b.data()));
         let mut out = cpu::alloc::<T>(rows * outf);
@@ -63,9 +68,47 @@ fn linear_forward(x: &Tensor, w: &Tensor, b: Option<&Tensor>, cuda: bool) -> Res
     }))
 }
 
+/// `x2 (rows, inf) · wᵀ + b` of bf16 operands on the bf16 kernel, in float32 (the bias added
+/// before the one rounding, as oneDNN adds it); None without bf16 units.
+fn linear_bf16(
+    x2: &Tensor,
+    w: &Tensor,
+    b: Option<&Tensor>,
+    rows: usize,
+    inf: usize,
+    outf: usize,
+) -> Option<Vec<f32>> {
+    fn operand(t: &Tensor, rs: usize, cs: usize) -> cpu::matmul::MatOperand<'_> {
+        cpu::matmul::MatOperand {
+            data: t.data(),
+            batch_offsets: vec![t.layout().offset],
+            rs: rs as isize,
+            cs: cs as isize,
+        }
+    }
+    let (xl, wl) = (x2.layout(), w.layout());
+    let xa = operand(x2, xl.strides[0], xl.strides[1]);
+    // wᵀ read through w's strides: row kk of wᵀ is column kk of w.
+    let wb = operand(w, wl.strides[1], wl.strides[0]);
+    let mut out = cpu::bf16_gemm::batched(&xa, &wb, rows, inf, outf)?;
+    if let Some(b) = b {
+        let bias: Vec<f32> = cpu::gather_cast::<half::bf16, f32>(b.data());
+        for row in out.chunks_mut(outf.max(1)) {
+            row.iter_mut().zip(&bias).for_each(|(v, &c)| *v += c);
+        }
+    }
+    Some(out)
+}
+
 impl Op for LinearOp {
     fn name(&self) -> &'static str {
         "linear"
+    }
+    fn half_native(&self) -> bool {
+        true
+    }
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        super::half_compute::forward_bf16_gemm(self, inputs)
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         linear_forward(inputs[0], inputs[1], inputs.get(2).copied(), false)

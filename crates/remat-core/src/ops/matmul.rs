@@ -6,6 +6,7 @@
 use super::{cast, check_same_device, from_vec, reduce::sum_to, view};
 use crate::autograd::node::{apply, BackwardCtx, Op, Save};
 use crate::cpu::matmul::{batched_matmul, MatOperand};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{broadcast_shapes, fmt_shape, Dims, Layout};
 use crate::tensor::Tensor;
@@ -96,6 +97,12 @@ fn matmul_nd(a: &Tensor, b: &Tensor, cuda: bool) -> Result<Tensor> {
     let mut shape: Dims = batch.clone();
     shape.push(m);
     shape.push(n);
+    if a.dtype() == DType::BF16 && b.dtype() == DType::BF16 {
+        if let Some(out) = crate::cpu::bf16_gemm::batched(&oa, &ob, m, k, n) {
+            // Accumulated in float32, rounded once.
+            return cast(&from_vec(out, &shape), DType::BF16);
+        }
+    }
     Ok(crate::dispatch!(a.dtype(), T => from_vec(batched_matmul::<T>(&oa, &ob, m, k, n), &shape)))
 }
 
@@ -189,6 +196,12 @@ impl Op for MatmulOp {
     // Integer operands are checked by `matmul_named` and computed exactly; never recorded.
     fn any_dtype(&self) -> bool {
         true
+    }
+    fn half_native(&self) -> bool {
+        true
+    }
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        super::half_compute::forward_bf16_gemm(self, inputs)
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         matmul_forward(inputs[0], inputs[1], false)
