@@ -21,6 +21,7 @@
 //! Checkpoint segments record [`state`] at their forward and recompute under it
 //! ([`enter_state`]), whatever the state is at backward time.
 
+pub use crate::autocast_lists::CastPolicy;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -84,17 +85,6 @@ impl AutocastState {
     pub fn any_enabled(&self) -> bool {
         self.cpu.enabled || self.cuda.enabled
     }
-}
-
-/// How an op in one of the lists casts its floating-point inputs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CastPolicy {
-    /// To the device's autocast dtype (bfloat16 or float16).
-    LowerPrecision,
-    /// To float32.
-    Float32,
-    /// To the widest float among them (and at least the autocast dtype).
-    Promote,
 }
 
 struct CachedCast {

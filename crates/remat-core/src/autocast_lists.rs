@@ -1,5 +1,5 @@
 //! PyTorch's autocast op lists, per device, by remat's op names (the names ops and composite
-//! entries give [`crate::autocast::op_entry`]).
+//! entries give [`autocast::op_entry`](super::autocast::op_entry)).
 //!
 //! They follow `aten/src/ATen/autocast_mode.cpp` of PyTorch 2.x and were checked against
 //! `torch.autocast` itself, op by op (`tests/amp/test_autocast_lists.py` does so whenever
@@ -7,7 +7,16 @@
 //! input's dtype (its bf16 CPU kernels accumulate in float32 inside), so they are in no CPU
 //! list; on CUDA they run in float32.
 
-use crate::autocast::CastPolicy;
+/// How an op in one of the lists casts its floating-point inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CastPolicy {
+    /// To the device's autocast dtype (bfloat16 or float16).
+    LowerPrecision,
+    /// To float32.
+    Float32,
+    /// To the widest float among them (and at least the autocast dtype).
+    Promote,
+}
 
 /// One device's three lists.
 pub struct OpLists {

@@ -3,8 +3,8 @@
 //!
 //! `vdpbf16ps` multiplies 32 bf16 pairs and adds each pair's two products into one of 16
 //! float32 lanes, so the operands are packed by pairs along `k`: A as 32-bit words
-//! `(A[i][2p], A[i][2p+1])` per row tile of [`MR`] rows, B as the words `(B[2p][j],
-//! B[2p+1][j])` of [`NR`]-column panels. The micro-kernel keeps an `MR × NR` float32 tile in
+//! `(A[i][2p], A[i][2p+1])` per row tile of `MR` rows, B as the words `(B[2p][j],
+//! B[2p+1][j])` of `NR`-column panels. The micro-kernel keeps an `MR × NR` float32 tile in
 //! 24 of the 32 vector registers (12 rows: 6 rows gave 336 GFLOP/s at 1024², 12 give 412, 2
 //! threads on Zen 4); row tiles run in parallel on the rayon pool, each in a fixed order, so
 //! a product is the same whatever the thread count. Packing reads the operands through
