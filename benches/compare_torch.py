@@ -379,6 +379,10 @@ def _training_step(lib: _Lib, rng, name: str):
         loss = (y * y).mean() if name == "convstack" else F.binary_cross_entropy(
             y.reshape(-1), target)
         loss.backward()
+
+    return step
+
+
 def _lstm_step(lib: _Lib, rng):
     """One training step's forward and backward of a one-layer ``nn.LSTM`` (the same weights
     in both libraries): ``loss = mean(output²)``, gradients of the input and every parameter,
