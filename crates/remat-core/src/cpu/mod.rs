@@ -14,6 +14,9 @@ pub mod matmul;
 pub mod recurrent;
 pub mod row_max;
 pub mod sum;
+mod transpose;
+
+pub(crate) use transpose::transpose_into;
 
 use crate::dtype::{Element, Scalar};
 use crate::error::{Error, Result};

@@ -22,7 +22,7 @@
 //! hidden units, never over the batch), so results do not depend on the thread count.
 
 use super::matmul::{product, Start, Strided};
-use super::Workspace;
+use super::{transpose_into, Workspace};
 use crate::dtype::Element;
 
 /// The kind of recurrent cell.
@@ -149,21 +149,6 @@ fn row_parts(batch: usize, work: usize) -> Vec<(usize, usize)> {
         .map(|i| (i * batch / parts, (i + 1) * batch / parts))
         .filter(|(a, b)| b > a)
         .collect()
-}
-
-/// `dst (cols x rows) = srcᵀ` for a row-major `src (rows x cols)`, in tiles (a plain loop's
-/// writes `rows` elements apart would each miss the cache).
-fn transpose_into<T: Copy>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
-    const TILE: usize = 32;
-    for r0 in (0..rows).step_by(TILE) {
-        for c0 in (0..cols).step_by(TILE) {
-            for r in r0..(r0 + TILE).min(rows) {
-                for c in c0..(c0 + TILE).min(cols) {
-                    dst[c * rows + r] = src[r * cols + c];
-                }
-            }
-        }
-    }
 }
 
 /// Rows `[r0, r0 + rows)` of the `(batch, width)` block of time `t` in `(T, batch, width)`

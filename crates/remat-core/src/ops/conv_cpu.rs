@@ -48,66 +48,150 @@ pub(crate) const TILE_BYTES: usize = 2 << 20;
 /// tile's GEMM is too narrow to run at speed.
 const MIN_TILE_BYTES: usize = 128 << 10;
 
-/// A tile of a plane's output positions: the columns `cols` of the output lines `lines`.
+/// The fewest output positions a tile's matrix is held to when [`TILE_BYTES`] allows it: on
+/// deep layers with small images (a DCGAN discriminator's 256-channel 4×4 convolution of an
+/// 8 × 8 image: 4,096 rows, 16 positions per sample) a quarter of the output is a handful of
+/// columns, and GEMMs that narrow ran at a fifth of PyTorch's speed.
+const MIN_TILE_COLUMNS: usize = 128;
+
+/// The bytes of one im2col column (`c · prod(kernel)` elements) from which a convolution
+/// counts as deep: its GEMMs, not its workspace, are what a step pays for, and the tiles are
+/// held to [`MIN_TILE_COLUMNS`] (spanning several samples where a sample has fewer
+/// positions). Shallower convolutions (a 3×3 kernel over up to 56 float32 channels) keep
+/// tiles of at most a quarter of the output, for the memory budgets of small models.
+const DEEP_COLUMN_BYTES: usize = 2 << 10;
+
+/// A tile of output positions: the columns `cols` of the output lines `lines` of every sample
+/// of `samples` (several samples only with whole planes). Its matrices hold the samples'
+/// blocks of positions side by side.
 #[derive(Clone)]
 struct Tile {
+    samples: std::ops::Range<usize>,
     lines: std::ops::Range<usize>,
     cols: std::ops::Range<usize>,
 }
 
 impl Tile {
-    /// The tile's first output position and its number of positions (contiguous).
-    fn span(&self, width: usize) -> (usize, usize) {
-        (
-            self.lines.start * width + self.cols.start,
-            self.lines.len() * self.cols.len(),
-        )
+    /// The tile's first output position within a sample.
+    fn first(&self, width: usize) -> usize {
+        self.lines.start * width + self.cols.start
+    }
+    /// Positions per sample (contiguous in the output).
+    fn per_sample(&self) -> usize {
+        self.lines.len() * self.cols.len()
+    }
+    /// Columns of the tile's matrices: every sample's positions.
+    fn columns(&self) -> usize {
+        self.samples.len() * self.per_sample()
+    }
+    /// Whether the tile spans several samples (its output and output gradient go through a
+    /// staging block: their positions are not one stride apart).
+    fn batched(&self) -> bool {
+        self.samples.len() > 1
     }
 }
 
+/// How the output positions are cut into tiles: samples per tile (more than one only with
+/// whole planes), lines per tile and columns per tile.
+#[derive(Clone, Copy)]
+struct Tiling {
+    samples: usize,
+    lines: usize,
+    cols: usize,
+}
+
 impl ConvShape {
-    /// The tiling of the output positions: lines per tile, and columns per tile (the whole
-    /// line unless one line's im2col matrix alone exceeds [`TILE_BYTES`]; then single lines cut
-    /// into column blocks, a multiple of 16 wide), for elements of `size` bytes.
-    fn tiling(&self, size: usize) -> (usize, usize) {
+    /// The tiling of the output positions for elements of `size` bytes: whole planes of
+    /// several samples for a deep convolution whose planes are narrower than
+    /// [`MIN_TILE_COLUMNS`], when two or more fit the budget (and `batch` allows it); else lines
+    /// per tile, and columns per tile (the whole line unless one line's im2col matrix alone
+    /// exceeds the budget; then single lines cut into column blocks, a multiple of 16 wide).
+    fn tiling(&self, size: usize, batch: bool) -> Tiling {
         let budget = self.tile_budget(size);
         let per_col = self.c * self.plane.volume() * size;
         let width = self.plane.out[2];
         let line = per_col * width;
+        let plane = line * self.plane.lines();
+        let deep = per_col >= DEEP_COLUMN_BYTES;
+        let narrow = self.plane.out_len() < MIN_TILE_COLUMNS;
+        if batch && deep && narrow && self.n > 1 && plane > 0 && 2 * plane <= budget {
+            let samples = (budget / plane).min(self.n);
+            return Tiling {
+                samples,
+                lines: self.plane.lines(),
+                cols: width,
+            };
+        }
         if line <= budget {
             let lines = (budget / line.max(1)).clamp(1, self.plane.lines().max(1));
-            return (lines, width);
+            return Tiling {
+                samples: 1,
+                lines,
+                cols: width,
+            };
         }
         let cols = (budget / per_col.max(1)) / 16 * 16;
-        (1, cols.clamp(16.min(width), width.max(1)))
+        Tiling {
+            samples: 1,
+            lines: 1,
+            cols: cols.clamp(16.min(width), width.max(1)),
+        }
     }
     /// The bytes one tile's matrix may take: [`TILE_BYTES`], or a quarter of the output where
-    /// that is less (but at least [`MIN_TILE_BYTES`]), so that on small images the workspace
-    /// of every thread together stays well under the activations a memory budget is about.
+    /// that is less (but at least [`MIN_TILE_BYTES`], and for a deep convolution at least
+    /// [`MIN_TILE_COLUMNS`] positions' worth within [`TILE_BYTES`]), so that on small images
+    /// the workspace of every thread together stays well under the activations a memory
+    /// budget is about.
     fn tile_budget(&self, size: usize) -> usize {
         let out = self.n * self.o * self.plane.out_len() * size;
-        (out / 4).clamp(MIN_TILE_BYTES, TILE_BYTES)
+        let per_col = self.c * self.plane.volume() * size;
+        let floor = if per_col >= DEEP_COLUMN_BYTES {
+            MIN_TILE_COLUMNS * per_col
+        } else {
+            0
+        };
+        (out / 4).max(floor).clamp(MIN_TILE_BYTES, TILE_BYTES)
     }
     /// Elements of one tile's im2col matrix (every group).
-    fn tile_len(&self, (lines, cols): (usize, usize)) -> usize {
-        self.c * self.plane.volume() * lines * cols
+    fn tile_len(&self, t: Tiling) -> usize {
+        self.c * self.plane.volume() * t.samples * t.lines * t.cols
     }
-    /// The tiles of the output lines `lines`: `(lines, columns)` ranges, whose positions are
-    /// contiguous in the output (whole lines, or part of one line).
+    /// The tiles of the output lines `lines` of the samples `samples`: groups of whole
+    /// planes, or per sample `(lines, columns)` ranges whose positions are contiguous in the
+    /// output (whole lines, or part of one line).
     fn tiles(
         &self,
+        samples: std::ops::Range<usize>,
         lines: std::ops::Range<usize>,
-        (per_tile, cols): (usize, usize),
+        t: Tiling,
     ) -> impl Iterator<Item = Tile> {
         let width = self.plane.out[2];
         let (start, end) = (lines.start, lines.end);
-        (start..end).step_by(per_tile.max(1)).flat_map(move |t| {
-            let lines = t..(t + per_tile).min(end);
-            (0..width).step_by(cols.max(1)).map(move |c| Tile {
+        let groups = (t.samples > 1).then(|| {
+            let (s0, s1) = (samples.start, samples.end);
+            let lines = lines.clone();
+            (s0..s1).step_by(t.samples).map(move |a| Tile {
+                samples: a..(a + t.samples).min(s1),
                 lines: lines.clone(),
-                cols: c..(c + cols).min(width),
+                cols: 0..width,
             })
-        })
+        });
+        let singles = (t.samples <= 1).then(move || {
+            samples.flat_map(move |s| {
+                (start..end).step_by(t.lines.max(1)).flat_map(move |a| {
+                    let lines = a..(a + t.lines).min(end);
+                    (0..width).step_by(t.cols.max(1)).map(move |c| Tile {
+                        samples: s..s + 1,
+                        lines: lines.clone(),
+                        cols: c..(c + t.cols).min(width),
+                    })
+                })
+            })
+        });
+        groups
+            .into_iter()
+            .flatten()
+            .chain(singles.into_iter().flatten())
     }
     /// Rows of one group's im2col matrix: `c / groups · prod(kernel)`.
     fn kg(&self) -> usize {
@@ -192,18 +276,23 @@ unsafe fn block<'a, T>(base: usize, offset: usize, len: usize) -> &'a mut [T] {
     unsafe { std::slice::from_raw_parts_mut((base as *mut T).add(offset), len) }
 }
 
-/// im2col of tile `tile` of sample `s` of `x` into `cols` (`c · volume × positions`).
-fn unfold_tile<T: Element>(sh: &ConvShape, x: &[T], s: usize, tile: &Tile, cols: &mut [T]) {
+/// im2col of tile `tile` of `x` into `cols` (`c · volume × tile.columns()`, each sample's
+/// positions side by side in every row).
+fn unfold_tile<T: Element>(sh: &ConvShape, x: &[T], tile: &Tile, cols: &mut [T]) {
     let in_len = sh.plane.input_len();
-    let rows = sh.plane.volume() * tile.lines.len() * tile.cols.len();
-    for ci in 0..sh.c {
-        let plane = &x[(s * sh.c + ci) * in_len..][..in_len];
-        sh.plane.unfold_tile_into(
-            plane,
-            tile.lines.clone(),
-            tile.cols.clone(),
-            &mut cols[ci * rows..(ci + 1) * rows],
-        );
+    let (per, ld) = (tile.per_sample(), tile.columns());
+    let rows = sh.plane.volume() * ld;
+    for (j, s) in tile.samples.clone().enumerate() {
+        for ci in 0..sh.c {
+            let plane = &x[(s * sh.c + ci) * in_len..][..in_len];
+            sh.plane.unfold_tile_ld(
+                plane,
+                tile.lines.clone(),
+                tile.cols.clone(),
+                &mut cols[ci * rows + j * per..(ci + 1) * rows],
+                ld,
+            );
+        }
     }
 }
 
@@ -216,30 +305,66 @@ pub(crate) fn forward<T: Element>(sh: &ConvShape, x: &[T], w: &[T], bias: Option
     }
     let how = split(sh);
     let (parts, gemm_threads) = (how.parts(), how.gemm_threads());
-    let tiling = sh.tiling(std::mem::size_of::<T>());
+    let tiling = sh.tiling(std::mem::size_of::<T>(), !matches!(how, Split::Lines(_)));
     let work = sh.tile_len(tiling);
-    let mut cols = Workspace::<T>::new(parts * work);
+    // A tile of several samples stages each group's product here before it is copied to
+    // the samples' rows of the output.
+    let stage = if tiling.samples > 1 {
+        og * tiling.samples * l
+    } else {
+        0
+    };
+    let mut cols = Workspace::<T>::new(parts * (work + stage));
     let (pcols, pout) = (cols.as_mut_ptr() as usize, out.as_mut_ptr() as usize);
     let width = sh.plane.out[2];
-    // Sample s's output for the lines `lines`, with workspace `i`.
-    let unit = |i: usize, s: usize, lines: std::ops::Range<usize>| {
+    // The output of `samples` for the lines `lines`, with workspace `i`.
+    let unit = |i: usize, samples: std::ops::Range<usize>, lines: std::ops::Range<usize>| {
         // SAFETY: workspace i belongs to one worker at a time, and so do the output columns
-        // of these lines of this sample.
-        let cols = unsafe { block::<T>(pcols, i * work, work) };
-        for tile in sh.tiles(lines, tiling) {
-            let (p0, tl) = tile.span(width);
-            unfold_tile(sh, x, s, &tile, cols);
+        // of these lines of these samples.
+        let (cols, staged) =
+            unsafe { block::<T>(pcols, i * (work + stage), work + stage) }.split_at_mut(work);
+        for tile in sh.tiles(samples, lines, tiling) {
+            let (p0, per, ld) = (tile.first(width), tile.per_sample(), tile.columns());
+            unfold_tile(sh, x, &tile, cols);
             for g in 0..sh.groups {
                 let start = match bias {
                     Some(b) => Start::Columns(&b[g * og..(g + 1) * og]),
                     None => Start::Empty,
                 };
                 let a: Strided<T> = (w[g * og * kg..].as_ptr(), kg as isize, 1);
-                let b: Strided<T> = (cols[g * kg * tl..].as_ptr(), tl as isize, 1);
-                let dst = (pout as *mut T).wrapping_add((s * sh.o + g * og) * l + p0);
-                // SAFETY: a is og x kg of w, b is kg x tl of the workspace; dst is the
-                // tile's columns of this sample's og output rows (row stride l).
-                unsafe { product_ld(dst, l, (og, tl, kg), a, b, start, T::one(), gemm_threads) };
+                let b: Strided<T> = (cols[g * kg * ld..].as_ptr(), ld as isize, 1);
+                let s0 = tile.samples.start;
+                let (dst, dst_ld) = if tile.batched() {
+                    (staged.as_mut_ptr(), ld)
+                } else {
+                    let at = (s0 * sh.o + g * og) * l + p0;
+                    ((pout as *mut T).wrapping_add(at), l)
+                };
+                // SAFETY: a is og x kg of w, b is kg x ld of the workspace; dst is the
+                // staging block (og x ld), or the tile's columns of this sample's og output
+                // rows (row stride l).
+                unsafe {
+                    product_ld(
+                        dst,
+                        dst_ld,
+                        (og, ld, kg),
+                        a,
+                        b,
+                        start,
+                        T::one(),
+                        gemm_threads,
+                    )
+                };
+                if tile.batched() {
+                    for (j, s) in tile.samples.clone().enumerate() {
+                        for r in 0..og {
+                            let at = (s * sh.o + g * og + r) * l + p0;
+                            // SAFETY: this sample's output row, written by this worker only.
+                            let row = unsafe { block::<T>(pout, at, per) };
+                            row.copy_from_slice(&staged[r * ld + j * per..][..per]);
+                        }
+                    }
+                }
             }
         }
     };
@@ -247,14 +372,12 @@ pub(crate) fn forward<T: Element>(sh: &ConvShape, x: &[T], w: &[T], bias: Option
     match how {
         Split::Lines(p) => {
             for s in 0..sh.n {
-                crate::parallel::run_parts(p, |i| unit(i, s, lines_of(sh, p, i)));
+                crate::parallel::run_parts(p, |i| unit(i, s..s + 1, lines_of(sh, p, i)));
             }
         }
-        _ => crate::parallel::run_parts(parts, |i| {
-            for s in samples_of(sh.n, parts, i) {
-                unit(i, s, all.clone());
-            }
-        }),
+        _ => {
+            crate::parallel::run_parts(parts, |i| unit(i, samples_of(sh.n, parts, i), all.clone()))
+        }
     }
     out
 }
@@ -286,52 +409,86 @@ pub(crate) fn backward<T: Element>(
     partial.fill(T::zero());
     if sh.n * l > 0 {
         // Per part: one tile's matrix, the im2col of x for the weight gradient and then, in the
-        // same place, the columns of the input gradient before they are folded.
-        let tiling = sh.tiling(std::mem::size_of::<T>());
+        // same place, the columns of the input gradient before they are folded; for tiles of
+        // several samples, also their output gradient gathered side by side (o x columns).
+        let tiling = sh.tiling(std::mem::size_of::<T>(), !matches!(how, Split::Lines(_)));
         let tile = sh.tile_len(tiling);
         let scratch = if need[0] || need[1] { tile } else { 0 };
+        let stage = if tiling.samples > 1 && scratch > 0 {
+            sh.o * tiling.samples * l
+        } else {
+            0
+        };
         let width = sh.plane.out[2];
-        let mut work = Workspace::<T>::new(parts * scratch);
+        // The weight transposed per group, `(groups, kg, og)`, for the input gradient's
+        // `w_gᵀ · gy_g`: the GEMM read a transposed left operand at a third of its speed on
+        // deep layers (4096 x 128 x 512: 29 against 79 GFLOP/s on one Xeon core), and the
+        // copy is one pass over the weight per backward, against one product per tile.
+        let wt = need[0].then(|| {
+            let mut wt = Workspace::<T>::new(sh.o * kg);
+            for (src, dst) in w.chunks_exact(og * kg).zip(wt.chunks_exact_mut(og * kg)) {
+                crate::cpu::transpose_into(src, og, kg, dst);
+            }
+            wt
+        });
+        let mut work = Workspace::<T>::new(parts * (scratch + stage));
         let pwork = work.as_mut_ptr() as usize;
         let pgx = gx.as_mut().map_or(0, |g| g.as_mut_ptr() as usize);
         let ppartial = partial.as_mut_ptr() as usize;
-        // Sample s's contributions from the output lines `lines`, with workspace and partial
-        // sums `i`.
-        let unit = |i: usize, s: usize, lines: std::ops::Range<usize>| {
+        // The contributions of `samples` from the output lines `lines`, with workspace and
+        // partial sums `i`.
+        let unit = |i: usize, samples: std::ops::Range<usize>, lines: std::ops::Range<usize>| {
             // SAFETY: workspace and partial sums i belong to one worker at a time; so do the
             // input-gradient rows these lines fold into (see `Split::Lines`).
-            let work = unsafe { block::<T>(pwork, i * scratch, scratch) };
+            let (work, staged) =
+                unsafe { block::<T>(pwork, i * (scratch + stage), scratch + stage) }
+                    .split_at_mut(scratch);
             let (gw, gb) =
                 unsafe { block::<T>(ppartial, i * (wlen + blen), wlen + blen) }.split_at_mut(wlen);
-            let gy_s = &gy[s * sh.o * l..(s + 1) * sh.o * l];
             let (q0, q1) = (lines.start * width, lines.end * width);
             if need[2] {
-                for (b, row) in gb.iter_mut().zip(gy_s.chunks_exact(l)) {
-                    *b += crate::cpu::sum::pairwise_sum(&row[q0..q1]);
+                for s in samples.clone() {
+                    let gy_s = &gy[s * sh.o * l..(s + 1) * sh.o * l];
+                    for (b, row) in gb.iter_mut().zip(gy_s.chunks_exact(l)) {
+                        *b += crate::cpu::sum::pairwise_sum(&row[q0..q1]);
+                    }
                 }
             }
-            // SAFETY: as above (the rows of sample s's input gradient these lines reach).
-            let mut gx_s =
-                need[0].then(|| unsafe { block::<T>(pgx, s * sh.c * in_len, sh.c * in_len) });
-            for t in sh.tiles(lines, tiling) {
-                let (p0, tl) = t.span(width);
+            if scratch == 0 {
+                return;
+            }
+            for t in sh.tiles(samples.clone(), lines.clone(), tiling) {
+                let (p0, per, ld) = (t.first(width), t.per_sample(), t.columns());
+                // The tile's output gradient, o x ld: the sample's rows of gy in place (row
+                // stride l), or the samples' blocks gathered side by side.
+                let (gyt, gy_ld): (*const T, usize) = if t.batched() {
+                    for (j, s) in t.samples.clone().enumerate() {
+                        for r in 0..sh.o {
+                            staged[r * ld + j * per..][..per]
+                                .copy_from_slice(&gy[(s * sh.o + r) * l + p0..][..per]);
+                        }
+                    }
+                    (staged.as_ptr(), ld)
+                } else {
+                    (gy[t.samples.start * sh.o * l + p0..].as_ptr(), l)
+                };
                 if need[1] {
                     let cols = &mut *work;
-                    unfold_tile(sh, x, s, &t, cols);
+                    unfold_tile(sh, x, &t, cols);
                     for g in 0..sh.groups {
-                        // gw_gᵀ (kg x og) += cols_g (kg x tl) · gy_g (og x tl)ᵀ: the long
+                        // gw_gᵀ (kg x og) += cols_g (kg x ld) · gy_g (og x ld)ᵀ: the long
                         // positions axis is the inner one of both operands as stored (the
                         // other orientation, og x kg, measured 2.2x slower in the GEMM).
-                        let a: Strided<T> = (cols[g * kg * tl..].as_ptr(), tl as isize, 1);
-                        let b: Strided<T> = (gy_s[g * og * l + p0..].as_ptr(), 1, l as isize);
+                        let a: Strided<T> = (cols[g * kg * ld..].as_ptr(), ld as isize, 1);
+                        let b: Strided<T> = (gyt.wrapping_add(g * og * gy_ld), 1, gy_ld as isize);
                         let dst = gw[g * kg * og..].as_mut_ptr();
-                        // SAFETY: a is kg x tl of the workspace, b the transpose of the tile's
-                        // og x tl of gy (row stride l); dst the group's kg x og block of this
-                        // part's sum.
+                        // SAFETY: a is kg x ld of the workspace, b the transpose of the tile's
+                        // og x ld of the output gradient (row stride gy_ld); dst the group's
+                        // kg x og block of this part's sum.
                         unsafe {
                             product(
                                 dst,
-                                (kg, og, tl),
+                                (kg, og, ld),
                                 a,
                                 b,
                                 Start::Scaled(T::one()),
@@ -341,19 +498,19 @@ pub(crate) fn backward<T: Element>(
                         };
                     }
                 }
-                if let Some(gx_s) = gx_s.as_mut() {
+                if let Some(wt) = wt.as_ref() {
                     let gcols = &mut *work;
                     for g in 0..sh.groups {
-                        // gcols_g (kg x tl) = w_g (og x kg)ᵀ · gy_g (og x tl)
-                        let a: Strided<T> = (w[g * og * kg..].as_ptr(), 1, kg as isize);
-                        let b: Strided<T> = (gy_s[g * og * l + p0..].as_ptr(), l as isize, 1);
-                        let dst = gcols[g * kg * tl..].as_mut_ptr();
-                        // SAFETY: a is the transpose of og x kg of w, b the tile's og x tl of
-                        // gy; dst the group's kg x tl block of the workspace.
+                        // gcols_g (kg x ld) = w_g (og x kg)ᵀ · gy_g (og x ld)
+                        let a: Strided<T> = (wt[g * kg * og..].as_ptr(), og as isize, 1);
+                        let b: Strided<T> = (gyt.wrapping_add(g * og * gy_ld), gy_ld as isize, 1);
+                        let dst = gcols[g * kg * ld..].as_mut_ptr();
+                        // SAFETY: a is kg x og of the transposed weight, b the tile's og x ld of
+                        // the output gradient; dst the group's kg x ld block of the workspace.
                         unsafe {
                             product(
                                 dst,
-                                (kg, tl, og),
+                                (kg, ld, og),
                                 a,
                                 b,
                                 Start::Empty,
@@ -362,14 +519,20 @@ pub(crate) fn backward<T: Element>(
                             )
                         };
                     }
-                    let rows = sh.plane.volume() * tl;
-                    for (ci, img) in gx_s.chunks_exact_mut(in_len).enumerate() {
-                        sh.plane.fold_tile_into(
-                            &gcols[ci * rows..(ci + 1) * rows],
-                            t.lines.clone(),
-                            t.cols.clone(),
-                            img,
-                        );
+                    let rows = sh.plane.volume() * ld;
+                    for (j, s) in t.samples.clone().enumerate() {
+                        // SAFETY: as above (the rows of sample s's input gradient these lines
+                        // reach).
+                        let gx_s = unsafe { block::<T>(pgx, s * sh.c * in_len, sh.c * in_len) };
+                        for (ci, img) in gx_s.chunks_exact_mut(in_len).enumerate() {
+                            sh.plane.fold_tile_ld(
+                                &gcols[ci * rows + j * per..(ci + 1) * rows],
+                                t.lines.clone(),
+                                t.cols.clone(),
+                                img,
+                                ld,
+                            );
+                        }
                     }
                 }
             }
@@ -381,15 +544,13 @@ pub(crate) fn backward<T: Element>(
                 for s in 0..sh.n {
                     for phase in 0..2 {
                         crate::parallel::run_parts(p, |i| {
-                            unit(i, s, lines_of(sh, 2 * p, 2 * i + phase))
+                            unit(i, s..s + 1, lines_of(sh, 2 * p, 2 * i + phase))
                         });
                     }
                 }
             }
             _ => crate::parallel::run_parts(parts, |i| {
-                for s in samples_of(sh.n, parts, i) {
-                    unit(i, s, all.clone());
-                }
+                unit(i, samples_of(sh.n, parts, i), all.clone())
             }),
         }
     }
@@ -400,11 +561,14 @@ pub(crate) fn backward<T: Element>(
     }
     // (groups, kg, og) → the weight's (o, kg): element (g·og + r, k) is (g, k, r).
     let gw = need[1].then(|| {
-        crate::cpu::collect_exact((0..wlen).map(|i| {
-            let (oc, k) = (i / kg, i % kg);
-            let (g, r) = (oc / og, oc % og);
-            first[(g * kg + k) * og + r]
-        }))
+        let mut gw = crate::cpu::alloc::<T>(wlen);
+        for (src, dst) in first[..wlen]
+            .chunks_exact(kg * og)
+            .zip(gw.chunks_exact_mut(kg * og))
+        {
+            crate::cpu::transpose_into(src, kg, og, dst);
+        }
+        gw
     });
     let gb = need[2].then(|| crate::cpu::collect_exact(first[wlen..].iter().copied()));
     (gx, gw, gb)

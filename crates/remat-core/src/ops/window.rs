@@ -214,8 +214,8 @@ impl Plane {
 
     /// Visit every (kernel offset row, output line) of the lines `lines`, restricted to the
     /// output columns `cols` of each line: `f(segment_start, input_line_base, lo, hi, k_last)`
-    /// where `segment_start` is the segment's offset in a `volume × (lines.len() ·
-    /// cols.len())` matrix, `lo..hi` the segment's columns (relative to `cols.start`) whose
+    /// where `segment_start` is the segment's offset in a `volume`-row matrix whose rows are
+    /// `ld` apart (the segments of a row side by side from its start), `lo..hi` the segment's columns (relative to `cols.start`) whose
     /// input lies inside the plane, and `input_line_base` None when the line lies in the
     /// padding.
     #[inline]
@@ -223,10 +223,10 @@ impl Plane {
         &self,
         lines: std::ops::Range<usize>,
         cols: std::ops::Range<usize>,
+        ld: usize,
         mut f: impl FnMut(usize, Option<usize>, usize, usize, usize),
     ) {
         let cw = cols.len();
-        let width = lines.len() * cw;
         let mut row = 0;
         for ka in 0..self.kernel[0] {
             for kb in 0..self.kernel[1] {
@@ -234,7 +234,7 @@ impl Plane {
                     let (lo, hi) = self.inner_range(kc);
                     let lo = lo.clamp(cols.start, cols.end) - cols.start;
                     let hi = hi.clamp(cols.start, cols.end) - cols.start;
-                    let mut o = row * width;
+                    let mut o = row * ld;
                     for line in lines.clone() {
                         let (oa, ob) = (line / self.out[1], line % self.out[1]);
                         let base = match (self.coord(0, oa, ka), self.coord(1, ob, kb)) {
@@ -272,10 +272,25 @@ impl Plane {
         cols: std::ops::Range<usize>,
         mat: &mut [T],
     ) {
+        let ld = lines.len() * cols.len();
+        self.unfold_tile_ld(x, lines, cols, mat, ld)
+    }
+
+    /// [`Plane::unfold_tile_into`] into the first `lines.len() · cols.len()` columns of a
+    /// matrix whose rows are `ld` elements apart (one sample's block of a tile that spans
+    /// several samples).
+    pub(crate) fn unfold_tile_ld<T: Scalar>(
+        &self,
+        x: &[T],
+        lines: std::ops::Range<usize>,
+        cols: std::ops::Range<usize>,
+        mat: &mut [T],
+        ld: usize,
+    ) {
         let zero = T::default();
         let (w, c0) = (cols.len(), cols.start);
         let s = self.stride[2];
-        self.for_lines(lines, cols, |o, base, lo, hi, kc| {
+        self.for_lines(lines, cols, ld, |o, base, lo, hi, kc| {
             let line = &mut mat[o..o + w];
             let Some(base) = base else {
                 line.fill(zero);
@@ -311,9 +326,23 @@ impl Plane {
         cols: std::ops::Range<usize>,
         x: &mut [T],
     ) {
+        let ld = lines.len() * cols.len();
+        self.fold_tile_ld(mat, lines, cols, x, ld)
+    }
+
+    /// [`Plane::fold_tile_into`] from the first `lines.len() · cols.len()` columns of a
+    /// matrix whose rows are `ld` elements apart (see [`Plane::unfold_tile_ld`]).
+    pub(crate) fn fold_tile_ld<T: Element>(
+        &self,
+        mat: &[T],
+        lines: std::ops::Range<usize>,
+        cols: std::ops::Range<usize>,
+        x: &mut [T],
+        ld: usize,
+    ) {
         let (w, c0) = (cols.len(), cols.start);
         let s = self.stride[2];
-        self.for_lines(lines, cols, |o, base, lo, hi, kc| {
+        self.for_lines(lines, cols, ld, |o, base, lo, hi, kc| {
             let (Some(base), true) = (base, lo < hi) else {
                 return;
             };
