@@ -2,7 +2,8 @@
 channels, 4×4 kernels, planes of 1-16 positions) run their CPU kernels on tiles that span
 several samples. Their output, input gradient, weight gradient and bias gradient equal a
 float64 NumPy reference, for batches that split between the threads evenly, unevenly and
-not at all, with groups, and for a plane too small to fill one tile."""
+not at all, with groups, for a plane too small to fill one tile, and for kernels that cover
+the whole input."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ CASES = [
     (7, 256, 8, 4, 4, 1, 0, 1),  # one position per sample (the discriminator's last layer)
     (4, 128, 64, 8, 4, 2, 1, 2),  # groups
     (3, 64, 16, 6, 3, 1, 1, 1),  # shallower: 36 positions per sample, single-sample tiles
+    # The kernel covers the whole unpadded input (each column is a sample's planes):
+    (16, 512, 1, 4, 4, 1, 0, 1),  # a DCGAN discriminator's last layer
+    (4, 64, 8, 4, 4, 2, 0, 4),  # groups, a stride that never moves
+    (1, 32, 4, 3, 3, 1, 0, 1),  # one sample
+    (3, 8, 5, 3, 3, 1, 0, 1),  # shallow: single-sample tiles
 ]
 
 

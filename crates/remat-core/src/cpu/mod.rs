@@ -16,7 +16,7 @@ pub mod row_max;
 pub mod sum;
 mod transpose;
 
-pub(crate) use transpose::transpose_into;
+pub(crate) use transpose::{transpose_into, transpose_serial};
 
 use crate::dtype::{Element, Scalar};
 use crate::error::{Error, Result};

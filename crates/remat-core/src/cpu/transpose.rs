@@ -10,6 +10,27 @@ pub(crate) fn transpose_into<T: Copy + Send + Sync>(
     cols: usize,
     dst: &mut [T],
 ) {
+    transpose_with(src, rows, cols, dst, crate::parallel::num_threads())
+}
+
+/// [`transpose_into`] on the calling thread alone (for kernels that already run one part
+/// per thread).
+pub(crate) fn transpose_serial<T: Copy + Send + Sync>(
+    src: &[T],
+    rows: usize,
+    cols: usize,
+    dst: &mut [T],
+) {
+    transpose_with(src, rows, cols, dst, 1)
+}
+
+fn transpose_with<T: Copy + Send + Sync>(
+    src: &[T],
+    rows: usize,
+    cols: usize,
+    dst: &mut [T],
+    threads: usize,
+) {
     const TILE: usize = 32;
     assert!(src.len() >= rows * cols && dst.len() >= rows * cols);
     let (ps, pd) = (src.as_ptr() as usize, dst.as_mut_ptr() as usize);
@@ -30,7 +51,6 @@ pub(crate) fn transpose_into<T: Copy + Send + Sync>(
             }
         }
     };
-    let threads = crate::parallel::num_threads();
     if threads > 1 && rows * cols >= 1 << 18 {
         let step = rows.div_ceil(threads).next_multiple_of(TILE);
         crate::parallel::run_parts(rows.div_ceil(step), |i| {

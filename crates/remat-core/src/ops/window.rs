@@ -142,6 +142,15 @@ pub(crate) struct Plane {
 }
 
 impl Plane {
+    /// Whether the kernel covers the whole unpadded input in one position: each im2col
+    /// column is then a sample's channel plane as it lies in memory (a discriminator's last
+    /// 4×4 convolution of a 4×4 image, a convolution used as a dense layer).
+    pub(crate) fn is_dense(&self) -> bool {
+        self.out_len() == 1
+            && self.kernel == self.input
+            && self.padding == [0; 3]
+            && self.dilation == [1; 3]
+    }
     pub(crate) fn new(win: &Window, input: &[usize], out: &[usize]) -> Plane {
         let lift = |v: &[usize], fill: usize| {
             let mut a = [fill; 3];
