@@ -1313,6 +1313,16 @@ def inplace_rows() -> list[Op]:
            st.sampled_from(SETITEM_EXAMPLES[:2] + SETITEM_EXAMPLES[3:]),
            SETITEM_EXAMPLES[:2] + SETITEM_EXAMPLES[3:],
            call=written(lambda f, y, r, p: _view_iadd(f, y, r, p)), op="add_"),
+        # In a graph the write is recorded over the tensor's own storage (the backward reads
+        # the result); a negative slope computes from a clone of the overwritten input.
+        Op("relu_", None, ("relu_",), lambda x: np.maximum(x, 0.0), NONZERO, one(),
+           (Case(((2, 3),)), Case(((4, 1, 3),))), call=written(lambda f, y, r, p: f(y))),
+        Op("leaky_relu_", lambda x, negative_slope=0.01: F.leaky_relu_(x, negative_slope), (),
+           lambda x, negative_slope=0.01: np.where(x > 0, x, negative_slope * x), NONZERO,
+           one(negative_slope=st.sampled_from([0.01, 0.2, 0.0, -0.5, 1.5])),
+           (Case(((2, 3),)), Case(((3,),), {"negative_slope": 0.2}),
+            Case(((2, 2),), {"negative_slope": -0.5}), Case(((2, 2),), {"negative_slope": 0.0})),
+           call=written(lambda f, y, r, p: f(y, **p))),
     ]
     return rows
 

@@ -1158,6 +1158,15 @@ fn leaky_relu(py: Python<'_>, x: &Bound<'_, PyAny>, negative_slope: f64) -> PyRe
     unary(py, &x, |x| ops::leaky_relu(x, negative_slope))
 }
 
+/// Leaky ReLU written over `x` in place (what ``F.leaky_relu(inplace=True)`` and
+/// ``F.leaky_relu_`` call); returns None.
+#[pyfunction]
+#[pyo3(signature = (x, negative_slope=0.01))]
+fn _leaky_relu_(py: Python<'_>, x: PyRef<'_, PyTensor>, negative_slope: f64) -> PyResult<()> {
+    let t = x.inner.clone();
+    run(py, heavy(&[&t]), || ops::leaky_relu_(&t, negative_slope))
+}
+
 /// Layer normalisation over the trailing axes, then an optional scale and shift.
 ///
 /// PyTorch's ``layer_norm(input, normalized_shape, weight, bias, eps)``, with
@@ -1343,6 +1352,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dropout, m)?)?;
     m.add_function(wrap_pyfunction!(softplus, m)?)?;
     m.add_function(wrap_pyfunction!(leaky_relu, m)?)?;
+    m.add_function(wrap_pyfunction!(_leaky_relu_, m)?)?;
     m.add_function(wrap_pyfunction!(layer_norm, m)?)?;
     m.add_function(wrap_pyfunction!(einsum, m)?)?;
     Ok(())

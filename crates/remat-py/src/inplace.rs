@@ -320,6 +320,28 @@ impl PyTensor {
     fn zero_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
         in_place(slf, ops::zero_)
     }
+    /// ``max(x, 0)`` written over this tensor (PyTorch's ``Tensor.relu_``).
+    ///
+    /// In a graph the write is recorded over this tensor's own storage: the backward reads
+    /// the result, so no copy of the overwritten input is kept.
+    ///
+    /// Returns
+    /// -------
+    /// Tensor
+    ///     This tensor (the same object), modified.
+    ///
+    /// Raises
+    /// ------
+    /// GraphError
+    ///     If grad mode is on and this tensor is a leaf that requires grad, or a view of one.
+    ///
+    /// Examples
+    /// --------
+    /// >>> remat.tensor([-1.0, 2.0]).relu_()
+    /// tensor([0., 2.])
+    fn relu_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        in_place(slf, ops::relu_)
+    }
     /// Set every element to `value` in place.
     ///
     /// Parameters

@@ -56,6 +56,7 @@ from .._remat import (
 # The engine's functions that the wrappers below extend to PyTorch's signatures.
 from .._remat import dropout as _dropout
 from .._remat import l1_loss as _l1_loss
+from .._remat import _leaky_relu_
 from .._remat import leaky_relu as _leaky_relu
 from .._remat import linear as _linear
 from .._remat import relu as _relu
@@ -107,7 +108,9 @@ def relu(input: Any, inplace: bool = False) -> Tensor:
     >>> F.relu(x, inplace=True) is x, x
     (True, tensor([0., 2.]))
     """
-    return _maybe_in_place(_relu, input, inplace, reads_input=False)
+    if inplace and isinstance(input, Tensor):
+        return input.relu_()
+    return _relu(input)
 
 
 def relu_(input: Tensor) -> Tensor:
@@ -166,8 +169,10 @@ def leaky_relu(input: Any, negative_slope: float = 0.01, inplace: bool = False) 
     >>> F.leaky_relu(remat.tensor([-1.0, 2.0]), 0.1)
     tensor([-0.1000,  2.0000])
     """
-    return _maybe_in_place(lambda x: _leaky_relu(x, negative_slope), input, inplace,
-                           reads_input=True)
+    if inplace and isinstance(input, Tensor):
+        _leaky_relu_(input, negative_slope)
+        return input
+    return _leaky_relu(input, negative_slope)
 
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:

@@ -178,7 +178,7 @@ pub(crate) fn timer(
 }
 
 /// Whether a storage made now on `device` gets a cell.
-fn active(device: Device) -> bool {
+pub(crate) fn active(device: Device) -> bool {
     crate::memory::memory_limit(device).is_some()
 }
 

@@ -102,7 +102,8 @@ pub use gather::{
 pub use group_norms::{group_norm, rms_norm};
 pub use inplace::{
     add_, add_inplace, axpy_inplace, bernoulli_, bernoulli_tensor_, clamp_, clamp_by_, copy_, div_,
-    exponential_, fill_, masked_fill_, mul_, normal_, sub_, uniform_, update_with_, zero_, Operand,
+    exponential_, fill_, leaky_relu_, masked_fill_, mul_, normal_, relu_, sub_, uniform_,
+    update_with_, zero_, Operand,
 };
 pub use int_div::{div_rounded, floor_divide, remainder, trunc_divide};
 pub use interpolate::{interpolate, InterpolateMode};

@@ -33,7 +33,7 @@ pub enum Saves {
 }
 
 impl Saves {
-    fn list(self) -> &'static [Save] {
+    pub(crate) fn list(self) -> &'static [Save] {
         match self {
             Saves::Nothing => &[],
             Saves::Input => &[Save::Input(0)],
@@ -295,6 +295,14 @@ impl Op for UnaryOp {
         let s = ctx.saved.first().unwrap_or(ctx.grad);
         let g = super::to_dtype(ctx.grad, s.dtype())?;
         Ok(vec![Some(self.f.grad(&g, s, self.p)?)])
+    }
+}
+
+impl UnaryOp {
+    /// The row `f` with parameter `p`, as an op to record (the in-place activations record
+    /// it over the values they wrote).
+    pub(crate) fn new(f: Unary, p: f64) -> UnaryOp {
+        UnaryOp { f, p }
     }
 }
 

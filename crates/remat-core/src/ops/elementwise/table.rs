@@ -1135,6 +1135,13 @@ unary_table! {
         cpu(|x, p| if x > T::from_f64(0.0) { x } else { x * p })
         cuda("x > T(0) ? x : x * p")
         grad(|g, x, p| binary(Binary::LeakyReluBackward, g, x, p));
+    /// leaky ReLU saving its output, for a slope `p >= 0` (the result is above 0 exactly where
+    /// the input is, so its backward reads the result): what the in-place `leaky_relu_`
+    /// records, keeping no copy of the overwritten input, as PyTorch's does
+    LeakyReluOut "leaky_relu" save(Output)
+        cpu(|x, p| if x > T::from_f64(0.0) { x } else { x * p })
+        cuda("x > T(0) ? x : x * p")
+        grad(|g, y, p| binary(Binary::LeakyReluBackward, g, y, p));
     /// `max(x, p)`: clamp from below by a constant (NaN in `x` or `p` propagates)
     ClampMin "clamp" save(Input)
         cpu(|x, p| if x.is_nan() || x > p { x } else { p })

@@ -1,6 +1,6 @@
 //! In-place ops, PyTorch's `add_`, `sub_`, `mul_`, `div_`, `zero_`, `fill_`, `copy_`,
-//! `clamp_`, `masked_fill_`, `normal_`, `uniform_` (and `t[idx] = v`, in `ops::setitem`),
-//! plus the engine's own gradient accumulation (`add_inplace`).
+//! `clamp_`, `masked_fill_`, `normal_`, `uniform_`, `relu_`, `leaky_relu_` (and
+//! `t[idx] = v`, in `ops::setitem`), plus the engine's own gradient accumulation (`add_inplace`).
 //!
 //! Each public op checks PyTorch's rules (`rules`: no leaf that requires grad under grad
 //! mode, no overlapping destination, operands that broadcast to the destination; `dtypes`:
@@ -14,6 +14,7 @@
 //! new values.
 
 mod accumulate;
+mod activation;
 mod cpu;
 mod cuda;
 mod dtypes;
@@ -22,6 +23,7 @@ pub(crate) mod rules;
 mod update;
 
 pub use accumulate::{add_inplace, axpy_inplace};
+pub use activation::{leaky_relu_, relu_};
 pub(crate) use update::{Src, Update};
 
 use super::Bound;

@@ -169,6 +169,13 @@ fn commit(op: &str, target: &Tensor, new: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// Count a recorded write on `t`'s storage and rebase `t` onto `new`, whose values `t`
+/// already holds (an in-place op that recorded its node over `t`'s storage itself).
+pub(crate) fn rebase_onto(t: &Tensor, new: &Tensor) {
+    let now = t.storage().bump_graph_writes();
+    rebase(t, new, now);
+}
+
 /// Make `t` stand for `new` in the graph (its node, requires-grad flag and recipe; `t`'s
 /// values are already `new`'s). A `retain_grad` on `t` moves to the new node, as in PyTorch.
 fn rebase(t: &Tensor, new: &Tensor, graph_at: u64) {
