@@ -358,8 +358,16 @@ impl Plane {
             let line = &mat[o..o + w];
             let (off, pad) = self.first_col(kc);
             let start = base + (c0 + lo) * s + off - pad;
-            for (j, &v) in line[lo..hi].iter().enumerate() {
-                x[start + j * s] += v;
+            if s == 1 {
+                // Contiguous: a slice add the compiler vectorises.
+                let dst = &mut x[start..start + (hi - lo)];
+                for (d, &v) in dst.iter_mut().zip(&line[lo..hi]) {
+                    *d += v;
+                }
+            } else {
+                for (j, &v) in line[lo..hi].iter().enumerate() {
+                    x[start + j * s] += v;
+                }
             }
         });
     }
