@@ -45,29 +45,20 @@ fn unary_in_place(op: &str, dst: &Tensor, f: Unary, p: f64) -> Result<()> {
         // Integer rows may change the dtype (`update_with_` refuses a result that does not fit).
         return super::update_with_(op, dst, &[], |t| unary(f, t, p));
     }
-    match rules::check_writable(op, dst, &[])? {
-        Write::Plain => {
-            let y = computed(f, dst, p)?;
-            write(op, dst, &[(Src::Tensor(&y), Update::Set)])
-        }
-        Write::Recorded if records_over_storage(dst, f) => {
-            let y = computed(f, dst, p)?;
-            write(op, dst, &[(Src::Tensor(&y), Update::Set)])?;
-            drop(y);
-            let written = Tensor::from_data(dst.data().clone());
-            let new = crate::autograd::node::record(
-                UnaryOp::new(f, p),
-                &[dst],
-                written,
-                f.saves().list(),
-            );
-            recorded::rebase_onto(dst, &new);
-            Ok(())
-        }
-        Write::Recorded => {
-            recorded::write_whole(op, dst, f.saves() == Saves::Input, |old| unary(f, old, p))
-        }
+    let in_graph = rules::check_writable(op, dst, &[])? == Write::Recorded;
+    if in_graph && !records_over_storage(dst, f) {
+        return recorded::write_whole(op, dst, f.saves() == Saves::Input, |old| unary(f, old, p));
     }
+    let y = computed(f, dst, p)?;
+    write(op, dst, &[(Src::Tensor(&y), Update::Set)])?;
+    drop(y);
+    if in_graph {
+        let written = Tensor::from_data(dst.data().clone());
+        let new =
+            crate::autograd::node::record(UnaryOp::new(f, p), &[dst], written, f.saves().list());
+        recorded::rebase_onto(dst, &new);
+    }
+    Ok(())
 }
 
 /// The row's values of `dst`, unrecorded.
@@ -85,5 +76,4 @@ fn records_over_storage(dst: &Tensor, f: Unary) -> bool {
         && matches!(context::current(), SaveMode::Normal)
         && !crate::dtr::active(dst.device())
         && recorded::view_root(dst).is_none()
-        && dst.0.graph_at.load(std::sync::atomic::Ordering::Acquire) == dst.storage().graph_writes()
 }
