@@ -103,6 +103,47 @@ def test_hooks_inside_a_checkpoint_segment_see_the_same_gradient():
     np.testing.assert_array_equal(seen_plain[-1], seen_ck[-1])
 
 
+def test_post_accumulate_grad_hook_runs_once_per_backward_after_the_grad_is_summed():
+    # PyTorch's register_post_accumulate_grad_hook: the hook gets the parameter, once its
+    # .grad holds every contribution of this backward (w is used twice here).
+    w = remat.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    h = w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.numpy().copy()))
+    (w * 2 + w * 3).sum().backward()
+    (w * w).sum().backward()
+    assert len(seen) == 2
+    np.testing.assert_array_equal(seen[0], [5.0, 5.0])
+    np.testing.assert_array_equal(seen[1], [7.0, 9.0])  # accumulated onto the first
+    remat.grad((w * 2).sum(), [w])  # grad() accumulates nothing: no call
+    assert len(seen) == 2
+    h.remove()
+    (w * 2).sum().backward()
+    assert len(seen) == 2
+
+
+@pytest.mark.parametrize("entry", ["checkpoint", "checkpoint_sequential"])
+def test_post_accumulate_grad_hook_runs_once_under_a_checkpoint(entry):
+    lin = remat.nn.Linear(3, 3)
+    calls = {id(p): 0 for p in lin.parameters()}
+    for p in lin.parameters():
+        p.register_post_accumulate_grad_hook(lambda p: calls.__setitem__(id(p), calls[id(p)] + 1))
+    x = remat.randn(2, 3)
+    if entry == "checkpoint":
+        y = remat.checkpoint(lambda t: lin(lin(t)).tanh(), x)
+    else:
+        y = remat.checkpoint_sequential(remat.nn.Sequential(lin, remat.nn.Tanh(), lin), 2, x)
+    y.sum().backward()
+    assert set(calls.values()) == {1}
+
+
+def test_post_accumulate_grad_hook_errors():
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        remat.ones(2).register_post_accumulate_grad_hook(lambda p: None)
+    x = remat.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        (x * 2).register_post_accumulate_grad_hook(lambda p: None)
+
+
 # --------------------------------------------------------------------- inference mode, data
 
 def test_inference_mode_context_and_decorator():

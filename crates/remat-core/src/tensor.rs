@@ -47,6 +47,8 @@ pub(crate) struct TensorState {
     pub(crate) recipe: Option<Arc<Recipe>>,
     /// Gradient hooks of a leaf (a non-leaf's live on its grad_fn node).
     pub(crate) hooks: crate::autograd::hooks::HookList,
+    /// Hooks run with a leaf after backward accumulated into its `.grad`, with their ids.
+    pub(crate) post_accumulate_hooks: Vec<(u64, crate::autograd::hooks::PostAccumulateHook)>,
     /// Whether `retain_grad` was called (non-leaves).
     pub(crate) retains_grad: bool,
     /// The evictable cell of this tensor's storage (made under a memory limit).

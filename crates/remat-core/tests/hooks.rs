@@ -79,3 +79,69 @@ fn hooks_need_a_tensor_that_requires_grad_and_errors_propagate() {
     let err = backward(&sum(&ops::scale(&x, 2.0).unwrap())).unwrap_err();
     assert!(err.to_string().contains("refused"), "{err}");
 }
+
+/// A post-accumulate hook counting its calls and recording the leaf's `.grad` it saw.
+fn counting_post_hook(t: &Tensor) -> (Arc<Mutex<Vec<Vec<f32>>>>, autograd::HookHandle) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let h = t
+        .register_post_accumulate_grad_hook(Arc::new(move |leaf: &Tensor| {
+            s.lock().unwrap().push(leaf.grad().unwrap().to_vec::<f32>());
+            Ok(())
+        }))
+        .unwrap();
+    (seen, h)
+}
+
+#[test]
+fn post_accumulate_hook_sees_the_updated_grad_once_per_backward() {
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let (seen, h) = counting_post_hook(&x);
+    // x is used twice: the engine sums both gradients, then accumulates once.
+    let y = ops::add(&ops::scale(&x, 2.0).unwrap(), &ops::mul(&x, &x).unwrap()).unwrap();
+    backward(&sum(&y)).unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![vec![4.0, 6.0]]);
+    backward(&sum(&ops::scale(&x, 1.0).unwrap())).unwrap();
+    assert_eq!(seen.lock().unwrap()[1], vec![5.0, 7.0]);
+    h.remove();
+    backward(&sum(&x)).unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 2);
+}
+
+#[test]
+fn post_accumulate_hook_runs_once_under_a_checkpoint_segment_and_not_for_grad() {
+    let w = leaf(&[0.5, -1.0], &[2]);
+    let (seen, _h) = counting_post_hook(&w);
+    let x = Tensor::from_vec(vec![1.0f32, 3.0], &[2]).unwrap();
+    let w2 = w.clone();
+    let out = remat_core::checkpoint::checkpoint_segment(&[x], move |t| {
+        let h = ops::tanh(&ops::mul(&t[0], &w2)?)?;
+        Ok(vec![ops::mul(&h, &w2)?])
+    })
+    .unwrap();
+    backward(&sum(&out[0])).unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    // `grad` accumulates nothing, so the hook does not run.
+    let y = sum(&ops::scale(&w, 2.0).unwrap());
+    autograd::grad(&[y], &[w.clone()], None, false).unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn post_accumulate_hooks_need_a_leaf_that_requires_grad_and_errors_propagate() {
+    let plain = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
+    let hook: autograd::PostAccumulateHook = Arc::new(|_| Ok(()));
+    assert!(matches!(
+        plain.register_post_accumulate_grad_hook(hook.clone()),
+        Err(Error::Graph { .. })
+    ));
+    let x = leaf(&[1.0], &[1]);
+    let y = ops::scale(&x, 2.0).unwrap();
+    assert!(matches!(
+        y.register_post_accumulate_grad_hook(hook),
+        Err(Error::Graph { .. })
+    ));
+    x.register_post_accumulate_grad_hook(Arc::new(|_| Err(Error::graph("hook", "refused"))))
+        .unwrap();
+    assert!(backward(&sum(&y)).is_err());
+}

@@ -1,5 +1,6 @@
-//! Python bindings of tensor gradient hooks: `Tensor.register_hook(fn)` (returning a handle
-//! with `remove()`), `Tensor.retain_grad()` and `Tensor.retains_grad`. The hook is a Python
+//! Python bindings of tensor gradient hooks: `Tensor.register_hook(fn)` and
+//! `Tensor.register_post_accumulate_grad_hook(fn)` (each returning a handle with `remove()`),
+//! `Tensor.retain_grad()` and `Tensor.retains_grad`. The hook is a Python
 //! callable run by the engine during backward, with the GIL taken for the call; an
 //! exception it raises surfaces unchanged from `backward`.
 
@@ -7,7 +8,8 @@ use crate::errors::{callback_error, to_pyerr};
 use crate::tensor::{wrap, PyTensor};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use remat_core::autograd::{GradHook, HookHandle};
+use pyo3::types::PyWeakrefReference;
+use remat_core::autograd::{GradHook, HookHandle, PostAccumulateHook};
 use remat_core::{Error, Tensor};
 use std::sync::Arc;
 
@@ -70,6 +72,30 @@ fn python_hook(f: PyObject) -> GradHook {
     })
 }
 
+/// A core post-accumulate hook calling `f(tensor)`, whose result is ignored (as PyTorch's).
+///
+/// `tensor` is the Python object the hook was registered on (PyTorch passes the parameter
+/// itself, so `p is param` holds and attributes set on it are seen), held weakly so that the
+/// hook does not keep its own tensor alive; a fresh wrapper stands in once that object is gone.
+fn python_post_accumulate_hook(f: PyObject, owner: PyObject) -> PostAccumulateHook {
+    Arc::new(move |leaf: &Tensor| {
+        Python::with_gil(|py| {
+            let alive = owner
+                .bind(py)
+                .downcast::<PyWeakrefReference>()
+                .ok()
+                .and_then(|weak| weak.upgrade());
+            let arg = match alive {
+                Some(obj) => obj.unbind(),
+                None => Py::new(py, wrap(leaf.clone()))
+                    .map_err(callback_error)?
+                    .into_any(),
+            };
+            f.call1(py, (arg,)).map(|_| ()).map_err(callback_error)
+        })
+    })
+}
+
 #[pymethods]
 impl PyTensor {
     /// Register a hook called with this tensor's gradient during backward.
@@ -122,6 +148,56 @@ impl PyTensor {
         let handle = self
             .inner
             .register_hook(python_hook(hook))
+            .map_err(to_pyerr)?;
+        Ok(PyHookHandle { handle })
+    }
+
+    /// Register a hook called with this leaf after backward accumulated into its `.grad`.
+    ///
+    /// `hook(tensor) -> None` runs once per backward that reaches this leaf, right after its
+    /// gradient was added into `.grad` (never for `remat.autograd.grad`, which accumulates
+    /// nothing), as PyTorch's `register_post_accumulate_grad_hook`. Data-parallel training
+    /// starts a gradient bucket's all-reduce from such hooks.
+    ///
+    /// Parameters
+    /// ----------
+    /// hook : callable
+    ///     Called as `hook(tensor)` with this tensor; its return value is ignored.
+    ///
+    /// Returns
+    /// -------
+    /// handle
+    ///     A handle with a `remove()` method that unregisters the hook.
+    ///
+    /// Raises
+    /// ------
+    /// TypeError
+    ///     If `hook` is not callable.
+    /// GraphError
+    ///     If this tensor does not require grad or is not a leaf.
+    ///
+    /// Examples
+    /// --------
+    /// >>> w = remat.tensor([1.0, 2.0], requires_grad=True)
+    /// >>> seen = []
+    /// >>> h = w.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+    /// >>> (w * 3).sum().backward()
+    /// >>> seen
+    /// [[3.0, 3.0]]
+    fn register_post_accumulate_grad_hook(
+        slf: &Bound<'_, Self>,
+        hook: PyObject,
+    ) -> PyResult<PyHookHandle> {
+        if !hook.bind(slf.py()).is_callable() {
+            return Err(PyTypeError::new_err(
+                "register_post_accumulate_grad_hook: hook must be callable",
+            ));
+        }
+        let owner = PyWeakrefReference::new(slf)?.into_any().unbind();
+        let handle = slf
+            .get()
+            .inner
+            .register_post_accumulate_grad_hook(python_post_accumulate_hook(hook, owner))
             .map_err(to_pyerr)?;
         Ok(PyHookHandle { handle })
     }

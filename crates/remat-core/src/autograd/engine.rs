@@ -394,7 +394,9 @@ fn run(
             let input_grads: Vec<Option<Tensor>> = match (&node.kind, g) {
                 (NodeKind::Accumulate(leaf), Some(g)) => {
                     if targets.is_none() && !discard {
-                        accumulate(&Tensor(leaf.clone()), g, create_graph)?;
+                        let leaf = Tensor(leaf.clone());
+                        accumulate(&leaf, g, create_graph)?;
+                        super::hooks::run_post_accumulate_hooks(&leaf)?;
                     }
                     Vec::new()
                 }

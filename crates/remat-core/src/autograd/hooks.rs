@@ -7,6 +7,11 @@
 //! run before the gradient is used (passed on, accumulated into `.grad`, or returned by
 //! `grad`). `retain_grad` is a hook that accumulates into a non-leaf's `.grad`; it holds the
 //! tensor weakly, so a graph never keeps its own outputs alive.
+//!
+//! A leaf may also have post-accumulate hooks (`Tensor::register_post_accumulate_grad_hook`):
+//! they run with the leaf itself right after backward has added a gradient into its `.grad`,
+//! once per backward that reaches the leaf, and never for `grad` (which accumulates nothing).
+//! Data-parallel training starts a bucket's all-reduce from them, as PyTorch's DDP does.
 
 use super::node::{Node, NodeKind};
 use crate::error::{Error, Result};
@@ -17,6 +22,9 @@ use std::sync::{Arc, Weak};
 
 /// A gradient hook: given the gradient, returns a replacement or `None` to keep it.
 pub type GradHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+
+/// A post-accumulate hook: given the leaf after its `.grad` was updated.
+pub type PostAccumulateHook = Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>;
 
 /// The hooks of one tensor, each with the id its handle removes it by, and the
 /// `retain_grad` hook, which always runs last (as in PyTorch), so `.grad` holds the gradient
@@ -58,6 +66,7 @@ pub struct HookHandle {
 enum Place {
     Node(Weak<Node>),
     Leaf(Weak<TensorImpl>),
+    PostAccumulate(Weak<TensorImpl>),
 }
 
 impl HookHandle {
@@ -73,6 +82,14 @@ impl HookHandle {
             Place::Leaf(t) => {
                 if let Some(t) = t.upgrade() {
                     remove(&mut t.state.lock().hooks);
+                }
+            }
+            Place::PostAccumulate(t) => {
+                if let Some(t) = t.upgrade() {
+                    t.state
+                        .lock()
+                        .post_accumulate_hooks
+                        .retain(|(id, _)| *id != self.id);
                 }
             }
         }
@@ -92,6 +109,23 @@ pub(crate) fn run_hooks(node: &Node, g: Tensor) -> Result<Tensor> {
             hooks.run(g)
         }
     }
+}
+
+/// Run the post-accumulate hooks of `leaf` (after its `.grad` was updated), in registration
+/// order, from a copy of the list so a hook may register or remove hooks.
+pub(crate) fn run_post_accumulate_hooks(leaf: &Tensor) -> Result<()> {
+    let hooks: Vec<PostAccumulateHook> = leaf
+        .0
+        .state
+        .lock()
+        .post_accumulate_hooks
+        .iter()
+        .map(|(_, h)| h.clone())
+        .collect();
+    for h in hooks {
+        h(leaf)?;
+    }
+    Ok(())
 }
 
 /// A copy of the list, so a hook may register or remove hooks without deadlocking.
@@ -122,6 +156,33 @@ impl Tensor {
             }
         };
         Ok(HookHandle { id, place })
+    }
+
+    /// Register `hook` to run with this leaf after each backward has accumulated a gradient
+    /// into its `.grad` (PyTorch's `register_post_accumulate_grad_hook`). Error on a tensor
+    /// that does not require grad or is not a leaf.
+    pub fn register_post_accumulate_grad_hook(
+        &self,
+        hook: PostAccumulateHook,
+    ) -> Result<HookHandle> {
+        if !self.requires_grad() {
+            return Err(Error::graph(
+                "register_post_accumulate_grad_hook",
+                "cannot register a hook on a tensor that doesn't require gradient",
+            ));
+        }
+        if !self.is_leaf() {
+            return Err(Error::graph(
+                "register_post_accumulate_grad_hook",
+                "post accumulate grad hooks cannot be registered on non-leaf tensors",
+            ));
+        }
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        self.0.state.lock().post_accumulate_hooks.push((id, hook));
+        Ok(HookHandle {
+            id,
+            place: Place::PostAccumulate(Arc::downgrade(&self.0)),
+        })
     }
 
     /// Keep this non-leaf tensor's gradient in `.grad` after backward (accumulating across

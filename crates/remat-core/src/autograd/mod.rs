@@ -7,5 +7,5 @@ pub mod node;
 pub(crate) mod saved;
 
 pub use engine::{backward, backward_with, grad, grad_with, GradOptions};
-pub use hooks::{GradHook, HookHandle};
+pub use hooks::{GradHook, HookHandle, PostAccumulateHook};
 pub use node::{BackwardCtx, InputMeta, Node, Op, Save};
