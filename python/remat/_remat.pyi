@@ -84,6 +84,7 @@ __all__ = [
     "ShapeError", "softmax", "softplus", "stack", "sub", "sum", "Tensor", "tensor",
     "transpose", "where", "zero_", "zeros", "zeros_like", "__version__", "_CheckpointGroup",
     "_plan_cache_stats", "_set_checkpoint_early_stop", "_checkpoint_early_stop", "_is_recomputing",
+    "_reachable_leaves",
     "_Scope", "_StorageOwner", "_GraphExecGroup", "_graph_exec_group_enter",
     # comparisons, logical/bitwise, masking, floor division
     "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",
@@ -1710,6 +1711,7 @@ def checkpoint_segment(
 def _set_checkpoint_early_stop(enable: bool) -> bool: ...
 def _checkpoint_early_stop() -> bool: ...
 def _is_recomputing() -> bool: ...
+def _reachable_leaves(outputs: Sequence[Tensor], leaves: Sequence[Tensor]) -> list[bool]: ...
 
 @final
 class Generator:

@@ -12,7 +12,7 @@ import warnings
 from typing import Any, Callable
 from collections.abc import Sequence
 
-from . import _pytree, _remat
+from . import _pytree, _remat, _replay_tape
 from ._remat import Tensor
 from .autograd import Function
 
@@ -98,11 +98,15 @@ def _flatten_inputs(args: Sequence[Any], kwargs: dict) -> tuple[list[Tensor], _p
 
 def _runner(fn: Callable[..., Any], spec: _pytree.TreeSpec, outputs: _Outputs):
     """The function the engine runs (forward, then once more to recompute): the inputs put
-    back into the call's structure, the result flattened to its Tensors."""
+    back into the call's structure, the result flattened to its Tensors. The runs share a
+    tape, so a collective inside ``fn`` talks to the other ranks in the forward only and its
+    result is replayed in the recompute (``remat._replay_tape``)."""
+    tape = _replay_tape.Tape()
 
     def run(*tensors: Tensor) -> list[Tensor]:
         args, kwargs = _pytree.unflatten(spec, tensors)
-        return outputs.flatten(fn(*args, **kwargs), tensors)
+        with _replay_tape.running(tape):
+            return outputs.flatten(fn(*args, **kwargs), tensors)
 
     return run
 

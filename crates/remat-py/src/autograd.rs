@@ -33,6 +33,18 @@ use remat_core::Tensor;
 /// >>> with remat.no_grad():
 /// ...     remat.is_grad_enabled()
 /// False
+/// For each of `leaves`, whether a backward from `outputs` would reach it (data-parallel
+/// training marks the parameters a forward did not use from this).
+#[pyfunction]
+fn _reachable_leaves(
+    outputs: Vec<PyRef<'_, PyTensor>>,
+    leaves: Vec<PyRef<'_, PyTensor>>,
+) -> Vec<bool> {
+    let roots: Vec<Tensor> = outputs.iter().map(|t| t.inner.clone()).collect();
+    let leaves: Vec<Tensor> = leaves.iter().map(|t| t.inner.clone()).collect();
+    remat_core::autograd::reachable_leaves(&roots, &leaves)
+}
+
 #[pyfunction]
 fn is_grad_enabled() -> bool {
     remat_core::is_grad_enabled()
@@ -273,5 +285,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(grad, m)?)?;
     m.add_function(wrap_pyfunction!(backward, m)?)?;
+    m.add_function(wrap_pyfunction!(_reachable_leaves, m)?)?;
     Ok(())
 }

@@ -1,37 +1,27 @@
-"""``DistributedDataParallel``, as ``torch.nn.parallel.distributed``: PyTorch's constructor,
-checking for the default process group as PyTorch does.
-
-The gradient reducer is not built yet and remat has no ``remat.distributed`` yet, so no
-process group can exist: construction raises PyTorch's "Default process group has not been
-initialized" error. The check asks ``remat.distributed.is_initialized()`` once that module
-exists, so the distributed work plugs in here.
+"""``DistributedDataParallel``, as ``torch.nn.parallel.distributed``: the module replicated in
+every process of a ``remat.distributed`` job, its gradients averaged across the ranks in
+buckets that are all-reduced while backward runs (the reducer is ``_reducer``).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+import remat
+
+from ... import _remat
 from ..modules.module import Module
+from ._reducer import Reducer
 
 __all__ = ["DistributedDataParallel"]
 
 
-class ProcessGroupNotInitializedError(RuntimeError, ValueError):
-    """No default process group. A RuntimeError, as PyTorch raised it up to 2.1, and a
-    ValueError, as it raises it since, so that either ``except`` catches it."""
+def _dist() -> Any:
+    import remat.distributed as dist
 
-
-def _default_group_initialized() -> bool:
-    """Whether ``remat.distributed`` exists and its default process group is initialized."""
-    try:
-        dist = importlib.import_module("remat.distributed")
-    except ModuleNotFoundError as e:
-        if e.name != "remat.distributed":
-            raise
-        return False
-    return bool(dist.is_initialized())
+    return dist
 
 
 class DistributedDataParallel(Module):
@@ -39,10 +29,22 @@ class DistributedDataParallel(Module):
     the constructor takes PyTorch's arguments and, as PyTorch, first needs the default
     process group (``remat.distributed.init_process_group``).
 
-    remat has no process groups yet, so constructing one raises PyTorch's error (a
-    RuntimeError that is also the ValueError PyTorch 2.2+ raises); once
-    ``remat.distributed`` exists the check asks its ``is_initialized()``. With a process
-    group the gradient reducer, which is not built yet, raises NotImplementedError.
+    At construction the parameters and buffers are broadcast from rank 0, so every rank
+    starts from the same model. In backward each parameter's gradient, once accumulated,
+    joins a bucket (``bucket_cap_mb``); a full bucket is averaged across the ranks with one
+    asynchronous all-reduce while backward goes on, and when backward returns every
+    ``.grad`` holds the average over the ranks, as if one process had run the whole batch.
+    This holds under every checkpoint entry point (checkpoint, checkpoint_sequential, scopes,
+    groups, the module flag, policies, the budget planner, ``auto_checkpoint``,
+    ``memory_limit``, offload): the reduction hangs on gradient accumulation, which a
+    recompute never repeats, so each gradient is reduced exactly once per backward and no
+    collective is recomputed. ``no_sync()`` accumulates gradients locally.
+
+    ``last_sync_stats`` tells, for the last synchronised backward, the buckets, the bytes
+    all-reduced, the seconds the all-reduces took on the communication thread
+    (``comm_seconds``) and the seconds backward waited for them at its end
+    (``wait_seconds``): ``1 - wait_seconds / comm_seconds`` is the share of communication
+    hidden behind backward.
 
     Parameters
     ----------
@@ -96,13 +98,14 @@ class DistributedDataParallel(Module):
     RuntimeError
         When no default process group exists and ``process_group`` is None: "Default
         process group has not been initialized, please make sure to call
-        init_process_group." (always, until ``remat.distributed`` exists; the error is also
-        a ValueError), or when both ``process_group`` and ``device_mesh`` are given.
+        init_process_group." (the error is also a ValueError), or when both
+        ``process_group`` and ``device_mesh`` are given; in a forward, when the previous
+        backward did not reduce every parameter (a parameter unused without
+        ``find_unused_parameters=True``); in backward, when a parameter receives a second
+        gradient in one iteration.
     ValueError
         When only one of ``delay_all_reduce_named_params`` and ``param_to_hook_all_reduce``
-        is given.
-    NotImplementedError
-        With a process group: remat's gradient reducer is not built yet.
+        is given, or ``device_mesh`` is given (remat has no device meshes).
 
     Examples
     --------
@@ -139,6 +142,7 @@ class DistributedDataParallel(Module):
     ) -> None:
         super().__init__()
         name = type(self).__name__
+        dist = _dist()
         # PyTorch's checks, in its order.
         if (delay_all_reduce_named_params is None) != (param_to_hook_all_reduce is None):
             raise ValueError(
@@ -149,12 +153,84 @@ class DistributedDataParallel(Module):
             raise RuntimeError(
                 f"{name}: Cannot specify both process_group and device_mesh arguments."
             )
-        if process_group is None and device_mesh is None and not _default_group_initialized():
-            raise ProcessGroupNotInitializedError(
+        if process_group is None and device_mesh is None and not dist.is_initialized():
+            raise dist._work.ProcessGroupNotInitializedError(
                 f"{name}: Default process group has not been initialized, please make sure "
                 "to call init_process_group."
             )
-        raise NotImplementedError(
-            f"{name}: the gradient reducer is not implemented yet (a process group exists, "
-            "but remat cannot synchronise gradients across processes)"
-        )
+        if device_mesh is not None:
+            raise ValueError(f"{name}: remat has no device meshes; pass process_group")
+        if not isinstance(module, Module):
+            raise TypeError(f"{name}: module must be a remat.nn.Module, got "
+                            f"{type(module).__name__}")
+        if bucket_cap_mb is not None and not bucket_cap_mb > 0:
+            raise ValueError(f"{name}: bucket_cap_mb must be positive, got {bucket_cap_mb}")
+        self.module = module
+        self.device_ids = list(device_ids) if device_ids is not None else None
+        self.output_device = output_device
+        self.dim = dim
+        group = process_group if process_group is not None else dist.GroupMember.WORLD
+        self.process_group = group
+        self.broadcast_buffers = (forward_sync_buffers if forward_sync_buffers is not None
+                                  else broadcast_buffers is not False)
+        self.find_unused_parameters = bool(find_unused_parameters)
+        self.static_graph = bool(static_graph)
+        self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb)
+                                    * 1024 * 1024)
+        self.require_backward_grad_sync = True
+        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+        if not named:
+            raise RuntimeError(f"{name}: DistributedDataParallel is not needed when a module "
+                               "doesn't have any parameter that requires a gradient.")
+        if init_sync:
+            self._sync_from_rank0([p for _, p in module.named_parameters()]
+                                  + [b for _, b in module.named_buffers()])
+        self.reducer = Reducer([p for _, p in named], [n for n, _ in named], group,
+                               self.bucket_bytes_cap, self.find_unused_parameters)
+
+    def _sync_from_rank0(self, tensors: list[Any]) -> None:
+        """Broadcast ``tensors`` from the group's first rank, all queued before one wait."""
+        dist = _dist()
+        if dist.get_world_size(self.process_group) <= 1:
+            return
+        src = self.process_group.ranks[0]
+        works = [dist.broadcast(t, src=src, group=self.process_group, async_op=True)
+                 for t in tensors]
+        for w in works:
+            if w is not None:
+                w.wait()
+
+    @property
+    def last_sync_stats(self) -> dict[str, float]:
+        """The last synchronised backward's buckets, bytes, ``comm_seconds`` and
+        ``wait_seconds`` (see the class docstring)."""
+        return dict(self.reducer.stats)
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        """Run the module; with grad enabled (and outside ``no_sync``), start the reduction
+        round that the following backward completes."""
+        recomputing = _remat._is_recomputing()
+        sync = (remat.is_grad_enabled() and self.require_backward_grad_sync
+                and not recomputing)
+        if self.broadcast_buffers and not recomputing:
+            buffers = [b for _, b in self.module.named_buffers()]
+            if buffers:
+                self._sync_from_rank0(buffers)
+        if not sync and not recomputing:
+            self.reducer.cancel()
+        out = self.module(*inputs, **kwargs)
+        if sync:
+            self.reducer.prepare(out)
+        return out
+
+    @contextlib.contextmanager
+    def no_sync(self) -> Iterator[None]:
+        """Within this context the backwards of forwards run in it accumulate ``.grad``
+        locally, without communicating; the first synchronised backward after it reduces
+        the accumulated gradients."""
+        old = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = old
