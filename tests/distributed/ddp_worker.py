@@ -147,14 +147,104 @@ def run(mode: str) -> dict:
             "buckets": ddp.last_sync_stats["buckets"], "recomputes": recomputes}
 
 
+def no_sync() -> dict:
+    """Two micro-batches accumulated under no_sync, the third synchronised: the average over
+    the ranks of the summed gradients of all three, as one process summing all three."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    remat.manual_seed(0)
+    ref = Net("checkpoint")
+    local = Net("checkpoint")
+    local.load_state_dict(ref.state_dict())
+    ddp = DDP(local)
+    per = BATCH // world
+    for s in range(3):
+        x, y = data(s)
+        F.mse_loss(ref(x), y).backward()
+        xs, ys = x[rank * per:(rank + 1) * per], y[rank * per:(rank + 1) * per]
+        if s < 2:
+            with ddp.no_sync():
+                F.mse_loss(ddp(xs), ys).backward()
+            synced_early = ddp.last_sync_stats["bytes"]
+        else:
+            F.mse_loss(ddp(xs), ys).backward()
+    diff = max(float(np.abs(p.grad.numpy() - q.grad.numpy()).max())
+               for p, q in zip(ref.parameters(), local.parameters()))
+    return {"mode": "no_sync", "max_diff": diff, "bytes_before_sync": synced_early,
+            "bytes_synced": ddp.last_sync_stats["bytes"]}
+
+
+class Branchy(nn.Module):
+    """``b`` is used on rank 0 only, ``never`` on no rank."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 4)
+        self.never = nn.Linear(4, 4)
+
+    def forward(self, x, use_b):
+        h = self.a(x)
+        return self.b(h) if use_b else h
+
+
+def unused() -> dict:
+    rank = dist.get_rank()
+    remat.manual_seed(0)
+    model = Branchy()
+    ddp = DDP(model, find_unused_parameters=True)
+    x = remat.ones(2, 4) * (rank + 1)
+    remat.checkpoint(ddp, x, rank == 0).sum().backward()
+    grads = {n: (None if p.grad is None else p.grad.tolist())
+             for n, p in model.named_parameters()}
+    # Without find_unused_parameters, a parameter without a gradient stops the next forward.
+    strict = DDP(Branchy())
+    strict(x, False).sum().backward()
+    try:
+        strict(x, False)
+        err = None
+    except RuntimeError as e:
+        err = str(e)
+    # A second backward of one forward marks a parameter ready twice.
+    twice = DDP(nn.Linear(4, 4))
+    out = twice(x)
+    out.sum().backward(retain_graph=True)
+    try:
+        out.sum().backward()
+        err2 = None
+    except RuntimeError as e:
+        err2 = str(e)
+    return {"mode": "unused", "rank": rank, "grads": grads, "strict_error": err,
+            "twice_error": err2}
+
+
+def buffers() -> dict:
+    """BatchNorm's running statistics come from rank 0 at the start of every forward (each
+    rank's training forward then updates its own, as in PyTorch)."""
+    rank = dist.get_rank()
+    remat.manual_seed(rank)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    ddp = DDP(model)
+    start = [b.tolist() for b in model.buffers()]
+    ddp(remat.randn(8, 3) + rank * 10).sum().backward()
+    ddp.eval()
+    ddp(remat.randn(8, 3))  # broadcasts rank 0's statistics first (eval mode keeps them)
+    flat = remat.cat([b.float().reshape(-1) for b in model.buffers()])
+    got = [remat.zeros_like(flat) for _ in range(2)]
+    dist.all_gather(got, flat)
+    return {"mode": "buffers", "start": start, "equal": got[0].tolist() == got[1].tolist()}
+
+
+SPECIAL = {"no_sync": no_sync, "unused": unused, "buffers": buffers}
+
+
 def main() -> None:
     dist.init_process_group("mpi", timeout=60)
     for mode in sys.argv[1:] or Net.MODES:
         try:
-            out = run(mode)
+            out = SPECIAL[mode]() if mode in SPECIAL else run(mode)
         except Exception as e:  # reported, so that the other cases still run
             out = {"mode": mode, "error": f"{type(e).__name__}: {e}"}
-        if dist.get_rank() == 0:
+        if dist.get_rank() == 0 or "rank" in out:
             print("RESULT " + json.dumps(out), flush=True)
     dist.destroy_process_group()
 

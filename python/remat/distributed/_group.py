@@ -70,7 +70,8 @@ class Signature:
         ndim = int(row[4])
         shape = tuple(int(d) for d in row[5:5 + min(ndim, _DIMS)])
         dtype = _DTYPES[int(row[3])] if row[3] < len(_DTYPES) else "another dtype"
-        return f"called {kind} with a {dtype} tensor of shape {shape}"
+        src = f" from group rank {int(row[2])}" if kind == "broadcast" else ""
+        return f"called {kind}{src} with a {dtype} tensor of shape {shape}"
 
 
 def check_signatures(op: str, table: np.ndarray, ranks: Sequence[int]) -> None:

@@ -75,7 +75,10 @@ class Reducer:
         self.ready_params: set[int] = set()
         self.used: list[bool] = [True] * len(self.params)
         self.next_bucket = 0
-        self.active = False
+        # "idle": no round (no_sync, no grad); "active": waiting for gradients; "done": the
+        # round's buckets are reduced, and a further gradient before the next forward is a
+        # second backward of one forward.
+        self.state = "idle"
         # The hooks hold the reducer weakly: a parameter outlives its DDP wrapper, and a
         # strong reference from its hook would keep the wrapper (and every bucket) alive.
         me = weakref.ref(self)
@@ -96,7 +99,7 @@ class Reducer:
     def prepare(self, outputs: Any) -> None:
         """Start a round of reduction for the backward of a forward that returned
         ``outputs`` (marking the unused parameters ready now, when asked to find them)."""
-        if self.active:
+        if self.state == "active":
             missing = [self.names[i] for i in range(len(self.params))
                        if i not in self.ready_params]
             raise RuntimeError(
@@ -109,7 +112,7 @@ class Reducer:
         self.next_bucket = 0
         for b in self.buckets:
             b.ready, b.work = 0, None
-        self.active = True
+        self.state = "active"
         self._round_start = time.perf_counter()
         self.stats.update(comm_seconds=0.0, wait_seconds=0.0, bytes=0)
         if self.find_unused:
@@ -122,14 +125,16 @@ class Reducer:
             self.used = [True] * len(self.params)
 
     def cancel(self) -> None:
-        """Drop a round that will have no backward (under ``no_sync`` or without grad)."""
-        self.active = False
+        """No round for this forward (under ``no_sync`` or without grad): gradients then
+        accumulate locally."""
+        if self.state == "done":
+            self.state = "idle"
 
     def on_accumulated(self, i: int) -> None:
         """Parameter ``i``'s gradient is accumulated for this backward."""
-        if not self.active:
+        if self.state == "idle":
             return
-        if i in self.ready_params:
+        if i in self.ready_params or self.state == "done":
             raise RuntimeError(
                 "DistributedDataParallel: Expected to mark a variable ready only once; "
                 f"parameter {self.names[i]} received a second gradient in one iteration "
@@ -197,7 +202,7 @@ class Reducer:
                 b.work.wait()
                 self.stats["comm_seconds"] += b.work.seconds
         finally:
-            self.active = False
+            self.state = "done"
             for b in self.buckets:
                 b.work = None
         end = time.perf_counter()
