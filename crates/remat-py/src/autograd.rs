@@ -33,6 +33,11 @@ use remat_core::Tensor;
 /// >>> with remat.no_grad():
 /// ...     remat.is_grad_enabled()
 /// False
+#[pyfunction]
+fn is_grad_enabled() -> bool {
+    remat_core::is_grad_enabled()
+}
+
 /// For each of `leaves`, whether a backward from `outputs` would reach it (data-parallel
 /// training marks the parameters a forward did not use from this).
 #[pyfunction]
@@ -43,11 +48,6 @@ fn _reachable_leaves(
     let roots: Vec<Tensor> = outputs.iter().map(|t| t.inner.clone()).collect();
     let leaves: Vec<Tensor> = leaves.iter().map(|t| t.inner.clone()).collect();
     remat_core::autograd::reachable_leaves(&roots, &leaves)
-}
-
-#[pyfunction]
-fn is_grad_enabled() -> bool {
-    remat_core::is_grad_enabled()
 }
 
 /// Turn graph recording on or off for this thread; returns the previous mode.
