@@ -123,7 +123,7 @@ fn post_accumulate_hook_runs_once_under_a_checkpoint_segment_and_not_for_grad() 
     assert_eq!(seen.lock().unwrap().len(), 1);
     // `grad` accumulates nothing, so the hook does not run.
     let y = sum(&ops::scale(&w, 2.0).unwrap());
-    autograd::grad(&[y], &[w.clone()], None, false).unwrap();
+    autograd::grad(&[y], std::slice::from_ref(&w), None, false).unwrap();
     assert_eq!(seen.lock().unwrap().len(), 1);
 }
 

@@ -18,11 +18,17 @@ fn only_the_leaves_an_output_depends_on_are_reached() {
     let (a, b, unused) = (leaf(&[1.0]), leaf(&[2.0]), leaf(&[3.0]));
     let y = ops::mul(&ops::tanh(&a).unwrap(), &b).unwrap();
     assert_eq!(
-        reachable_leaves(&[y.clone()], &[a.clone(), b.clone(), unused.clone()]),
+        reachable_leaves(
+            std::slice::from_ref(&y),
+            &[a.clone(), b.clone(), unused.clone()]
+        ),
         vec![true, true, false]
     );
     // A leaf root reaches itself; an output that needs no grad reaches nothing.
-    assert_eq!(reachable_leaves(&[unused.clone()], &[a.clone(), unused]), vec![false, true]);
+    assert_eq!(
+        reachable_leaves(std::slice::from_ref(&unused), &[a.clone(), unused.clone()]),
+        vec![false, true]
+    );
     let plain = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
     assert_eq!(reachable_leaves(&[plain], &[a]), vec![false]);
 }
