@@ -17,6 +17,7 @@ from .dataset import (
     TensorDataset,
     random_split,
 )
+from .distributed import DistributedSampler
 from .sampler import (
     BatchSampler,
     RandomSampler,
@@ -30,5 +31,5 @@ __all__ = [
     "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset",
     "random_split", "DataLoader", "default_collate", "default_convert", "get_worker_info",
     "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-    "WeightedRandomSampler", "BatchSampler",
+    "WeightedRandomSampler", "BatchSampler", "DistributedSampler",
 ]
