@@ -52,6 +52,8 @@ MODULES = (
     "remat.nn.init",
     "remat.nn.utils",
     "remat.nn.parallel",
+    "remat.distributed",
+    "remat.distributed.optim",
     "remat.backends.cuda",
     "remat.backends.cudnn",
     "remat.backends.mkldnn",

@@ -24,6 +24,7 @@ pub mod indexing;
 pub mod inplace;
 pub mod losses;
 pub mod memory;
+pub mod nccl;
 pub mod norms;
 pub mod numpy_bridge;
 pub mod ops;
@@ -80,6 +81,7 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     function::register(m)?;
     dlpack::register(m)?;
     optim::register(m)?;
+    nccl::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -48,11 +48,15 @@ def to_array(t: Tensor) -> np.ndarray:
     return arr
 
 
-def write_into(t: Tensor, arr: np.ndarray) -> Tensor:
-    """Write ``arr`` (reshaped to ``t``'s shape) into ``t`` in place; returns ``t``."""
-    if dtype_name(t) == "bool":
-        arr = arr.astype(np.bool_)
-    src = remat.from_numpy(np.ascontiguousarray(arr).reshape(tuple(t.shape)))
+def write_into(t: Tensor, arr: Any) -> Tensor:
+    """Write ``arr`` (a host array or a tensor, reshaped to ``t``'s shape) into ``t`` in
+    place; returns ``t``."""
+    if isinstance(arr, Tensor):
+        src = arr.reshape(tuple(t.shape))
+    else:
+        if dtype_name(t) == "bool":
+            arr = arr.astype(np.bool_)
+        src = remat.from_numpy(np.ascontiguousarray(arr).reshape(tuple(t.shape)))
     with remat.no_grad():
         t.copy_(src)
     return t

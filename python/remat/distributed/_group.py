@@ -102,6 +102,37 @@ class ProcessGroup:
 
     ``rank()`` and ``size()`` are this process's rank in the group and the group's size;
     ``ranks`` the group's members as global ranks. Collectives are queued with ``submit``.
+    ``init_process_group`` makes the default group (``GroupMember.WORLD``) and ``new_group``
+    the others; code passes them as ``group=`` rather than building one.
+
+    Parameters
+    ----------
+    backend : object
+        The backend's communicator (the mpi or nccl backend's): its ``rank``, ``size`` and
+        ``name`` and the collectives the communication thread calls.
+    ranks : sequence of int
+        The group's members, as global ranks, in the group's rank order.
+    timeout : float
+        Seconds a collective waits for the other ranks before it raises
+        ``DistBackendError`` (the group is then broken).
+    name : str, optional
+        The group's name, as its communication thread is named. Default: ``"default"``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        When ``timeout`` is not a number (``float(timeout)`` fails).
+
+    Examples
+    --------
+    >>> import remat.distributed as dist
+    >>> dist.init_process_group("mpi")
+    >>> pg = dist.GroupMember.WORLD
+    >>> isinstance(pg, dist.ProcessGroup)
+    True
+    >>> pg.ranks, pg.name, pg.timeout  # timeout: the default 30 minutes
+    ([0], 'default', 1800.0)
+    >>> dist.destroy_process_group()
     """
 
     def __init__(self, backend: Any, ranks: Sequence[int], timeout: float,
@@ -118,22 +149,126 @@ class ProcessGroup:
         self._thread.start()
 
     def rank(self) -> int:
-        """This process's rank within the group."""
+        """This process's rank within the group.
+
+        Returns
+        -------
+        int
+            The rank, from 0 to ``size() - 1`` (the position of this process's global rank
+            in ``ranks``).
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> import remat.distributed as dist
+        >>> dist.init_process_group("mpi")
+        >>> dist.GroupMember.WORLD.rank() == dist.get_rank()
+        True
+        >>> dist.destroy_process_group()
+        """
         return int(self.backend.rank)
 
     def size(self) -> int:
-        """How many ranks the group has."""
+        """How many ranks the group has.
+
+        Returns
+        -------
+        int
+            The group's size, ``len(ranks)``.
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> import remat.distributed as dist
+        >>> dist.init_process_group("mpi")
+        >>> dist.GroupMember.WORLD.size() == dist.get_world_size()
+        True
+        >>> dist.destroy_process_group()
+        """
         return int(self.backend.size)
 
     def backend_name(self) -> str:
-        """``"mpi"`` or ``"nccl"``."""
+        """The name of the group's backend.
+
+        Returns
+        -------
+        str
+            ``"mpi"`` or ``"nccl"`` (what ``get_backend(group)`` returns).
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> import remat.distributed as dist
+        >>> dist.init_process_group("mpi")
+        >>> dist.GroupMember.WORLD.backend_name()
+        'mpi'
+        >>> dist.destroy_process_group()
+        """
         return str(self.backend.name)
 
     def submit(self, op: str, signature: Signature | None,
                job: Callable[[Any, float], Any],
                write: Callable[[Any], Any] | None = None) -> Work:
         """Queue ``job(backend, deadline)`` after the signature check; its return value goes
-        to ``write`` on the thread that waits for the returned handle."""
+        to ``write`` on the thread that waits for the returned handle.
+
+        The group's collectives are built on this: jobs run one at a time on the group's
+        communication thread, in the order they were submitted. Before the job, unless
+        ``signature`` is None or the group has one rank, the ranks exchange their
+        signatures and every rank raises the same error when they differ.
+
+        Parameters
+        ----------
+        op : str
+            The collective's name, as the handle and its errors name it.
+        signature : Signature or None
+            What this rank is about to do (collective, reduction, root, dtype and shape),
+            compared with the other ranks' before the job runs; None skips the check.
+        job : callable
+            ``job(backend, deadline)``, run on the communication thread with the group's
+            communicator and the ``time.monotonic()`` deadline the group's timeout sets;
+            what it returns goes to ``write``, what it raises to the waiter.
+        write : callable, optional
+            Called once, on the first thread that waits for the handle, with the job's
+            return value; what it returns is the handle's ``result()``. Default: ``None``.
+
+        Returns
+        -------
+        Work
+            The handle to ``wait()`` on.
+
+        Raises
+        ------
+        DistBackendError
+            When the group was destroyed. The job's own error (or a timeout, or ranks whose
+            signatures differ) is raised by the handle's ``wait()`` instead.
+
+        Examples
+        --------
+        >>> import remat.distributed as dist
+        >>> dist.init_process_group("mpi")
+        >>> pg = dist.GroupMember.WORLD
+        >>> work = pg.submit("barrier", None, lambda backend, deadline: backend.barrier(deadline))
+        >>> work.wait()
+        True
+        >>> work = pg.submit("size", None, lambda backend, deadline: backend.size,
+        ...                  write=lambda size: size * 10)
+        >>> work.result()
+        10
+        >>> dist.destroy_process_group()
+        """
         if self._closed:
             raise DistBackendError(f"{op}: the process group was destroyed")
         work = Work(op, write)
@@ -153,7 +288,8 @@ class ProcessGroup:
                 continue
             start = time.perf_counter()
             deadline = time.monotonic() + self.timeout
-            arrays, error = None, None
+            arrays: Any = None
+            error: BaseException | None = None
             try:
                 if signature is not None and self.size() > 1:
                     table = self.backend.gather_rows(signature.row(), work.op, deadline)
@@ -167,7 +303,35 @@ class ProcessGroup:
             work._complete(arrays, error, time.perf_counter() - start)
 
     def close(self) -> None:
-        """Stop the communication thread once the queued collectives ran."""
+        """Stop the communication thread once the queued collectives ran.
+
+        Waits (at most the group's timeout and 5 s) for the thread to end; a second call
+        does nothing. Later collectives on the group raise ``DistBackendError``. The
+        communicator stays open: ``destroy_process_group(group)`` closes the group and frees
+        it, and is what programs call.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> import remat.distributed as dist
+        >>> dist.init_process_group("mpi")
+        >>> group = dist.new_group()
+        >>> group.close()
+        >>> try:
+        ...     dist.barrier(group=group)
+        ... except dist.DistBackendError as e:
+        ...     print(e)
+        barrier: the process group was destroyed
+        >>> dist.destroy_process_group()
+        """
         if self._closed:
             return
         self._closed = True

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ._buffers import to_array, write_into
 from ._group import BrokenGroupError
 
 __all__ = ["MPIBackend", "load_mpi"]
@@ -103,11 +104,22 @@ class MPIBackend:
     def barrier(self, deadline: float) -> None:
         self._wait(self.comm.Ibarrier(), "barrier", deadline)
 
-    def split(self, member: bool, deadline: float) -> MPIBackend | None:
-        """The communicator of the members (every rank calls this; non-members get None)."""
+    def split(self, members: list[int], deadline: float) -> MPIBackend | None:
+        """The communicator of ``members`` (every rank calls this; non-members get None)."""
         MPI = self.MPI
+        member = self.rank in members
         sub = self.comm.Split(0 if member else MPI.UNDEFINED, self.rank)
         return MPIBackend(sub) if member else None
+
+    @staticmethod
+    def stage(t: Any) -> np.ndarray:
+        """A host snapshot of ``t`` to send."""
+        return to_array(t)
+
+    @staticmethod
+    def unstage(t: Any, result: np.ndarray) -> Any:
+        """Write ``result`` into ``t``."""
+        return write_into(t, result)
 
     def close(self) -> None:
         if self.comm != self.MPI.COMM_WORLD:

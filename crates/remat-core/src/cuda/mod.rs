@@ -26,6 +26,7 @@ pub mod context;
 pub mod kernels;
 #[cfg(feature = "cuda")]
 pub mod launch;
+pub mod nccl;
 #[cfg(feature = "cuda")]
 pub mod offload;
 #[cfg(feature = "cuda")]

@@ -37,6 +37,10 @@ pub fn add_library_dirs<P: AsRef<Path>>(dirs: &[P]) {
 /// The file names a library may have, most preferred first (the version cudarc was built for,
 /// then older majors whose API is compatible for what the engine calls, then unversioned).
 fn file_names(lib: &str) -> Vec<String> {
+    if lib == "nccl" {
+        // NCCL is versioned apart from the toolkit (libnccl.so.2 for every 2.x).
+        return vec!["libnccl.so.2".into(), "libnccl.so".into()];
+    }
     if lib == "cuda" {
         // The driver is versioned by its own ABI (always .so.1), not by the toolkit.
         return vec!["libcuda.so.1".into(), "libcuda.so".into()];
@@ -242,6 +246,12 @@ pub fn nvrtc() -> &'static Result<Found, String> {
 pub fn cublas() -> &'static Result<Found, String> {
     static R: OnceLock<Result<Found, String>> = OnceLock::new();
     R.get_or_init(|| load("cublas", &["cublasLt"]).map_err(|e| format!("no cuBLAS: {e}")))
+}
+
+/// NCCL (collectives across GPUs and processes), probed once.
+pub fn nccl() -> &'static Result<Found, String> {
+    static R: OnceLock<Result<Found, String>> = OnceLock::new();
+    R.get_or_init(|| load("nccl", &[]).map_err(|e| format!("no NCCL: {e}")))
 }
 
 /// The number of CUDA devices, or why there is none usable. Probed once: the driver library,

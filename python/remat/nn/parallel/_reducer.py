@@ -40,7 +40,7 @@ class _Bucket:
     def __init__(self, index: int, params: list[int], sizes: list[int]) -> None:
         self.index = index
         self.params = params
-        self.offsets = list(np.cumsum([0, *sizes]))
+        self.offsets = [int(o) for o in np.cumsum([0, *sizes])]
         self.numel = int(self.offsets[-1])
         self.ready = 0
         self.work: Any = None
@@ -157,43 +157,45 @@ class Reducer:
             self._finish()
 
     def _launch(self, b: _Bucket) -> None:
-        from ...distributed import _buffers
         from ...distributed._group import Signature
 
-        dtype = self.params[b.params[0]].dtype
-        wide = str(dtype).removeprefix("remat.") in ("bfloat16", "float16")
-        np_dtype = np.float32 if wide else remat.zeros(0, dtype=dtype).numpy().dtype
-        flat = np.zeros(b.numel + len(b.params), dtype=np_dtype)
-        for k, i in enumerate(b.params):
+        first = self.params[b.params[0]]
+        parts = []
+        for i in b.params:
             g = self.params[i].grad
-            if g is not None:
-                flat[b.offsets[k]:b.offsets[k + 1]] = _buffers.to_array(g).reshape(-1)
-                flat[b.numel + k] = 1.0  # used here
-        size = self.group.size()
+            parts.append(g.detach().reshape(-1) if g is not None
+                         else remat.zeros(self.params[i].numel(), dtype=first.dtype,
+                                          device=first.device))
+        # One "used here" flag per parameter, summed with the gradients.
+        parts.append(remat.tensor([0.0 if self.params[i].grad is None else 1.0
+                                   for i in b.params], dtype=first.dtype, device=first.device))
+        with remat.no_grad():
+            flat = self.group.backend.stage(remat.cat(parts))
 
-        def job(backend: Any, deadline: float) -> np.ndarray:
-            backend.all_reduce(flat, "sum", deadline)
-            flat[:b.numel] /= size
-            return flat
+        def job(backend: Any, deadline: float) -> Any:
+            return backend.all_reduce(flat, "sum", deadline)
 
-        self.stats["bytes"] += int(flat.nbytes)
-        sig = Signature("all_reduce", 1, -1, str(dtype).removeprefix("remat."),
-                        (flat.size,))
+        self.stats["bytes"] += int((b.numel + len(b.params)) * first.element_size())
+        sig = Signature("all_reduce", 1, -1, str(first.dtype).removeprefix("remat."),
+                        (b.numel + len(b.params),))
         b.work = self.group.submit("DistributedDataParallel all_reduce", sig, job,
                                    lambda a, b=b: self._write(b, a))
 
-    def _write(self, b: _Bucket, flat: np.ndarray) -> None:
-        from ...distributed import _buffers
-
-        for k, i in enumerate(b.params):
-            if flat[b.numel + k] == 0:  # no rank used it: its grad stays as it is
-                continue
-            p = self.params[i]
-            values = flat[b.offsets[k]:b.offsets[k + 1]]
-            if p.grad is None:
-                p.grad = remat.from_numpy(values.copy()).reshape(tuple(p.shape)).to(p.dtype)
-            else:
-                _buffers.write_into(p.grad, values)
+    def _write(self, b: _Bucket, reduced: Any) -> None:
+        """Write a bucket's sums, divided by the world size, into the gradients."""
+        flat = reduced if isinstance(reduced, Tensor) else remat.from_numpy(reduced)
+        size = self.group.size()
+        used = flat[b.numel:].tolist()
+        with remat.no_grad():
+            for k, i in enumerate(b.params):
+                if used[k] == 0:  # no rank used it: its grad stays as it is
+                    continue
+                p = self.params[i]
+                values = (flat[b.offsets[k]:b.offsets[k + 1]] / size).reshape(tuple(p.shape))
+                if p.grad is None:
+                    p.grad = values.to(p.dtype).to(p.device)
+                else:
+                    p.grad.copy_(values)
 
     def _finish(self) -> None:
         start = time.perf_counter()

@@ -208,7 +208,48 @@ class DistributedDataParallel(Module):
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         """Run the module; with grad enabled (and outside ``no_sync``), start the reduction
-        round that the following backward completes."""
+        round that the following backward completes.
+
+        With ``broadcast_buffers`` the module's buffers are first broadcast from the
+        group's first rank. When the following backward returns, every parameter's
+        ``.grad`` holds the average over the ranks. Without grad, under ``no_sync``, or in a
+        checkpoint's recompute, no round starts (and nothing is communicated for it).
+
+        Parameters
+        ----------
+        *inputs : Any
+            The module's positional arguments.
+        **kwargs : Any
+            The module's keyword arguments.
+
+        Returns
+        -------
+        Any
+            The module's output.
+
+        Raises
+        ------
+        RuntimeError
+            When the previous synchronised backward did not reduce every parameter
+            ("Expected to have finished reduction in the prior iteration before starting a
+            new one", naming the parameters that received no gradient): a parameter was
+            unused without ``find_unused_parameters=True``.
+        DistBackendError
+            When the buffers' broadcast fails (a destroyed or broken group, a timeout).
+
+        Examples
+        --------
+        >>> import remat.distributed as dist
+        >>> dist.init_process_group("mpi")
+        >>> model = remat.nn.parallel.DistributedDataParallel(remat.nn.Linear(2, 1))
+        >>> out = model(remat.ones(4, 2))
+        >>> out.shape
+        (4, 1)
+        >>> out.sum().backward()  # the gradient, averaged over the ranks
+        >>> model.module.weight.grad
+        tensor([[4., 4.]])
+        >>> dist.destroy_process_group()
+        """
         recomputing = _remat._is_recomputing()
         sync = (remat.is_grad_enabled() and self.require_backward_grad_sync
                 and not recomputing)
@@ -227,7 +268,40 @@ class DistributedDataParallel(Module):
     def no_sync(self) -> Iterator[None]:
         """Within this context the backwards of forwards run in it accumulate ``.grad``
         locally, without communicating; the first synchronised backward after it reduces
-        the accumulated gradients."""
+        the accumulated gradients.
+
+        As PyTorch's ``no_sync``: a context manager to disable gradient synchronizations
+        across DDP processes, for gradient accumulation over several micro-batches. The
+        forward must run inside the context; the backward may run outside it.
+
+        Returns
+        -------
+        contextlib.AbstractContextManager
+            A context manager; entering it gives None. On exit (also after an exception)
+            synchronisation is as it was before.
+
+        Raises
+        ------
+        TypeError
+            When given an argument (it takes none).
+
+        Examples
+        --------
+        >>> import remat.distributed as dist
+        >>> dist.init_process_group("mpi")
+        >>> model = remat.nn.parallel.DistributedDataParallel(remat.nn.Linear(2, 1))
+        >>> x = remat.ones(4, 2)
+        >>> with model.no_sync():
+        ...     model(x).sum().backward()  # accumulates locally, no communication
+        >>> model.last_sync_stats["bytes"]
+        0
+        >>> model(x).sum().backward()  # reduces the accumulated gradients
+        >>> model.module.weight.grad
+        tensor([[8., 8.]])
+        >>> model.last_sync_stats["bytes"] > 0
+        True
+        >>> dist.destroy_process_group()
+        """
         old = self.require_backward_grad_sync
         self.require_backward_grad_sync = False
         try:
