@@ -80,7 +80,7 @@ def rank(args) -> dict:
     r, n = dist.get_rank(), dist.get_world_size()
     model, x, y = model_and_data(args)
     per = args.batch // n
-    ddp = DDP(model)
+    ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb)
 
     def overlap():
         s = ddp.last_sync_stats
@@ -121,7 +121,8 @@ def launch(args, mode: str, threads: int, ranks: int) -> dict:
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = [sys.executable, __file__, "--mode", mode, "--steps", str(args.steps), "--depth",
-           str(args.depth), "--width", str(args.width), "--batch", str(args.batch)]
+           str(args.depth), "--width", str(args.width), "--batch", str(args.batch),
+           "--bucket-cap-mb", str(args.bucket_cap_mb or 25)]
     if ranks > 1:
         mpirun = Path(sys.executable).parent / "mpirun"
         cmd = [str(mpirun) if mpirun.exists() else "mpirun", "-np", str(ranks),
@@ -140,6 +141,8 @@ def main() -> None:
     p.add_argument("--depth", type=int, default=16)
     p.add_argument("--width", type=int, default=512)
     p.add_argument("--batch", type=int, default=1024)
+    p.add_argument("--bucket-cap-mb", type=float, default=None,
+                   help="one bucket size (default: PyTorch's 25 MiB, then 4 MiB)")
     args = p.parse_args()
     if args.mode == "single":
         print("RESULT " + json.dumps(single(args)), flush=True)
@@ -155,15 +158,17 @@ def main() -> None:
     print(f"commit {commit}; {args.depth} x (Linear({args.width}) + ReLU), global batch "
           f"{args.batch}, SGD; medians of {args.steps} steps after 2 warm-up steps")
     one = launch(args, "single", threads=2, ranks=1)
-    two = launch(args, "rank", threads=1, ranks=2)
-    print(f"1 process x 2 threads, batch {args.batch}:       step {1e3 * one['step_s']:8.1f} ms")
-    print(f"2 ranks x 1 thread, batch {args.batch // 2} each (DDP): step "
-          f"{1e3 * two['step_s']:8.1f} ms  ({two['step_s'] / one['step_s']:.2f}x the one "
-          "process)")
-    print(f"DDP: {two['buckets']} buckets, {two['bytes'] / 2**20:.1f} MiB all-reduced per "
-          f"step; all-reduce {1e3 * two['comm_s']:.1f} ms per step, backward's end waited "
-          f"{1e3 * two['wait_s']:.1f} ms: {100 * two['hidden']:.0f}% of the all-reduce hidden "
-          "behind backward")
+    print(f"1 process x 2 threads, batch {args.batch}: step {1e3 * one['step_s']:.1f} ms")
+    caps = [args.bucket_cap_mb] if args.bucket_cap_mb else [25.0, 4.0]
+    for cap in caps:
+        args.bucket_cap_mb = cap
+        two = launch(args, "rank", threads=1, ranks=2)
+        print(f"2 ranks x 1 thread, batch {args.batch // 2} each, DDP buckets of {cap:g} MiB: "
+              f"step {1e3 * two['step_s']:.1f} ms ({two['step_s'] / one['step_s']:.2f}x the "
+              f"one process); {two['buckets']} buckets, {two['bytes'] / 2**20:.1f} MiB "
+              f"all-reduced per step in {1e3 * two['comm_s']:.1f} ms, backward's end waited "
+              f"{1e3 * two['wait_s']:.1f} ms: {100 * two['hidden']:.0f}% of the all-reduce "
+              "hidden behind backward")
     z = two.get("zero")
     if z:
         print(f"ZeRO-1 (Adam): optimizer state per rank {z['rank_bytes'] / 2**20:.2f} MiB "
