@@ -600,7 +600,7 @@ __all__ = [
     "checkpoint_sequential", "clamp", "clip", "concat", "cross_entropy", "cuda", "div", "dropout",
     "enable_grad", "device", "autograd", "Generator", "initial_seed", "testing",
     "backends", "set_float32_matmul_precision", "get_float32_matmul_precision",
-    "accelerator",
+    "accelerator", "distributed",
     "amp", "autocast", "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype",
     "set_autocast_dtype", "is_autocast_cache_enabled", "set_autocast_cache_enabled",
     "clear_autocast_cache",
@@ -691,6 +691,7 @@ from .serialization import save, load  # noqa: E402
 from . import backends  # noqa: E402
 from . import accelerator  # noqa: E402
 from . import amp  # noqa: E402
+from . import distributed  # noqa: E402
 from .amp import autocast  # noqa: E402
 from ._remat import (  # noqa: E402
     clear_autocast_cache,

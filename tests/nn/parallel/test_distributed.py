@@ -1,10 +1,8 @@
-"""remat.nn.parallel.DistributedDataParallel: PyTorch's constructor arguments and checks; with
-no process group (there is no remat.distributed yet) construction raises PyTorch's error, and
-the check asks remat.distributed.is_initialized() once that module exists."""
+"""remat.nn.parallel.DistributedDataParallel in one process: PyTorch's constructor arguments
+and checks, PyTorch's error without a process group, and a one-rank group that trains as the
+plain module (the two-rank tests are in tests/distributed)."""
 
 import inspect
-import sys
-import types
 
 import pytest
 
@@ -42,22 +40,46 @@ def test_pytorchs_argument_checks_come_first():
         DistributedDataParallel(nn.Linear(2, 2), process_group=object(), device_mesh=object())
 
 
-def test_an_explicit_group_reaches_the_missing_reducer():
-    with pytest.raises(NotImplementedError, match="gradient reducer is not implemented yet"):
+@pytest.fixture
+def world_of_one():
+    """A one-rank default group (MPI starts as a singleton without a launcher)."""
+    pytest.importorskip("mpi4py")
+    import remat.distributed as dist
+
+    dist.init_process_group("mpi", timeout=60)
+    yield dist
+    dist.destroy_process_group()
+
+
+def test_one_rank_trains_as_the_plain_module(world_of_one):
+    remat.manual_seed(0)
+    plain = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    wrapped = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    wrapped.load_state_dict(plain.state_dict())
+    ddp = DistributedDataParallel(wrapped)
+    assert ddp.module is wrapped
+    assert list(ddp.state_dict())[0].startswith("module.")
+    x = remat.randn(5, 3)
+    plain(x).sum().backward()
+    remat.checkpoint(ddp, x).sum().backward()
+    for p, q in zip(plain.parameters(), wrapped.parameters()):
+        assert p.grad.tolist() == q.grad.tolist()
+    assert ddp.last_sync_stats["bytes"] > 0
+
+
+def test_an_explicit_group_must_be_a_process_group(world_of_one):
+    with pytest.raises(TypeError, match="ProcessGroup"):
         DistributedDataParallel(nn.Linear(2, 2), process_group=object())
+    with pytest.raises(RuntimeError, match="doesn't have any parameter"):
+        DistributedDataParallel(nn.ReLU())
 
 
-@pytest.mark.parametrize("initialized", [False, True])
-def test_the_check_asks_remat_distributed_when_it_exists(monkeypatch, initialized):
-    fake = types.ModuleType("remat.distributed")
-    fake.is_initialized = lambda: initialized
-    monkeypatch.setitem(sys.modules, "remat.distributed", fake)
-    if initialized:
-        with pytest.raises(NotImplementedError, match="gradient reducer"):
-            DistributedDataParallel(nn.Linear(2, 2))
-    else:
-        with pytest.raises(RuntimeError, match="Default process group has not been"):
-            DistributedDataParallel(nn.Linear(2, 2))
+def test_the_check_asks_remat_distributed(monkeypatch):
+    import remat.distributed as dist
+
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    with pytest.raises(RuntimeError, match="Default process group has not been"):
+        DistributedDataParallel(nn.Linear(2, 2))
 
 
 def test_signature_defaults():
