@@ -43,6 +43,18 @@ class BrokenGroupError(DistBackendError):
     """A failure that leaves the communicator unusable (a timeout): the group is broken."""
 
 
+def poll_until(done: Callable[[], bool], deadline: float, timed_out: Callable[[], str]) -> None:
+    """Wait for ``done()`` with a backoff sleep (20 µs growing to 1 ms, so the waiting thread
+    takes little CPU from the ranks' compute); past ``deadline`` raise ``BrokenGroupError``
+    with the message ``timed_out()`` returns (which may abort the communicator first)."""
+    delay = 2e-5
+    while not done():
+        if time.monotonic() > deadline:
+            raise BrokenGroupError(timed_out())
+        time.sleep(delay)
+        delay = min(delay * 2, 1e-3)
+
+
 class Signature:
     """What one rank is about to do in a collective, as a fixed-length row of integers."""
 

@@ -15,13 +15,12 @@ their timeout passes.
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 import numpy as np
 
 from ._buffers import to_array, write_into
-from ._group import BrokenGroupError
+from ._group import poll_until
 
 __all__ = ["MPIBackend", "load_mpi"]
 
@@ -60,16 +59,10 @@ class MPIBackend:
         self.size = comm.Get_size()
 
     def _wait(self, request: Any, op: str, deadline: float) -> None:
-        delay = 2e-5
-        while not request.Test():
-            if time.monotonic() > deadline:
-                raise BrokenGroupError(
-                    f"{op}: timed out: rank {self.rank} of {self.size} waited for the other "
-                    "ranks of its group past the process group's timeout (another rank "
-                    "failed, stopped, or called a different collective)"
-                )
-            time.sleep(delay)
-            delay = min(delay * 2, 1e-3)
+        poll_until(request.Test, deadline, lambda: (
+            f"{op}: timed out: rank {self.rank} of {self.size} waited for the other ranks of "
+            "its group past the process group's timeout (another rank failed, stopped, or "
+            "called a different collective)"))
 
     # Each collective takes numpy arrays and returns what the caller writes back.
     def gather_rows(self, row: np.ndarray, op: str, deadline: float) -> np.ndarray:

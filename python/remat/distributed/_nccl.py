@@ -12,7 +12,6 @@ makes the others fail instead of hanging.
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 import numpy as np
@@ -22,7 +21,7 @@ import remat
 from .. import _remat
 from . import _rendezvous
 from ._buffers import write_into
-from ._group import BrokenGroupError
+from ._group import poll_until
 
 __all__ = ["NCCLBackend", "available", "init"]
 
@@ -61,16 +60,12 @@ class NCCLBackend:
         return d.contiguous().clone()
 
     def _wait(self, op: str, deadline: float) -> None:
-        delay = 2e-5
-        while not self.comm.is_completed():
-            if time.monotonic() > deadline:
-                self.comm.abort()
-                raise BrokenGroupError(
-                    f"{op}: timed out: rank {self.rank} of {self.size} waited for the other "
-                    "ranks past the process group's timeout; the NCCL communicator was "
-                    "aborted")
-            time.sleep(delay)
-            delay = min(delay * 2, 1e-3)
+        def timed_out() -> str:
+            self.comm.abort()
+            return (f"{op}: timed out: rank {self.rank} of {self.size} waited for the other "
+                    "ranks past the process group's timeout; the NCCL communicator was aborted")
+
+        poll_until(self.comm.is_completed, deadline, timed_out)
 
     def gather_rows(self, row: np.ndarray, op: str, deadline: float) -> np.ndarray:
         mine = remat.from_numpy(row).to(self.device)
