@@ -8,6 +8,7 @@ pub mod erf;
 pub mod flash;
 pub mod gelu_pieces;
 pub mod half_cast;
+pub mod half_map;
 pub mod host_alloc;
 pub mod lanes;
 pub mod matmul;

@@ -101,6 +101,36 @@ macro_rules! unary_table {
                     })},)*
                 }
             }
+            /// The CPU kernel over half storage (`x` bfloat16 or float16): the row's formula
+            /// in float32 registers, chunk by chunk, each result rounded once
+            /// (`cpu::half_map`). None for rows with a `fast` slice kernel, whose values the
+            /// whole-tensor widening keeps.
+            #[allow(unreachable_code)]
+            pub(crate) fn cpu_half(self, x: &$crate::tensor::Tensor, p: f64) -> Option<$crate::tensor::Tensor> {
+                match self {
+                    $(Unary::$V => {
+                        $(let _ = $fast; return None;)?
+                        type T = f32;
+                        #[allow(unused_variables)]
+                        let $p = <T as crate::dtype::Scalar>::from_f64(p);
+                        #[allow(unused_imports)]
+                        use crate::dtype::{Element as _, Scalar as _};
+                        let kernel = move |$x: T| -> T { $cpu };
+                        let data = x.data();
+                        Some(match x.dtype() {
+                            $crate::dtype::DType::BF16 => $crate::ops::from_vec(
+                                crate::cpu::half_map::map_half::<half::bf16, _>(data, kernel),
+                                x.shape(),
+                            ),
+                            $crate::dtype::DType::F16 => $crate::ops::from_vec(
+                                crate::cpu::half_map::map_half::<half::f16, _>(data, kernel),
+                                x.shape(),
+                            ),
+                            _ => return None,
+                        })
+                    },)*
+                }
+            }
             /// The gradient of the input from the output gradient `g` and the saved tensor
             /// `s` (the input or the output, per the row; `g` itself when nothing is saved).
             #[allow(unused_variables)]
@@ -281,6 +311,17 @@ pub(crate) struct UnaryOp {
 impl Op for UnaryOp {
     fn name(&self) -> &'static str {
         self.f.name()
+    }
+    /// Half CPU inputs run the row's float32 formula chunk by chunk over the half storage
+    /// (the same values as the default's whole-tensor widening, without its float32 copies).
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let x = inputs[0];
+        if x.dtype().is_half() && x.device() == crate::device::Device::Cpu {
+            if let Some(y) = self.f.cpu_half(x, self.p) {
+                return Ok(y);
+            }
+        }
+        crate::ops::half_compute::forward(self, inputs)
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         Ok(self.f.cpu(inputs[0], self.p))
