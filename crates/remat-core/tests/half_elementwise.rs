@@ -1,11 +1,12 @@
-//! Unary ops on bfloat16 and float16 CPU tensors run the float32 formula chunk by chunk over
+//! Unary ops (and binary ops of two operands of one shape) on bfloat16 and float16 CPU
+//! tensors run the float32 formula chunk by chunk over
 //! the half storage (`cpu::half_map`): bit for bit the values of widening the whole tensor,
 //! running the float32 kernel and rounding once, and no float32 copy is allocated (the peak
 //! of the op is its half output).
 
 #![allow(clippy::unwrap_used)]
 
-use remat_core::ops::elementwise::{unary_forward, Unary};
+use remat_core::ops::elementwise::{binary_forward, unary_forward, Binary, Unary};
 use remat_core::{memory, ops, DType, Device, Tensor};
 use std::sync::Mutex;
 
@@ -74,4 +75,49 @@ fn a_half_unary_op_allocates_only_its_output() {
     // The output's 2 bytes per element; the widened path also held 4 + 4 per element.
     assert_eq!(peak, 2 * n);
     drop(y);
+}
+
+#[test]
+fn every_binary_row_on_same_shape_operands_matches_the_widened_path_bit_for_bit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let a32 = Tensor::from_vec(inputs(5000), &[50, 100]).unwrap();
+    let b32 = Tensor::from_vec(
+        inputs(5000)
+            .into_iter()
+            .rev()
+            .map(|v| v * 0.7 + 0.3)
+            .collect(),
+        &[50, 100],
+    )
+    .unwrap();
+    for half in [DType::BF16, DType::F16] {
+        let (a, b) = (
+            ops::cast(&a32, half).unwrap(),
+            ops::cast(&b32, half).unwrap(),
+        );
+        let (wa, wb) = (
+            ops::cast(&a, DType::F32).unwrap(),
+            ops::cast(&b, DType::F32).unwrap(),
+        );
+        for &f in Binary::ALL {
+            let got = binary_forward(f, &a, &b, 0.5).unwrap();
+            let want = ops::cast(&binary_forward(f, &wa, &wb, 0.5).unwrap(), half).unwrap();
+            assert_eq!(got.dtype(), half, "{f:?}");
+            let (u, v) = (
+                ops::cast(&got, DType::F32).unwrap().to_vec::<f32>(),
+                ops::cast(&want, DType::F32).unwrap().to_vec::<f32>(),
+            );
+            for (i, (x, y)) in u.iter().zip(&v).enumerate() {
+                assert!(
+                    x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
+                    "{f:?} {half:?} at {i}: {x} vs {y}"
+                );
+            }
+        }
+    }
+    // A broadcast still gives the widened values.
+    let a = ops::cast(&a32, DType::BF16).unwrap();
+    let row = ops::cast(&Tensor::from_vec(inputs(100), &[100]).unwrap(), DType::BF16).unwrap();
+    let got = binary_forward(Binary::Add, &a, &row, 0.0).unwrap();
+    assert_eq!(got.shape(), &[50, 100]);
 }

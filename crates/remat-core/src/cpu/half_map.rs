@@ -4,9 +4,10 @@
 //! results are rounded once into the half output. The values are those of the whole-tensor
 //! path (`ops::half_compute`: widen, run the float32 kernel, round), since both widen exactly
 //! and round to nearest even once, but no float32 copy of the tensor is ever allocated: a
-//! half op reads 2 bytes and writes 2 bytes per element instead of 12.
+//! half op reads 2 bytes and writes 2 bytes per element instead of 12. Binary ops of two
+//! half operands of the same shape run the same way ([`zip_half`]); broadcasts widen.
 
-use super::{contiguous_slice, gather, map_slice, PAR_MIN};
+use super::{contiguous_slice, gather, map_slice, zip_slice, PAR_MIN};
 use crate::dtype::Scalar;
 use crate::tensor::TensorData;
 use half::slice::HalfFloatSliceExt;
@@ -56,6 +57,65 @@ where
     } else {
         for (o, s) in out.chunks_mut(CHUNK).zip(src.chunks(CHUNK)) {
             chunk(s, o, f);
+        }
+    }
+    out
+}
+
+/// `f` over one chunk of two same-length half slices into `out`.
+#[inline(always)]
+fn chunk2<H, F>(a: &[H], b: &[H], out: &mut [H], f: F)
+where
+    [H]: HalfFloatSliceExt,
+    F: Fn(f32, f32) -> f32 + Copy,
+{
+    let mut wa = [0f32; CHUNK];
+    let mut wb = [0f32; CHUNK];
+    let mut res = [0f32; CHUNK];
+    let n = a.len();
+    a.convert_to_f32_slice(&mut wa[..n]);
+    b.convert_to_f32_slice(&mut wb[..n]);
+    zip_slice(&wa[..n], &wb[..n], &mut res[..n], f);
+    out.convert_from_f32_slice(&res[..n]);
+}
+
+/// `f(a, b)` elementwise for two half tensors of the same shape (strided ones copied out
+/// first), as a new contiguous half vector.
+pub fn zip_half<H, F>(a: &TensorData, b: &TensorData, f: F) -> Vec<H>
+where
+    H: Scalar + Send + Sync,
+    [H]: HalfFloatSliceExt,
+    F: Fn(f32, f32) -> f32 + Sync + Copy,
+{
+    let (ga, gb);
+    let x: &[H] = match contiguous_slice::<H>(a) {
+        Some(s) => s,
+        None => {
+            ga = gather::<H>(a);
+            &ga
+        }
+    };
+    let y: &[H] = match contiguous_slice::<H>(b) {
+        Some(s) => s,
+        None => {
+            gb = gather::<H>(b);
+            &gb
+        }
+    };
+    let mut out = super::alloc::<H>(x.len());
+    if x.len() >= PAR_MIN {
+        crate::parallel::install(|| {
+            out.par_chunks_mut(CHUNK)
+                .zip(x.par_chunks(CHUNK).zip(y.par_chunks(CHUNK)))
+                .for_each(|(o, (s, t))| chunk2(s, t, o, f))
+        });
+    } else {
+        for ((o, s), t) in out
+            .chunks_mut(CHUNK)
+            .zip(x.chunks(CHUNK))
+            .zip(y.chunks(CHUNK))
+        {
+            chunk2(s, t, o, f);
         }
     }
     out

@@ -261,6 +261,44 @@ macro_rules! binary_table {
                     })},)*
                 }
             }
+            /// The CPU kernel over two half operands of one dtype and one shape (no
+            /// broadcast): the row's formula in float32 registers, chunk by chunk, each result
+            /// rounded once (`cpu::half_map::zip_half`). None for other operands and for rows
+            /// with a `fast` kernel, which the whole-tensor widening serves.
+            #[allow(unreachable_code)]
+            pub(crate) fn cpu_half(
+                self,
+                a: &$crate::tensor::Tensor,
+                b: &$crate::tensor::Tensor,
+                p: f64,
+            ) -> Option<$crate::tensor::Tensor> {
+                if a.dtype() != b.dtype() || a.shape() != b.shape() {
+                    return None;
+                }
+                match self {
+                    $(Binary::$V => {
+                        $(let _ = $fast; return None;)?
+                        type T = f32;
+                        #[allow(unused_variables)]
+                        let $p = <T as crate::dtype::Scalar>::from_f64(p);
+                        #[allow(unused_imports)]
+                        use crate::dtype::{Element as _, Scalar as _};
+                        let kernel = move |$a: T, $b: T| -> T { $cpu };
+                        let (da, db) = (a.data(), b.data());
+                        Some(match a.dtype() {
+                            $crate::dtype::DType::BF16 => $crate::ops::from_vec(
+                                crate::cpu::half_map::zip_half::<half::bf16, _>(da, db, kernel),
+                                a.shape(),
+                            ),
+                            $crate::dtype::DType::F16 => $crate::ops::from_vec(
+                                crate::cpu::half_map::zip_half::<half::f16, _>(da, db, kernel),
+                                a.shape(),
+                            ),
+                            _ => return None,
+                        })
+                    },)*
+                }
+            }
             /// Gradient of operand `i` (0: `a`, 1: `b`) before broadcasting is undone, or
             /// None where the row passes it none.
             #[allow(unused_variables)]
@@ -370,6 +408,18 @@ pub(crate) struct BinaryOp {
 impl Op for BinaryOp {
     fn name(&self) -> &'static str {
         self.f.name()
+    }
+    /// Two half CPU operands of one shape run the row's float32 formula chunk by chunk over
+    /// the half storage (the default's values, without its float32 copies).
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (a, b) = (inputs[0], inputs[1]);
+        let cpu = crate::device::Device::Cpu;
+        if a.dtype().is_half() && a.device() == cpu && b.device() == cpu {
+            if let Some(y) = self.f.cpu_half(a, b, self.p) {
+                return Ok(y);
+            }
+        }
+        crate::ops::half_compute::forward(self, inputs)
     }
     fn cpu(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let (a, b, shape) = promote(self.f, inputs[0], inputs[1])?;
