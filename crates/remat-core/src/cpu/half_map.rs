@@ -12,9 +12,18 @@ use crate::dtype::Scalar;
 use crate::tensor::TensorData;
 use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
+use std::borrow::Cow;
 
 /// Elements per chunk: two float32 buffers of 16 KiB, in L1.
 const CHUNK: usize = 4096;
+
+/// `x`'s elements in order: its storage when contiguous, a copy of a strided view.
+fn elements<H: Scalar>(x: &TensorData) -> Cow<'_, [H]> {
+    match contiguous_slice::<H>(x) {
+        Some(s) => Cow::Borrowed(s),
+        None => Cow::Owned(gather::<H>(x)),
+    }
+}
 
 /// `f` over one chunk of half values into `out`.
 #[inline(always)]
@@ -39,14 +48,8 @@ where
     [H]: HalfFloatSliceExt,
     F: Fn(f32) -> f32 + Sync + Copy,
 {
-    let gathered;
-    let src: &[H] = match contiguous_slice::<H>(x) {
-        Some(s) => s,
-        None => {
-            gathered = gather::<H>(x);
-            &gathered
-        }
-    };
+    let src = elements::<H>(x);
+    let src: &[H] = &src;
     let mut out = super::alloc::<H>(src.len());
     if src.len() >= PAR_MIN {
         crate::parallel::install(|| {
@@ -87,21 +90,8 @@ where
     [H]: HalfFloatSliceExt,
     F: Fn(f32, f32) -> f32 + Sync + Copy,
 {
-    let (ga, gb);
-    let x: &[H] = match contiguous_slice::<H>(a) {
-        Some(s) => s,
-        None => {
-            ga = gather::<H>(a);
-            &ga
-        }
-    };
-    let y: &[H] = match contiguous_slice::<H>(b) {
-        Some(s) => s,
-        None => {
-            gb = gather::<H>(b);
-            &gb
-        }
-    };
+    let (x, y) = (elements::<H>(a), elements::<H>(b));
+    let (x, y): (&[H], &[H]) = (&x, &y);
     let mut out = super::alloc::<H>(x.len());
     if x.len() >= PAR_MIN {
         crate::parallel::install(|| {
