@@ -95,9 +95,3 @@ def once(op: str, call: Callable[[], Any]) -> tuple[Any, bool]:
     for tape, _ in stack:
         tape.entries.append(entry)
     return entry, False
-
-
-def recording() -> bool:
-    """Whether a checkpointed function's first run is recording on this thread (so that a
-    call's result must be kept for its replay)."""
-    return bool(_stack())

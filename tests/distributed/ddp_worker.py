@@ -94,8 +94,8 @@ def data(step: int):
 
 def step(model, x, y, mode):
     if mode == "memory_limit":
-        # About 78% of the plain step's peak, for either batch.
-        with remat.memory_limit(remat.memory_allocated() + 1000 * x.shape[0]):
+        # About 85% of the plain step's peak, for either batch.
+        with remat.memory_limit(remat.memory_allocated() + 1100 * x.shape[0]):
             loss = F.mse_loss(model(x), y)
             loss.backward()
     elif mode == "autocast_bf16":

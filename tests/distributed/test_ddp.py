@@ -5,12 +5,11 @@ checkpoint entry point (each of which must really recompute in the run)."""
 import pytest
 
 from _launch import launch, requires_mpi
+from ddp_worker import Net
 
 pytestmark = requires_mpi
 
-MODES = ("plain", "checkpoint", "checkpoint_tensor", "policy", "group",
-         "checkpoint_sequential", "offload", "budget", "module_flag", "scope",
-         "memory_limit", "auto_checkpoint", "autocast_bf16")
+MODES = Net.MODES
 
 
 @pytest.fixture(scope="module")

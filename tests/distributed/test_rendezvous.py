@@ -53,9 +53,12 @@ def test_every_rank_receives_rank_0s_id(method, tmp_path):
     assert outs == [bytes(range(128)).hex()] * 3
 
 
-def test_rendezvous_errors_and_timeouts(tmp_path):
+def test_rendezvous_errors_and_timeouts(tmp_path, monkeypatch):
     from remat.distributed import _rendezvous
 
+    for name in ("RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                 "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS"):
+        monkeypatch.delenv(name, raising=False)
     with pytest.raises(ValueError, match="MASTER_ADDR"):
         _rendezvous.exchange("env://", 1, 2, bytes, timeout=1)
     with pytest.raises(ValueError, match="unknown init_method"):
@@ -66,8 +69,12 @@ def test_rendezvous_errors_and_timeouts(tmp_path):
     with pytest.raises(dist.DistBackendError, match="timed out"):
         _rendezvous.exchange(f"tcp://127.0.0.1:{port}", 1, 2, bytes, timeout=0.5)
     with pytest.raises(ValueError, match="rank and world size"):
-        _rendezvous.rank_and_size("env://", -1, -1) if "RANK" not in os.environ else \
-            _rendezvous.rank_and_size("env://", -1, 0)
+        _rendezvous.rank_and_size("env://", -1, -1)
+    monkeypatch.setenv("RANK", "2")
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    assert _rendezvous.rank_and_size("env://", -1, -1) == (2, 3)
+    with pytest.raises(ValueError, match="not in"):
+        _rendezvous.rank_and_size("file:///x", 5, 3)
     assert _rendezvous.rank_and_size("file:///x", 1, 4) == (1, 4)
 
 

@@ -35,14 +35,19 @@ def check_tensor(op: str, t: Any, what: str = "tensor") -> Tensor:
     return t
 
 
-def to_array(t: Tensor) -> np.ndarray:
-    """A C-contiguous host copy of ``t``'s values, in the dtype the backend reduces in."""
+def to_array(t: Tensor, owned: bool = False) -> np.ndarray:
+    """A C-contiguous host copy of ``t``'s values, in the dtype the backend reduces in.
+
+    ``owned``: ``t`` is the caller's private tensor, which nothing else writes, so its own
+    storage may be sent. A device move or a widening makes a fresh copy anyway; only
+    otherwise is the tensor copied."""
     d = t.detach()
+    fresh = owned
     if d.device.type != "cpu":
-        d = d.cpu()
+        d, fresh = d.cpu(), True
     if dtype_name(d) in _WIDEN:
-        d = d.float()
-    arr = np.array(d.numpy(), copy=True, order="C")
+        d, fresh = d.float(), True
+    arr = np.ascontiguousarray(d.numpy()) if fresh else np.array(d.numpy(), copy=True, order="C")
     if arr.dtype == np.bool_:
         arr = arr.view(np.uint8)
     return arr

@@ -105,9 +105,9 @@ class MPIBackend:
         return MPIBackend(sub) if member else None
 
     @staticmethod
-    def stage(t: Any) -> np.ndarray:
-        """A host snapshot of ``t`` to send."""
-        return to_array(t)
+    def stage(t: Any, owned: bool = False) -> np.ndarray:
+        """A host snapshot of ``t`` to send (``t`` itself when ``owned``: a private tensor)."""
+        return to_array(t, owned)
 
     @staticmethod
     def unstage(t: Any, result: np.ndarray) -> Any:

@@ -52,12 +52,13 @@ class NCCLBackend:
         self.size = comm.size
 
     # -- staging: a device snapshot of the input, and the result copied into the caller's
-    def stage(self, t: Any) -> Any:
+    def stage(self, t: Any, owned: bool = False) -> Any:
         d = t.detach()
         if str(d.device) != self.device:
             raise remat.DeviceError(f"nccl: the tensor is on {d.device}, but this process "
                                     f"group's GPU is {self.device}")
-        return d.contiguous().clone()
+        d = d.contiguous()
+        return d if owned else d.clone()
 
     def _wait(self, op: str, deadline: float) -> None:
         def timed_out() -> str:

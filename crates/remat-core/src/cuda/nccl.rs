@@ -113,9 +113,9 @@ mod imp {
     // SAFETY: as above.
     unsafe impl Sync for NcclComm {}
 
-    fn nccl_dtype(_op: &str, d: DType) -> Result<sys::ncclDataType_t> {
+    fn nccl_dtype(d: DType) -> sys::ncclDataType_t {
         use sys::ncclDataType_t as N;
-        Ok(match d {
+        match d {
             DType::F32 => N::ncclFloat32,
             DType::F64 => N::ncclFloat64,
             DType::F16 => N::ncclFloat16,
@@ -123,7 +123,7 @@ mod imp {
             DType::I32 => N::ncclInt32,
             DType::I64 => N::ncclInt64,
             DType::Bool => N::ncclUint8,
-        })
+        }
     }
 
     fn nccl_op(op: ReduceOp, dtype: DType) -> sys::ncclRedOp_t {
@@ -241,7 +241,7 @@ mod imp {
         pub fn all_reduce(&self, t: &Tensor, reduce: ReduceOp) -> Result<()> {
             let op = "all_reduce";
             let (ptr, n, dtype) = self.check(op, t, "the tensor")?;
-            let (dt, red) = (nccl_dtype(op, dtype)?, nccl_op(reduce, dtype));
+            let (dt, red) = (nccl_dtype(dtype), nccl_op(reduce, dtype));
             self.enqueue(op, "ncclAllReduce", |comm, stream| {
                 // SAFETY: `ptr` addresses `n` elements of `dtype` on this device, alive
                 // (the caller holds `t`) until the stream passes the collective: the buffer
@@ -256,7 +256,7 @@ mod imp {
         pub fn broadcast(&self, t: &Tensor, root: usize) -> Result<()> {
             let op = "broadcast";
             let (ptr, n, dtype) = self.check(op, t, "the tensor")?;
-            let dt = nccl_dtype(op, dtype)?;
+            let dt = nccl_dtype(dtype);
             self.enqueue(op, "ncclBroadcast", |comm, stream| {
                 // SAFETY: as in `all_reduce`.
                 unsafe { result::broadcast(ptr as _, ptr as _, n, dt, root as i32, comm, stream) }
@@ -279,7 +279,7 @@ mod imp {
                     ),
                 ));
             }
-            let dt = nccl_dtype(op, dtype)?;
+            let dt = nccl_dtype(dtype);
             self.enqueue(op, "ncclAllGather", |comm, stream| {
                 // SAFETY: as in `all_reduce`, for both buffers.
                 unsafe { result::all_gather(inp as _, out as _, n, dt, comm, stream) }
@@ -307,7 +307,7 @@ mod imp {
                     ),
                 ));
             }
-            let (dt, red) = (nccl_dtype(op, dtype)?, nccl_op(reduce, dtype));
+            let (dt, red) = (nccl_dtype(dtype), nccl_op(reduce, dtype));
             self.enqueue(op, "ncclReduceScatter", |comm, stream| {
                 // SAFETY: as in `all_reduce`, for both buffers.
                 unsafe { result::reduce_scatter(inp as _, out as _, n, dt, red, comm, stream) }

@@ -18,12 +18,11 @@ flag per parameter, summed with the gradients, so that a parameter no rank used 
 
 from __future__ import annotations
 
+import itertools
 import time
 import weakref
 from collections.abc import Sequence
 from typing import Any
-
-import numpy as np
 
 import remat
 
@@ -40,7 +39,7 @@ class _Bucket:
     def __init__(self, index: int, params: list[int], sizes: list[int]) -> None:
         self.index = index
         self.params = params
-        self.offsets = [int(o) for o in np.cumsum([0, *sizes])]
+        self.offsets = [0, *itertools.accumulate(sizes)]
         self.numel = int(self.offsets[-1])
         self.ready = 0
         self.work: Any = None
@@ -73,7 +72,6 @@ class Reducer:
         if current:
             self._add_bucket(current)
         self.ready_params: set[int] = set()
-        self.used: list[bool] = [True] * len(self.params)
         self.next_bucket = 0
         # "idle": no round (no_sync, no grad); "active": waiting for gradients; "done": the
         # round's buckets are reduced, and a further gradient before the next forward is a
@@ -117,12 +115,10 @@ class Reducer:
         self.stats.update(comm_seconds=0.0, wait_seconds=0.0, bytes=0)
         if self.find_unused:
             roots = [t for t in _tensors(outputs) if t.requires_grad]
-            self.used = remat._remat._reachable_leaves(roots, self.params)
-            for i, used in enumerate(self.used):
+            reached = remat._remat._reachable_leaves(roots, self.params)
+            for i, used in enumerate(reached):
                 if not used:
                     self._mark_ready(i)
-        else:
-            self.used = [True] * len(self.params)
 
     def cancel(self) -> None:
         """No round for this forward (under ``no_sync`` or without grad): gradients then
@@ -170,7 +166,7 @@ class Reducer:
         parts.append(remat.tensor([0.0 if self.params[i].grad is None else 1.0
                                    for i in b.params], dtype=first.dtype, device=first.device))
         with remat.no_grad():
-            flat = self.group.backend.stage(remat.cat(parts))
+            flat = self.group.backend.stage(remat.cat(parts), owned=True)
 
         def job(backend: Any, deadline: float) -> Any:
             return backend.all_reduce(flat, "sum", deadline)
