@@ -9,7 +9,8 @@
 //! threads on Zen 4); row tiles run in parallel on the rayon pool, each in a fixed order, so
 //! a product is the same whatever the thread count. Packing reads the operands through
 //! their strides (transposed views cost no copy); the packed copies are counted scratch.
-//! Without AVX512-BF16 [`batched`] returns None and the caller widens to float32.
+//! Where the CPU has AMX tiles [`batched`] runs `cpu::amx_gemm` instead; without
+//! AVX512-BF16 it returns None and the caller widens to float32.
 
 use super::matmul::MatOperand;
 use super::Workspace;
@@ -21,8 +22,13 @@ const MR: usize = 12;
 /// Columns per micro-tile (two 16-lane registers).
 const NR: usize = 32;
 
-/// Whether this CPU runs the bf16 kernel.
+/// Whether this CPU runs a bf16 kernel (AMX tiles or AVX512-BF16).
 pub fn available() -> bool {
+    super::amx_gemm::available() || dot_available()
+}
+
+/// Whether this CPU has AVX512-BF16's `vdpbf16ps`.
+fn dot_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         use std::sync::OnceLock;
@@ -47,7 +53,21 @@ pub fn batched(
     k: usize,
     n: usize,
 ) -> Option<Vec<f32>> {
-    if !available() {
+    if super::amx_gemm::available() {
+        return super::amx_gemm::batched(a, b, m, k, n);
+    }
+    dot_batched(a, b, m, k, n)
+}
+
+/// [`batched`] on `vdpbf16ps`; None without AVX512-BF16.
+fn dot_batched(
+    a: &MatOperand<'_>,
+    b: &MatOperand<'_>,
+    m: usize,
+    k: usize,
+    n: usize,
+) -> Option<Vec<f32>> {
+    if !dot_available() {
         return None;
     }
     let batches = a.batch_offsets.len();
@@ -179,6 +199,58 @@ mod tests {
             .map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) % 2001) as f32 / 1000.0 - 1.0)
             .collect();
         ops::cast(&Tensor::from_vec(v, shape).unwrap(), DType::BF16).unwrap()
+    }
+
+    /// Both kernels (AMX tiles and `vdpbf16ps`) on the CPU's units, against float32 products
+    /// of the same values, at edge sizes, through strides and over a batch.
+    #[test]
+    fn every_kernel_matches_float32_on_the_same_values() {
+        use crate::cpu::matmul::MatOperand;
+        type Kernel = fn(&MatOperand<'_>, &MatOperand<'_>, usize, usize, usize) -> Option<Vec<f32>>;
+        let kernels: [(&str, Kernel); 2] = [
+            ("amx", crate::cpu::amx_gemm::batched),
+            ("avx512-bf16", super::dot_batched),
+        ];
+        for &(m, k, n, transposed) in &[
+            (1, 1, 1, false),
+            (7, 13, 37, true),
+            (6, 2, 32, false),
+            (13, 64, 33, true),
+            (50, 129, 70, false),
+            (64, 96, 64, true),
+            (33, 600, 300, false),
+            (32, 1030, 64, true),
+        ] {
+            let a = bf16_tensor(&[2, m, k], 5);
+            let b = if transposed {
+                ops::transpose(&bf16_tensor(&[2, n, k], 6), 1, 2).unwrap()
+            } else {
+                bf16_tensor(&[2, k, n], 6)
+            };
+            let wide = |t: &Tensor| ops::cast(t, DType::F32).unwrap();
+            let want = ops::matmul(&wide(&a), &wide(&b)).unwrap().to_vec::<f32>();
+            fn operand(t: &Tensor) -> MatOperand<'_> {
+                let l = t.layout();
+                MatOperand {
+                    data: t.data(),
+                    batch_offsets: (0..2).map(|i| l.offset + i * l.strides[0]).collect(),
+                    rs: l.strides[1] as isize,
+                    cs: l.strides[2] as isize,
+                }
+            }
+            for (name, kernel) in kernels {
+                let Some(got) = kernel(&operand(&a), &operand(&b), m, k, n) else {
+                    continue; // the CPU lacks this kernel's units
+                };
+                assert_eq!(got.len(), want.len());
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        (g - w).abs() <= 1e-4 * (w.abs() + k as f32).sqrt(),
+                        "{name} {m}x{k}x{n}: {g} vs {w}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! variants for branch-free bodies such as exact GELU's), axis reductions, and GEMM. Large
 //! kernels run on the rayon pool.
 
+pub mod amx_gemm;
 pub mod batch_norm;
 pub mod bf16_gemm;
 pub mod erf;
