@@ -145,16 +145,20 @@ pub fn batched(
             a.batch_offsets[batch] as isize,
             b.batch_offsets[batch] as isize,
         );
-        pack_a(
-            ap.words(),
-            |i, kk| av[(oa + i as isize * a.rs + kk as isize * a.cs) as usize],
-            (m, k),
-        );
-        pack_b(
-            bp.words(),
-            |kk, j| bv[(ob + kk as isize * b.rs + j as isize * b.cs) as usize],
-            (k, n),
-        );
+        let at = Strided {
+            data: av,
+            offset: oa,
+            rs: a.rs,
+            cs: a.cs,
+        };
+        let bt = Strided {
+            data: bv,
+            offset: ob,
+            rs: b.rs,
+            cs: b.cs,
+        };
+        pack_a(ap.words(), &at, (m, k));
+        pack_b(bp.words(), &bt, (k, n));
         let (c, ldc) = match padded.as_mut() {
             Some(p) => (&mut p[..], nb * MB),
             None => (&mut dst[..], n),
@@ -171,39 +175,90 @@ pub fn batched(
     Some(out)
 }
 
-/// Packs A (`at(i, kk)`, m × k) into tiles of 16 rows × 32 `k`.
-fn pack_a(dst: &mut [bf16], at: impl Fn(usize, usize) -> bf16 + Sync, (m, k): (usize, usize)) {
+/// One batch's matrix in a storage: element `(i, j)` at `offset + i·rs + j·cs`.
+struct Strided<'a> {
+    data: &'a [bf16],
+    offset: isize,
+    rs: isize,
+    cs: isize,
+}
+
+impl Strided<'_> {
+    #[inline(always)]
+    fn at(&self, i: usize, j: usize) -> bf16 {
+        self.data[(self.offset + i as isize * self.rs + j as isize * self.cs) as usize]
+    }
+    /// Row `i`'s first `len` elements when a row is contiguous.
+    #[inline(always)]
+    fn row(&self, i: usize, len: usize) -> Option<&[bf16]> {
+        let start = (self.offset + i as isize * self.rs) as usize;
+        (self.cs == 1).then(|| &self.data[start..start + len])
+    }
+    /// Column `j`'s first `len` elements when a column is contiguous.
+    #[inline(always)]
+    fn column(&self, j: usize, len: usize) -> Option<&[bf16]> {
+        let start = (self.offset + j as isize * self.cs) as usize;
+        (self.rs == 1).then(|| &self.data[start..start + len])
+    }
+}
+
+/// Packs A (m × k) into tiles of 16 rows × 32 `k`: a run of 32 is one copy where A's rows
+/// are contiguous.
+fn pack_a(dst: &mut [bf16], a: &Strided<'_>, (m, k): (usize, usize)) {
     let kb = k.div_ceil(KB);
     dst.par_chunks_mut(kb * 2 * TILE)
         .enumerate()
         .for_each(|(r, block)| {
             for i in 0..MB.min(m - r * MB) {
                 let (half, row) = (i / 16, i % 16);
+                let src = a.row(r * MB + i, k);
                 for q in 0..kb {
-                    let words = &mut block[(q * 2 + half) * TILE + row * KB..][..KB];
                     let k0 = q * KB;
-                    for (t, w) in words.iter_mut().enumerate().take(KB.min(k - k0)) {
-                        *w = at(r * MB + i, k0 + t);
+                    let len = KB.min(k - k0);
+                    let words = &mut block[(q * 2 + half) * TILE + row * KB..][..len];
+                    match src {
+                        Some(src) => words.copy_from_slice(&src[k0..k0 + len]),
+                        None => {
+                            for (t, w) in words.iter_mut().enumerate() {
+                                *w = a.at(r * MB + i, k0 + t);
+                            }
+                        }
                     }
                 }
             }
         });
 }
 
-/// Packs B (`bt(kk, j)`, k × n) into tiles of bf16 pairs along `k`.
-fn pack_b(dst: &mut [bf16], bt: impl Fn(usize, usize) -> bf16 + Sync, (k, n): (usize, usize)) {
+/// Packs B (k × n) into tiles of bf16 pairs along `k`, reading B's rows or its columns as
+/// runs where they are contiguous (a row-major B, or the transposed weight of a linear).
+fn pack_b(dst: &mut [bf16], b: &Strided<'_>, (k, n): (usize, usize)) {
     let kb = k.div_ceil(KB);
+    // Pair row `within / 2` of step `kk / KB`, column `jj`, low or high half of the word.
+    let slot = |kk: usize, jj: usize| {
+        let (q, within) = (kk / KB, kk % KB);
+        (q * 2 + jj / 16) * TILE + (within / 2) * 32 + (jj % 16) * 2 + within % 2
+    };
     dst.par_chunks_mut(kb * 2 * TILE)
         .enumerate()
         .for_each(|(c, block)| {
-            for jj in 0..MB.min(n - c * MB) {
-                let (half, col) = (jj / 16, jj % 16);
-                let j = c * MB + jj;
+            let cols = MB.min(n - c * MB);
+            if b.cs == 1 {
                 for kk in 0..k {
-                    let (q, within) = (kk / KB, kk % KB);
-                    // Pair row within/2, column col, low or high half of the word.
-                    block[(q * 2 + half) * TILE + (within / 2) * 32 + col * 2 + within % 2] =
-                        bt(kk, j);
+                    let row = b.row(kk, c * MB + cols).expect("rows are contiguous");
+                    for (jj, &v) in row[c * MB..].iter().enumerate() {
+                        block[slot(kk, jj)] = v;
+                    }
+                }
+                return;
+            }
+            for jj in 0..cols {
+                let j = c * MB + jj;
+                match b.column(j, k) {
+                    Some(col) => col
+                        .iter()
+                        .enumerate()
+                        .for_each(|(kk, &v)| block[slot(kk, jj)] = v),
+                    None => (0..k).for_each(|kk| block[slot(kk, jj)] = b.at(kk, j)),
                 }
             }
         });
