@@ -221,7 +221,12 @@ mod tests {
             (33, 600, 300, false),
             (32, 1030, 64, true),
         ] {
-            let a = bf16_tensor(&[2, m, k], 5);
+            // Transposed: A read down its columns, B across its columns' runs.
+            let a = if transposed {
+                ops::transpose(&bf16_tensor(&[2, k, m], 5), 1, 2).unwrap()
+            } else {
+                bf16_tensor(&[2, m, k], 5)
+            };
             let b = if transposed {
                 ops::transpose(&bf16_tensor(&[2, n, k], 6), 1, 2).unwrap()
             } else {
