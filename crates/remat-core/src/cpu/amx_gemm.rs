@@ -10,9 +10,9 @@
 //! [`KC`] and columns in blocks of [`NC`] so that a block of packed B (256 KiB) stays in L2
 //! while every row block of A passes over it.
 //!
-//! Measured on a 2-core Intel Xeon (AMX) with the operands in L1, one core: 2.5 TFLOP/s for
-//! the four `tdpbf16ps` alone, 1.1–1.7 TFLOP/s with their tile loads; the shared machine
-//! varies by 2× from run to run, so compare against PyTorch in alternating runs
+//! Measured on a 2-core Intel Xeon (AMX), one core, operands in L1: 2.4–3.0 TFLOP/s for the
+//! four `tdpbf16ps` alone, 0.4–1.7 TFLOP/s with their tile loads. The shared machine varies
+//! that much from run to run, so compare against PyTorch in alternating runs
 //! (`benches/compare_torch.py`).
 //!
 //! Rust's AMX intrinsics are unstable, so the instructions are written as inline assembly
@@ -90,16 +90,20 @@ const CONFIG: TileConfig = {
     TileConfig(c)
 };
 
-/// A counted, zeroed scratch buffer of `n` bf16 whose usable part starts 64-byte aligned.
+/// A counted scratch buffer of `n` bf16 whose usable part starts 64-byte aligned.
 struct Aligned {
     buf: Workspace<bf16>,
     start: usize,
 }
 
 impl Aligned {
-    fn zeroed(n: usize) -> Self {
+    /// `padded`: some tiles are only partly packed, so their other words must read as zero
+    /// (packing rewrites the same words for every batch, so once is enough).
+    fn new(n: usize, padded: bool) -> Self {
         let mut buf = Workspace::<bf16>::new(n + 32);
-        buf.fill(bf16::ZERO);
+        if padded {
+            buf.fill(bf16::ZERO);
+        }
         let start = buf.as_ptr().align_offset(64);
         Aligned { buf, start }
     }
@@ -130,9 +134,10 @@ pub fn batched(
     let (av, bv) = (super::slice::<bf16>(a.data), super::slice::<bf16>(b.data));
     let (mb, nb, kb) = (m.div_ceil(MB), n.div_ceil(MB), k.div_ceil(KB));
     // Packed A: per row block, per k step, two 16-row tiles of 32 bf16 per row.
-    let mut ap = Aligned::zeroed(mb * kb * 2 * TILE);
+    let k_padded = !k.is_multiple_of(KB);
+    let mut ap = Aligned::new(mb * kb * 2 * TILE, k_padded || !m.is_multiple_of(MB));
     // Packed B: per column block, per k step, two tiles of 16 pair rows × 16 columns.
-    let mut bp = Aligned::zeroed(nb * kb * 2 * TILE);
+    let mut bp = Aligned::new(nb * kb * 2 * TILE, k_padded || !n.is_multiple_of(MB));
     // Where the micro-blocks write: `out` itself when they tile it exactly, else a padded C.
     let exact = m.is_multiple_of(MB) && n.is_multiple_of(MB);
     let mut padded = if exact {
