@@ -17,7 +17,8 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{Dims, Layout};
 use crate::storage::Storage;
-use crate::tensor::{Tensor, TensorData};
+use crate::tensor::Tensor;
+use crate::tensor_data::TensorData;
 use std::ffi::c_void;
 use std::sync::Arc;
 

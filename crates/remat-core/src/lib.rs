@@ -49,6 +49,7 @@ pub mod parallel;
 pub mod rng;
 pub mod storage;
 pub mod tensor;
+pub mod tensor_data;
 mod tensor_methods;
 
 pub use device::Device;

@@ -6,7 +6,7 @@
 //!
 //! They also enforce the memory limit (`set_memory_limit`): an allocation that would take a
 //! device's count above its limit first asks the installed evictor (dynamic
-//! rematerialisation, `crate::dtr`) to free recomputable tensors, and is refused with
+//! rematerialisation, the `dtr` module) to free recomputable tensors, and is refused with
 //! `Error::MemoryLimit` when that cannot make room. Refusing unwinds (as an out-of-memory
 //! does), so it happens only inside an op boundary (`cpu::catch_oom`), where the unwind
 //! becomes an error; an allocation elsewhere (wrapping a NumPy array) is counted, never

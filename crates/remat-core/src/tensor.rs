@@ -10,25 +10,10 @@ use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::{fmt_shape, Layout};
 use crate::storage::Storage;
+pub use crate::tensor_data::TensorData;
 use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-
-/// Storage plus the layout of a view of it: the data part of a tensor, without autograd.
-#[derive(Clone, Debug)]
-pub struct TensorData {
-    /// The shared buffer.
-    pub storage: Arc<Storage>,
-    /// How this view's elements sit in the buffer.
-    pub layout: Layout,
-}
-
-impl TensorData {
-    /// Bytes of this view's elements.
-    pub fn nbytes(&self) -> usize {
-        self.layout.numel() * self.storage.dtype().size()
-    }
-}
 
 /// Mutable per-tensor autograd state.
 #[derive(Default)]

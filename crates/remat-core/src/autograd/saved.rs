@@ -7,7 +7,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::fmt_shape;
-use crate::tensor::TensorData;
+use crate::tensor_data::TensorData;
 
 /// A tensor's data together with its storage's version at the moment it was saved. While it
 /// lives, the storage counts it (`Storage::saved_for_backward`), so NumPy views of memory a

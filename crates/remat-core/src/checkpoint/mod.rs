@@ -84,7 +84,7 @@ pub fn checkpoint(x: &Tensor) -> Result<Tensor> {
         .map(|(storage, ((_, layout, version), r))| match (r, storage) {
             (Some(r), _) => Slot::recipe_input(r.clone()),
             (None, Some(storage)) => Slot::Stored(Saved::at(
-                &crate::tensor::TensorData {
+                &crate::tensor_data::TensorData {
                     storage,
                     layout: layout.clone(),
                 },

@@ -11,7 +11,8 @@
 //! (the policy's `op` is the tag, and [`PolicyQuery::tag`] is set).
 
 use crate::error::Result;
-use crate::tensor::{Tensor, TensorData};
+use crate::tensor::Tensor;
+use crate::tensor_data::TensorData;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;

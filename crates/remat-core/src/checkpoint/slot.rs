@@ -6,7 +6,8 @@ use crate::checkpoint::recipe::Recipe;
 use crate::checkpoint::segment::Segment;
 use crate::device::Device;
 use crate::error::Result;
-use crate::tensor::{Tensor, TensorData};
+use crate::tensor::Tensor;
+use crate::tensor_data::TensorData;
 use std::sync::Arc;
 
 /// One saved tensor.

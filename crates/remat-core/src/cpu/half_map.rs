@@ -9,7 +9,7 @@
 
 use super::{contiguous_slice, gather, map_slice, zip_slice, PAR_MIN};
 use crate::dtype::Scalar;
-use crate::tensor::TensorData;
+use crate::tensor_data::TensorData;
 use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
 use std::borrow::Cow;

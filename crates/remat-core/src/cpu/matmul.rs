@@ -2,7 +2,7 @@
 //! rayon pool, reading operands through their strides (transposed views cost no copy).
 
 use crate::dtype::{DType, Element};
-use crate::tensor::TensorData;
+use crate::tensor_data::TensorData;
 
 /// One operand of a batched product: storage offset of each batch and the row/column strides.
 pub struct MatOperand<'a> {

@@ -5,7 +5,7 @@
 use super::{contiguous_slice, filled, gather, PAR_MIN};
 use crate::dtype::Element;
 use crate::layout::Dims;
-use crate::tensor::TensorData;
+use crate::tensor_data::TensorData;
 use rayon::prelude::*;
 
 /// Pairwise sum of a slice.

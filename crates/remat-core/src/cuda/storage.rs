@@ -262,7 +262,7 @@ impl CudaBuffer {
         if T::DTYPE != self.dtype || offset + n > self.len {
             return Err(Error::dtype(op, "device copy of the wrong dtype or range"));
         }
-        let mut out = crate::cpu::alloc::<T>(n);
+        let mut out = crate::cpu::alloc::alloc::<T>(n);
         if n == 0 {
             return Ok(out);
         }

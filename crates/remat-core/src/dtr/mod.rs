@@ -28,7 +28,8 @@ pub use step_cap::{cap_until_backward, step_cap_active};
 use crate::autograd::node::Op;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::tensor::{Tensor, TensorData};
+use crate::tensor::Tensor;
+use crate::tensor_data::TensorData;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -277,7 +277,7 @@ impl Op for TakeOp {
         let kept = arg_shape(x.shape(), Some(self.axis), true);
         let y = crate::cuda::launch::gather(self.name(), x, self.axis, &kept, &ids)?;
         let out_shape = arg_shape(x.shape(), Some(self.axis), self.keepdim);
-        Ok(Tensor::from_data(crate::tensor::TensorData {
+        Ok(Tensor::from_data(crate::tensor_data::TensorData {
             storage: y.storage().clone(),
             layout: crate::layout::Layout::contiguous(&out_shape),
         }))

@@ -99,7 +99,7 @@ impl FlashAttentionOp {
                 let mut shape = self.batch.clone();
                 shape.extend([q.shape()[nq - 2], k.shape()[k.ndim() - 2]]);
                 let view = m.layout().broadcast_to(OP, &shape)?;
-                let t = Tensor::from_data(crate::tensor::TensorData {
+                let t = Tensor::from_data(crate::tensor_data::TensorData {
                     storage: m.storage().clone(),
                     layout: view,
                 });

@@ -10,7 +10,8 @@ use crate::cpu;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::{fmt_shape, normalize_axis, numel, Dims};
-use crate::tensor::{Tensor, TensorData};
+use crate::tensor::Tensor;
+use crate::tensor_data::TensorData;
 use std::borrow::Cow;
 
 /// Every shape of `ts`, for error messages: `(2, 3), (3, 3)`.

@@ -153,7 +153,8 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::storage::Storage;
-use crate::tensor::{Tensor, TensorData};
+use crate::tensor::Tensor;
+use crate::tensor_data::TensorData;
 use std::sync::Arc;
 
 /// Run `$body` with `$T` bound to the Rust float type of `$dtype` (the differentiable

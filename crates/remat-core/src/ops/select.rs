@@ -11,7 +11,8 @@ use crate::cpu;
 use crate::dtype::Scalar;
 use crate::error::{Error, Result};
 use crate::layout::{broadcast_shapes, fmt_shape};
-use crate::tensor::{Tensor, TensorData};
+use crate::tensor::Tensor;
+use crate::tensor_data::TensorData;
 
 /// `t`'s elements broadcast to `shape`, in C order.
 fn gather_as<T: Scalar>(t: &Tensor, shape: &[usize]) -> Result<Vec<T>> {

@@ -13,7 +13,8 @@ pub(crate) use crate::cpu::row_max::row_max;
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::layout::normalize_axis;
-use crate::tensor::{Tensor, TensorData};
+use crate::tensor::Tensor;
+use crate::tensor_data::TensorData;
 use rayon::prelude::*;
 use std::borrow::Cow;
 

@@ -6,7 +6,8 @@ use super::elementwise::{cast, copy, full};
 use crate::cuda::storage::CudaBuffer;
 use crate::error::Result;
 use crate::layout::{numel, Dims, Layout};
-use crate::tensor::{Tensor, TensorData};
+use crate::tensor::Tensor;
+use crate::tensor_data::TensorData;
 
 /// Storage offsets of each batch matrix of `l` (at least 2-D) broadcast to `batch`.
 fn batch_offsets(op: &str, l: &Layout, batch: &[usize]) -> Result<Vec<usize>> {

@@ -7,7 +7,8 @@ use super::reduce::sum_rows;
 use crate::cuda::storage::CudaBuffer;
 use crate::error::Result;
 use crate::layout::{numel, Layout};
-use crate::tensor::{Tensor, TensorData};
+use crate::tensor::Tensor;
+use crate::tensor_data::TensorData;
 use cudarc::driver::PushKernelArg;
 
 /// The permutation that moves `axis` last, and `x` permuted that way as a contiguous tensor

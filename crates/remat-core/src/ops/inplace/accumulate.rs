@@ -54,7 +54,7 @@ pub fn axpy_inplace(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
                     }
                 } else {
                     let b = src.layout().broadcast_to("add_", dst.shape())?;
-                    let b = crate::tensor::TensorData { storage: src.storage().clone(), layout: b };
+                    let b = crate::tensor_data::TensorData { storage: src.storage().clone(), layout: b };
                     // A source too big to copy is an out-of-memory error, not an abort.
                     std::borrow::Cow::Owned(cpu::catch_oom("add_", || Ok(cpu::gather::<T>(&b)))?)
                 };

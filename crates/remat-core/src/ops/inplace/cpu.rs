@@ -18,7 +18,7 @@ use crate::device::Device;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::{Dims, Layout};
-use crate::tensor::TensorData;
+use crate::tensor_data::TensorData;
 use rayon::prelude::*;
 use smallvec::SmallVec;
 use std::sync::Arc;
