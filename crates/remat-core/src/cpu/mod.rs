@@ -6,6 +6,7 @@ pub mod alloc;
 pub mod amx_gemm;
 pub mod batch_norm;
 pub mod bf16_gemm;
+pub mod conv_direct;
 pub mod erf;
 pub mod flash;
 pub mod gelu_pieces;

@@ -23,6 +23,7 @@
 //! per-sample weight gradients.
 
 use super::window::Plane;
+use crate::cpu::conv_direct::Direct;
 use crate::cpu::matmul::{product, product_ld, Start, Strided};
 use crate::cpu::Workspace;
 use crate::dtype::Element;
@@ -210,6 +211,40 @@ impl ConvShape {
     }
 }
 
+/// The convolution as [`Direct`]'s kernel takes it, where it applies (stride 1, no
+/// dilation, one group, one or two spatial axes) and pays.
+fn direct(sh: &ConvShape) -> Option<Direct> {
+    let p = &sh.plane;
+    let plain = sh.groups == 1 && p.dilation == [1; 3] && p.stride == [1; 3] && !p.is_dense();
+    if !plain || p.input[0] != 1 || p.kernel[0] != 1 || p.padding[0] != 0 {
+        return None;
+    }
+    let d = Direct {
+        n: sh.n,
+        c: sh.c,
+        o: sh.o,
+        input: [p.input[1], p.input[2]],
+        kernel: [p.kernel[1], p.kernel[2]],
+        padding: [p.padding[1], p.padding[2]],
+    };
+    d.worth_it().then_some(d)
+}
+
+/// `s` as float32, if `T` is float32 (the direct kernel's one dtype).
+fn as_f32<T: 'static>(s: &[T]) -> Option<&[f32]> {
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
+        // SAFETY: T is f32.
+        .then(|| unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<f32>(), s.len()) })
+}
+
+/// `v` as a `Vec<T>`, for a `T` that [`as_f32`] found to be float32.
+fn from_f32<T: 'static>(v: Vec<f32>) -> Vec<T> {
+    assert_eq!(std::any::TypeId::of::<T>(), std::any::TypeId::of::<f32>());
+    let mut v = std::mem::ManuallyDrop::new(v);
+    // SAFETY: T is f32, so the allocation, length and capacity are those of a Vec<T>.
+    unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<T>(), v.len(), v.capacity()) }
+}
+
 /// How the work is split between the threads.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Split {
@@ -310,6 +345,12 @@ fn unfold_tile<T: Element>(sh: &ConvShape, x: &[T], tile: &Tile, cols: &mut [T])
 
 /// `(n, o, l)`: the convolution of contiguous `x` and `w`, plus `bias` per output channel.
 pub(crate) fn forward<T: Element>(sh: &ConvShape, x: &[T], w: &[T], bias: Option<&[T]>) -> Vec<T> {
+    if let Some(d) = direct(sh) {
+        if let (Some(xf), Some(wf)) = (as_f32(x), as_f32(w)) {
+            let bf = bias.and_then(as_f32);
+            return from_f32(d.forward(xf, wf, bf));
+        }
+    }
     let (kg, og, l) = (sh.kg(), sh.og(), sh.l());
     let mut out = crate::cpu::alloc::<T>(sh.n * sh.o * l);
     if out.is_empty() {
@@ -398,8 +439,31 @@ pub(crate) fn forward<T: Element>(sh: &ConvShape, x: &[T], w: &[T], bias: Option
 /// `gy (n, o, l)`: `(gx, gw, gb)`, each computed only when asked for.
 pub(crate) type Grads<T> = (Option<Vec<T>>, Option<Vec<T>>, Option<Vec<T>>);
 
-/// See [`Grads`]; `need` says which of input, weight and bias want a gradient.
+/// See [`Grads`]; `need` says which of input, weight and bias want a gradient. The input
+/// gradient of a convolution the direct kernel takes is its adjoint convolution there; the
+/// rest (and every other convolution's) comes from [`backward_im2col`].
 pub(crate) fn backward<T: Element>(
+    sh: &ConvShape,
+    x: &[T],
+    w: &[T],
+    gy: &[T],
+    need: [bool; 3],
+) -> Grads<T> {
+    if need[0] {
+        if let Some(d) = direct(sh).filter(Direct::has_adjoint) {
+            if let (Some(gyf), Some(wf)) = (as_f32(gy), as_f32(w)) {
+                let gx = from_f32(d.input_grad(gyf, wf));
+                let (_, gw, gb) = backward_im2col(sh, x, w, gy, [false, need[1], need[2]]);
+                return (Some(gx), gw, gb);
+            }
+        }
+    }
+    backward_im2col(sh, x, w, gy, need)
+}
+
+/// [`backward`] by im2col: per tile, the GEMMs of the weight and input gradients against the
+/// tile's im2col matrix, the latter folded into the input gradient.
+fn backward_im2col<T: Element>(
     sh: &ConvShape,
     x: &[T],
     w: &[T],
