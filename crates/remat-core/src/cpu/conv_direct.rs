@@ -18,7 +18,7 @@
 //! with im2col (see `ops/conv_cpu.rs`).
 //!
 //! Tiles are a sample's output lines, cut so that a tile's copy and output grid take at most
-//! [`TILE_BYTES`]; the tiles are split between the threads in contiguous runs. Every
+//! `TILE_BYTES`; the tiles are split between the threads in contiguous runs. Every
 //! workspace is counted by the byte counters.
 
 use crate::cpu::{transpose_into, Workspace};
