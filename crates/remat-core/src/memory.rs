@@ -209,6 +209,7 @@ pub(crate) fn on_alloc(device: Device, bytes: usize) {
         charge_limited(device, i, bytes)
     };
     COUNTERS.peak[i].fetch_max(now, Ordering::Relaxed);
+    raise_scopes(i, now);
     if let Some(observe) = OBSERVER.get() {
         observe(device, now);
     }
@@ -244,32 +245,67 @@ pub fn reset_peak_memory_stats(device: Device) {
 }
 
 /// A scope that watches the peak of `memory_allocated(device)` while it lives, without
-/// disturbing [`max_memory_allocated`]: on entry the peak is set to the current count (after
-/// remembering it), and on drop it becomes the larger of the remembered peak and the one seen
-/// inside, which is what it would have been had the scope never existed. Allocations by other
-/// threads meanwhile count as well.
+/// touching [`max_memory_allocated`]: it keeps its own peak, which every allocation on its
+/// device raises while the scope is registered. The global peak is never lowered and
+/// restored (which another thread reading it meanwhile would see), so concurrent scopes and
+/// readers never disturb one another. Allocations by other threads meanwhile count as well.
 pub(crate) struct PeakScope {
-    device: Device,
-    before: usize,
+    watch: std::sync::Arc<ScopePeak>,
+}
+
+/// One live scope's device and peak.
+struct ScopePeak {
+    slot: usize,
+    peak: AtomicUsize,
+}
+
+/// The live scopes, and how many there are (so that an allocation with none live skips the
+/// lock: scopes are rare, allocations are not).
+static SCOPES: std::sync::Mutex<Vec<std::sync::Arc<ScopePeak>>> = std::sync::Mutex::new(Vec::new());
+static LIVE_SCOPES: AtomicUsize = AtomicUsize::new(0);
+
+/// Raise the peak of every live scope on device slot `i` to `now`.
+fn raise_scopes(i: usize, now: usize) {
+    if LIVE_SCOPES.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let scopes = SCOPES.lock().unwrap_or_else(|e| e.into_inner());
+    for s in scopes.iter().filter(|s| s.slot == i) {
+        s.peak.fetch_max(now, Ordering::Relaxed);
+    }
 }
 
 impl PeakScope {
-    /// Start watching `device`.
+    /// Start watching `device`, from its current count.
     pub(crate) fn enter(device: Device) -> PeakScope {
         let i = slot(device);
-        let before = COUNTERS.peak[i].load(Ordering::Relaxed);
-        reset_peak_memory_stats(device);
-        PeakScope { device, before }
+        let watch = std::sync::Arc::new(ScopePeak {
+            slot: i,
+            peak: AtomicUsize::new(COUNTERS.current[i].load(Ordering::Relaxed)),
+        });
+        SCOPES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(watch.clone());
+        LIVE_SCOPES.fetch_add(1, Ordering::Release);
+        // An allocation between reading the count and registering is caught here.
+        watch.peak.fetch_max(
+            COUNTERS.current[i].load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        PeakScope { watch }
     }
 
     /// The highest count since [`PeakScope::enter`].
     pub(crate) fn peak(&self) -> usize {
-        max_memory_allocated(self.device)
+        self.watch.peak.load(Ordering::Relaxed)
     }
 }
 
 impl Drop for PeakScope {
     fn drop(&mut self) {
-        COUNTERS.peak[slot(self.device)].fetch_max(self.before, Ordering::Relaxed);
+        let mut scopes = SCOPES.lock().unwrap_or_else(|e| e.into_inner());
+        scopes.retain(|s| !std::sync::Arc::ptr_eq(s, &self.watch));
+        LIVE_SCOPES.fetch_sub(1, Ordering::Release);
     }
 }

@@ -331,3 +331,37 @@ fn measuring_the_layers_backward_leaves_every_grad_and_the_peak_as_they_were() {
     assert!(weights.iter().all(|w| w.grad().is_some()));
     assert_eq!(hooked.load(Ordering::Relaxed), 1);
 }
+
+#[test]
+fn measuring_on_another_thread_never_lowers_the_peak_a_reader_sees() {
+    // The planner measures layers while other threads allocate and read the peak (the test
+    // harness runs tests side by side, as a data loader or a second model would): the peak
+    // that was reached must stay visible to every reader throughout.
+    let cpu = remat_core::Device::Cpu;
+    let big = ops::zeros(&[1 << 16], remat_core::DType::F32, cpu).unwrap();
+    let high = remat_core::memory_allocated(cpu);
+    drop(big);
+    let stop = Arc::new(AtomicBool::new(false));
+    let rounds = Arc::new(AtomicUsize::new(0));
+    let measurer = {
+        let (stop, rounds) = (stop.clone(), rounds.clone());
+        std::thread::spawn(move || {
+            let calls = Arc::new(AtomicUsize::new(0));
+            let (layers, _w) = counting_layers(3, &calls);
+            while !stop.load(Ordering::Relaxed) {
+                checkpoint::measure_layers(&layers, &input()).unwrap();
+                rounds.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let mut lowest = usize::MAX;
+    while rounds.load(Ordering::Relaxed) < 200 {
+        lowest = lowest.min(remat_core::max_memory_allocated(cpu));
+    }
+    stop.store(true, Ordering::Relaxed);
+    measurer.join().unwrap();
+    assert!(
+        lowest >= high,
+        "the peak read {lowest} after reaching {high}"
+    );
+}
