@@ -200,3 +200,30 @@ def test_modules_with_inplace_match_pytorch():
         (ty * ty).sum().backward()
         np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-6)
         np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
+
+SPECIALS = np.array([-2.5, -1e-30, -0.0, 0.0, 1e-30, 3.0, np.inf, -np.inf, np.nan], np.float32)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
+def test_written_values_equal_the_out_of_place_activation_bit_for_bit(name, dtype, strided):
+    # The write computes over the tensor itself (no result buffer copied back): it must give
+    # the row's own values, signed zeros, infinities and NaN included, in every float dtype
+    # and through a strided view.
+    inplace, plain = ACTIVATIONS[name]
+    values = np.concatenate([SPECIALS, _x().ravel()[:1531]]).reshape(-1, 11)
+    base = remat.tensor(values).to(getattr(remat, dtype))
+    want = plain(base.t() if strided else base)
+    dst = base.clone()
+    inplace(dst.t() if strided else dst)
+    got = dst.t() if strided else dst
+    as_bits = {"float32": np.uint32, "float64": np.uint64}.get(dtype, np.uint16)
+    w = want.float().numpy() if as_bits is np.uint16 else want.numpy()
+    g = got.float().numpy() if as_bits is np.uint16 else got.numpy()
+    assert np.array_equal(np.isnan(w), np.isnan(g))
+    ok = ~np.isnan(w)
+    assert np.array_equal(np.ascontiguousarray(w[ok]).view(w.dtype).tobytes(),
+                          np.ascontiguousarray(g[ok]).tobytes())
+    assert np.array_equal(np.signbit(w[ok]), np.signbit(g[ok]))

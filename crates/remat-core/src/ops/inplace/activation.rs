@@ -49,9 +49,17 @@ fn unary_in_place(op: &str, dst: &Tensor, f: Unary, p: f64) -> Result<()> {
     if in_graph && !records_over_storage(dst, f) {
         return recorded::write_whole(op, dst, f.saves() == Saves::Input, |old| unary(f, old, p));
     }
-    let y = computed(f, dst, p)?;
-    write(op, dst, &[(Src::Tensor(&y), Update::Set)])?;
-    drop(y);
+    match f {
+        // Computed over the tensor itself, with no buffer of the result to copy back.
+        Unary::Relu => write(op, dst, &[(Src::Scalar(0.0), Update::Relu)])?,
+        Unary::LeakyRelu | Unary::LeakyReluOut => {
+            write(op, dst, &[(Src::Scalar(p), Update::LeakyRelu)])?
+        }
+        _ => {
+            let y = computed(f, dst, p)?;
+            write(op, dst, &[(Src::Tensor(&y), Update::Set)])?;
+        }
+    }
     if in_graph {
         let written = Tensor::from_data(dst.data().clone());
         let new =

@@ -54,6 +54,8 @@ trait Compute: Scalar {
     fn div(self, v: Self) -> Self;
     fn clamp_min(self, v: Self) -> Self;
     fn clamp_max(self, v: Self) -> Self;
+    fn relu(self) -> Self;
+    fn leaky_relu(self, v: Self) -> Self;
 }
 
 macro_rules! compute_float {
@@ -95,6 +97,22 @@ macro_rules! compute_float {
                     v
                 }
             }
+            #[inline(always)]
+            fn relu(self) -> Self {
+                if self < 0.0 {
+                    0.0
+                } else {
+                    self
+                }
+            }
+            #[inline(always)]
+            fn leaky_relu(self, v: Self) -> Self {
+                if self > 0.0 {
+                    self
+                } else {
+                    self * v
+                }
+            }
         }
     };
 }
@@ -134,6 +152,18 @@ impl Compute for i64 {
     #[inline(always)]
     fn clamp_max(self, v: Self) -> Self {
         self.min(v)
+    }
+    #[inline(always)]
+    fn relu(self) -> Self {
+        self.max(0)
+    }
+    #[inline(always)]
+    fn leaky_relu(self, v: Self) -> Self {
+        if self > 0 {
+            self
+        } else {
+            self.wrapping_mul(v)
+        }
     }
 }
 
@@ -380,6 +410,10 @@ fn formula<T: Scalar, S: Scalar, P: Compute>(dst: &TensorData, s: &Operand<S>, u
         Update::Set => run::<T, S, _>(dst, s, |_, _, v| load(v).store()),
         Update::ClampMin => run::<T, S, _>(dst, s, |_, x, v| P::load(x).clamp_min(load(v)).store()),
         Update::ClampMax => run::<T, S, _>(dst, s, |_, x, v| P::load(x).clamp_max(load(v)).store()),
+        Update::Relu => run::<T, S, _>(dst, s, |_, x, _| P::load(x).relu().store()),
+        Update::LeakyRelu => {
+            run::<T, S, _>(dst, s, |_, x, v| P::load(x).leaky_relu(load(v)).store())
+        }
         // Not arithmetic: dispatched before.
         Update::MaskedFill(_)
         | Update::Normal { .. }

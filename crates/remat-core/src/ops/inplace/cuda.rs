@@ -61,6 +61,16 @@ pub(crate) fn update(op: &str, dst: &Tensor, src: Src<'_>, u: Update) -> Result<
         Update::Div => ops::div(&cur, &operand(false)?)?,
         Update::ClampMin => ops::maximum(&cur, &operand(false)?)?,
         Update::ClampMax => ops::minimum(&cur, &operand(false)?)?,
+        Update::Relu => ops::relu(&cur)?,
+        Update::LeakyRelu => match src {
+            Src::Scalar(slope) => ops::leaky_relu(&cur, slope)?,
+            _ => {
+                return Err(crate::error::Error::value(
+                    op,
+                    "a leaky ReLU's slope is a number",
+                ))
+            }
+        },
         Update::MaskedFill(value) => {
             let fill = launch::full(op, device, &[], dtype, value)?;
             ops::where_(&operand(false)?, &fill, &cur)?

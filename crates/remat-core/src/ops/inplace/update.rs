@@ -22,6 +22,10 @@ pub(crate) enum Update {
     ClampMax,
     /// `value` where the mask `v` is nonzero, else `x`.
     MaskedFill(f64),
+    /// `0` where `x < 0`, else `x` (the ReLU row's formula; NaN and -0 kept).
+    Relu,
+    /// `x` where `x > 0`, else `v x` (the leaky ReLU row's formula, `v` the slope).
+    LeakyRelu,
     /// A normal draw `mean + std n`, element `i` (C order) from counter `i` of `key`.
     Normal { mean: f64, std: f64, key: RngState },
     /// A uniform draw in `[low, high)`, as `rand` draws it.
